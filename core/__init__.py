@@ -1,0 +1,60 @@
+"""indexzoo: a zoo of GPU index structures behind one contract.
+
+    >>> import numpy as np, indexzoo
+    >>> index = indexzoo.create("sorted-array", device="cpu").build(np.array([7, 3, 7, 9]))
+    >>> index.point(np.array([7, 8]), out="count").count
+    array([2, 0], dtype=uint32)
+
+See ``indexzoo.available()`` for the registered indexes and ``GpuIndex`` for the contract.
+"""
+
+from __future__ import annotations
+
+from .config import IndexParams, IndexSpec, load_spec
+from .contract import Capabilities, Footprint, GpuIndex
+from .devices import resolve_device
+from .errors import (
+    ConfigError,
+    DeviceUnavailable,
+    DuplicatePlugin,
+    IndexZooError,
+    InvalidInput,
+    MissingDependency,
+    NotBuilt,
+    Unsupported,
+)
+from .hookspecs import hookimpl
+from .keys import KeyMap
+from .registry import available, create, load_errors, providers, register_plugin
+from .results import OUT_MODES, LookupResult, Out
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "OUT_MODES",
+    "Capabilities",
+    "ConfigError",
+    "DeviceUnavailable",
+    "DuplicatePlugin",
+    "Footprint",
+    "GpuIndex",
+    "IndexParams",
+    "IndexSpec",
+    "IndexZooError",
+    "InvalidInput",
+    "KeyMap",
+    "LookupResult",
+    "MissingDependency",
+    "NotBuilt",
+    "Out",
+    "Unsupported",
+    "__version__",
+    "available",
+    "create",
+    "hookimpl",
+    "load_errors",
+    "load_spec",
+    "providers",
+    "register_plugin",
+    "resolve_device",
+]

@@ -1,0 +1,420 @@
+"""``indexzoo bench``: run workloads over chosen indexes on one device; print a table, write
+JSON and a plot.
+
+Every figure comes with its ratio to the ``searchsorted`` peer measured in the same run, on
+the same data. Data generation and the build are timed apart from the lookups; lookups are
+timed after a warm-up (median of ``repeats``; CUDA events on the GPU, ``perf_counter`` on
+the CPU). After timing, each index answers the workload once more with ``out="count"``
+(untimed), and its answers are compared with the peer's: a table row marked ``MISMATCH``
+means an index answered wrongly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import numpy as np
+
+from .devices import resolve_device, to_numpy
+from .errors import ConfigError, IndexZooError, MissingDependency
+from .registry import available, builtin, create
+from .results import LookupResult, Out
+from .timing import synchronize, time_call
+from .workloads import Dataset, Workload, generate
+
+__all__ = ["PEER", "PRESETS", "SWEEPS", "Record", "add_cli", "environment", "run_bench"]
+
+PEER = "searchsorted"
+
+# ---------------------------------------------------------------------- presets
+_QUICK = Workload(name="quick", n_keys=1 << 20, n_lookups=1 << 20)
+_PAPER = Workload(name="paper", n_keys=1 << 26, n_lookups=1 << 27)
+_L2 = Workload(name="l2", n_keys=1 << 22, n_lookups=1 << 27)  # 2^22 x (8+4) B = 48 MB: fits L2
+
+PRESETS: dict[str, Workload] = {
+    "quick": _QUICK,
+    "paper": _PAPER,
+    "paper-u32": _PAPER.model_copy(update={"name": "paper-u32", "key_bits": 32}),
+    "l2": _L2,
+    "latency": Workload(name="latency", n_keys=1 << 20, n_lookups=1 << 12),
+}
+
+# Sweeps mirror the papers' figures: dimension -> (workload field, values).
+SWEEPS: dict[str, tuple[str, list[Any]]] = {
+    "keys": ("n_keys", [1 << k for k in range(15, 27)]),
+    "lookups": ("n_lookups", [1 << k for k in range(13, 28, 2)]),
+    "hit_rate": ("hit_rate", [1.0, 0.9, 0.75, 0.5, 0.25, 0.1, 0.0]),
+    "multiplicity": ("multiplicity", [1 << k for k in range(0, 9)]),
+    "zipf": ("lookup_zipf", [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]),
+    "batches": ("batches", [1 << k for k in range(0, 21, 2)]),
+    "range_hits": ("range_hits", [1 << k for k in range(0, 11)]),
+}
+
+LATENCY_BATCHES = [1, 16, 256, 4096]
+
+
+def sweep_workloads(base: Workload, dim: str, device: str) -> list[Workload]:
+    """``base`` with ``dim`` set to each value of the sweep (sizes capped on the CPU)."""
+    if dim not in SWEEPS:
+        raise ConfigError(f"unknown sweep {dim!r}; allowed: {', '.join(SWEEPS)}")
+    fname, values = SWEEPS[dim]
+    out = []
+    for v in values:
+        upd: dict[str, Any] = {fname: v, "name": f"{base.name}:{dim}={v}"}
+        if dim == "multiplicity":
+            upd["n_keys"] = max(v, base.n_keys // v * v)
+        if dim == "batches" and v > base.n_lookups:
+            continue
+        if dim == "range_hits":
+            upd["n_lookups"] = min(base.n_lookups, 1 << 16)
+        if device == "cpu" and dim in ("keys", "lookups") and v > (1 << 22):
+            continue
+        out.append(base.model_copy(update=upd))
+    return [Workload.model_validate(w.model_dump()) for w in out]
+
+
+# ---------------------------------------------------------------------- records
+@dataclass
+class Record:
+    """One index on one workload."""
+
+    index: str
+    workload: str
+    device: str
+    n_keys: int
+    n_lookups: int
+    out: str
+    lookup_s: float
+    lookup_spread: float
+    throughput: float  # lookups per second
+    build_s: float
+    resident_bytes: int
+    peak_build_bytes: int
+    ratio_to_peer: float | None = None
+    agrees_with_peer: bool | None = None
+    sweep: str | None = None
+    sweep_value: Any = None
+    latency_us: dict[str, float] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    workload_spec: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def throughput_per_byte(self) -> float:
+        return self.throughput / self.resident_bytes if self.resident_bytes else float("nan")
+
+
+def _git_commit() -> str:
+    try:
+        root = Path(__file__).resolve().parents[1]
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=5)
+        if head.returncode:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=5).stdout
+        return head.stdout.strip() + ("-dirty" if dirty.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def device_name(device: str) -> str:
+    if device == "cuda":
+        import cupy
+
+        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model} ({os.cpu_count()} threads)"
+
+
+def environment(device: str) -> dict[str, Any]:
+    """Where a result was measured: commit, device, library versions."""
+    import numba
+    import pydantic
+
+    env: dict[str, Any] = {
+        "commit": _git_commit(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": device,
+        "device_name": device_name(device),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "pydantic": pydantic.__version__,
+        "platform": platform.platform(),
+    }
+    if device == "cuda":
+        import cupy
+
+        env["cupy"] = cupy.__version__
+        env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+        env["cuda_driver"] = cupy.cuda.runtime.driverGetVersion()
+        try:
+            import numba_cuda
+
+            env["numba_cuda"] = getattr(numba_cuda, "__version__", "?")
+        except ImportError:
+            pass
+    return env
+
+
+# ---------------------------------------------------------------------- running
+def _lookup_fn(index: Any, data: Dataset, out: Out) -> Callable[[], list[LookupResult]]:
+    batches = data.batches()
+    if data.queries is not None:
+        return lambda: [index.point(b[0], out=out) for b in batches]
+    return lambda: [index.range(b[0], b[1], out=out) for b in batches]
+
+
+def _build_fn(index: Any, keys: Any) -> Callable[[], Any]:
+    return lambda: index.build(keys)
+
+
+def _count_signature(index: Any, data: Dataset) -> np.ndarray | None:
+    """Per-lookup match counts (untimed), to compare answers with the peer."""
+    if "count" not in index.capabilities.out_modes:
+        return None
+    parts = _lookup_fn(index, data, "count")()
+    return np.concatenate([to_numpy(p.count).astype(np.int64) for p in parts]) if parts else \
+        np.zeros(0, np.int64)
+
+
+def _latency(index: Any, data: Dataset, device: str, repeats: int) -> dict[str, float]:
+    """Wall time per call (µs, median) for small batches, Python and launch overhead included."""
+    res: dict[str, float] = {}
+    src = data.queries if data.queries is not None else data.lo
+    for b in LATENCY_BATCHES:
+        if b > src.shape[0]:
+            break
+        args = (data.queries[:b],) if data.queries is not None else (data.lo[:b], data.hi[:b])
+        fn = index.point if data.queries is not None else index.range
+
+        def call(fn: Any = fn, args: tuple[Any, ...] = args) -> None:
+            fn(*args)
+            synchronize(device)
+
+        times = []
+        call()
+        for _ in range(max(repeats, 20)):
+            t0 = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t0)
+        res[str(b)] = float(np.median(times) * 1e6)
+    return res
+
+
+def run_bench(workloads: Sequence[Workload], indexes: Sequence[str], device: str,
+              repeats: int = 5, out: Out | None = None, latency: bool = False,
+              progress: TextIO | None = None, sweep: str | None = None,
+              params: dict[str, dict[str, Any]] | None = None) -> list[Record]:
+    """Run every index on every workload; the peer runs first on each workload."""
+    log = progress or sys.stderr
+    names = [PEER] + [n for n in indexes if n != PEER] if PEER in available() else list(indexes)
+    records: list[Record] = []
+    for wi, w in enumerate(workloads, 1):
+        t0 = time.perf_counter()
+        data = generate(w, device)
+        synchronize(device)
+        log.write(f"[{wi}/{len(workloads)}] {w.describe()}: data in "
+                  f"{time.perf_counter() - t0:.2f} s\n")
+        mode: Out = out or ("rowid" if data.queries is not None else "count")
+        peer_tp: float | None = None
+        peer_sig: np.ndarray | None = None
+        for name in names:
+            index = create(name, device=device, **(params or {}).get(name, {}))
+            if data.queries is None and not index.capabilities.range:
+                log.write(f"    {name:<16} skipped: no range lookups\n")
+                continue
+            if mode not in index.capabilities.out_modes:
+                log.write(f"    {name:<16} skipped: no out={mode!r}\n")
+                continue
+            build = time_call(_build_fn(index, data.keys), device, repeats=repeats)
+            fp = index.memory_footprint()
+            t = time_call(_lookup_fn(index, data, mode), device, repeats=repeats)
+            sig = _count_signature(index, data)
+            tp = data.n_lookups / t.median if t.median > 0 else float("inf")
+            if name == PEER:
+                peer_tp, peer_sig = tp, sig
+            agrees = None if sig is None or peer_sig is None else bool(np.array_equal(sig, peer_sig))
+            rec = Record(
+                index=name, workload=w.name, device=device, n_keys=w.n_keys,
+                n_lookups=data.n_lookups, out=mode, lookup_s=t.median,
+                lookup_spread=t.spread, throughput=tp, build_s=build.median,
+                resident_bytes=fp.resident_bytes, peak_build_bytes=fp.peak_build_bytes,
+                ratio_to_peer=(tp / peer_tp) if peer_tp else None, agrees_with_peer=agrees,
+                sweep=sweep, sweep_value=getattr(w, SWEEPS[sweep][0]) if sweep else None,
+                params=index.params.model_dump(), workload_spec=w.model_dump(),
+            )
+            if latency:
+                rec.latency_us = _latency(index, data, device, repeats)
+            records.append(rec)
+            flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
+            log.write(f"    {name:<16} {tp / 1e6:10.1f} M lookups/s  build "
+                      f"{build.median * 1e3:8.2f} ms{flag}\n")
+            del index
+    return records
+
+
+# ---------------------------------------------------------------------- output
+def format_table(records: Sequence[Record]) -> str:
+    """A plain-text table, one row per (workload, index)."""
+    head = ["workload", "index", "M lookups/s", f"x {PEER}", "build ms", "resident MB",
+            "peak MB", "lookups/s/B", "agrees"]
+    rows = []
+    for r in records:
+        rows.append([
+            r.workload, r.index, f"{r.throughput / 1e6:.1f}",
+            "-" if r.ratio_to_peer is None else f"{r.ratio_to_peer:.2f}",
+            f"{r.build_s * 1e3:.2f}", f"{r.resident_bytes / 1e6:.1f}",
+            f"{r.peak_build_bytes / 1e6:.1f}", f"{r.throughput_per_byte:.3g}",
+            {True: "yes", False: "NO", None: "-"}[r.agrees_with_peer],
+        ])
+        if r.latency_us:
+            rows[-1][0] += "  latency(us/call): " + ", ".join(
+                f"{k}: {v:.0f}" for k, v in r.latency_us.items())
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
+              for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return "\n".join(lines)
+
+
+def write_json(records: Sequence[Record], env: dict[str, Any], path: Path) -> None:
+    payload = {"environment": env, "records": [
+        {**asdict(r), "throughput_per_byte": r.throughput_per_byte} for r in records]}
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def plot(records: Sequence[Record], path: Path, title: str) -> None:
+    """Bar chart of throughput per index, or lines over a sweep's values."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MissingDependency("matplotlib", "bench", "writing benchmark plots") from None
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    names = list(dict.fromkeys(r.index for r in records))
+    sweep = records[0].sweep if records else None
+    if sweep:
+        for n in names:
+            pts = [(r.sweep_value, r.throughput / 1e6) for r in records if r.index == n]
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
+        ax.set_xlabel(SWEEPS[sweep][0])
+        if sweep not in ("hit_rate", "zipf"):
+            ax.set_xscale("log", base=2)
+        ax.legend()
+    else:
+        workloads = list(dict.fromkeys(r.workload for r in records))
+        width = 0.8 / max(len(names), 1)
+        for i, n in enumerate(names):
+            vals = [next((r.throughput / 1e6 for r in records
+                          if r.index == n and r.workload == w), 0.0) for w in workloads]
+            ax.bar(np.arange(len(workloads)) + i * width, vals, width, label=n)
+        ax.set_xticks(np.arange(len(workloads)) + width * (len(names) - 1) / 2, workloads)
+        ax.legend()
+    ax.set_ylabel("M lookups / s")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------- CLI
+def add_cli(sub: Any) -> None:
+    s = sub.add_parser("bench", help="compare indexes on a workload: table, JSON and plot")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--preset", default="quick", choices=sorted(PRESETS),
+                   help="named workload (default: quick)")
+    g.add_argument("--workload", metavar="FILE", help="workload file (YAML/TOML/JSON)")
+    s.add_argument("--indexes", default="builtin",
+                   help="comma-separated index names, 'builtin' (default: those shipped with "
+                   "indexzoo) or 'all' (every registered index)")
+    s.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    s.add_argument("--sweep", choices=sorted(SWEEPS), help="vary one dimension of the workload")
+    s.add_argument("--repeats", type=int, default=5, help="timed runs per figure (median)")
+    s.add_argument("--out-mode", dest="out_mode", choices=("rowid", "count", "sum", "rowids"),
+                   help="what lookups return (default: rowid for points, count for ranges)")
+    s.add_argument("--latency", action="store_true",
+                   help="also time single calls of 1..4096 lookups (wall time per call)")
+    s.add_argument("--output", default="bench-results", metavar="DIR",
+                   help="folder for the JSON and PNG (default: bench-results)")
+    s.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    s.set_defaults(func=cmd_bench)
+
+
+def _load_workload(path: str) -> Workload:
+    import pydantic
+
+    from .config import format_validation, read_config_file
+
+    data = read_config_file(path)
+    try:
+        return Workload.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{path}: invalid workload: {format_validation(exc)}") from None
+
+
+def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
+    if args.repeats < 1:
+        raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
+    device = resolve_device(args.device)
+    base = _load_workload(args.workload) if args.workload else PRESETS[args.preset]
+    latency = args.latency or (not args.workload and args.preset == "latency")
+    workloads = sweep_workloads(base, args.sweep, device) if args.sweep else [base]
+    if args.indexes in ("all", "builtin"):
+        names = list(available()) if args.indexes == "all" else builtin()
+    else:
+        names = [n.strip() for n in args.indexes.split(",") if n.strip()]
+    for n in names:
+        if n not in available():
+            from .registry import lookup
+
+            lookup(n)  # raises ConfigError naming the alternatives
+    env = environment(device)
+    sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
+    try:
+        records = run_bench(workloads, names, device, repeats=args.repeats, out=args.out_mode,
+                            latency=latency, sweep=args.sweep)
+    except MemoryError as exc:
+        raise IndexZooError(f"out of memory: {exc}") from None
+    out.write(format_table(records) + "\n")
+    folder = Path(args.output)
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    label = (Path(args.workload).stem if args.workload else args.preset) + \
+        (f"-{args.sweep}" if args.sweep else "")
+    stem = folder / f"{label}-{device}-{stamp}"
+    write_json(records, env, stem.with_suffix(".json"))
+    out.write(f"wrote {stem.with_suffix('.json')}\n")
+    if not args.no_plot and records:
+        plot(records, stem.with_suffix(".png"),
+             f"{label} on {env['device_name']} ({env['commit'][:10]})")
+        out.write(f"wrote {stem.with_suffix('.png')}\n")
+    bad = [r for r in records if r.agrees_with_peer is False]
+    if bad:
+        sys.stderr.write("indexzoo bench: answers differ from the peer for: "
+                         + ", ".join(f"{r.index} on {r.workload}" for r in bad) + "\n")
+        return 1
+    return 0

@@ -1,0 +1,66 @@
+"""The error classes of indexzoo.
+
+Every error raised on purpose derives from :class:`IndexZooError`, so callers can catch the
+whole family at once, and each one also derives from the built-in exception a Python user
+would expect (``ValueError`` for bad input or configuration, ``RuntimeError`` for state and
+device problems), so generic handlers keep working.
+
+Messages name the argument, the value or dtype that was received, and what is allowed.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DeviceUnavailable",
+    "DuplicatePlugin",
+    "IndexZooError",
+    "InvalidInput",
+    "MissingDependency",
+    "NotBuilt",
+    "Unsupported",
+]
+
+
+class IndexZooError(Exception):
+    """Base class of every error indexzoo raises on purpose."""
+
+
+class InvalidInput(IndexZooError, ValueError):
+    """A key, value or lookup array is unusable: wrong dtype or shape, NaN, mismatched length,
+    or a key outside what the index (or the chosen mode) can represent."""
+
+
+class Unsupported(IndexZooError, NotImplementedError):
+    """The index lacks a capability that was asked for (e.g. range lookups on a hash table,
+    an ``out`` mode, a key width or a device it does not implement)."""
+
+
+class ConfigError(IndexZooError, ValueError):
+    """Bad configuration: unknown index name, unknown parameter, out-of-range value,
+    malformed spec file. Raised before any device work starts."""
+
+
+class DuplicatePlugin(ConfigError):
+    """Two plugins registered the same index name. The message names both providers."""
+
+
+class NotBuilt(IndexZooError, RuntimeError):
+    """A lookup or footprint query on an index whose ``build`` has not completed."""
+
+
+class DeviceUnavailable(IndexZooError, RuntimeError):
+    """The requested device cannot be used here; the message says why (no GPU, no driver,
+    missing CuPy or numba-cuda, and which extra to install)."""
+
+
+class MissingDependency(IndexZooError, ImportError):
+    """An optional dependency is missing; the message names the extra that installs it."""
+
+    def __init__(self, package: str, extra: str, purpose: str):
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs the optional package {package!r}, which is not installed; "
+            f"install it with: pip install 'indexzoo[{extra}]'"
+        )

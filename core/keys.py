@@ -1,0 +1,359 @@
+"""Order-preserving key maps: every orderable key type onto uint32 or uint64.
+
+Plugins only ever see unsigned 32- or 64-bit keys. Everything else a user may index goes
+through one of these maps, applied once, in the base class, for every plugin:
+
+============================  =========  ===================================================
+source dtype                  target     map
+============================  =========  ===================================================
+bool, uint8, uint16, uint32   uint32     zero extension
+uint64                        uint64     identity
+int8, int16, int32            uint32     sign extension to int32, then flip the sign bit
+int64                         uint64     flip the sign bit
+datetime64, timedelta64       uint64     as int64 (NaT is rejected, like NaN)
+float32                       uint32     IEEE bits; negative: invert all bits,
+float64                       uint64     non-negative: set the sign bit (radix-sort trick)
+fixed-width bytes (``S<w>``)  uint64     first 8 bytes, zero padded, read big-endian
+============================  =========  ===================================================
+
+Each map is strictly increasing (``a < b`` iff ``map(a) < map(b)``), so both point and
+range lookups carry over, with three documented exceptions:
+
+* **NaN** has no place in an order: NaN keys or lookups raise :class:`InvalidInput`.
+  Infinities are ordinary keys.
+* **-0.0 and 0.0** compare equal under IEEE 754 (and in NumPy), so they are one key:
+  -0.0 is stored as 0.0. A lookup for either finds rows built with either; the inverse
+  map returns 0.0. [decision, documented in docs/keys.md]
+* **Byte strings longer than 8 bytes** are indexed by their first 8 bytes (as the RX paper
+  proposes for strings). Lookups then return *candidates*: every row whose prefix matches;
+  the caller filters the rest. The map has no inverse for them. NumPy's own ``S`` semantics
+  apply: trailing NUL bytes are not significant.
+
+Lookups may use another dtype than the keys. Integer lookups against integer keys are
+compared by value: a lookup outside the key dtype's range is a miss, and range bounds are
+clamped to it. Float lookups against float keys (and integer lookups against float keys)
+are converted exactly: a point lookup that the key dtype cannot represent exactly is a miss,
+and range bounds round inwards (``lo`` up, ``hi`` down), so ranges stay exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import InvalidInput, Unsupported
+
+__all__ = ["SUPPORTED_KEY_DTYPES", "KeyMap"]
+
+Kind = Literal["unsigned", "signed", "float", "datetime", "bytes"]
+
+SUPPORTED_KEY_DTYPES = (
+    "bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float32, float64, "
+    "datetime64, timedelta64 and fixed-width bytes (S1 ... S<w>)"
+)
+
+_U32 = np.dtype(np.uint32)
+_U64 = np.dtype(np.uint64)
+
+
+def _xp(arr: Any) -> Any:
+    if isinstance(arr, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _kind_of(dtype: np.dtype) -> Kind | None:
+    if dtype.kind in "bu":
+        return "unsigned"
+    if dtype.kind == "i":
+        return "signed"
+    if dtype.kind == "f" and dtype.itemsize in (4, 8):
+        return "float"
+    if dtype.kind in "mM":
+        return "datetime"
+    if dtype.kind == "S" and dtype.itemsize > 0:
+        return "bytes"
+    return None
+
+
+def _unsupported_dtype(dtype: np.dtype, name: str) -> InvalidInput:
+    hint = ""
+    if dtype.kind == "U":
+        hint = " (encode text to bytes first, e.g. np.char.encode(a, 'utf-8'): order is kept)"
+    elif dtype.kind == "f":
+        hint = " (convert float16 to float32 first)"
+    return InvalidInput(
+        f"argument {name!r}: dtype {dtype} is not supported as a key; "
+        f"allowed: {SUPPORTED_KEY_DTYPES}{hint}"
+    )
+
+
+def _check_no_nan(arr: Any, name: str) -> None:
+    xp = _xp(arr)
+    bad = xp.isnan(arr) if arr.dtype.kind == "f" else xp.isnat(arr)
+    if bool(bad.any()):
+        pos = int(xp.argmax(bad))
+        what = "NaN" if arr.dtype.kind == "f" else "NaT"
+        raise InvalidInput(
+            f"argument {name!r}: {what} at position {pos} is not a valid key "
+            f"({what} has no place in an order; drop or replace it)"
+        )
+
+
+def _bits(dtype: np.dtype) -> int:
+    return dtype.itemsize * 8
+
+
+@dataclass(frozen=True)
+class KeyMap:
+    """The order-preserving map of one key dtype (``source``) onto ``target``.
+
+    Build with :meth:`for_dtype`; ``encode`` keys, ``decode`` them back (where an inverse
+    exists), and ``encode_points`` / ``encode_ranges`` for lookups of any compatible dtype.
+    """
+
+    source: np.dtype
+    target: np.dtype
+    kind: Kind
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def for_dtype(cls, dtype: Any, *, name: str = "keys") -> KeyMap:
+        """The map for keys of ``dtype``; InvalidInput if the dtype cannot be a key."""
+        try:
+            dt = np.dtype(dtype)
+        except TypeError as exc:
+            raise InvalidInput(f"argument {name!r}: {dtype!r} is not a dtype ({exc})") from None
+        kind = _kind_of(dt)
+        if kind is None:
+            raise _unsupported_dtype(dt, name)
+        wide = kind in ("datetime", "bytes") or dt.itemsize == 8
+        return cls(source=dt, target=_U64 if wide else _U32, kind=kind)
+
+    def with_target(self, target: Any) -> KeyMap:
+        """The same map onto a wider target (uint32 -> uint64 keeps the order)."""
+        t = np.dtype(target)
+        if t == self.target:
+            return self
+        if t == _U64 and self.target == _U32:
+            return KeyMap(self.source, t, self.kind)
+        raise Unsupported(
+            f"keys of dtype {self.source} need {self.target} keys inside the index; "
+            f"they cannot be narrowed to {t}"
+        )
+
+    @property
+    def natural(self) -> np.dtype:
+        """The narrowest target of this source: what the bit tricks run on before widening."""
+        return KeyMap.for_dtype(self.source).target
+
+    @property
+    def invertible(self) -> bool:
+        """Whether :meth:`decode` gives the keys back (all but bytes wider than 8)."""
+        return not (self.kind == "bytes" and self.source.itemsize > 8)
+
+    @property
+    def exact(self) -> bool:
+        """Whether equal encodings mean equal keys (all but bytes wider than 8)."""
+        return self.invertible
+
+    # ------------------------------------------------------------------ keys
+    def encode(self, arr: Any, *, name: str = "keys") -> Any:
+        """Map an array of exactly ``source`` dtype onto ``target``, keeping the order."""
+        if arr.dtype != self.source and not (self.kind == "bytes" and arr.dtype.kind == "S"):
+            raise InvalidInput(
+                f"argument {name!r}: expected dtype {self.source}, got {arr.dtype}"
+            )
+        enc = self._encode_natural(arr, name)
+        return enc if enc.dtype == self.target else enc.astype(self.target)
+
+    def _encode_natural(self, arr: Any, name: str) -> Any:
+        u = self.natural
+        nbits = _bits(u)
+        if self.kind == "unsigned":
+            return arr.astype(u)
+        if self.kind == "signed":
+            wide = arr.astype(np.int32 if u == _U32 else np.int64)
+            return wide.view(u) ^ u.type(1 << (nbits - 1))
+        if self.kind == "float":
+            _check_no_nan(arr, name)
+            xp = _xp(arr)
+            bits = (arr + arr.dtype.type(0.0)).view(u)  # -0.0 + 0.0 == +0.0
+            negative = (bits >> u.type(nbits - 1)).astype(bool)
+            return bits ^ xp.where(negative, u.type((1 << nbits) - 1), u.type(1 << (nbits - 1)))
+        if self.kind == "datetime":
+            _check_no_nan(arr, name)
+            return arr.view(np.int64).view(_U64) ^ _U64.type(1 << 63)
+        return self._encode_bytes(arr, name)
+
+    def _encode_bytes(self, arr: Any, name: str) -> Any:
+        if not isinstance(arr, np.ndarray):
+            raise InvalidInput(f"argument {name!r}: byte-string keys must be a NumPy array")
+        width = arr.dtype.itemsize
+        raw = np.ascontiguousarray(arr).view(np.uint8).reshape(arr.shape[0], width)
+        buf = np.zeros((arr.shape[0], 8), dtype=np.uint8)
+        buf[:, : min(8, width)] = raw[:, :8]
+        return buf.view(">u8").reshape(arr.shape[0]).astype(_U64)
+
+    def decode(self, ukeys: Any) -> Any:
+        """The inverse map: ``decode(encode(k)) == k`` (with -0.0 returned as 0.0)."""
+        if not self.invertible:
+            raise Unsupported(
+                f"keys of dtype {self.source} are indexed by their first 8 bytes; "
+                "the map has no inverse"
+            )
+        nat = self.natural
+        u = ukeys.astype(nat)
+        nbits = _bits(nat)
+        if self.kind == "unsigned":
+            return u.astype(self.source)
+        if self.kind == "signed":
+            s = (u ^ nat.type(1 << (nbits - 1))).view(np.int32 if nbits == 32 else np.int64)
+            return s.astype(self.source)
+        if self.kind == "float":
+            xp = _xp(u)
+            positive = (u >> nat.type(nbits - 1)).astype(bool)
+            mask = xp.where(positive, nat.type(1 << (nbits - 1)), nat.type((1 << nbits) - 1))
+            return (u ^ mask).view(self.source)
+        if self.kind == "datetime":
+            return (u ^ _U64.type(1 << 63)).view(np.int64).view(self.source)
+        be = np.asarray(u).astype(">u8").view(np.uint8).reshape(-1, 8)
+        return np.ascontiguousarray(be[:, : self.source.itemsize]).view(self.source).ravel()
+
+    # ------------------------------------------------------------------ lookups
+    def encode_points(self, q: Any, *, name: str = "queries") -> tuple[Any, Any | None]:
+        """Encode point lookups of any compatible dtype.
+
+        Returns ``(encoded, outside)``: ``outside`` is None when every lookup can match a
+        key, else a boolean mask of lookups that cannot (they must miss).
+        """
+        conv, outside = self._convert(q, name, mode="point")
+        return self.encode(conv, name=name), outside
+
+    def encode_ranges(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+        """Encode inclusive ranges ``[lo, hi]`` of any compatible dtype.
+
+        Bounds outside the key dtype are clamped; a range that lies wholly outside becomes
+        the empty range ``(1, 0)``; inexact float bounds round inwards.
+        """
+        clo, lo_out = self._convert(lo, "lo", mode="lo")
+        chi, hi_out = self._convert(hi, "hi", mode="hi")
+        elo, ehi = self.encode(clo, name="lo"), self.encode(chi, name="hi")
+        if lo_out is None and hi_out is None:
+            return elo, ehi
+        xp = _xp(elo)
+        empty = lo_out if hi_out is None else (hi_out if lo_out is None else lo_out | hi_out)
+        one, zero = self.target.type(1), self.target.type(0)
+        return xp.where(empty, one, elo), xp.where(empty, zero, ehi)
+
+    def _convert(self, q: Any, name: str, mode: str) -> tuple[Any, Any | None]:
+        """Bring lookups to ``source`` dtype.
+
+        ``mode`` is "point" (unrepresentable values are flagged), "lo" or "hi" (values are
+        clamped/rounded inwards; flagged values make the range empty: for "lo" those above
+        every key, for "hi" those below every key).
+        """
+        dt = q.dtype
+        if dt == self.source:
+            if self.kind in ("float", "datetime"):
+                _check_no_nan(q, name)
+            return q, None
+        qkind = _kind_of(dt)
+        if self.kind in ("unsigned", "signed") and qkind in ("unsigned", "signed"):
+            return _convert_int(q, self.source, mode)
+        if self.kind == "float" and dt.kind in "biuf":
+            return _convert_float(q, self.source, mode, name)
+        if (self.kind == "datetime" and dt.kind == self.source.kind
+                and np.can_cast(dt, self.source, casting="safe")):
+            _check_no_nan(q, name)
+            return q.astype(self.source), None
+        if self.kind == "bytes" and qkind == "bytes":
+            return q, None  # any width: lookups are compared by their first 8 bytes too
+        raise InvalidInput(
+            f"argument {name!r}: dtype {dt} cannot be compared with keys of dtype "
+            f"{self.source}; use {self._compatible()}"
+        )
+
+    def _compatible(self) -> str:
+        return {
+            "unsigned": "an integer dtype",
+            "signed": "an integer dtype",
+            "float": "a float or integer dtype",
+            "datetime": f"{self.source} or a coarser unit of it",
+            "bytes": "a fixed-width bytes dtype (S<w>)",
+        }[self.kind]
+
+
+# ---------------------------------------------------------------------- conversions
+def _int_limits(dt: np.dtype) -> tuple[int, int]:
+    if dt.kind == "b":
+        return 0, 1
+    info = np.iinfo(dt)
+    return int(info.min), int(info.max)
+
+
+def _convert_int(q: Any, source: np.dtype, mode: str) -> tuple[Any, Any | None]:
+    """Integer lookups to an integer key dtype, by value."""
+    xp = _xp(q)
+    qmin, qmax = _int_limits(q.dtype)
+    smin, smax = _int_limits(source)
+    if qmin >= smin and qmax <= smax:
+        return q.astype(source), None
+    below = q < q.dtype.type(smin) if qmin < smin else None
+    above = q > q.dtype.type(smax) if qmax > smax else None
+    clipped = xp.clip(q, q.dtype.type(max(qmin, smin)), q.dtype.type(min(qmax, smax)))
+    if mode == "point":
+        parts = [m for m in (below, above) if m is not None]
+        outside = parts[0] if len(parts) == 1 else parts[0] | parts[1]
+    else:
+        outside = above if mode == "lo" else below
+    if outside is not None and not bool(outside.any()):
+        outside = None
+    return clipped.astype(source), outside
+
+
+def _to_float64(q: Any, mode: str) -> tuple[Any, Any | None]:
+    """Integers to float64: exactness mask for points, inward rounding for bounds."""
+    xp = _xp(q)
+    f = q.astype(np.float64)
+    if q.dtype.itemsize < 8:
+        return f, None
+    limit = np.float64(2.0**63 if q.dtype.kind == "i" else 2.0**64)
+    safe = f < limit
+    back = xp.where(safe, f, 0.0).astype(q.dtype)
+    rounded_up = ~safe | (back > q)
+    rounded_down = safe & (back < q)
+    if mode == "point":
+        inexact = rounded_up | rounded_down
+        return f, inexact if bool(inexact.any()) else None
+    if mode == "lo":
+        return xp.where(rounded_down, xp.nextafter(f, np.inf), f), None
+    return xp.where(rounded_up, xp.nextafter(f, -np.inf), f), None
+
+
+def _convert_float(q: Any, source: np.dtype, mode: str, name: str) -> tuple[Any, Any | None]:
+    """Float or integer lookups to a float key dtype, exactly."""
+    xp = _xp(q)
+    outside = None
+    if q.dtype.kind == "f":
+        _check_no_nan(q, name)
+        f = q
+    else:
+        f, outside = _to_float64(q, mode)
+    if f.dtype.itemsize <= source.itemsize:
+        return f.astype(source), outside
+    with np.errstate(over="ignore"):  # beyond float32's range: inf, then flagged or rounded
+        c = f.astype(source)  # float64 -> float32 rounds to nearest
+    back = c.astype(f.dtype)
+    if mode == "point":
+        inexact = back != f
+        if outside is not None:
+            inexact |= outside
+        return c, inexact if bool(inexact.any()) else None
+    if mode == "lo":
+        return xp.where(back < f, xp.nextafter(c, source.type(np.inf)), c), None
+    return xp.where(back > f, xp.nextafter(c, source.type(-np.inf)), c), None

@@ -1,0 +1,52 @@
+"""Materialising matches as CSR (``offsets``, ``rowids``) from runs in a rowID array."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba.extending import register_jitable
+
+from .targets import Kernel
+
+__all__ = ["GATHER_RUNS", "gather_runs", "offsets_from_counts"]
+
+
+def _xp(arr: Any) -> Any:
+    if isinstance(arr, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+@register_jitable
+def gather_runs_item(i, src, start, offsets, out):  # type: ignore[no-untyped-def]
+    base = offsets[i]
+    s = start[i]
+    for j in range(offsets[i + 1] - base):
+        out[base + j] = src[s + j]
+
+
+GATHER_RUNS = Kernel(gather_runs_item)
+
+
+def offsets_from_counts(counts: Any) -> Any:
+    """int64 CSR offsets (length Q+1) from per-query counts."""
+    xp = _xp(counts)
+    offsets = xp.zeros(counts.shape[0] + 1, dtype=np.int64)
+    xp.cumsum(counts, out=offsets[1:])
+    return offsets
+
+
+def gather_runs(device: str, src: Any, start: Any, counts: Any,
+                threads_per_block: int = 256) -> tuple[Any, Any]:
+    """CSR of the runs ``src[start[i] : start[i] + counts[i]]``, one run per query."""
+    xp = _xp(src)
+    offsets = offsets_from_counts(counts)
+    total = int(offsets[-1])
+    out = xp.empty(total, dtype=src.dtype)
+    if total:
+        GATHER_RUNS(device, int(counts.shape[0]), src, start, offsets, out,
+                    threads_per_block=threads_per_block)
+    return offsets, out

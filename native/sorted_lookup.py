@@ -1,0 +1,73 @@
+"""Lookups in a sorted (key, rowID) array: the per-item bodies and their kernels.
+
+Arrays: ``keys`` sorted ascending, ``rowids[p]`` the rowID of ``keys[p]``; lookups ``q`` or
+``lo``/``hi`` have the keys' dtype. A point lookup is the range ``[q, q]`` (pass ``q`` twice).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.extending import register_jitable
+
+from .search import lower_bound, range_bounds
+from .targets import Kernel
+
+__all__ = ["BOUNDS", "COUNT", "POINT_ROWID", "RANGE_ROWID", "SUM_ROWIDS", "SUM_VALUES"]
+
+
+@register_jitable
+def point_rowid_item(i, keys, rowids, q, out, miss):  # type: ignore[no-untyped-def]
+    x = q[i]
+    p = lower_bound(keys, x)
+    if p < keys.shape[0] and keys[p] == x:
+        out[i] = rowids[p]
+    else:
+        out[i] = miss
+
+
+@register_jitable
+def range_rowid_item(i, keys, rowids, lo, hi, out, miss):  # type: ignore[no-untyped-def]
+    p = lower_bound(keys, lo[i])
+    if p < keys.shape[0] and keys[p] <= hi[i]:
+        out[i] = rowids[p]
+    else:
+        out[i] = miss
+
+
+@register_jitable
+def count_item(i, keys, lo, hi, out):  # type: ignore[no-untyped-def]
+    start, stop = range_bounds(keys, lo[i], hi[i])
+    out[i] = stop - start
+
+
+@register_jitable
+def bounds_item(i, keys, lo, hi, start, count):  # type: ignore[no-untyped-def]
+    s, e = range_bounds(keys, lo[i], hi[i])
+    start[i] = s
+    count[i] = e - s
+
+
+@register_jitable
+def sum_rowids_item(i, keys, rowids, lo, hi, out):  # type: ignore[no-untyped-def]
+    start, stop = range_bounds(keys, lo[i], hi[i])
+    acc = np.uint64(0)
+    for p in range(start, stop):
+        acc += np.uint64(rowids[p])
+    out[i] = acc
+
+
+@register_jitable
+def sum_values_item(i, keys, rowids, values, lo, hi, out):  # type: ignore[no-untyped-def]
+    start, stop = range_bounds(keys, lo[i], hi[i])
+    acc = np.uint64(0)
+    for p in range(start, stop):
+        acc += values[rowids[p]]
+    out[i] = acc
+
+
+POINT_ROWID = Kernel(point_rowid_item)
+RANGE_ROWID = Kernel(range_rowid_item)
+COUNT = Kernel(count_item)
+BOUNDS = Kernel(bounds_item)
+SUM_ROWIDS = Kernel(sum_rowids_item)
+SUM_VALUES = Kernel(sum_values_item)

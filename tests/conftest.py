@@ -1,0 +1,40 @@
+"""Shared fixtures: the devices to test on, hypothesis profiles, a clean registry."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from indexzoo.devices import cuda_status
+
+sys.path.insert(0, str(Path(__file__).parent))  # for `import helpers`
+
+settings.register_profile(
+    "ci", max_examples=40, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "thorough", max_examples=400, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+#: Devices the project's tests run on: the CPU always, the GPU where one is usable.
+DEVICES = ["cpu"] + (["cuda"] if cuda_status()[0] else [])
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if cuda_status()[0]:
+        return
+    skip = pytest.mark.skip(reason=f"no usable GPU: {cuda_status()[1]}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,106 @@
+"""The registry: built-in and third-party plugins found through the same entry-point group,
+duplicate names rejected with both providers named, broken plugins isolated."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import indexzoo
+import pytest
+from indexzoo import registry
+from indexzoo.errors import ConfigError, DuplicatePlugin
+
+
+@pytest.fixture
+def clean_registry() -> Iterator[None]:
+    registry.reset()
+    yield
+    registry.reset()
+
+
+def test_builtin_indexes_are_registered() -> None:
+    names = indexzoo.available()
+    assert {"sorted-array", "searchsorted"} <= set(names)
+    assert registry.builtin() == ["searchsorted", "sorted-array"]
+    for cls in names.values():
+        assert cls.capabilities.point
+
+
+def test_builtin_indexes_come_through_the_entry_point_group() -> None:
+    prov = indexzoo.providers()
+    assert "entry point 'sorted-array' = indexzoo.plugins.sorted_array" in prov["sorted-array"]
+
+
+def test_third_party_plugin_package_is_found_through_its_entry_point() -> None:
+    assert "linear-scan" in indexzoo.available(), (
+        "the example plugin in tests/example_plugin is not installed; "
+        "the README's test command installs it"
+    )
+    assert "distribution indexzoo-example" in indexzoo.providers()["linear-scan"]
+
+
+def _plugin(cls: type) -> Any:
+    mod = types.ModuleType("fake_plugin")
+
+    @indexzoo.hookimpl
+    def indexzoo_register_indexes(register: Any) -> None:
+        register(cls)
+
+    mod.indexzoo_register_indexes = indexzoo_register_indexes  # type: ignore[attr-defined]
+    return mod
+
+
+def test_duplicate_name_is_an_error_naming_both_providers(clean_registry: None) -> None:
+    existing = indexzoo.available()["sorted-array"]
+    impostor = type("Impostor", (existing,), {"__module__": "somewhere.else"})
+    indexzoo.register_plugin(_plugin(impostor), name="impostor-plugin")
+    with pytest.raises(DuplicatePlugin) as err:
+        indexzoo.available()
+    msg = str(err.value)
+    assert "'sorted-array' is registered twice" in msg
+    assert "indexzoo.plugins.sorted_array" in msg and "impostor-plugin" in msg
+    assert "somewhere.else.Impostor" in msg
+
+
+def test_runtime_plugin_registers_and_unregisters(clean_registry: None) -> None:
+    base = indexzoo.available()["sorted-array"]
+    extra = type("Extra", (base,), {"name": "extra-sorted"})
+    indexzoo.register_plugin(_plugin(extra), name="extra")
+    assert indexzoo.available()["extra-sorted"] is extra
+    registry.unregister_plugin("extra")
+    assert "extra-sorted" not in indexzoo.available()
+    with pytest.raises(ConfigError, match="no plugin named 'extra'"):
+        registry.unregister_plugin("extra")
+
+
+def test_registering_something_that_is_not_an_index_fails(clean_registry: None) -> None:
+    indexzoo.register_plugin(_plugin(dict), name="bogus")
+    with pytest.raises(TypeError, match="expects a GpuIndex subclass"):
+        indexzoo.available()
+
+
+def test_broken_entry_point_does_not_hide_the_others(clean_registry: None,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata as md
+
+    real = md.entry_points
+
+    class BrokenEP:
+        name, value, group, dist = "broken", "no_such_module_xyz", "indexzoo", None
+
+        def load(self) -> Any:
+            raise ImportError("No module named 'no_such_module_xyz'")
+
+    def fake_entry_points(**kw: Any) -> Any:
+        eps = list(real(**kw))
+        return [*eps, BrokenEP()] if kw.get("group") == "indexzoo" else eps
+
+    monkeypatch.setattr(md, "entry_points", fake_entry_points)
+    with pytest.warns(UserWarning, match="'broken' failed to load"):
+        names = indexzoo.available()
+    assert "sorted-array" in names
+    assert "no_such_module_xyz" in indexzoo.load_errors()["broken"]
+    with pytest.raises(ConfigError, match="'broken' could not be loaded"):
+        indexzoo.create("broken")

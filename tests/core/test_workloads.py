@@ -1,0 +1,101 @@
+"""The workload generator: key counts, uniqueness, multiplicity, realised hit rate, misses
+where they were asked for, skew, and determinism per seed (the same on every device)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from indexzoo.devices import to_numpy
+from indexzoo.workloads import Workload, generate, permute_bits
+from pydantic import ValidationError
+
+
+def host(data, attr):  # type: ignore[no-untyped-def]
+    return to_numpy(getattr(data, attr))
+
+
+@pytest.mark.parametrize("dist", ["dense", "uniform", "clustered", "zipf"])
+@pytest.mark.parametrize("bits", [32, 64])
+def test_keys_are_unique_with_the_asked_count_and_dtype(dist: str, bits: int, device: str) -> None:
+    w = Workload(n_keys=5000, key_bits=bits, distribution=dist, n_lookups=0, cluster_size=64)
+    keys = host(generate(w, device), "keys")
+    assert keys.dtype == np.dtype(f"uint{bits}") and keys.shape == (5000,)
+    assert np.unique(keys).shape[0] == 5000
+
+
+@pytest.mark.parametrize("m", [1, 2, 7, 64])
+def test_multiplicity_repeats_every_distinct_key(m: int, device: str) -> None:
+    w = Workload(n_keys=64 * 7 * 3, multiplicity=m, n_lookups=0)
+    keys = host(generate(w, device), "keys")
+    _, counts = np.unique(keys, return_counts=True)
+    assert (counts == m).all()
+
+
+@pytest.mark.parametrize("hit_rate", [1.0, 0.9, 0.5, 0.01, 0.0])
+@pytest.mark.parametrize("out_share", [0.0, 0.3, 1.0])
+def test_realised_hit_rate_and_miss_kinds(hit_rate: float, out_share: float, device: str) -> None:
+    w = Workload(n_keys=1 << 12, n_lookups=20000, hit_rate=hit_rate, out_of_range_share=out_share)
+    data = generate(w, device)
+    keys, q = host(data, "keys"), host(data, "queries")
+    hit = np.isin(q, keys)
+    assert abs(hit.mean() - hit_rate) <= 0.01 and hit.sum() == data.n_hits
+    misses = q[~hit]
+    outside = (misses < keys.min()) | (misses > keys.max())
+    if misses.size:
+        assert abs(outside.mean() - out_share) <= 0.01
+
+
+def test_range_lookups_cover_exactly_range_hits_distinct_keys(device: str) -> None:
+    w = Workload(n_keys=3000, multiplicity=3, n_lookups=500, range_hits=17)
+    data = generate(w, device)
+    keys, lo, hi = host(data, "keys"), host(data, "lo"), host(data, "hi")
+    distinct = np.unique(keys)
+    covered = np.searchsorted(distinct, hi, "right") - np.searchsorted(distinct, lo, "left")
+    assert (covered == 17).all()
+
+
+def test_lookup_skew_concentrates_on_few_keys(device: str) -> None:
+    def top_share(s: float) -> float:
+        w = Workload(n_keys=1 << 14, n_lookups=1 << 15, lookup_zipf=s)
+        _, counts = np.unique(host(generate(w, device), "queries"), return_counts=True)
+        return float(np.sort(counts)[-10:].sum() / counts.sum())
+
+    assert top_share(0.0) < 0.01 < 0.2 < top_share(1.5)
+
+
+def test_generation_is_deterministic_per_seed_and_differs_across_seeds(device: str) -> None:
+    w = Workload(n_keys=2048, n_lookups=2048, hit_rate=0.7)
+    a, b = generate(w, device), generate(w, device)
+    c = generate(w.model_copy(update={"seed": 43}), device)
+    np.testing.assert_array_equal(host(a, "keys"), host(b, "keys"))
+    np.testing.assert_array_equal(host(a, "queries"), host(b, "queries"))
+    assert not np.array_equal(host(a, "keys"), host(c, "keys"))
+
+
+def test_sorted_build_and_lookups(device: str) -> None:
+    w = Workload(n_keys=1000, n_lookups=1000, sorted_build=True, sorted_lookups=True)
+    data = generate(w, device)
+    assert (np.diff(host(data, "keys").astype(np.int64)) >= 0).all()
+    assert (np.diff(host(data, "queries").astype(np.float64)) >= 0).all()
+
+
+def test_batches_cut_all_lookups_in_order() -> None:
+    data = generate(Workload(n_keys=100, n_lookups=1001, batches=4), "cpu")
+    parts = data.batches()
+    assert len(parts) == 4
+    np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), data.queries)
+
+
+def test_permute_bits_is_a_bijection() -> None:
+    for bits in (1, 5, 12):
+        x = np.arange(1 << bits, dtype=np.uint64)
+        assert np.unique(permute_bits(x, bits, seed=9)).shape[0] == 1 << bits
+
+
+def test_impossible_workloads_are_rejected() -> None:
+    with pytest.raises(ValidationError, match="multiple of multiplicity"):
+        Workload(n_keys=10, multiplicity=3)
+    with pytest.raises(ValidationError, match="do not fit in 32 bits"):
+        Workload(n_keys=(1 << 32) + 2, key_bits=32)
+    with pytest.raises(ValidationError, match="hit_rate"):
+        Workload(hit_rate=1.5)

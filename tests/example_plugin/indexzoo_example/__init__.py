@@ -1,0 +1,62 @@
+"""A third-party indexzoo plugin: ``linear-scan``, which compares every lookup with every key.
+
+It is deliberately tiny: it implements only the ``"rowids"`` hooks and lets the base class
+derive ``"rowid"``, ``"count"`` and ``"sum"``. It runs on both devices because it only uses
+array operations that NumPy and CuPy share (``self.xp``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import indexzoo
+from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from pydantic import Field
+
+__all__ = ["LinearScanIndex"]
+
+
+class LinearScanParams(IndexParams):
+    block: int = Field(default=64, ge=1, le=1 << 20,
+                       description="Lookups compared with all keys at once (memory: block x n).")
+
+
+class LinearScanIndex(GpuIndex):
+    """Brute force: every lookup compared with every key (a correctness reference, O(n) each)."""
+
+    name: ClassVar[str] = "linear-scan"
+    Params: ClassVar[type[IndexParams]] = LinearScanParams
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
+    params: LinearScanParams
+
+    def _build(self, keys: Any) -> None:
+        self._keys = keys.copy()
+
+    def _footprint(self) -> Footprint:
+        return Footprint(breakdown={"keys": int(self._keys.nbytes)},
+                         peak_build_bytes=int(self._keys.nbytes))
+
+    def _match(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+        xp, step = self.xp, self.params.block
+        counts, rowids = [], []
+        for s in range(0, lo.shape[0], step):
+            hit = (self._keys[None, :] >= lo[s:s + step, None]) & \
+                  (self._keys[None, :] <= hi[s:s + step, None])
+            q, r = xp.nonzero(hit)  # row-major: grouped by lookup, in order
+            counts.append(xp.bincount(q, minlength=hit.shape[0]))
+            rowids.append(r.astype(self.rowid_dtype))
+        counts_all = xp.concatenate(counts)
+        offsets = xp.zeros(lo.shape[0] + 1, dtype="int64")
+        xp.cumsum(counts_all, out=offsets[1:])
+        return offsets, xp.concatenate(rowids)
+
+    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
+        return self._match(q, q)
+
+    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return self._match(lo, hi)
+
+
+@indexzoo.hookimpl
+def indexzoo_register_indexes(register: Any) -> None:
+    register(LinearScanIndex)

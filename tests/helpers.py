@@ -1,0 +1,50 @@
+"""Small helpers for the project's tests: a NumPy reference for lookups on sorted pairs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from indexzoo import LookupResult
+
+
+def host(res: LookupResult) -> LookupResult:
+    return res.to_host()
+
+
+def reference(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              values: np.ndarray | None = None) -> dict[str, Any]:
+    """Exact answers for ranges [lo, hi] (points: lo == hi), by brute force."""
+    keys = np.asarray(keys)
+    sets = [np.nonzero((keys >= a) & (keys <= b))[0] for a, b in zip(lo, hi, strict=True)]
+    vals = np.arange(len(keys), dtype=np.uint64) if values is None else \
+        np.asarray(values).astype(np.uint64)
+    return {
+        "sets": sets,
+        "count": np.array([len(s) for s in sets], dtype=np.int64),
+        "sum": np.array([vals[s].sum(dtype=np.uint64) for s in sets], dtype=np.uint64),
+    }
+
+
+def rowid_sets(res: LookupResult) -> list[np.ndarray]:
+    h = res.to_host()
+    return [np.sort(h.rowids[h.offsets[i]:h.offsets[i + 1]]).astype(np.int64)
+            for i in range(len(h.offsets) - 1)]
+
+
+def assert_matches(res_by_mode: dict[str, LookupResult], ref: dict[str, Any], miss: int) -> None:
+    """Every out mode agrees with the reference."""
+    for mode, res in res_by_mode.items():
+        h = res.to_host()
+        if mode == "rowid":
+            for i, s in enumerate(ref["sets"]):
+                got = int(h.rowid[i])
+                assert (got == miss) if len(s) == 0 else (got in set(s.tolist())), (i, got, s)
+        elif mode == "count":
+            np.testing.assert_array_equal(h.count.astype(np.int64), ref["count"])
+        elif mode == "sum":
+            np.testing.assert_array_equal(h.sum, ref["sum"])
+        else:
+            got = rowid_sets(res)
+            for i, s in enumerate(ref["sets"]):
+                np.testing.assert_array_equal(got[i], s, err_msg=f"query {i}")

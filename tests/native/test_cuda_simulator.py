@@ -1,0 +1,55 @@
+"""The GPU launch path of the one-source kernels, run under numba's CUDA simulator (no GPU
+needed): the same bodies give the same answers through ``cuda.jit`` as through ``njit``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from indexzoo.native import sorted_lookup as k
+    from indexzoo.native.csr import GATHER_RUNS, offsets_from_counts
+
+    rng = np.random.default_rng(5)
+    for dtype in (np.uint32, np.uint64):
+        keys = np.sort(rng.integers(0, 60, 150).astype(dtype))
+        rowids = rng.permutation(150).astype(np.uint32)
+        values = rng.integers(0, 2**63, 150, dtype=np.uint64) * np.uint64(3)
+        q = rng.integers(0, 70, 45).astype(dtype)
+        hi = q + rng.integers(0, 5, 45).astype(dtype)
+        miss = np.uint32(2**32 - 1)
+        runs = [
+            (k.POINT_ROWID, lambda: (keys, rowids, q, np.empty(45, np.uint32), miss), 3),
+            (k.RANGE_ROWID, lambda: (keys, rowids, q, hi, np.empty(45, np.uint32), miss), 4),
+            (k.COUNT, lambda: (keys, q, hi, np.empty(45, np.uint32)), 3),
+            (k.BOUNDS, lambda: (keys, q, hi, np.empty(45, np.int64), np.empty(45, np.int64)), 3),
+            (k.SUM_ROWIDS, lambda: (keys, rowids, q, hi, np.empty(45, np.uint64)), 4),
+            (k.SUM_VALUES, lambda: (keys, rowids, values, q, hi, np.empty(45, np.uint64)), 5),
+        ]
+        for kernel, make, out_at in runs:
+            a, b = make(), make()
+            kernel("cpu", 45, *a)
+            kernel("cuda", 45, *b, threads_per_block=32)
+            outs = [out_at] + ([out_at + 1] if kernel is k.BOUNDS else [])
+            for j in outs:
+                assert np.array_equal(a[j], b[j]), (kernel, dtype)
+        counts = rng.integers(0, 4, 20)
+        start = rng.integers(0, 140, 20)
+        offsets = offsets_from_counts(counts)
+        outs = [np.empty(int(offsets[-1]), np.uint32) for _ in range(2)]
+        GATHER_RUNS("cpu", 20, rowids, start, offsets, outs[0])
+        GATHER_RUNS("cuda", 20, rowids, start, offsets, outs[1], threads_per_block=32)
+        assert np.array_equal(outs[0], outs[1])
+    print("simulator agrees")
+""")
+
+
+def test_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "simulator agrees" in res.stdout
