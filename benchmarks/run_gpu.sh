@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session's checks and measurements, written to OUTDIR (default: gpu-out).
 #   bash benchmarks/run_gpu.sh OUTDIR [STEP ...]
+# Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
 # Steps: tests (the project's tests, GPU included), paper (bench --preset paper), l2 (bench
 # --preset l2), latency (bench --preset latency). Default: all of them.
 set -uo pipefail

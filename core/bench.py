@@ -115,6 +115,10 @@ class Record:
 
 
 def _git_commit() -> str:
+    """The commit measured: $INDEXZOO_COMMIT if set (a copied tree without git history),
+    else ``git rev-parse HEAD`` with ``-dirty`` for uncommitted changes."""
+    if os.environ.get("INDEXZOO_COMMIT"):
+        return os.environ["INDEXZOO_COMMIT"]
     try:
         root = Path(__file__).resolve().parents[1]
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,

@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import inspect
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["DEFAULT_THREADS_PER_BLOCK", "Kernel"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
+_FEW_BLOCKS = 128  # numba-cuda warns about low occupancy below this many blocks
+
+
+def _performance_warning() -> type[Warning]:
+    from numba.core.errors import NumbaPerformanceWarning
+
+    return NumbaPerformanceWarning
 
 _CPU_TEMPLATE = """
 def {name}(n, {args}):
@@ -102,4 +110,9 @@ class Kernel:
             fn(n, *args)
             return
         blocks = (n + threads_per_block - 1) // threads_per_block
-        fn[blocks, threads_per_block](n, *args)
+        if blocks >= _FEW_BLOCKS:
+            fn[blocks, threads_per_block](n, *args)
+            return
+        with warnings.catch_warnings():  # small batches are legal; numba warns about them
+            warnings.simplefilter("ignore", category=_performance_warning())
+            fn[blocks, threads_per_block](n, *args)
