@@ -30,12 +30,6 @@ __all__ = ["DEFAULT_THREADS_PER_BLOCK", "Kernel"]
 DEFAULT_THREADS_PER_BLOCK = 256
 _FEW_BLOCKS = 128  # numba-cuda warns about low occupancy below this many blocks
 
-
-def _performance_warning() -> type[Warning]:
-    from numba.core.errors import NumbaPerformanceWarning
-
-    return NumbaPerformanceWarning
-
 _CPU_TEMPLATE = """
 def {name}(n, {args}):
     for i in prange(n):
@@ -114,5 +108,5 @@ class Kernel:
             fn[blocks, threads_per_block](n, *args)
             return
         with warnings.catch_warnings():  # small batches are legal; numba warns about them
-            warnings.simplefilter("ignore", category=_performance_warning())
+            warnings.filterwarnings("ignore", message=".*under-utilization")
             fn[blocks, threads_per_block](n, *args)
