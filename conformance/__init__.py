@@ -1,1 +1,34 @@
-"""The shared conformance suite (see ARCHITECTURE.md section 5); filled in by its own issue."""
+"""The shared conformance suite: one certification every index must pass.
+
+* :class:`ConformanceSuite` - subclass it in a pytest file and set ``index``;
+* :func:`run_checks` / ``indexzoo check NAME`` - the same checks without pytest;
+* :class:`Oracle` - exact NumPy answers for every ``out`` mode.
+
+The checks need ``hypothesis`` (``pip install 'indexzoo[test]'``); importing this package does
+not, and ``ConformanceSuite`` is loaded on first use because it needs pytest.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .oracle import Expected, Oracle, compare
+
+__all__ = ["CHECKS", "GROUPS", "ConformanceSuite", "Context", "Expected", "Oracle", "compare",
+           "make_context", "run_checks", "summary"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ConformanceSuite":
+        from .suite import ConformanceSuite
+
+        return ConformanceSuite
+    if name in ("CHECKS", "GROUPS", "Context"):
+        from . import checks
+
+        return getattr(checks, name)
+    if name in ("make_context", "run_checks", "summary"):
+        from . import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'indexzoo.conformance' has no attribute {name!r}")

@@ -4,6 +4,7 @@
     indexzoo info NAME            an index's parameters (types, defaults, bounds, docs)
     indexzoo run SPEC_FILE        build from a key file or a workload, run lookups, summarise
     indexzoo bench [--preset P]   compare indexes on a workload: table, JSON and plot
+    indexzoo check NAME           run the conformance suite on one index
 
 Exit codes: 0 success, 2 usage or configuration error, 1 any other error.
 """
@@ -112,10 +113,8 @@ def _add_bench(sub: Any) -> None:
 
 
 def _add_check(sub: Any) -> None:
-    try:
-        from indexzoo.conformance.cli import add_cli
-    except ImportError:
-        return
+    from indexzoo.conformance.cli import add_cli
+
     add_cli(sub)
 
 

@@ -1,0 +1,618 @@
+"""The conformance checks: small functions, each named for the property of the contract it
+guards, grouped, and selected by the index's capabilities.
+
+Every check takes a :class:`Context` (how to make a fresh index of the plugin under test, on
+which device, at which size) and raises ``AssertionError`` with a message that says what was
+expected. Checks that need a capability (``range``, ``duplicates``, ``uint64``) are only run
+for indexes that declare it; :func:`check_missing_capabilities_raise_unsupported` checks that
+an index without it says so with ``Unsupported``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from indexzoo import (
+    OUT_MODES,
+    Capabilities,
+    GpuIndex,
+    IndexParams,
+    InvalidInput,
+    NotBuilt,
+    Unsupported,
+)
+from indexzoo.devices import to_numpy
+
+from .data import EXTREME_KEYS_32, EXTREME_KEYS_64, FAMILIES, lookups, make_keys, ranges
+from .oracle import Oracle, compare
+
+__all__ = ["CHECKS", "GROUPS", "Check", "Context", "applicable", "verify"]
+
+Size = Literal["small", "large"]
+
+GROUPS = ("contract", "differential", "out_modes", "ranges", "extremes", "sizes", "dtypes",
+          "order", "bad_input", "footprint", "capabilities")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: ``func(ctx)`` raises AssertionError when the index breaks the contract."""
+
+    name: str
+    group: str
+    func: Callable[[Context], None]
+    needs: tuple[str, ...] = ()
+    doc: str = ""
+
+    def __call__(self, ctx: Context) -> None:
+        self.func(ctx)
+
+
+CHECKS: list[Check] = []
+
+
+def check(group: str, needs: Iterable[str] = ()) -> Callable[[Callable[[Context], None]],
+                                                              Callable[[Context], None]]:
+    """Register a check function (its name without ``check_`` is the check's name)."""
+    assert group in GROUPS, group
+
+    def deco(fn: Callable[[Context], None]) -> Callable[[Context], None]:
+        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        CHECKS.append(Check(fn.__name__.removeprefix("check_"), group, fn, tuple(needs), doc))
+        return fn
+
+    return deco
+
+
+def has(caps: Capabilities, need: str) -> bool:
+    if need in ("uint32", "uint64"):
+        return need in caps.key_dtypes
+    return bool(getattr(caps, need))
+
+
+def applicable(caps: Capabilities) -> list[Check]:
+    """The checks that apply to an index with these capabilities."""
+    return [c for c in CHECKS if all(has(caps, n) for n in c.needs)]
+
+
+@dataclass
+class Context:
+    """What a check needs to know about the plugin under test."""
+
+    factory: Callable[..., GpuIndex]  # factory(**param_overrides) -> a fresh, unbuilt index
+    caps: Capabilities
+    device: str
+    size: Size = "small"
+    name: str = "index"
+    hypothesis_profile: str | None = None
+    _settings: Any = field(default=None, repr=False)
+
+    def new(self, **params: Any) -> GpuIndex:
+        return self.factory(**params)
+
+    @property
+    def n_max(self) -> int:
+        return 1 << 12 if self.size == "small" else 1 << 18
+
+    @property
+    def n_lookups(self) -> int:
+        return 600 if self.size == "small" else 1 << 15
+
+    @property
+    def wide(self) -> bool:
+        return "uint64" in self.caps.key_dtypes
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return tuple(self.caps.out_modes)
+
+    def settings(self) -> Any:
+        if self._settings is None:
+            name = self.hypothesis_profile or (
+                "indexzoo-ci" if self.size == "small" else "indexzoo-thorough")
+            self._settings = settings(settings.get_profile(name), database=None)
+        return self._settings
+
+    def keys(self, values: Iterable[int], bits: int) -> np.ndarray:
+        """Keys as uint32/uint64 (uint32 when the index lacks uint64 and they fit)."""
+        arr = np.array(list(values), dtype=np.uint64)
+        if bits == 32 or not self.wide:
+            return arr.astype(np.uint32)
+        return arr
+
+
+settings.register_profile(
+    "indexzoo-ci", max_examples=12, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.filter_too_much])
+settings.register_profile(
+    "indexzoo-thorough", max_examples=150, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.filter_too_much])
+
+
+def verify(ctx: Context, index: GpuIndex, keys: np.ndarray, *, values: Any = None,
+           points: np.ndarray | None = None, rng: tuple[np.ndarray, np.ndarray] | None = None,
+           label: str = "", modes: Iterable[str] | None = None) -> None:
+    """Every offered ``out`` mode of ``index`` agrees with the oracle on these lookups."""
+    oracle = Oracle(keys, values)
+    problems: list[str] = []
+    for mode in modes or ctx.modes:
+        if points is not None and ctx.caps.point:
+            res = index.point(points, out=mode)
+            problems += compare(res, oracle.point(points), oracle, mode, index, f"{label} point")
+        if rng is not None and ctx.caps.range:
+            res = index.range(rng[0], rng[1], out=mode)
+            problems += compare(res, oracle.range(*rng), oracle, mode, index, f"{label} range")
+    if problems:
+        raise AssertionError(f"{ctx.name}: " + "\n".join(problems))
+
+
+def _snapshot(index: GpuIndex, points: np.ndarray, rng: tuple[np.ndarray, np.ndarray] | None,
+              ) -> list[np.ndarray]:
+    """Every result array of every mode, on the host, for bit-exact comparisons."""
+    out = []
+    for mode in index.capabilities.out_modes:
+        results = [index.point(points, out=mode)] if index.capabilities.point else []
+        if rng is not None and index.capabilities.range:
+            results.append(index.range(rng[0], rng[1], out=mode))
+        for r in results:
+            h = r.to_host()
+            out += [a for a in (h.rowid, h.count, h.sum, h.offsets, h.rowids) if a is not None]
+    return out
+
+
+# ====================================================================== contract
+@check("contract")
+def check_class_declares_the_contract(ctx: Context) -> None:
+    """The class has a name, Params (an IndexParams with valid defaults), capabilities, a doc."""
+    index = ctx.new()
+    cls = type(index)
+    assert isinstance(cls.name, str) and cls.name, "name must be a non-empty string"
+    assert issubclass(cls.Params, IndexParams), "Params must subclass indexzoo.IndexParams"
+    cls.Params()  # defaults must validate
+    assert isinstance(cls.capabilities, Capabilities)
+    assert cls.__doc__ and cls.__doc__.strip(), "the class needs a docstring (indexzoo list shows it)"
+    assert ctx.caps.point or ctx.caps.range, "an index must offer point or range lookups"
+    assert set(ctx.caps.out_modes) <= set(OUT_MODES) and ctx.caps.out_modes
+    assert index.device == ctx.device, f"index is on {index.device!r}, asked for {ctx.device!r}"
+    assert not index.is_built
+
+
+# ====================================================================== differential
+def _family_check(family: str) -> Callable[[Context], None]:
+    def run(ctx: Context) -> None:
+        sizes = st.one_of(st.integers(0, ctx.n_max),
+                          st.sampled_from([0, 1, 2, 3, 64, 1000, ctx.n_max]))
+
+        @ctx.settings()
+        @given(n=sizes, seed=st.integers(0, 2**32 - 1))
+        def prop(n: int, seed: int) -> None:
+            ks = make_keys(family, n, seed, duplicates=ctx.caps.duplicates)
+            keys = ks.keys if ctx.wide else ks.keys.astype(np.uint32)
+            index = ctx.new().build(keys)
+            verify(ctx, index, keys, points=lookups(keys, ctx.n_lookups, seed),
+                   rng=ranges(keys, ctx.n_lookups // 2, seed),
+                   label=f"{family} keys (n={keys.shape[0]}, seed={seed})")
+
+        prop()
+
+    run.__doc__ = f"Every out mode agrees with the oracle on {family} keys (hypothesis)."
+    return run
+
+
+for _family in FAMILIES:
+    _needs = {"duplicates": ("duplicates",), "all_equal": ("duplicates",),
+              "uniform64": ("uint64",)}.get(_family, ())
+    _fn = _family_check(_family)
+    _fn.__name__ = f"check_differential_{_family}"
+    check("differential", needs=_needs)(_fn)
+
+
+@check("differential")
+def check_custom_values_are_summed(ctx: Context) -> None:
+    """``sum`` adds the given values (not the rowIDs), wrapping modulo 2^64."""
+    rng = np.random.default_rng(5)
+    ks = make_keys("uniform32", 3000, 5, duplicates=ctx.caps.duplicates).keys
+    values = rng.integers(2**62, 2**64 - 1, ks.shape[0], dtype=np.uint64, endpoint=True)
+    index = ctx.new().build(ks, values)
+    verify(ctx, index, ks, values=values, points=lookups(ks, ctx.n_lookups, 5),
+           rng=ranges(ks, ctx.n_lookups, 5), label="custom values", modes=["sum"])
+
+
+# ====================================================================== out modes
+@check("out_modes")
+def check_rowid_is_a_match_or_the_miss_value(ctx: Context) -> None:
+    """out='rowid' returns a matching rowID, or index.miss for a lookup without a match."""
+    keys = ctx.keys([5, 9, 9, 14, 2**31] if ctx.caps.duplicates else [5, 9, 14, 2**31], 32)
+    index = ctx.new().build(keys)
+    q = np.array([9, 4, 5, 2**31, 2**31 + 1, 0, 14, 15], dtype=keys.dtype)
+    verify(ctx, index, keys, points=q, rng=(q, q + 2), modes=["rowid"], label="rowid")
+    assert index.miss == np.iinfo(index.rowid_dtype).max
+
+
+@check("out_modes")
+def check_rowids_lists_every_match_once(ctx: Context) -> None:
+    """out='rowids' gives exactly the set of matching rowIDs per lookup, none twice."""
+    if "rowids" not in ctx.modes:
+        return
+    keys = make_keys("clustered", 2000, 3, duplicates=ctx.caps.duplicates).keys
+    index = ctx.new().build(keys)
+    verify(ctx, index, keys, points=lookups(keys, 500, 3), rng=ranges(keys, 300, 3),
+           modes=["rowids"], label="rowids")
+
+
+@check("out_modes")
+def check_unknown_out_mode_is_invalid_input(ctx: Context) -> None:
+    """An out value that is no out mode raises InvalidInput naming the allowed ones."""
+    index = ctx.new().build(ctx.keys([1, 2, 3], 32))
+    for bad in ("rowidz", None, 3):
+        try:
+            (index.point if ctx.caps.point else lambda q, out: index.range(q, q, out=out))(
+                np.array([1], np.uint32), out=bad)
+        except InvalidInput as exc:
+            assert "'rowid', 'count', 'sum', 'rowids'" in str(exc), str(exc)
+        else:
+            raise AssertionError(f"out={bad!r} was accepted")
+
+
+@check("out_modes", needs=("duplicates",))
+def check_point_lookups_see_every_duplicate(ctx: Context) -> None:
+    """A point lookup counts, sums and lists every duplicate of its key (multiplicity 1..2^10)."""
+    mults = [1, 2, 3, 31, 32, 33, 255, 256, 1024]
+    keys = np.repeat(np.arange(len(mults), dtype=np.uint32) * 7 + 3, mults)
+    keys = keys[np.random.default_rng(1).permutation(keys.shape[0])]
+    index = ctx.new().build(keys)
+    q = np.arange(0, 7 * len(mults) + 5, dtype=np.uint32)
+    verify(ctx, index, keys, points=q, rng=(q, q + 7), label="duplicates")
+
+
+# ====================================================================== ranges
+def _range_case(ctx: Context, keys: np.ndarray, lo: list[int], hi: list[int], label: str) -> None:
+    index = ctx.new().build(keys)
+    verify(ctx, index, keys, rng=(np.array(lo, keys.dtype), np.array(hi, keys.dtype)), label=label)
+
+
+@check("ranges", needs=("range",))
+def check_range_bounds_are_inclusive(ctx: Context) -> None:
+    """[lo, hi] includes keys equal to lo and hi and excludes the neighbours lo-1 and hi+1."""
+    keys = np.arange(100, 200, dtype=np.uint32)
+    _range_case(ctx, keys, [120, 100, 150, 99, 199, 130], [130, 100, 150, 99, 200, 129],
+                "inclusive bounds")
+
+
+@check("ranges", needs=("range",))
+def check_single_key_ranges(ctx: Context) -> None:
+    """lo == hi finds exactly the key (with all its duplicates), or nothing."""
+    keys = ctx.keys([7, 7, 9, 2**32 - 1] if ctx.caps.duplicates else [7, 9, 2**32 - 1], 32)
+    _range_case(ctx, keys, [7, 8, 9, 2**32 - 1, 0], [7, 8, 9, 2**32 - 1, 0], "lo == hi")
+
+
+@check("ranges", needs=("range",))
+def check_inverted_ranges_are_empty(ctx: Context) -> None:
+    """lo > hi is an empty range, not an error."""
+    keys = np.arange(0, 50, dtype=np.uint32)
+    _range_case(ctx, keys, [10, 49, 2**32 - 1, 1], [9, 0, 0, 0], "lo > hi")
+
+
+@check("ranges", needs=("range",))
+def check_full_cover_and_ranges_outside_the_keys(ctx: Context) -> None:
+    """A range over the whole domain finds every key; ranges below min or above max nothing."""
+    keys = make_keys("uniform32", 2000, 9, duplicates=ctx.caps.duplicates).keys
+    keys = keys[(keys > 100) & (keys < 2**32 - 100)]
+    kmin, kmax = int(keys.min()), int(keys.max())
+    _range_case(ctx, keys, [0, 0, kmax + 1, 0, kmin], [2**32 - 1, kmin - 1, 2**32 - 1, kmin, kmax],
+                "full cover / outside")
+
+
+@check("ranges", needs=("range", "uint64"))
+def check_ranges_crossing_bit_split_boundaries(ctx: Context) -> None:
+    """Ranges across 2^23, 2^32 and 2^46 (RX's 3D split points) find every key in between."""
+    parts = []
+    for b in (2**23, 2**32, 2**46):
+        parts.append(np.arange(b - 40, b + 40, dtype=np.uint64))
+    keys = np.concatenate(parts)
+    lo = [b - 3 for b in (2**23, 2**32, 2**46)] + [2**23 - 40, 2**23, 0]
+    hi = [b + 2 for b in (2**23, 2**32, 2**46)] + [2**46 + 39, 2**32 - 1, 2**64 - 1]
+    _range_case(ctx, keys, lo, hi, "bit-split boundaries")
+
+
+@check("ranges", needs=("range",))
+def check_ranges_with_31_32_33_64_and_more_hits(ctx: Context) -> None:
+    """Ranges with 31, 32, 33, 64, 65, 1000 hits (where scans switch to cooperative groups)."""
+    keys = np.arange(1000, 4000, dtype=np.uint32) * 2
+    lo = [2000] * 7
+    hi = [2000 + 2 * (h - 1) for h in (31, 32, 33, 64, 65, 1000, 2999)]
+    _range_case(ctx, keys, lo, hi, "hit counts around 32")
+
+
+# ====================================================================== extremes
+@check("extremes")
+def check_extreme_keys_in_data_and_lookups(ctx: Context) -> None:
+    """Keys and lookups at 0, 1, 2^23±1, 2^24+1, 2^32-1, 2^32, 2^64-2, 2^64-1."""
+    for bits, extremes in ((32, EXTREME_KEYS_32), (64, EXTREME_KEYS_64)):
+        if bits == 64 and not ctx.wide:
+            continue
+        top = (1 << bits) - 1
+        around = sorted({min(max(v + d, 0), top) for v in extremes for d in (-1, 0, 1)})
+        for keys in (ctx.keys(extremes, bits), ctx.keys(extremes[::2], bits)):
+            index = ctx.new().build(keys)
+            q = np.array(around, dtype=keys.dtype)
+            lo = np.array(around * 3, dtype=keys.dtype)
+            hi = np.array(around + [min(v + 1, top) for v in around] + [top] * len(around),
+                          dtype=keys.dtype)
+            verify(ctx, index, keys, points=q, rng=(lo, hi), label=f"extreme {bits}-bit keys")
+
+
+# ====================================================================== sizes
+@check("sizes")
+def check_sizes_0_1_2_3_and_powers_of_two(ctx: Context) -> None:
+    """Indexes of 0, 1, 2, 3, 2^k and 2^k±1 keys answer right."""
+    ks = [4, 8, 12] if ctx.size == "small" else [4, 8, 12, 16, 20]
+    sizes = [0, 1, 2, 3] + [s for k in ks for s in (2**k - 1, 2**k, 2**k + 1)]
+    for n in sizes:
+        keys = (np.arange(n, dtype=np.uint32) * 3 + 1)[np.random.default_rng(n).permutation(n)]
+        index = ctx.new().build(keys)
+        assert len(index) == n, f"len(index) = {len(index)}, built on {n} keys"
+        q = np.arange(0, 3 * n + 3, max(1, n // 300), dtype=np.uint32)
+        verify(ctx, index, keys, points=q, rng=(q, q + 4), label=f"n={n}")
+
+
+@check("sizes")
+def check_empty_index_misses_everything(ctx: Context) -> None:
+    """An index built on no keys answers every lookup with a miss."""
+    keys = np.zeros(0, dtype=np.uint64 if ctx.wide else np.uint32)
+    index = ctx.new().build(keys)
+    q = np.array([0, 1, 2**31, 2**32 - 1], dtype=keys.dtype)
+    verify(ctx, index, keys, points=q, rng=(np.zeros_like(q), q), label="empty index")
+
+
+@check("sizes")
+def check_lookup_batches_of_awkward_sizes(ctx: Context) -> None:
+    """Batches of 0, 1 and sizes that are no multiple of any block or group size."""
+    keys = make_keys("dense", 3000, 4, duplicates=ctx.caps.duplicates).keys
+    index = ctx.new().build(keys)
+    for q in (0, 1, 7, 31, 33, 255, 257, 1000, 4097):
+        pts = lookups(keys, q, q)
+        lo, hi = ranges(keys, q, q)
+        verify(ctx, index, keys, points=pts, rng=(lo, hi), label=f"{q} lookups")
+
+
+# ====================================================================== dtypes
+@check("dtypes", needs=("uint64",))
+def check_uint32_and_uint64_keys_agree(ctx: Context) -> None:
+    """The same keys as uint32 and as uint64 give the same answers."""
+    k32 = make_keys("uniform32", 3000, 8, duplicates=ctx.caps.duplicates).keys
+    q32 = lookups(k32, ctx.n_lookups, 8)
+    lo32, hi32 = ranges(k32, ctx.n_lookups, 8)
+    a = _snapshot(ctx.new().build(k32), q32, (lo32, hi32))
+    b = _snapshot(ctx.new().build(k32.astype(np.uint64)), q32.astype(np.uint64),
+                  (lo32.astype(np.uint64), hi32.astype(np.uint64)))
+    assert len(a) == len(b)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x, y, err_msg="uint32 and uint64 keys disagree")
+
+
+@check("dtypes")
+def check_signed_and_float_keys_through_the_key_map(ctx: Context) -> None:
+    """int8/int32/int64/float32/float64/bytes keys answer like the oracle on the raw values."""
+    rng = np.random.default_rng(12)
+    cases: list[np.ndarray] = [
+        rng.integers(-128, 128, 500).astype(np.int8),
+        rng.integers(-(2**31), 2**31, 800).astype(np.int32),
+        np.round(rng.standard_normal(800) * 100, 1).astype(np.float32),
+        np.array([b"apple", b"fig", b"kiwi", b"apple", b"a", b"b\x00c"], dtype="S5"),
+    ]
+    if ctx.wide:
+        cases += [rng.integers(-(2**63), 2**63 - 1, 800, dtype=np.int64),
+                  np.concatenate([rng.standard_normal(800) * 1e6, [np.inf, -np.inf, 0.0]])]
+    for keys in cases:
+        if not ctx.caps.duplicates:
+            keys = np.unique(keys)
+        keys = keys[rng.permutation(keys.shape[0])]
+        if keys.dtype.kind == "f":
+            keys[:1] = -0.0  # -0.0 and 0.0 are one key
+        if keys.dtype.kind == "S":
+            q = np.array([b"apple", b"ap", b"kiwi", b"zz", b"a", b"fig"], dtype="S5")
+        else:  # hits, and neighbours that mostly miss
+            q = np.concatenate([keys[:100], keys[:50] + keys.dtype.type(1)])
+        half = q.shape[0] // 2
+        a, b = q[:half], q[half:2 * half]
+        lo, hi = np.where(a <= b, a, b), np.where(a <= b, b, a)
+        index = ctx.new().build(keys)
+        verify(ctx, index, keys, points=q, rng=(lo, hi), label=f"{keys.dtype} keys")
+
+
+# ====================================================================== order
+@check("order")
+def check_build_order_does_not_change_answers(ctx: Context) -> None:
+    """Sorted, reversed and shuffled builds of the same keys give the same answers."""
+    base = make_keys("clustered", 2500, 6, duplicates=ctx.caps.duplicates).keys
+    q = lookups(base, ctx.n_lookups, 6)
+    lo, hi = ranges(base, ctx.n_lookups, 6)
+    counts = []
+    for label, keys in (("sorted", np.sort(base)), ("reversed", np.sort(base)[::-1].copy()),
+                        ("shuffled", base)):
+        index = ctx.new().build(keys)
+        verify(ctx, index, keys, points=q, rng=(lo, hi), label=f"{label} build")
+        if "count" in ctx.modes:
+            counts.append(to_numpy(index.point(q, out="count").count) if ctx.caps.point else
+                          to_numpy(index.range(lo, hi, out="count").count))
+    for c in counts[1:]:
+        np.testing.assert_array_equal(c, counts[0], err_msg="counts depend on the build order")
+
+
+@check("order")
+def check_results_follow_the_lookup_order(ctx: Context) -> None:
+    """Permuted lookups give the same answers, permuted the same way."""
+    keys = make_keys("uniform32", 2000, 2, duplicates=ctx.caps.duplicates).keys
+    index = ctx.new().build(keys)
+    q = lookups(keys, ctx.n_lookups, 2)
+    lo, hi = ranges(keys, ctx.n_lookups, 2)
+    perm = np.random.default_rng(2).permutation(q.shape[0])
+    for mode in ctx.modes:
+        if mode in ("rowid", "rowids"):
+            continue  # any match may be reported: compared against the oracle instead
+        if ctx.caps.point:
+            a = to_numpy(getattr(index.point(q, out=mode), mode))
+            b = to_numpy(getattr(index.point(q[perm], out=mode), mode))
+            np.testing.assert_array_equal(a[perm], b, err_msg=f"point out={mode}")
+        if ctx.caps.range:
+            a = to_numpy(getattr(index.range(lo, hi, out=mode), mode))
+            b = to_numpy(getattr(index.range(lo[perm], hi[perm], out=mode), mode))
+            np.testing.assert_array_equal(a[perm], b, err_msg=f"range out={mode}")
+    verify(ctx, index, keys, points=q[perm], rng=(lo[perm], hi[perm]), label="permuted lookups")
+
+
+@check("order")
+def check_repeated_calls_give_identical_results(ctx: Context) -> None:
+    """The same lookups twice give bit-identical results in every mode."""
+    keys = make_keys("duplicates" if ctx.caps.duplicates else "uniform32", 3000, 4,
+                     duplicates=ctx.caps.duplicates).keys
+    index = ctx.new().build(keys)
+    q = lookups(keys, ctx.n_lookups, 4)
+    r = ranges(keys, ctx.n_lookups, 4)
+    for x, y in zip(_snapshot(index, q, r), _snapshot(index, q, r), strict=True):
+        np.testing.assert_array_equal(x, y, err_msg="two identical calls differ")
+
+
+@check("order")
+def check_chunked_batches_give_the_same_answers(ctx: Context) -> None:
+    """A batch cut into chunks (max_batch) answers like one batch."""
+    keys = make_keys("clustered", 2000, 7, duplicates=ctx.caps.duplicates).keys
+    q = lookups(keys, 1001, 7)
+    r = ranges(keys, 1001, 7)
+    whole = _snapshot(ctx.new().build(keys), q, r)
+    chunked = _snapshot(ctx.new(max_batch=64).build(keys), q, r)
+    for x, y in zip(whole, chunked, strict=True):
+        if x.shape == y.shape:
+            np.testing.assert_array_equal(x, y, err_msg="chunked batch differs")
+    verify(ctx, ctx.new(max_batch=64).build(keys), keys, points=q, rng=r, label="max_batch=64")
+
+
+# ====================================================================== bad input
+def _bad_calls(ctx: Context, keys: np.ndarray) -> list[tuple[str, Callable[[GpuIndex], Any], type]]:
+    q = np.array([1, 2], dtype=keys.dtype)
+    calls: list[tuple[str, Callable[[GpuIndex], Any], type]] = [
+        ("2-D keys", lambda i: i.build(np.zeros((4, 2), keys.dtype)), InvalidInput),
+        ("NaN keys", lambda i: i.build(np.array([1.0, np.nan])), InvalidInput),
+        ("object keys", lambda i: i.build(np.array([1, "x"], dtype=object)), InvalidInput),
+        ("values of another length", lambda i: i.build(keys, np.arange(3)), InvalidInput),
+        ("float values", lambda i: i.build(keys, np.ones(keys.shape[0])), InvalidInput),
+    ]
+    if ctx.caps.point:
+        calls += [
+            ("2-D lookups", lambda i: i.point(np.zeros((2, 2), keys.dtype)), InvalidInput),
+            ("scalar lookup", lambda i: i.point(np.uint32(3)), InvalidInput),
+            ("float lookups", lambda i: i.point(np.array([1.5])), InvalidInput),
+            ("unknown out", lambda i: i.point(q, out="bogus"), InvalidInput),
+        ]
+    if ctx.caps.range:
+        calls += [
+            ("lo and hi of other lengths", lambda i: i.range(q, q[:1]), InvalidInput),
+            ("NaN bounds", lambda i: i.range(np.array([np.nan]), np.array([1.0])), InvalidInput),
+        ]
+    return calls
+
+
+@check("bad_input")
+def check_bad_input_raises_and_leaves_the_index_correct(ctx: Context) -> None:
+    """Each bad input raises its specific error, and the built index still answers right."""
+    keys = make_keys("uniform32", 1500, 11, duplicates=ctx.caps.duplicates).keys
+    q = lookups(keys, 300, 11)
+    r = ranges(keys, 300, 11)
+    index = ctx.new().build(keys)
+    footprint = index.memory_footprint()
+    for label, call, err in _bad_calls(ctx, keys):
+        try:
+            call(index)
+        except err:
+            pass
+        except Exception as exc:
+            raise AssertionError(f"{label}: raised {type(exc).__name__}: {exc}, "
+                                 f"expected {err.__name__}") from exc
+        else:
+            raise AssertionError(f"{label}: no error, expected {err.__name__}")
+        verify(ctx, index, keys, points=q, rng=r, label=f"after {label}")
+        assert index.memory_footprint() == footprint, f"footprint changed after {label}"
+
+
+@check("bad_input")
+def check_lookups_before_build_raise_not_built(ctx: Context) -> None:
+    """Lookups and footprints of an unbuilt index raise NotBuilt."""
+    index = ctx.new()
+    q = np.array([1], np.uint32)
+    calls: list[Callable[[], Any]] = [index.memory_footprint]
+    if ctx.caps.point:
+        calls.append(lambda: index.point(q))
+    if ctx.caps.range:
+        calls.append(lambda: index.range(q, q))
+    for call in calls:
+        try:
+            call()
+        except NotBuilt:
+            continue
+        raise AssertionError("a call on an unbuilt index did not raise NotBuilt")
+
+
+# ====================================================================== footprint
+@check("footprint")
+def check_footprint_is_consistent(ctx: Context) -> None:
+    """resident > 0 after a non-empty build, peak >= resident, breakdown adds up, all >= 0."""
+    keys = make_keys("uniform32", 5000, 13, duplicates=ctx.caps.duplicates).keys
+    fp = ctx.new().build(keys).memory_footprint()
+    assert fp.resident_bytes > 0, "resident_bytes must be > 0 after a non-empty build"
+    assert fp.peak_build_bytes >= fp.resident_bytes, (
+        f"peak_build_bytes {fp.peak_build_bytes} < resident_bytes {fp.resident_bytes}")
+    assert all(isinstance(v, int) and v >= 0 for v in fp.breakdown.values()), fp.breakdown
+    assert sum(fp.breakdown.values()) == fp.resident_bytes
+
+
+@check("footprint")
+def check_footprint_grows_roughly_linearly(ctx: Context) -> None:
+    """Resident bytes grow about linearly with the number of keys (x8 keys: x4 to x16 bytes)."""
+    sizes = [1 << 12, 1 << 15]
+    res = []
+    for n in sizes:
+        keys = np.arange(n, dtype=np.uint32)[np.random.default_rng(n).permutation(n)] * 5
+        res.append(ctx.new().build(keys).memory_footprint().resident_bytes)
+    ratio = res[1] / max(res[0], 1)
+    assert 4 <= ratio <= 16, f"resident bytes {res} for {sizes} keys: ratio {ratio:.2f}"
+
+
+# ====================================================================== capabilities
+@check("capabilities")
+def check_missing_capabilities_raise_unsupported(ctx: Context) -> None:
+    """What the capabilities leave out raises Unsupported: ranges, out modes, duplicates,
+    uint64 keys."""
+    keys = ctx.keys([1, 5, 9], 32)
+    index = ctx.new().build(keys)
+    q = np.array([5], dtype=keys.dtype)
+    attempts: list[tuple[str, Callable[[], Any]]] = []
+    if not ctx.caps.range:
+        attempts.append(("range lookups", lambda: index.range(q, q)))
+    if not ctx.caps.point:
+        attempts.append(("point lookups", lambda: index.point(q)))
+    for mode in set(OUT_MODES) - set(ctx.modes):
+        fn = index.point if ctx.caps.point else (lambda x, out: index.range(x, x, out=out))
+        attempts.append((f"out={mode!r}", lambda fn=fn, mode=mode: fn(q, out=mode)))
+    if not ctx.caps.duplicates:
+        attempts.append(("duplicate keys", lambda: ctx.new().build(ctx.keys([3, 3], 32))))
+    if not ctx.wide:
+        attempts.append(("uint64 keys",
+                         lambda: ctx.new().build(np.array([2**40], dtype=np.uint64))))
+    for label, call in attempts:
+        try:
+            call()
+        except Unsupported:
+            continue
+        except Exception as exc:
+            raise AssertionError(f"{label}: raised {type(exc).__name__}, expected Unsupported"
+                                 ) from exc
+        raise AssertionError(f"{label}: not declared in capabilities, yet no Unsupported")
+    verify(ctx, index, keys, points=q, rng=(q, q), label="after unsupported calls")

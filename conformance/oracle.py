@@ -1,0 +1,146 @@
+"""The NumPy oracle: exact answers for every ``out`` mode, and the comparison of an index's
+result with them.
+
+The oracle works on the keys as the user gave them (any orderable NumPy dtype), with a stable
+sort and ``searchsorted``; it never goes through indexzoo's key map, so it also checks the map.
+Sums are uint64 and wrap modulo 2^64, like the contract says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from indexzoo import LookupResult
+from indexzoo.devices import to_numpy
+
+__all__ = ["Expected", "Oracle", "compare"]
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The exact answer to a batch: the matches of query ``i`` are
+    ``oracle.rowids[start[i]:stop[i]]``."""
+
+    start: np.ndarray
+    stop: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @property
+    def count(self) -> np.ndarray:
+        return self.stop - self.start
+
+
+class Oracle:
+    """Exact lookups over ``keys`` (rowID = position) with optional ``values``."""
+
+    def __init__(self, keys: Any, values: Any = None):
+        self.keys = np.asarray(to_numpy(keys))
+        order = np.argsort(self.keys, kind="stable")
+        self.sorted = self.keys[order]
+        self.rowids = order.astype(np.int64)
+        vals = (np.arange(self.keys.shape[0], dtype=np.uint64) if values is None
+                else np.asarray(to_numpy(values)).astype(np.uint64))
+        self.values = vals
+        self._prefix = np.zeros(self.keys.shape[0] + 1, dtype=np.uint64)
+        np.cumsum(vals[order], dtype=np.uint64, out=self._prefix[1:])
+
+    def range(self, lo: Any, hi: Any) -> Expected:
+        lo, hi = np.asarray(to_numpy(lo)), np.asarray(to_numpy(hi))
+        start = np.searchsorted(self.sorted, lo, side="left")
+        stop = np.maximum(np.searchsorted(self.sorted, hi, side="right"), start)
+        return Expected(start.astype(np.int64), stop.astype(np.int64), lo, hi)
+
+    def point(self, q: Any) -> Expected:
+        return self.range(q, q)
+
+    def sums(self, exp: Expected) -> np.ndarray:
+        return self._prefix[exp.stop] - self._prefix[exp.start]
+
+    def sets(self, exp: Expected) -> list[np.ndarray]:
+        return [np.sort(self.rowids[a:b]) for a, b in zip(exp.start, exp.stop, strict=True)]
+
+
+def _fmt(values: Any) -> str:
+    return np.array2string(np.asarray(values), threshold=8, edgeitems=3)
+
+
+def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, index: Any,
+            label: str) -> list[str]:
+    """Problems with ``result`` (empty when it is exactly right)."""
+    q = exp.start.shape[0]
+    where = f"{label}, out={mode!r}"
+    if not isinstance(result, LookupResult):
+        return [f"{where}: expected a LookupResult, got {type(result).__name__}"]
+    if result.out != mode:
+        return [f"{where}: result.out is {result.out!r}"]
+    if result.device != index.device:
+        return [f"{where}: result is on {result.device!r}, the index on {index.device!r}"]
+    h = result.to_host()
+    problems: list[str] = []
+
+    def first_bad(bad: np.ndarray, got: np.ndarray, want: Any, what: str) -> None:
+        idx = np.nonzero(bad)[0]
+        if idx.size:
+            i = idx[:5]
+            wanted = want[i] if isinstance(want, np.ndarray) else want
+            problems.append(
+                f"{where}: {what} wrong for {idx.size} of {q} lookups; first at positions "
+                f"{_fmt(i)} (lo {_fmt(exp.lo[i])}, hi {_fmt(exp.hi[i])}): got {_fmt(got[i])}, "
+                f"expected {_fmt(wanted)}")
+
+    if mode == "rowid":
+        r = h.rowid
+        if r.shape != (q,) or r.dtype != index.rowid_dtype:
+            return [f"{where}: rowid has shape {r.shape} dtype {r.dtype}, expected ({q},) "
+                    f"{index.rowid_dtype}"]
+        miss = int(index.miss)
+        empty = exp.count == 0
+        first_bad(empty & (r != miss), r, np.full(q, miss), "a miss")
+        n = oracle.keys.shape[0]
+        if n:
+            ok_pos = (r < n) & ~empty
+            kr = oracle.keys[np.where(ok_pos, r, 0).astype(np.int64)]
+            matches = ok_pos & (kr >= exp.lo) & (kr <= exp.hi)
+            first_bad(~empty & ~matches, r, oracle.rowids[np.minimum(exp.start, n - 1)],
+                      "a matching rowID")
+    elif mode == "count":
+        c = h.count
+        if c.shape != (q,) or c.dtype != index.rowid_dtype:
+            return [f"{where}: count has shape {c.shape} dtype {c.dtype}, expected ({q},) "
+                    f"{index.rowid_dtype}"]
+        first_bad(c.astype(np.int64) != exp.count, c, exp.count, "count")
+    elif mode == "sum":
+        s = h.sum
+        if s.shape != (q,) or s.dtype != np.uint64:
+            return [f"{where}: sum has shape {s.shape} dtype {s.dtype}, expected ({q},) uint64"]
+        first_bad(s != oracle.sums(exp), s, oracle.sums(exp), "sum")
+    else:
+        off, rows = h.offsets, h.rowids
+        if off is None or rows is None or off.shape != (q + 1,) or off.dtype != np.int64:
+            return [f"{where}: offsets must be int64 of length {q + 1}"]
+        if off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != rows.shape[0]:
+            return [f"{where}: offsets are not a CSR index over {rows.shape[0]} rowids"]
+        if rows.dtype != index.rowid_dtype:
+            return [f"{where}: rowids dtype {rows.dtype}, expected {index.rowid_dtype}"]
+        got_count = np.diff(off)
+        first_bad(got_count != exp.count, got_count, exp.count, "number of rowids")
+        if not problems:
+            seg = np.repeat(np.arange(q), got_count)
+            got = rows.astype(np.int64)[np.lexsort((rows, seg))]
+            want_seg = np.concatenate([oracle.rowids[a:b] for a, b in
+                                       zip(exp.start, exp.stop, strict=True)] or [np.zeros(0, np.int64)])
+            want = want_seg[np.lexsort((want_seg, seg))]
+            bad_rows = got != want
+            if bad_rows.any():
+                qs = np.unique(seg[bad_rows])
+                problems.append(f"{where}: wrong rowid sets for {qs.size} lookups, first "
+                                f"{_fmt(qs[:5])}: e.g. lookup {qs[0]} got "
+                                f"{_fmt(np.sort(rows[off[qs[0]]:off[qs[0] + 1]]))}, expected "
+                                f"{_fmt(np.sort(oracle.rowids[exp.start[qs[0]]:exp.stop[qs[0]]]))}")
+            dup = (np.diff(got) == 0) & (np.diff(seg) == 0) if got.size > 1 else np.zeros(0, bool)
+            if dup.any():
+                problems.append(f"{where}: a rowid is reported twice for one lookup")
+    return problems
