@@ -118,6 +118,8 @@ def ranges(keys: np.ndarray, q: int, seed: int) -> tuple[np.ndarray, np.ndarray]
     kind = rng.integers(0, 6, q)
     width = np.zeros(q, dtype=np.uint64)
     width[kind == 1] = rng.integers(1, 4, int((kind == 1).sum()))
+    wide = np.nonzero(kind == 3)[0][8:]  # at most 8 ranges of any width up to the whole domain
+    kind[wide] = 2
     width[kind == 2] = rng.integers(0, 1 << 12, int((kind == 2).sum()))
     width[kind == 3] = rng.integers(0, top, int((kind == 3).sum()), dtype=np.uint64, endpoint=True)
     hi = np.where(lo > np.uint64(top) - width, np.uint64(top), lo + width)

@@ -99,3 +99,17 @@ def test_impossible_workloads_are_rejected() -> None:
         Workload(n_keys=(1 << 32) + 2, key_bits=32)
     with pytest.raises(ValidationError, match="hit_rate"):
         Workload(hit_rate=1.5)
+
+
+def test_zipf_keys_have_heavy_tailed_gaps(device: str) -> None:
+    w = Workload(n_keys=1 << 14, distribution="zipf", key_zipf=1.2, n_lookups=0)
+    keys = np.sort(host(generate(w, device), "keys").astype(np.float64))
+    gaps = np.diff(keys)
+    assert (gaps >= 1).all()
+    assert np.median(gaps) <= 2 and gaps.max() > 100 * np.median(gaps)
+
+
+def test_uniform_keys_spread_over_the_whole_domain(device: str) -> None:
+    keys = host(generate(Workload(n_keys=1 << 14, key_bits=32, n_lookups=0), device), "keys")
+    hist = np.histogram(keys.astype(np.float64), bins=16, range=(0, 2.0**32))[0]
+    assert hist.min() > 0.8 * hist.mean() and hist.max() < 1.2 * hist.mean()

@@ -1,0 +1,56 @@
+"""The pytest-benchmark suites in benchmarks/ run, save JSON with the promised extra_info, and
+`pytest-benchmark compare` and `--histogram` work on that JSON. (A smoke test on a tiny
+preset: no timing is asserted.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_benchmark_suite_saves_json_that_compare_and_histogram_read(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "-q", "-p", "no:cacheprovider",
+         "--bench-presets", "tiny", "--bench-device", "cpu", "-k", "throughput",
+         f"--benchmark-json={out}"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    data = json.loads(out.read_text())
+    names = {b["extra_info"]["index"] for b in data["benchmarks"]}
+    assert {"sorted-array", "searchsorted"} <= names
+    for b in data["benchmarks"]:
+        info = b["extra_info"]
+        for key in ("throughput_lookups_per_s", "build_s", "resident_bytes", "peak_build_bytes",
+                    "throughput_per_byte", "device_name", "commit", "workload"):
+            assert info.get(key) is not None, key
+    exe = Path(sys.executable).parent / "pytest-benchmark"
+    cmp = subprocess.run([str(exe), "compare", str(out)], capture_output=True, text=True,
+                         timeout=120)
+    assert cmp.returncode == 0 and "test_lookup_throughput" in cmp.stdout, cmp.stderr
+    hist = subprocess.run([str(exe), "compare", str(out), "--histogram", str(tmp_path / "h")],
+                          capture_output=True, text=True, timeout=120)
+    assert hist.returncode == 0, hist.stderr
+    assert list(tmp_path.glob("h*.svg"))
+
+
+def test_bench_sweep_writes_a_line_plot(tmp_path: Path) -> None:
+    import io
+
+    from indexzoo.cli import main
+
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps({"name": "sweep", "n_keys": 1024, "n_lookups": 1024}))
+    out = io.StringIO()
+    code = main(["bench", "--workload", str(wl), "--sweep", "hit_rate", "--device", "cpu",
+                 "--repeats", "1", "--output", str(tmp_path)], out=out)
+    assert code == 0, out.getvalue()
+    data = json.loads(next(tmp_path.glob("w-hit_rate-cpu-*.json")).read_text())
+    values = sorted({r["sweep_value"] for r in data["records"]})
+    assert values == [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
+    assert all(r["generate_s"] is not None for r in data["records"])
+    assert list(tmp_path.glob("w-hit_rate-cpu-*.png"))
