@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -238,7 +239,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str], device: str
     names = [PEER] + [n for n in indexes if n != PEER] if PEER in available() else list(indexes)
     records: list[Record] = []
     for wi, w in enumerate(workloads, 1):
-        gen = time_call(lambda w=w: generate(w, device), device, repeats=1, warmup=1)
+        gen = time_call(partial(generate, w, device), device, repeats=1, warmup=1)
         data = generate(w, device)
         log.write(f"[{wi}/{len(workloads)}] {w.describe()}: data generated in "
                   f"{gen.median * 1e3:.1f} ms\n")
