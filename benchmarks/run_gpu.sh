@@ -1,27 +1,51 @@
 #!/usr/bin/env bash
-# One GPU session's checks and measurements, written to OUTDIR (default: gpu-out).
-#   bash benchmarks/run_gpu.sh OUTDIR [STEP ...]
+# One GPU session's checks and measurements, written to OUTDIR.
+#   INDEXZOO_COMMIT=<hash> bash benchmarks/run_gpu.sh OUTDIR STEP [STEP ...]
+# Steps:
+#   tests                the project's tests (GPU tests and the cuda device included)
+#   conformance          the conformance suite for every built-in index, --indexzoo-device=cuda
+#   check:NAME           indexzoo check NAME --device cuda --size large
+#   bench:PRESET         indexzoo bench --preset PRESET --device cuda
+#   sweep:PRESET:DIM     indexzoo bench --preset PRESET --sweep DIM --device cuda
+#   pytest-bench:P1,P2   the pytest-benchmark suites on those presets, JSON saved
 # Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
-# Steps: tests (the project's tests, GPU included), paper (bench --preset paper), l2 (bench
-# --preset l2), latency (bench --preset latency). Default: all of them.
 set -uo pipefail
-out=${1:-gpu-out}
-shift || true
-steps=${*:-tests paper l2 latency}
+out=${1:?usage: run_gpu.sh OUTDIR STEP...}
+shift
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv \
   > "$out/nvidia-smi.csv" 2>&1
-git rev-parse HEAD > "$out/commit.txt" 2>/dev/null || true
+echo "${INDEXZOO_COMMIT:-unknown}" > "$out/commit.txt"
 python3 -m pip install -q --no-build-isolation --no-deps --no-index ./tests/example_plugin \
   > /dev/null 2>&1
-for step in $steps; do
+for step in "$@"; do
+  echo "=== $step ($(date -u +%H:%M:%S))"
   case $step in
     tests)
-      python3 -m pytest -q -p no:cacheprovider -x 2>&1 | tail -n 40 | tee "$out/pytest-cuda.txt" ;;
-    paper|l2|latency)
-      python3 -m indexzoo.cli bench --preset "$step" --device cuda --output "$out" \
-        2>&1 | tee "$out/bench-$step.txt" ;;
+      python3 -m pytest -q -p no:cacheprovider 2>&1 | tail -n 25 | tee "$out/pytest-cuda.txt" ;;
+    conformance)
+      python3 -m pytest -q -p no:cacheprovider tests/conformance/test_builtin_conformance.py \
+        --indexzoo-device=cuda 2>&1 | tail -n 25 | tee "$out/conformance-cuda.txt" ;;
+    check:*)
+      name=${step#check:}
+      python3 -m indexzoo.cli check "$name" --device cuda --size large \
+        > "$out/check-$name-cuda-large.txt" 2> "$out/check-$name-progress.txt"
+      echo "exit $?" >> "$out/check-$name-cuda-large.txt"
+      cat "$out/check-$name-cuda-large.txt" ;;
+    bench:*)
+      preset=${step#bench:}
+      python3 -m indexzoo.cli bench --preset "$preset" --device cuda --output "$out" \
+        2>&1 | tee "$out/bench-$preset.txt" ;;
+    sweep:*)
+      rest=${step#sweep:}; preset=${rest%%:*}; dim=${rest#*:}
+      python3 -m indexzoo.cli bench --preset "$preset" --sweep "$dim" --device cuda \
+        --repeats 3 --output "$out" 2>&1 | tee "$out/sweep-$preset-$dim.txt" ;;
+    pytest-bench:*)
+      presets=${step#pytest-bench:}
+      python3 -m pytest -q -p no:cacheprovider benchmarks --bench-device cuda \
+        --bench-presets "$presets" --benchmark-json "$out/pytest-benchmark.json" \
+        2>&1 | tail -n 30 | tee "$out/pytest-benchmark.txt" ;;
     *)
       echo "unknown step $step" ;;
   esac
