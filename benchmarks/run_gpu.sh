@@ -50,3 +50,5 @@ for step in "$@"; do
       echo "unknown step $step" ;;
   esac
 done
+# the device tool returns at most 8 files: pack everything into one
+tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")" && echo "packed $out.tar.gz"

@@ -34,7 +34,7 @@ def test_benchmark_suite_saves_json_that_compare_and_histogram_read(tmp_path: Pa
     assert cmp.returncode == 0 and "test_lookup_throughput" in cmp.stdout, cmp.stderr
     hist = subprocess.run([str(exe), "compare", str(out), "--histogram", str(tmp_path / "h")],
                           capture_output=True, text=True, timeout=120)
-    assert hist.returncode == 0, hist.stderr
+    assert hist.returncode == 0, hist.stdout[-2000:] + hist.stderr[-2000:]
     assert list(tmp_path.glob("h*.svg"))
 
 
