@@ -32,6 +32,7 @@ __all__ = [
     "resolve_device",
     "to_device",
     "to_numpy",
+    "xp_of",
 ]
 
 DEVICES = ("cpu", "cuda")
@@ -112,6 +113,13 @@ def array_module(device: str) -> ModuleType:
 
 def _is_cupy(arr: Any) -> bool:
     return type(arr).__module__.startswith("cupy")
+
+
+def xp_of(arr: Any) -> ModuleType:
+    """The array module (numpy or cupy) of an ndarray."""
+    if isinstance(arr, np.ndarray):
+        return np
+    return import_cupy("a GPU array")
 
 
 def device_of(arr: Any) -> str:

@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .devices import xp_of as _xp
 from .errors import InvalidInput, Unsupported
 
 __all__ = ["SUPPORTED_KEY_DTYPES", "KeyMap"]
@@ -57,13 +58,6 @@ SUPPORTED_KEY_DTYPES = (
 _U32 = np.dtype(np.uint32)
 _U64 = np.dtype(np.uint64)
 
-
-def _xp(arr: Any) -> Any:
-    if isinstance(arr, np.ndarray):
-        return np
-    import cupy
-
-    return cupy
 
 
 def _kind_of(dtype: np.dtype) -> Kind | None:

@@ -13,6 +13,8 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from .devices import xp_of as _xp
+
 __all__ = [
     "OUT_MODES",
     "LookupResult",
@@ -31,13 +33,6 @@ OUT_MODES: tuple[Out, ...] = get_args(Out)
 SUM_DTYPE = np.dtype(np.uint64)
 OFFSET_DTYPE = np.dtype(np.int64)
 
-
-def _xp(arr: Any) -> Any:
-    if isinstance(arr, np.ndarray):
-        return np
-    import cupy
-
-    return cupy
 
 
 @dataclass(frozen=True)

@@ -5,19 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from indexzoo.devices import xp_of as _xp
 from numba.extending import register_jitable
 
 from .targets import Kernel
 
 __all__ = ["GATHER_RUNS", "gather_runs", "offsets_from_counts"]
 
-
-def _xp(arr: Any) -> Any:
-    if isinstance(arr, np.ndarray):
-        return np
-    import cupy
-
-    return cupy
 
 
 @register_jitable

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from indexzoo import Footprint
 
 __all__ = ["SortedPairs", "sort_pairs"]
 
@@ -18,6 +19,12 @@ class SortedPairs:
     keys: Any
     rowids: Any
     peak_bytes: int  # most bytes held at once while sorting (outputs included)
+
+    def footprint(self) -> Footprint:
+        """Keys and rowIDs held, and the sort's peak."""
+        return Footprint(breakdown={"keys": int(self.keys.nbytes),
+                                    "rowids": int(self.rowids.nbytes)},
+                         peak_build_bytes=self.peak_bytes)
 
 
 def sort_pairs(keys: Any, rowid_dtype: Any) -> SortedPairs:

@@ -30,14 +30,11 @@ class SearchsortedIndex(GpuIndex):
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
 
     def _build(self, keys: Any) -> None:
-        pairs = sort_pairs(keys, self.rowid_dtype)
-        self._keys, self._rowids, self._peak = pairs.keys, pairs.rowids, pairs.peak_bytes
+        self._pairs = sort_pairs(keys, self.rowid_dtype)
+        self._keys, self._rowids = self._pairs.keys, self._pairs.rowids
 
     def _footprint(self) -> Footprint:
-        return Footprint(
-            breakdown={"keys": int(self._keys.nbytes), "rowids": int(self._rowids.nbytes)},
-            peak_build_bytes=self._peak,
-        )
+        return self._pairs.footprint()
 
     def _first(self, start: Any, hit: Any) -> Any:
         xp = self.xp

@@ -55,14 +55,11 @@ class SortedArrayIndex(GpuIndex):
     params: SortedArrayParams
 
     def _build(self, keys: Any) -> None:
-        pairs = sort_pairs(keys, self.rowid_dtype)
-        self._keys, self._rowids, self._peak = pairs.keys, pairs.rowids, pairs.peak_bytes
+        self._pairs = sort_pairs(keys, self.rowid_dtype)
+        self._keys, self._rowids = self._pairs.keys, self._pairs.rowids
 
     def _footprint(self) -> Footprint:
-        return Footprint(
-            breakdown={"keys": int(self._keys.nbytes), "rowids": int(self._rowids.nbytes)},
-            peak_build_bytes=self._peak,
-        )
+        return self._pairs.footprint()
 
     # -------------------------------------------------------------- kernels
     def _launch(self, kernel: Any, n: int, *args: Any) -> None:
