@@ -44,3 +44,12 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 def test_readme_main_job_runs_the_comparison() -> None:
     assert "indexzoo bench" in _readme_command("main")
+
+
+def test_package_docstring_example_runs() -> None:
+    import doctest
+
+    import indexzoo
+
+    result = doctest.testmod(indexzoo)
+    assert result.attempted > 0 and result.failed == 0
