@@ -17,6 +17,7 @@ A spec file (YAML, TOML or JSON) holds an index spec and what to run::
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -84,7 +85,8 @@ def load_keys(kf: KeyFile) -> np.ndarray:
 
 
 def _dataset(spec: RunSpec, device: str) -> tuple[Any, Dataset]:
-    """(keys to build on, lookups), both on ``device``; keys keep a key file's dtype."""
+    """(keys to build on, lookups), on ``device`` where the dtype allows (bytes and datetime
+    keys stay on the host); keys keep a key file's dtype."""
     w = spec.workload
     if spec.keys is None:
         data = generate(w, device)
@@ -102,6 +104,8 @@ def _dataset(spec: RunSpec, device: str) -> tuple[Any, Dataset]:
 
     data = Dataset(w.model_copy(update={"n_keys": int(keys.shape[0])}), ukeys,
                    back(q), back(lo), back(hi), n_hit)
+    if km.kind not in ("datetime", "bytes"):
+        keys = to_device(keys, device)
     return keys, data
 
 
@@ -121,7 +125,10 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None) -> int
     spec = load_run_spec(path)
     index: GpuIndex = create(spec, device=device)
     dev = index.device
+    t0 = time.perf_counter()
     keys, data = _dataset(spec, dev)
+    synchronize(dev)
+    prepare_s = time.perf_counter() - t0
     point = data.queries is not None
     out: Out = spec.out or ("rowid" if point else "count")
     build = time_call(lambda: index.build(keys), dev, repeats=spec.repeats)
@@ -143,6 +150,7 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None) -> int
         f"index      {index.name}  on {dev}  params {index.params.model_dump()}",
         f"keys       {len(index):,} of dtype {index.key_dtype}"
         + (f" from {spec.keys.path}" if spec.keys else f"  ({spec.workload.describe()})"),
+        f"data       {prepare_s * 1e3:.1f} ms to generate or load and move to {dev} (untimed below)",
         f"build      {build.median * 1e3:.3f} ms (median of {spec.repeats})",
         f"footprint  {fp}",
         f"lookups    {n:,} {kind}, out={out}, {spec.workload.batches} batch(es): "
