@@ -15,7 +15,7 @@ same for every index:
 
 Hooks (``Q`` lookups of the index's key dtype, on the index's device)::
 
-    _build(keys)                 keys: uint32/uint64 array, rowID = position
+    _build(keys)                 keys: uint32/uint64 array (the index's own copy), rowID = position
     _point_rowids(q)  -> (offsets, rowids)      required if capabilities.point
     _range_rowids(lo, hi) -> (offsets, rowids)  required if capabilities.range
     _point_rowid / _point_count / _point_sum(q) -> array         optional, fused
@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import results
 from .config import IndexParams, validate_params
-from .devices import array_module, resolve_device, to_device
+from .devices import array_module, device_of, resolve_device, to_device
 from .errors import NotBuilt, Unsupported
 from .keys import KeyMap
 from .results import OUT_MODES, LookupResult, Out
@@ -174,7 +174,8 @@ class GpuIndex(abc.ABC):
         keymap = KeyMap.for_dtype(arr.dtype, name="keys")
         keymap = keymap.with_target(self._native_dtype(keymap))
         vals = None if values is None else prepare_values(values, arr)
-        ukeys = to_device(keymap.encode(arr, name="keys"), self.device)
+        moved = device_of(arr) != self.device  # moving makes the index's own copy anyway
+        ukeys = to_device(keymap.encode(arr, name="keys", copy=not moved), self.device)
         if (not self.capabilities.duplicates and ukeys.shape[0] > 1
                 and int(self.xp.unique(ukeys).shape[0]) != int(ukeys.shape[0])):
             raise Unsupported(f"index {self.name!r} does not support duplicate keys")

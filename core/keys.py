@@ -156,20 +156,24 @@ class KeyMap:
         return self.invertible
 
     # ------------------------------------------------------------------ keys
-    def encode(self, arr: Any, *, name: str = "keys") -> Any:
-        """Map an array of exactly ``source`` dtype onto ``target``, keeping the order."""
+    def encode(self, arr: Any, *, name: str = "keys", copy: bool = True) -> Any:
+        """Map an array of exactly ``source`` dtype onto ``target``, keeping the order.
+
+        The result is a new array unless ``copy=False`` and the map is the identity (then it
+        may be ``arr`` itself: fine for lookups, never for keys an index keeps).
+        """
         if arr.dtype != self.source and not (self.kind == "bytes" and arr.dtype.kind == "S"):
             raise InvalidInput(
                 f"argument {name!r}: expected dtype {self.source}, got {arr.dtype}"
             )
-        enc = self._encode_natural(arr, name)
+        enc = self._encode_natural(arr, name, copy)
         return enc if enc.dtype == self.target else enc.astype(self.target)
 
-    def _encode_natural(self, arr: Any, name: str) -> Any:
+    def _encode_natural(self, arr: Any, name: str, copy: bool) -> Any:
         u = self.natural
         nbits = _bits(u)
         if self.kind == "unsigned":
-            return arr.astype(u)
+            return arr.astype(u, copy=copy)
         if self.kind == "signed":
             wide = arr.astype(np.int32 if u == _U32 else np.int64)
             return wide.view(u) ^ u.type(1 << (nbits - 1))
@@ -226,7 +230,7 @@ class KeyMap:
         key, else a boolean mask of lookups that cannot (they must miss).
         """
         conv, outside = self._convert(q, name, mode="point")
-        return self.encode(conv, name=name), outside
+        return self.encode(conv, name=name, copy=False), outside
 
     def encode_ranges(self, lo: Any, hi: Any) -> tuple[Any, Any]:
         """Encode inclusive ranges ``[lo, hi]`` of any compatible dtype.
@@ -236,7 +240,8 @@ class KeyMap:
         """
         clo, lo_out = self._convert(lo, "lo", mode="lo")
         chi, hi_out = self._convert(hi, "hi", mode="hi")
-        elo, ehi = self.encode(clo, name="lo"), self.encode(chi, name="hi")
+        elo = self.encode(clo, name="lo", copy=False)
+        ehi = self.encode(chi, name="hi", copy=False)
         if lo_out is None and hi_out is None:
             return elo, ehi
         xp = _xp(elo)

@@ -341,3 +341,22 @@ def test_footprint_accounts_keys_rowids_and_values(device: str) -> None:
     assert fp.resident_bytes == 12 * n and fp.peak_build_bytes >= fp.resident_bytes
     fpv = index.build(np.arange(n, dtype=np.uint64), values=np.arange(n)).memory_footprint()
     assert fpv.breakdown["values"] == 8 * n and fpv.resident_bytes == 20 * n
+
+
+class KeepsKeys(RowidsOnly):
+    """Stores the key array it is given, without copying (allowed: it is the index's own)."""
+
+    name: ClassVar[str] = "keeps-keys"
+
+    def _build(self, keys: Any) -> None:
+        self._keys = keys
+
+
+@pytest.mark.parametrize("dtype", ["uint64", "uint32", "int64"])
+def test_the_index_owns_its_keys_changing_the_input_later_changes_nothing(dtype: str,
+                                                                         device: str) -> None:
+    xp = np if device == "cpu" else pytest.importorskip("cupy")
+    keys = xp.asarray(np.array([5, 1, 9], dtype=dtype))
+    index = KeepsKeys(device=device).build(keys)
+    keys[:] = 7
+    assert index.point([5, 7], out="count").to_host().count.tolist() == [1, 0]
