@@ -26,6 +26,7 @@ small batches. Anything the fast path cannot handle falls back to numba's own la
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import threading
@@ -42,6 +43,7 @@ _FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
 _STREAMS: dict[int, Any] = {}
 
 
+@functools.cache
 def _cupy() -> Any:
     try:
         import cupy
@@ -63,6 +65,7 @@ def _numba_stream() -> Any:
 
         _STREAMS[ptr] = cuda.external_stream(ptr)
     return _STREAMS[ptr]
+
 
 _CPU_TEMPLATE = """
 def {name}(n, {args}):
@@ -180,7 +183,7 @@ class Kernel:
                  threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> None:
         """Run ``body(i, *args)`` for ``i < n`` on ``device`` ("cpu" or "cuda").
 
-        On cuda the launch is asynchronous, on the current (default) stream.
+        On cuda the launch is asynchronous, on CuPy's current stream.
         """
         if len(args) != len(self.arg_names):
             raise TypeError(f"{self!r} takes {len(self.arg_names)} arguments, got {len(args)}")
