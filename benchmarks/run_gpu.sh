@@ -7,6 +7,7 @@
 #   check:NAME           indexzoo check NAME --device cuda --size large
 #   bench:PRESET         indexzoo bench --preset PRESET --device cuda
 #   sweep:PRESET:DIM     indexzoo bench --preset PRESET --sweep DIM --device cuda
+#   psweep:PRESET:NAME.PARAM=V1,V2,...   indexzoo bench --param-sweep on a preset
 #   pytest-bench:P1,P2   the pytest-benchmark suites on those presets, JSON saved
 # Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
 set -uo pipefail
@@ -41,6 +42,10 @@ for step in "$@"; do
       rest=${step#sweep:}; preset=${rest%%:*}; dim=${rest#*:}
       python3 -m indexzoo.cli bench --preset "$preset" --sweep "$dim" --device cuda \
         --repeats 3 --output "$out" 2>&1 | tee "$out/sweep-$preset-$dim.txt" ;;
+    psweep:*)
+      rest=${step#psweep:}; preset=${rest%%:*}; spec=${rest#*:}
+      python3 -m indexzoo.cli bench --preset "$preset" --param-sweep "$spec" --indexes searchsorted \
+        --device cuda --repeats 3 --output "$out" 2>&1 | tee "$out/psweep-$preset-${spec%%=*}.txt" ;;
     pytest-bench:*)
       presets=${step#pytest-bench:}
       python3 -m pytest -q -p no:cacheprovider benchmarks --bench-device cuda \

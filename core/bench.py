@@ -34,7 +34,7 @@ from .results import LookupResult, Out
 from .timing import synchronize, time_call
 from .workloads import Dataset, Workload, generate
 
-__all__ = ["PEER", "PRESETS", "SWEEPS", "Record", "add_cli", "environment", "run_bench"]
+__all__ = ["PEER", "PRESETS", "SWEEPS", "Entry", "Record", "add_cli", "environment", "run_bench"]
 
 PEER = "searchsorted"
 
@@ -91,6 +91,21 @@ def sweep_workloads(base: Workload, dim: str, device: str) -> list[Workload]:
 
 
 # ---------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class Entry:
+    """One index configuration to run: a registered name, parameters, a label for tables."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+    param: str | None = None  # the parameter a --param-sweep varies, if any
+    value: Any = None
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name
+
+
 @dataclass
 class Record:
     """One index on one workload."""
@@ -113,6 +128,9 @@ class Record:
     sweep_value: Any = None
     generate_s: float | None = None  # generating the workload's data on the device (untimed)
     latency_us: dict[str, float] = field(default_factory=dict)
+    index_name: str = ""  # registered name (index is the table label)
+    param: str | None = None
+    param_value: Any = None
     params: dict[str, Any] = field(default_factory=dict)
     workload_spec: dict[str, Any] = field(default_factory=dict)
 
@@ -232,13 +250,15 @@ def _latency(index: Any, data: Dataset, device: str, repeats: int) -> dict[str, 
     return res
 
 
-def run_bench(workloads: Sequence[Workload], indexes: Sequence[str], device: str,
+def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], device: str,
               repeats: int = 5, out: Out | None = None, latency: bool = False,
-              progress: TextIO | None = None, sweep: str | None = None,
-              params: dict[str, dict[str, Any]] | None = None) -> list[Record]:
-    """Run every index on every workload; the peer runs first on each workload."""
+              progress: TextIO | None = None, sweep: str | None = None) -> list[Record]:
+    """Run every index configuration on every workload; the peer runs first on each."""
     log = progress or sys.stderr
-    names = [PEER] + [n for n in indexes if n != PEER] if PEER in available() else list(indexes)
+    entries = [e if isinstance(e, Entry) else Entry(e) for e in indexes]
+    if PEER in available() and not any(e.name == PEER and not e.params for e in entries):
+        entries.insert(0, Entry(PEER))
+    entries.sort(key=lambda e: e.name != PEER or bool(e.params))
     records: list[Record] = []
     for wi, w in enumerate(workloads, 1):
         gen = time_call(partial(generate, w, device), device, repeats=1, warmup=1)
@@ -248,8 +268,9 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str], device: str
         mode: Out = out or ("rowid" if data.queries is not None else "count")
         peer_tp: float | None = None
         peer_sig: np.ndarray | None = None
-        for name in names:
-            index = create(name, device=device, **(params or {}).get(name, {}))
+        for entry in entries:
+            name = entry.title
+            index = create(entry.name, device=device, **entry.params)
             if data.queries is None and not index.capabilities.range:
                 log.write(f"    {name:<16} skipped: no range lookups\n")
                 continue
@@ -261,7 +282,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str], device: str
             t = time_call(_lookup_fn(index, data, mode), device, repeats=repeats)
             sig = _count_signature(index, data)
             tp = data.n_lookups / t.median if t.median > 0 else float("inf")
-            if name == PEER:
+            if entry.name == PEER and not entry.params:
                 peer_tp, peer_sig = tp, sig
             agrees = None if sig is None or peer_sig is None else bool(np.array_equal(sig, peer_sig))
             rec = Record(
@@ -272,7 +293,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str], device: str
                 ratio_to_peer=(tp / peer_tp) if peer_tp else None, agrees_with_peer=agrees,
                 sweep=sweep, sweep_value=getattr(w, SWEEPS[sweep][0]) if sweep else None,
                 params=index.params.model_dump(), workload_spec=w.model_dump(),
-                generate_s=gen.median,
+                generate_s=gen.median, index_name=entry.name, param=entry.param,
+                param_value=entry.value,
             )
             if latency:
                 rec.latency_us = _latency(index, data, device, repeats)
@@ -327,7 +349,17 @@ def plot(records: Sequence[Record], path: Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     names = list(dict.fromkeys(r.index for r in records))
     sweep = records[0].sweep if records else None
-    if sweep:
+    param = next((r.param for r in records if r.param), None)
+    if param and not sweep:
+        swept = [r for r in records if r.param == param]
+        xs = [str(r.param_value) for r in swept]
+        ax.plot(xs, [r.throughput / 1e6 for r in swept], marker="o", label=swept[0].index_name)
+        for r in records:
+            if r.param != param:
+                ax.axhline(r.throughput / 1e6, linestyle="--", color="grey", label=r.index)
+        ax.set_xlabel(f"{swept[0].index_name}: {param}")
+        ax.legend()
+    elif sweep:
         for n in names:
             pts = [(r.sweep_value, r.throughput / 1e6) for r in records if r.index == n]
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
@@ -364,6 +396,10 @@ def add_cli(sub: Any) -> None:
                    "indexzoo) or 'all' (every registered index)")
     s.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     s.add_argument("--sweep", choices=sorted(SWEEPS), help="vary one dimension of the workload")
+    s.add_argument("--set", action="append", default=[], metavar="NAME.PARAM=VALUE",
+                   help="a parameter of one index, e.g. warpcore-hash.load_factor=0.5 (repeatable)")
+    s.add_argument("--param-sweep", metavar="NAME.PARAM=V1,V2,...",
+                   help="run one index once per value of one of its parameters")
     s.add_argument("--repeats", type=int, default=5, help="timed runs per figure (median)")
     s.add_argument("--out-mode", dest="out_mode", choices=("rowid", "count", "sum", "rowids"),
                    help="what lookups return (default: rowid for points, count for ranges)")
@@ -387,6 +423,46 @@ def _load_workload(path: str) -> Workload:
         raise ConfigError(f"{path}: invalid workload: {format_validation(exc)}") from None
 
 
+def _parse_assignment(text: str, flag: str) -> tuple[str, str, str]:
+    """``NAME.PARAM=VALUE`` -> (name, param, value text)."""
+    left, sep, value = text.partition("=")
+    name, dot, param = left.rpartition(".")
+    if not (sep and dot and name and param and value):
+        raise ConfigError(f"{flag} {text!r}: expected NAME.PARAM=VALUE, "
+                          "e.g. warpcore-hash.load_factor=0.5")
+    return name, param, value
+
+
+def _value(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _entries(names: list[str], sets: list[str], sweep: str | None) -> list[Entry]:
+    """Index configurations from --indexes, --set and --param-sweep (checked before any run)."""
+    from .config import validate_params
+    from .registry import lookup
+
+    fixed: dict[str, dict[str, Any]] = {}
+    for text in sets:
+        name, param, value = _parse_assignment(text, "--set")
+        fixed.setdefault(name, {})[param] = _value(value)
+    entries = [Entry(n, dict(fixed.get(n, {}))) for n in names]
+    if sweep:
+        name, param, values = _parse_assignment(sweep, "--param-sweep")
+        if name not in names:
+            entries.append(Entry(name, dict(fixed.get(name, {}))))
+        entries = [e for e in entries if e.name != name] + [
+            Entry(name, {**fixed.get(name, {}), param: _value(v)}, f"{name} {param}={v}",
+                  param, _value(v)) for v in values.split(",")]
+    for e in entries:
+        cls = lookup(e.name)
+        validate_params(cls.Params, e.params, e.name)  # ConfigError before any device work
+    return entries
+
+
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
@@ -403,10 +479,11 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
             from .registry import lookup
 
             lookup(n)  # raises ConfigError naming the alternatives
+    entries = _entries(names, args.set, args.param_sweep)
     env = environment(device)
     sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
     try:
-        records = run_bench(workloads, names, device, repeats=args.repeats, out=args.out_mode,
+        records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
                             latency=latency, sweep=args.sweep)
     except MemoryError as exc:
         raise IndexZooError(f"out of memory: {exc}") from None
@@ -415,7 +492,8 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     label = (Path(args.workload).stem if args.workload else args.preset) + \
-        (f"-{args.sweep}" if args.sweep else "")
+        (f"-{args.sweep}" if args.sweep else "") + \
+        (f"-{args.param_sweep.split('=')[0].replace('.', '-')}" if args.param_sweep else "")
     stem = folder / f"{label}-{device}-{stamp}"
     write_json(records, env, stem.with_suffix(".json"))
     out.write(f"wrote {stem.with_suffix('.json')}\n")

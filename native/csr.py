@@ -10,7 +10,7 @@ from numba.extending import register_jitable
 
 from .targets import Kernel
 
-__all__ = ["GATHER_RUNS", "gather_runs", "offsets_from_counts"]
+__all__ = ["GATHER_RUNS", "gather_runs", "gather_runs_xp", "offsets_from_counts"]
 
 
 
@@ -44,3 +44,13 @@ def gather_runs(device: str, src: Any, start: Any, counts: Any,
         GATHER_RUNS(device, int(counts.shape[0]), src, start, offsets, out,
                     threads_per_block=threads_per_block)
     return offsets, out
+
+
+def gather_runs_xp(src: Any, start: Any, counts: Any) -> tuple[Any, Any]:
+    """CSR of the runs ``src[start[i] : start[i] + counts[i]]`` with array operations only
+    (repeat + arange): no kernel of ours, for peers and rare fix-ups."""
+    xp = _xp(src)
+    offsets = offsets_from_counts(counts)
+    total = int(offsets[-1])
+    skip = xp.repeat(start - offsets[:-1], counts)
+    return offsets, src[xp.arange(total, dtype="int64") + skip]

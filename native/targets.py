@@ -194,7 +194,7 @@ class Kernel:
             fn(n, *args)
             return
         blocks = (n + threads_per_block - 1) // threads_per_block
-        full = (np.int64(n), *args)
+        full = (np.int64(n), *(np.int64(a) if type(a) is int else a for a in args))
         cupy = _cupy() if _FAST_LAUNCH else None
         key = None if cupy is None else _arg_key(full, cupy.ndarray)
         if key is not None:

@@ -54,3 +54,26 @@ def test_bench_sweep_writes_a_line_plot(tmp_path: Path) -> None:
     assert values == [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
     assert all(r["generate_s"] is not None for r in data["records"])
     assert list(tmp_path.glob("w-hit_rate-cpu-*.png"))
+
+
+def test_bench_param_sweep_and_set(tmp_path: Path) -> None:
+    import io
+
+    from indexzoo.cli import main
+
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps({"name": "ps", "n_keys": 2048, "n_lookups": 2048}))
+    out = io.StringIO()
+    code = main(["bench", "--workload", str(wl), "--indexes", "sorted-array", "--device", "cpu",
+                 "--set", "sorted-array.threads_per_block=64",
+                 "--param-sweep", "warpcore-hash.load_factor=0.5,0.9", "--repeats", "1",
+                 "--output", str(tmp_path)], out=out)
+    assert code == 0, out.getvalue()
+    data = json.loads(next(tmp_path.glob("w-warpcore-hash-load_factor-cpu-*.json")).read_text())
+    by_label = {r["index"]: r for r in data["records"]}
+    assert by_label["sorted-array"]["params"]["threads_per_block"] == 64
+    assert by_label["warpcore-hash load_factor=0.9"]["param_value"] == 0.9
+    assert by_label["warpcore-hash load_factor=0.5"]["agrees_with_peer"] is True
+    assert main(["bench", "--workload", str(wl), "--set", "sorted-array.bogus=1"],
+                out=io.StringIO()) == 2
+    assert main(["bench", "--workload", str(wl), "--set", "nodot=1"], out=io.StringIO()) == 2

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
-from indexzoo.native.csr import offsets_from_counts
+from indexzoo.native.csr import gather_runs_xp
 from indexzoo.native.sort import sort_pairs
 
 __all__ = ["SearchsortedIndex"]
@@ -42,12 +42,7 @@ class SearchsortedIndex(GpuIndex):
         return xp.where(hit(last), self._rowids[last], self.miss).astype(self.rowid_dtype)
 
     def _runs(self, start: Any, stop: Any) -> tuple[Any, Any]:
-        xp = self.xp
-        counts = xp.maximum(stop - start, 0)
-        offsets = offsets_from_counts(counts)
-        total = int(offsets[-1])
-        skip = xp.repeat(start - offsets[:-1], counts)
-        return offsets, self._rowids[xp.arange(total, dtype="int64") + skip]
+        return gather_runs_xp(self._rowids, start, self.xp.maximum(stop - start, 0))
 
     def _point_rowid(self, q: Any) -> Any:
         start = self.xp.searchsorted(self._keys, q, side="left")

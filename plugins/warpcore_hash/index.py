@@ -1,0 +1,231 @@
+"""``warpcore-hash``: open addressing with cooperative probing, in the style of WarpCore
+(Jünger et al.), the hash-table baseline of the RX paper (section 4.1) and of the
+lightweight-indexing paper (section 5.1).
+
+Paper / WarpCore -> code
+------------------------
+* "Cooperative probing: a group of threads probes neighbouring slots" (group size 8 in both
+  papers): ``group_size`` G in {1, 2, 4, 8, 16, 32}; a window of G slots is read by G adjacent
+  threads, which vote with ``ballot_sync`` (:mod:`indexzoo.native.hashing_cuda`).
+* "Target load factor 0.8": ``load_factor``; the table has ``next_prime(n / (lf * G))``
+  windows, so the realised load factor is just under the target.
+* Windows advance by double hashing (:mod:`indexzoo.native.hashing`): MurmurHash3's fmix64
+  gives the first window and the step; a prime number of windows makes every step visit all.
+* Multi-value: every (key, rowID) pair takes its own slot (like WarpCore's MultiValueHashTable),
+  so ``rowids`` returns all matches and ``count``/``sum`` are exact; a lookup stops at the first
+  window with an empty slot.
+* Bulk build on the GPU: one group per pair, compare-and-swap on the lowest empty lane of the
+  window; a lost race moves to the next empty lane. On the CPU the twin inserts one pair after
+  another with the same probing order.
+* ``layout``: ``soa`` (keys and rowIDs in two arrays: a probe reads keys only and touches the
+  rowID of a match) or ``aos`` (WarpCore's (key, value) pairs in one array).
+
+Decisions where the papers are silent
+-------------------------------------
+* [AMBIG] The baseline's empty/tombstone sentinels (``key(-2)``, ``key(-1)``) make the two
+  largest keys unusable; here the empty sentinel is the key dtype's maximum and rows with that
+  key are kept out of band (a sorted rowID list answered on the host side of each lookup), so
+  the whole key domain works. No deletions, hence no tombstone.
+* [AMBIG] The papers give no hash function: fmix64 (documented, bijective) for both the start
+  and, on ``k ^ golden``, the step.
+* [AMBIG] WarpCore's single-value table "cannot hold duplicates"; the paper does not say how HT
+  ran its multiplicity experiment. This plugin stores each pair, so heavy duplicates cost
+  probing proportional to the multiplicity (each copy sits one slot further along the sequence).
+* ``rowid`` returns the match in the lowest lane of the first window with a match; on the GPU
+  the build's races decide which duplicate that is, so it may differ from the CPU twin's (any
+  matching rowID is allowed); counts, sums and rowID sets are identical.
+* Range lookups raise ``Unsupported`` (a hash table has no order).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo.native import hashing
+from indexzoo.native.csr import offsets_from_counts
+from pydantic import Field
+
+__all__ = ["WarpcoreHashIndex"]
+
+
+class WarpcoreHashParams(IndexParams):
+    """Parameters of ``warpcore-hash``."""
+
+    group_size: Literal[1, 2, 4, 8, 16, 32] = Field(
+        default=8, description="Threads probing one key together (slots per window)."
+    )
+    load_factor: float = Field(
+        default=0.8, ge=0.05, le=0.95,
+        description="Target share of occupied slots; the table has n / load_factor slots.",
+    )
+    layout: Literal["soa", "aos"] = Field(
+        default="soa",
+        description="soa: keys and rowIDs in two arrays; aos: (key, rowID) pairs in one array.",
+    )
+    threads_per_block: int = Field(
+        default=256, ge=32, le=1024, multiple_of=32,
+        description="CUDA threads per block (ignored on the CPU).",
+    )
+
+
+class WarpcoreHashIndex(GpuIndex):
+    """Open addressing, cooperative probing by groups of G threads, double hashing (WarpCore)."""
+
+    name: ClassVar[str] = "warpcore-hash"
+    Params: ClassVar[type[IndexParams]] = WarpcoreHashParams
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False, duplicates=True)
+    params: WarpcoreHashParams
+
+    # -------------------------------------------------------------- build
+    def _kernels(self) -> tuple[Any, int]:
+        """The kernel module of the device and the threads per lookup."""
+        if self.device == "cpu":
+            return hashing, 1
+        from indexzoo.native import hashing_cuda
+
+        return hashing_cuda, self.params.group_size
+
+    def _build(self, keys: Any) -> None:
+        xp, n = self.xp, int(keys.shape[0])
+        p = self.params
+        wide = keys.dtype == np.uint64 or (p.layout == "aos" and self.rowid_dtype == np.uint64)
+        tdtype = np.dtype(np.uint64 if wide else np.uint32)
+        empty = tdtype.type(np.iinfo(tdtype).max)
+        tkeys_in = keys.astype(tdtype, copy=False)
+        rowids = xp.arange(n, dtype=self.rowid_dtype)
+        is_empty = tkeys_in == empty
+        n_oob = int(is_empty.sum())
+        if n_oob:
+            self._oob = rowids[is_empty]
+            inside = ~is_empty
+            tkeys_in, rowids = tkeys_in[inside], rowids[inside]
+        else:
+            self._oob = rowids[:0]
+        m = int(tkeys_in.shape[0])
+        g = p.group_size
+        n_windows = next_prime_windows(m, p.load_factor, g)
+        cap = n_windows * g
+        if p.layout == "soa":
+            self._tkeys = xp.full(cap, empty, dtype=tdtype)
+            self._tvals = xp.empty(cap, dtype=self.rowid_dtype)
+            self._table = None
+            self._stride = 1
+        else:
+            self._table = xp.full(2 * cap, empty, dtype=tdtype)
+            self._tkeys, self._tvals = self._table, self._table[1:]
+            self._stride = 2
+        self._empty, self._n_windows, self._group = empty, n_windows, g
+        if m:
+            if self.device == "cpu":
+                hashing.build_cpu(self._tkeys, self._tvals, self._stride, tkeys_in, rowids,
+                                  n_windows, g, empty)
+            else:
+                from indexzoo.native import hashing_cuda
+
+                hashing_cuda.INSERT("cuda", m * g, self._tkeys, self._tvals, self._stride,
+                                    tkeys_in, rowids, n_windows, g, empty,
+                                    threads_per_block=p.threads_per_block)
+        table_bytes = sum(self._table_breakdown().values())
+        temporaries = n * (self.rowid_dtype.itemsize + 1) + (
+            n * tdtype.itemsize if tkeys_in is not keys else 0)
+        self._peak = table_bytes + int(self._oob.nbytes) + temporaries
+
+    def _table_breakdown(self) -> dict[str, int]:
+        if self._table is not None:
+            return {"table": int(self._table.nbytes)}
+        return {"table_keys": int(self._tkeys.nbytes), "table_rowids": int(self._tvals.nbytes)}
+
+    def _footprint(self) -> Footprint:
+        return Footprint(breakdown={**self._table_breakdown(), "out_of_band": int(self._oob.nbytes)},
+                         peak_build_bytes=self._peak)
+
+    @property
+    def capacity(self) -> int:
+        """Slots in the table."""
+        return self._n_windows * self._group
+
+    @property
+    def load_factor(self) -> float:
+        """Occupied share of the slots (after the build)."""
+        return (len(self) - int(self._oob.shape[0])) / self.capacity if self.capacity else 0.0
+
+    # -------------------------------------------------------------- lookups
+    def _launch(self, name: str, q: Any, *args: Any) -> None:
+        mod, per = self._kernels()
+        kernel = getattr(mod, name)
+        kernel(self.device, int(q.shape[0]) * per, *args,
+               threads_per_block=self.params.threads_per_block)
+
+    def _table_args(self) -> tuple[Any, ...]:
+        return self._n_windows, self._group, self._empty
+
+    def _oob_mask(self, qt: Any) -> Any:
+        """Lookups of the out-of-band key, or None when there are none to answer."""
+        if not self._oob.shape[0]:
+            return None
+        eq = qt == self._empty
+        return eq if bool(eq.any()) else None
+
+    def _point_rowid(self, q: Any) -> Any:
+        qt = q.astype(self._tkeys.dtype, copy=False)
+        out = self.xp.empty(q.shape[0], dtype=self.rowid_dtype)
+        self._launch("FIND_ROWID", q, self._tkeys, self._tvals, self._stride, qt, out,
+                     *self._table_args(), self.miss)
+        eq = self._oob_mask(qt)
+        if eq is not None:
+            out[eq] = self._oob[0]
+        return out
+
+    def _counts(self, qt: Any, dtype: Any) -> Any:
+        out = self.xp.empty(qt.shape[0], dtype=dtype)
+        self._launch("COUNT", qt, self._tkeys, self._stride, qt, out, *self._table_args())
+        eq = self._oob_mask(qt)
+        if eq is not None:
+            out[eq] = self._oob.shape[0]
+        return out
+
+    def _point_count(self, q: Any) -> Any:
+        return self._counts(q.astype(self._tkeys.dtype, copy=False), self.rowid_dtype)
+
+    def _point_sum(self, q: Any) -> Any:
+        qt = q.astype(self._tkeys.dtype, copy=False)
+        out = self.xp.empty(q.shape[0], dtype=np.uint64)
+        if self._values is None:
+            self._launch("SUM_ROWIDS", q, self._tkeys, self._tvals, self._stride, qt, out,
+                         *self._table_args())
+        else:
+            self._launch("SUM_VALUES", q, self._tkeys, self._tvals, self._stride, self._values,
+                         qt, out, *self._table_args())
+        eq = self._oob_mask(qt)
+        if eq is not None:
+            picked = self._oob.astype(np.uint64) if self._values is None else self._values[self._oob]
+            out[eq] = picked.sum(dtype=np.uint64)
+        return out
+
+    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
+        xp = self.xp
+        qt = q.astype(self._tkeys.dtype, copy=False)
+        offsets = offsets_from_counts(self._counts(qt, np.int64))
+        out = xp.empty(int(offsets[-1]), dtype=self.rowid_dtype)
+        if out.shape[0]:
+            self._launch("FILL", q, self._tkeys, self._tvals, self._stride, qt, offsets, out,
+                         *self._table_args())
+        eq = self._oob_mask(qt)
+        if eq is not None:
+            starts = offsets[:-1][eq]
+            n_oob = self._oob.shape[0]
+            out[(starts[:, None] + xp.arange(n_oob)[None, :]).ravel()] = xp.tile(
+                self._oob, int(starts.shape[0]))
+        return offsets, out
+
+
+def next_prime_windows(n: int, load_factor: float, group: int) -> int:
+    """Windows for ``n`` pairs at ``load_factor``: the next prime >= n / (lf * G), at least 2,
+    and enough that at least one slot stays empty."""
+    need = max(math.ceil(n / (load_factor * group)), 2)
+    while need * group <= n:
+        need += 1
+    return hashing.next_prime(need)
