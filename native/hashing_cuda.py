@@ -34,13 +34,23 @@ def _group(t, group):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
+def _vote(mask, shift, pred):  # type: ignore[no-untyped-def]
+    """The group's ballot as group-local bits (lane 0 = bit 0).
+
+    ``ballot_sync`` may also report converged lanes outside ``mask`` (other groups of the
+    warp executing the same instruction), so the result is masked before it is shifted.
+    """
+    return (cuda.ballot_sync(mask, pred) & mask) >> shift
+
+
+@register_jitable
 def insert_item(t, tkeys, tvals, stride, keys, rowids, n_windows, group, empty):  # type: ignore[no-untyped-def]
     g, lane, mask, shift = _group(t, group)
     k = keys[g]
     w, s = probe_start(k, n_windows)
     while True:
         idx = (w * group + lane) * stride
-        free = cuda.ballot_sync(mask, tkeys[idx] == empty) >> shift
+        free = _vote(mask, shift, tkeys[idx] == empty)
         while free != 0:
             leader = np.int32(cuda.ffs(free)) - 1
             won = np.int32(0)
@@ -66,12 +76,12 @@ def find_rowid_item(t, tkeys, tvals, stride, q, out, n_windows, group, empty, mi
     while True:
         idx = (w * group + lane) * stride
         k = tkeys[idx]
-        hit = cuda.ballot_sync(mask, k == x) >> shift
+        hit = _vote(mask, shift, k == x)
         if hit != 0:
             if lane == np.int32(cuda.ffs(hit)) - 1:
                 out[g] = tvals[idx]
             return
-        if cuda.ballot_sync(mask, k == empty) != 0:
+        if _vote(mask, shift, k == empty) != 0:
             if lane == 0:
                 out[g] = miss
             return
@@ -80,15 +90,15 @@ def find_rowid_item(t, tkeys, tvals, stride, q, out, n_windows, group, empty, mi
 
 @register_jitable
 def count_item(t, tkeys, stride, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    g, lane, mask, _shift = _group(t, group)
+    g, lane, mask, shift = _group(t, group)
     x = q[g]
     c = np.int64(0)
     if x != empty:
         w, s = probe_start(x, n_windows)
         while True:
             k = tkeys[(w * group + lane) * stride]
-            c += cuda.popc(cuda.ballot_sync(mask, k == x))
-            if cuda.ballot_sync(mask, k == empty) != 0:
+            c += cuda.popc(_vote(mask, shift, k == x))
+            if _vote(mask, shift, k == empty) != 0:
                 break
             w = next_window(w, s, n_windows)
     if lane == 0:
@@ -107,7 +117,7 @@ def _group_sum(acc, mask, group):  # type: ignore[no-untyped-def]
 
 @register_jitable
 def sum_values_item(t, tkeys, tvals, stride, values, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    g, lane, mask, _shift = _group(t, group)
+    g, lane, mask, shift = _group(t, group)
     x = q[g]
     acc = np.uint64(0)
     if x != empty:
@@ -117,7 +127,7 @@ def sum_values_item(t, tkeys, tvals, stride, values, q, out, n_windows, group, e
             k = tkeys[idx]
             if k == x:
                 acc += values[np.int64(tvals[idx])]
-            if cuda.ballot_sync(mask, k == empty) != 0:
+            if _vote(mask, shift, k == empty) != 0:
                 break
             w = next_window(w, s, n_windows)
     acc = _group_sum(acc, mask, group)
@@ -127,7 +137,7 @@ def sum_values_item(t, tkeys, tvals, stride, values, q, out, n_windows, group, e
 
 @register_jitable
 def sum_rowids_item(t, tkeys, tvals, stride, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    g, lane, mask, _shift = _group(t, group)
+    g, lane, mask, shift = _group(t, group)
     x = q[g]
     acc = np.uint64(0)
     if x != empty:
@@ -137,7 +147,7 @@ def sum_rowids_item(t, tkeys, tvals, stride, q, out, n_windows, group, empty):  
             k = tkeys[idx]
             if k == x:
                 acc += np.uint64(tvals[idx])
-            if cuda.ballot_sync(mask, k == empty) != 0:
+            if _vote(mask, shift, k == empty) != 0:
                 break
             w = next_window(w, s, n_windows)
     acc = _group_sum(acc, mask, group)
@@ -157,11 +167,11 @@ def fill_item(t, tkeys, tvals, stride, q, offsets, out, n_windows, group, empty)
     while True:
         idx = (w * group + lane) * stride
         k = tkeys[idx]
-        hit = cuda.ballot_sync(mask, k == x) >> shift
+        hit = _vote(mask, shift, k == x)
         if k == x:
             out[pos + cuda.popc(hit & below)] = tvals[idx]
         pos += cuda.popc(hit)
-        if cuda.ballot_sync(mask, k == empty) != 0:
+        if _vote(mask, shift, k == empty) != 0:
             return
         w = next_window(w, s, n_windows)
 
