@@ -6,11 +6,11 @@ and its value (a rowID) at ``tvals[s * stride]``. SoA: two arrays, stride 1. AoS
 (key, value) pairs, ``tkeys = table`` and ``tvals = table[1:]``, stride 2. An empty slot holds
 ``empty`` (the key dtype's maximum); keys equal to it are kept out of band by the caller.
 
-Probing: ``h1 = fmix64(k)``, ``h2 = fmix64(k ^ golden)``; the first window is
-``h1 mod n_windows``, the step ``1 + h2 mod (n_windows - 1)``; ``n_windows`` is prime, so every
-step visits every window. Inserts take the first empty slot (lowest lane first) along the
-sequence; a key's pairs therefore all lie before the first window that still has an empty slot,
-and lookups stop there.
+Probing: ``h = fmix64(k)``; the first window is ``(h >> 32) * n_windows >> 32``, the step
+``1 + (h & 0xffffffff) * (n_windows - 1) >> 32`` (both in ``[0, n_windows)`` without a modulo);
+``n_windows`` is prime (and below 2^32), so every step visits every window. Inserts take the
+first empty slot (lowest lane first) along the sequence; a key's pairs therefore all lie before
+the first window that still has an empty slot, and lookups stop there.
 
 The CPU twin visits windows in the same order and lanes in lane order, so it answers exactly
 like the GPU kernels on the same table (the GPU build may place duplicates of a key in another
@@ -28,9 +28,6 @@ from .targets import Kernel
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM_ROWIDS", "SUM_VALUES", "build_cpu", "fmix64",
            "next_prime", "probe_start"]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
 @register_jitable
 def fmix64(x):  # type: ignore[no-untyped-def]
     """MurmurHash3's 64-bit finaliser: a bijective mixer of uint64."""
@@ -45,11 +42,17 @@ def fmix64(x):  # type: ignore[no-untyped-def]
 
 @register_jitable
 def probe_start(key, n_windows):  # type: ignore[no-untyped-def]
-    """(first window, step) of ``key``'s probe sequence, both int64."""
-    k = np.uint64(key)
-    nw = np.uint64(n_windows)
-    w = np.int64(fmix64(k) % nw)
-    s = np.int64(np.uint64(1) + fmix64(k ^ _GOLDEN) % (nw - np.uint64(1))) if n_windows > 1 else np.int64(0)
+    """(first window, step) of ``key``'s probe sequence, both int64.
+
+    One fmix64; its upper 32 bits pick the first window and its lower 32 bits the step, each
+    mapped onto its range by a multiply-shift (Lemire's fast range reduction) instead of a
+    64-bit modulo, which costs a GPU far more than the hash itself.
+    """
+    h = fmix64(np.uint64(key))
+    hi = h >> np.uint64(32)
+    lo = h & np.uint64(0xFFFFFFFF)
+    w = np.int64((hi * np.uint64(n_windows)) >> np.uint64(32))
+    s = np.int64(np.uint64(1) + ((lo * np.uint64(n_windows - 1)) >> np.uint64(32)))
     return w, s
 
 

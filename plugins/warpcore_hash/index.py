@@ -9,8 +9,9 @@ Paper / WarpCore -> code
   threads, which vote with ``ballot_sync`` (:mod:`indexzoo.native.hashing_cuda`).
 * "Target load factor 0.8": ``load_factor``; the table has ``next_prime(n / (lf * G))``
   windows, so the realised load factor is just under the target.
-* Windows advance by double hashing (:mod:`indexzoo.native.hashing`): MurmurHash3's fmix64
-  gives the first window and the step; a prime number of windows makes every step visit all.
+* Windows advance by double hashing (:mod:`indexzoo.native.hashing`): MurmurHash3's fmix64;
+  its upper half picks the first window, its lower half the step, both by multiply-shift range
+  reduction; a prime number of windows makes every step visit all.
 * Multi-value: every (key, rowID) pair takes its own slot (like WarpCore's MultiValueHashTable),
   so ``rowids`` returns all matches and ``count``/``sum`` are exact; a lookup stops at the first
   window with an empty slot.
@@ -26,8 +27,8 @@ Decisions where the papers are silent
   largest keys unusable; here the empty sentinel is the key dtype's maximum and rows with that
   key are kept out of band (a sorted rowID list answered on the host side of each lookup), so
   the whole key domain works. No deletions, hence no tombstone.
-* [AMBIG] The papers give no hash function: fmix64 (documented, bijective) for both the start
-  and, on ``k ^ golden``, the step.
+* [AMBIG] The papers give no hash function: fmix64 (documented, bijective), split into the
+  start (upper 32 bits) and the step (lower 32 bits).
 * [AMBIG] WarpCore's single-value table "cannot hold duplicates"; the paper does not say how HT
   ran its multiplicity experiment. This plugin stores each pair, so heavy duplicates cost
   probing proportional to the multiplicity (each copy sits one slot further along the sequence).
@@ -43,7 +44,7 @@ import math
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
 from pydantic import Field
@@ -228,4 +229,8 @@ def next_prime_windows(n: int, load_factor: float, group: int) -> int:
     need = max(math.ceil(n / (load_factor * group)), 2)
     while need * group <= n:
         need += 1
+    if need >= (1 << 32) - 64:
+        raise InvalidInput(
+            f"argument 'keys': {n} keys need {need} windows of {group} slots at load factor "
+            f"{load_factor}; at most 2^32 windows are supported (raise group_size or load_factor)")
     return hashing.next_prime(need)

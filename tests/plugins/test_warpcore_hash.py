@@ -126,3 +126,8 @@ def test_cpu_twin_and_gpu_kernels_agree(group_size: int, layout: str) -> None:
     ra, rb = cpu.point(q).to_host().rowid, gpu.point(q).to_host().rowid
     np.testing.assert_array_equal(ra == cpu.miss, rb == gpu.miss)
     np.testing.assert_array_equal(keys[ra[ra != cpu.miss]], keys[rb[rb != gpu.miss]])
+
+
+def test_more_windows_than_the_hash_can_address_is_invalid_input() -> None:
+    with pytest.raises(indexzoo.InvalidInput, match="at most 2\\^32 windows"):
+        next_prime_windows(1 << 33, 0.05, 1)
