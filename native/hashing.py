@@ -25,8 +25,8 @@ from numba.extending import register_jitable
 
 from .targets import Kernel
 
-__all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM_ROWIDS", "SUM_VALUES", "build_cpu", "fmix64",
-           "next_prime", "probe_start"]
+__all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM", "build_cpu", "fmix64", "next_prime",
+           "probe_start"]
 
 @register_jitable
 def fmix64(x):  # type: ignore[no-untyped-def]
@@ -159,7 +159,8 @@ def count_item(i, tkeys, stride, q, out, n_windows, group, empty):  # type: igno
 
 
 @register_jitable
-def sum_values_item(i, tkeys, tvals, stride, values, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
+def sum_item(i, tkeys, tvals, stride, values, use_values, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
+    """Sum of ``values[rowid]`` over the matches (of the rowIDs unless ``use_values``)."""
     x = q[i]
     acc = np.uint64(0)
     if x != empty:
@@ -171,29 +172,8 @@ def sum_values_item(i, tkeys, tvals, stride, values, q, out, n_windows, group, e
                 idx = (base + lane) * stride
                 k = tkeys[idx]
                 if k == x:
-                    acc += values[np.int64(tvals[idx])]
-                elif k == empty:
-                    saw_empty = True
-            if saw_empty:
-                break
-            w = next_window(w, s, n_windows)
-    out[i] = acc
-
-
-@register_jitable
-def sum_rowids_item(i, tkeys, tvals, stride, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    x = q[i]
-    acc = np.uint64(0)
-    if x != empty:
-        w, s = probe_start(x, n_windows)
-        while True:
-            base = w * group
-            saw_empty = False
-            for lane in range(group):
-                idx = (base + lane) * stride
-                k = tkeys[idx]
-                if k == x:
-                    acc += np.uint64(tvals[idx])
+                    r = tvals[idx]
+                    acc += values[np.int64(r)] if use_values else np.uint64(r)
                 elif k == empty:
                     saw_empty = True
             if saw_empty:
@@ -227,6 +207,5 @@ def fill_item(i, tkeys, tvals, stride, q, offsets, out, n_windows, group, empty)
 
 FIND_ROWID = Kernel(find_rowid_item)
 COUNT = Kernel(count_item)
-SUM_VALUES = Kernel(sum_values_item)
-SUM_ROWIDS = Kernel(sum_rowids_item)
+SUM = Kernel(sum_item)
 FILL = Kernel(fill_item)

@@ -21,7 +21,7 @@ from numba.extending import register_jitable
 from .hashing import next_window, probe_start
 from .targets import Kernel
 
-__all__ = ["COUNT", "FILL", "FIND_ROWID", "INSERT", "SUM_ROWIDS", "SUM_VALUES"]
+__all__ = ["COUNT", "FILL", "FIND_ROWID", "INSERT", "SUM"]
 
 
 @register_jitable
@@ -116,7 +116,7 @@ def _group_sum(acc, mask, group):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def sum_values_item(t, tkeys, tvals, stride, values, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
+def sum_item(t, tkeys, tvals, stride, values, use_values, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
     g, lane, mask, shift = _group(t, group)
     x = q[g]
     acc = np.uint64(0)
@@ -126,27 +126,8 @@ def sum_values_item(t, tkeys, tvals, stride, values, q, out, n_windows, group, e
             idx = (w * group + lane) * stride
             k = tkeys[idx]
             if k == x:
-                acc += values[np.int64(tvals[idx])]
-            if _vote(mask, shift, k == empty) != 0:
-                break
-            w = next_window(w, s, n_windows)
-    acc = _group_sum(acc, mask, group)
-    if lane == 0:
-        out[g] = acc
-
-
-@register_jitable
-def sum_rowids_item(t, tkeys, tvals, stride, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    g, lane, mask, shift = _group(t, group)
-    x = q[g]
-    acc = np.uint64(0)
-    if x != empty:
-        w, s = probe_start(x, n_windows)
-        while True:
-            idx = (w * group + lane) * stride
-            k = tkeys[idx]
-            if k == x:
-                acc += np.uint64(tvals[idx])
+                r = tvals[idx]
+                acc += values[np.int64(r)] if use_values else np.uint64(r)
             if _vote(mask, shift, k == empty) != 0:
                 break
             w = next_window(w, s, n_windows)
@@ -179,6 +160,5 @@ def fill_item(t, tkeys, tvals, stride, q, offsets, out, n_windows, group, empty)
 INSERT = Kernel(insert_item)
 FIND_ROWID = Kernel(find_rowid_item)
 COUNT = Kernel(count_item)
-SUM_VALUES = Kernel(sum_values_item)
-SUM_ROWIDS = Kernel(sum_rowids_item)
+SUM = Kernel(sum_item)
 FILL = Kernel(fill_item)

@@ -12,7 +12,7 @@ from numba.extending import register_jitable
 from .search import lower_bound, range_bounds
 from .targets import Kernel
 
-__all__ = ["BOUNDS", "COUNT", "POINT_ROWID", "RANGE_ROWID", "SUM_ROWIDS", "SUM_VALUES"]
+__all__ = ["BOUNDS", "COUNT", "POINT_ROWID", "RANGE_ROWID", "SUM"]
 
 
 @register_jitable
@@ -48,20 +48,13 @@ def bounds_item(i, keys, lo, hi, start, count):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def sum_rowids_item(i, keys, rowids, lo, hi, out):  # type: ignore[no-untyped-def]
+def sum_item(i, keys, rowids, values, use_values, lo, hi, out):  # type: ignore[no-untyped-def]
+    """Sum of ``values[rowid]`` (of the rowIDs themselves unless ``use_values``), wrapping."""
     start, stop = range_bounds(keys, lo[i], hi[i])
     acc = np.uint64(0)
     for p in range(start, stop):
-        acc += np.uint64(rowids[p])
-    out[i] = acc
-
-
-@register_jitable
-def sum_values_item(i, keys, rowids, values, lo, hi, out):  # type: ignore[no-untyped-def]
-    start, stop = range_bounds(keys, lo[i], hi[i])
-    acc = np.uint64(0)
-    for p in range(start, stop):
-        acc += values[rowids[p]]
+        r = rowids[p]
+        acc += values[r] if use_values else np.uint64(r)
     out[i] = acc
 
 
@@ -69,5 +62,4 @@ POINT_ROWID = Kernel(point_rowid_item)
 RANGE_ROWID = Kernel(range_rowid_item)
 COUNT = Kernel(count_item)
 BOUNDS = Kernel(bounds_item)
-SUM_ROWIDS = Kernel(sum_rowids_item)
-SUM_VALUES = Kernel(sum_values_item)
+SUM = Kernel(sum_item)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DEFAULT_THREADS_PER_BLOCK", "Kernel"]
+__all__ = ["DEFAULT_THREADS_PER_BLOCK", "Kernel", "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
 _FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
@@ -214,3 +214,17 @@ class Kernel:
         with warnings.catch_warnings():  # small batches are legal; numba warns about them
             warnings.filterwarnings("ignore", message=".*under-utilization")
             fn[blocks, threads_per_block, _numba_stream()](*full)
+
+
+_NO_VALUES: dict[str, Any] = {}
+
+
+def values_arg(values: Any, xp: Any) -> tuple[Any, np.bool_]:
+    """``(values, True)``, or a one-element stand-in and False when the sums are of rowIDs
+    (kernels take the values array either way, so one kernel serves both)."""
+    if values is not None:
+        return values, np.bool_(True)
+    key = xp.__name__
+    if key not in _NO_VALUES:
+        _NO_VALUES[key] = xp.zeros(1, dtype=np.uint64)
+    return _NO_VALUES[key], np.bool_(False)

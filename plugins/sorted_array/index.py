@@ -32,6 +32,7 @@ from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
 from indexzoo.native.sort import sort_pairs
+from indexzoo.native.targets import values_arg
 from pydantic import Field
 
 __all__ = ["SortedArrayIndex"]
@@ -77,11 +78,8 @@ class SortedArrayIndex(GpuIndex):
 
     def _sum(self, lo: Any, hi: Any) -> Any:
         out = self.xp.empty(lo.shape[0], dtype="uint64")
-        if self._values is None:
-            self._launch(k.SUM_ROWIDS, out.shape[0], self._keys, self._rowids, lo, hi, out)
-        else:
-            self._launch(k.SUM_VALUES, out.shape[0], self._keys, self._rowids, self._values,
-                         lo, hi, out)
+        values, use_values = values_arg(self._values, self.xp)
+        self._launch(k.SUM, out.shape[0], self._keys, self._rowids, values, use_values, lo, hi, out)
         return out
 
     def _rowids_csr(self, lo: Any, hi: Any) -> tuple[Any, Any]:

@@ -47,6 +47,7 @@ import numpy as np
 from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
+from indexzoo.native.targets import values_arg
 from pydantic import Field
 
 __all__ = ["WarpcoreHashIndex"]
@@ -194,12 +195,9 @@ class WarpcoreHashIndex(GpuIndex):
     def _point_sum(self, q: Any) -> Any:
         qt = q.astype(self._tkeys.dtype, copy=False)
         out = self.xp.empty(q.shape[0], dtype=np.uint64)
-        if self._values is None:
-            self._launch("SUM_ROWIDS", q, self._tkeys, self._tvals, self._stride, qt, out,
-                         *self._table_args())
-        else:
-            self._launch("SUM_VALUES", q, self._tkeys, self._tvals, self._stride, self._values,
-                         qt, out, *self._table_args())
+        values, use_values = values_arg(self._values, self.xp)
+        self._launch("SUM", q, self._tkeys, self._tvals, self._stride, values, use_values, qt,
+                     out, *self._table_args())
         eq = self._oob_mask(qt)
         if eq is not None:
             picked = self._oob.astype(np.uint64) if self._values is None else self._values[self._oob]

@@ -26,8 +26,10 @@ SCRIPT = textwrap.dedent("""
             (k.RANGE_ROWID, lambda: (keys, rowids, q, hi, np.empty(45, np.uint32), miss), 4),
             (k.COUNT, lambda: (keys, q, hi, np.empty(45, np.uint32)), 3),
             (k.BOUNDS, lambda: (keys, q, hi, np.empty(45, np.int64), np.empty(45, np.int64)), 3),
-            (k.SUM_ROWIDS, lambda: (keys, rowids, q, hi, np.empty(45, np.uint64)), 4),
-            (k.SUM_VALUES, lambda: (keys, rowids, values, q, hi, np.empty(45, np.uint64)), 5),
+            (k.SUM, lambda: (keys, rowids, values[:1], np.bool_(False), q, hi,
+                             np.empty(45, np.uint64)), 6),
+            (k.SUM, lambda: (keys, rowids, values, np.bool_(True), q, hi,
+                             np.empty(45, np.uint64)), 6),
         ]
         for kernel, make, out_at in runs:
             a, b = make(), make()
