@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from indexzoo.bench import PRESETS
 from indexzoo.devices import resolve_device
 from indexzoo.registry import available, builtin

@@ -6,6 +6,7 @@
 #   conformance          the conformance suite for every built-in index, --indexzoo-device=cuda
 #   check:NAME           indexzoo check NAME --device cuda --size large
 #   bench:PRESET         indexzoo bench --preset PRESET --device cuda
+#   benchsum:PRESET      the same with --out-mode sum
 #   sweep:PRESET:DIM     indexzoo bench --preset PRESET --sweep DIM --device cuda
 #   psweep:PRESET:NAME.PARAM=V1,V2,...   indexzoo bench --param-sweep on a preset
 #   pytest-bench:P1,P2   the pytest-benchmark suites on those presets, JSON saved
@@ -38,6 +39,10 @@ for step in "$@"; do
       preset=${step#bench:}
       python3 -m indexzoo.cli bench --preset "$preset" --device cuda --output "$out" \
         2>&1 | tee "$out/bench-$preset.txt" ;;
+    benchsum:*)
+      preset=${step#benchsum:}
+      python3 -m indexzoo.cli bench --preset "$preset" --out-mode sum --device cuda \
+        --output "$out" 2>&1 | tee "$out/benchsum-$preset.txt" ;;
     sweep:*)
       rest=${step#sweep:}; preset=${rest%%:*}; dim=${rest#*:}
       python3 -m indexzoo.cli bench --preset "$preset" --sweep "$dim" --device cuda \

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import indexzoo
 import pytest
+
+import indexzoo
 from indexzoo.bench import LATENCY_BATCHES
 from indexzoo.timing import synchronize, time_call
 from indexzoo.workloads import Dataset

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from indexzoo import (
     OUT_MODES,
     Capabilities,

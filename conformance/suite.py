@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
+
 from indexzoo import Unsupported
 
 from .checks import Check, Context, applicable

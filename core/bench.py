@@ -52,6 +52,8 @@ PRESETS: dict[str, Workload] = {
     "tiny": Workload(name="tiny", n_keys=1 << 12, n_lookups=1 << 12, hit_rate=0.9),
     "quick-range": Workload(name="quick-range", n_keys=1 << 20, n_lookups=1 << 14, range_hits=64),
     "paper-range": Workload(name="paper-range", n_keys=1 << 26, n_lookups=1 << 16, range_hits=64),
+    "paper-range-wide": Workload(name="paper-range-wide", n_keys=1 << 26, n_lookups=1 << 16,
+                                 range_hits=1 << 14),
 }
 
 # Sweeps mirror the papers' figures: dimension -> (workload field, values).

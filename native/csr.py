@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from indexzoo.devices import xp_of as _xp
 from numba.extending import register_jitable
+
+from indexzoo.devices import xp_of as _xp
 
 from .targets import Kernel
 

@@ -18,6 +18,7 @@ import numpy as np
 from numba import cuda
 from numba.extending import register_jitable
 
+from .coop import group_of, group_sum, vote
 from .hashing import next_window, probe_start
 from .targets import Kernel
 
@@ -25,32 +26,13 @@ __all__ = ["COUNT", "FILL", "FIND_ROWID", "INSERT", "SUM"]
 
 
 @register_jitable
-def _group(t, group):  # type: ignore[no-untyped-def]
-    """(key index, lane, group's mask in the warp, bit offset of the group in the warp)."""
-    lane = t % group
-    shift = (t % 32) - lane
-    mask = np.uint32(0xFFFFFFFF) if group == 32 else np.uint32(((1 << group) - 1) << shift)
-    return t // group, lane, mask, np.uint32(shift)
-
-
-@register_jitable
-def _vote(mask, shift, pred):  # type: ignore[no-untyped-def]
-    """The group's ballot as group-local bits (lane 0 = bit 0).
-
-    ``ballot_sync`` may also report converged lanes outside ``mask`` (other groups of the
-    warp executing the same instruction), so the result is masked before it is shifted.
-    """
-    return (cuda.ballot_sync(mask, pred) & mask) >> shift
-
-
-@register_jitable
 def insert_item(t, tkeys, tvals, stride, keys, rowids, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    g, lane, mask, shift = _group(t, group)
+    g, lane, mask, shift = group_of(t, group)
     k = keys[g]
     w, s = probe_start(k, n_windows)
     while True:
         idx = (w * group + lane) * stride
-        free = _vote(mask, shift, tkeys[idx] == empty)
+        free = vote(mask, shift, tkeys[idx] == empty)
         while free != 0:
             leader = np.int32(cuda.ffs(free)) - 1
             won = np.int32(0)
@@ -66,7 +48,7 @@ def insert_item(t, tkeys, tvals, stride, keys, rowids, n_windows, group, empty):
 
 @register_jitable
 def find_rowid_item(t, tkeys, tvals, stride, q, out, n_windows, group, empty, miss):  # type: ignore[no-untyped-def]
-    g, lane, mask, shift = _group(t, group)
+    g, lane, mask, shift = group_of(t, group)
     x = q[g]
     if x == empty:  # out of band: the caller answers these
         if lane == 0:
@@ -76,12 +58,12 @@ def find_rowid_item(t, tkeys, tvals, stride, q, out, n_windows, group, empty, mi
     while True:
         idx = (w * group + lane) * stride
         k = tkeys[idx]
-        hit = _vote(mask, shift, k == x)
+        hit = vote(mask, shift, k == x)
         if hit != 0:
             if lane == np.int32(cuda.ffs(hit)) - 1:
                 out[g] = tvals[idx]
             return
-        if _vote(mask, shift, k == empty) != 0:
+        if vote(mask, shift, k == empty) != 0:
             if lane == 0:
                 out[g] = miss
             return
@@ -90,15 +72,15 @@ def find_rowid_item(t, tkeys, tvals, stride, q, out, n_windows, group, empty, mi
 
 @register_jitable
 def count_item(t, tkeys, stride, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    g, lane, mask, shift = _group(t, group)
+    g, lane, mask, shift = group_of(t, group)
     x = q[g]
     c = np.int64(0)
     if x != empty:
         w, s = probe_start(x, n_windows)
         while True:
             k = tkeys[(w * group + lane) * stride]
-            c += cuda.popc(_vote(mask, shift, k == x))
-            if _vote(mask, shift, k == empty) != 0:
+            c += cuda.popc(vote(mask, shift, k == x))
+            if vote(mask, shift, k == empty) != 0:
                 break
             w = next_window(w, s, n_windows)
     if lane == 0:
@@ -106,18 +88,8 @@ def count_item(t, tkeys, stride, q, out, n_windows, group, empty):  # type: igno
 
 
 @register_jitable
-def _group_sum(acc, mask, group):  # type: ignore[no-untyped-def]
-    """Sum of ``acc`` over the group (every lane gets it), uint64 wrapping."""
-    off = 1
-    while off < group:
-        acc += np.uint64(cuda.shfl_xor_sync(mask, np.int64(acc), off))
-        off <<= 1
-    return acc
-
-
-@register_jitable
 def sum_item(t, tkeys, tvals, stride, values, use_values, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    g, lane, mask, shift = _group(t, group)
+    g, lane, mask, shift = group_of(t, group)
     x = q[g]
     acc = np.uint64(0)
     if x != empty:
@@ -128,17 +100,17 @@ def sum_item(t, tkeys, tvals, stride, values, use_values, q, out, n_windows, gro
             if k == x:
                 r = tvals[idx]
                 acc += values[np.int64(r)] if use_values else np.uint64(r)
-            if _vote(mask, shift, k == empty) != 0:
+            if vote(mask, shift, k == empty) != 0:
                 break
             w = next_window(w, s, n_windows)
-    acc = _group_sum(acc, mask, group)
+    acc = group_sum(acc, mask, group)
     if lane == 0:
         out[g] = acc
 
 
 @register_jitable
 def fill_item(t, tkeys, tvals, stride, q, offsets, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    g, lane, mask, shift = _group(t, group)
+    g, lane, mask, shift = group_of(t, group)
     x = q[g]
     pos = offsets[g]
     if pos == offsets[g + 1] or x == empty:
@@ -148,11 +120,11 @@ def fill_item(t, tkeys, tvals, stride, q, offsets, out, n_windows, group, empty)
     while True:
         idx = (w * group + lane) * stride
         k = tkeys[idx]
-        hit = _vote(mask, shift, k == x)
+        hit = vote(mask, shift, k == x)
         if k == x:
             out[pos + cuda.popc(hit & below)] = tvals[idx]
         pos += cuda.popc(hit)
-        if _vote(mask, shift, k == empty) != 0:
+        if vote(mask, shift, k == empty) != 0:
             return
         w = next_window(w, s, n_windows)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from indexzoo import Footprint
 
 __all__ = ["SortedPairs", "sort_pairs"]

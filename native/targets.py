@@ -68,15 +68,15 @@ def _numba_stream() -> Any:
 
 
 _CPU_TEMPLATE = """
-def {name}(n, {args}):
-    for i in prange(n):
+def {name}(n_items__, {args}):
+    for i in prange(n_items__):
         body(i, {args})
 """
 
 _CUDA_TEMPLATE = """
-def {name}(n, {args}):
+def {name}(n_items__, {args}):
     i = cuda.grid(1)
-    if i < n:
+    if i < n_items__:
         body(i, {args})
 """
 

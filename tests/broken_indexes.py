@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+
 from indexzoo import InvalidInput
 from indexzoo.plugins.sorted_array import SortedArrayIndex
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
 from indexzoo.devices import cuda_status
 
 sys.path.insert(0, str(Path(__file__).parent))  # for `import helpers`

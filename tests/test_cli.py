@@ -10,9 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import indexzoo
 import numpy as np
 import pytest
+
+import indexzoo
 from indexzoo import devices
 from indexzoo.cli import main
 

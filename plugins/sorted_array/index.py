@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import values_arg
-from pydantic import Field
 
 __all__ = ["SortedArrayIndex"]
 

@@ -44,11 +44,12 @@ import math
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import Field
+
 from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.targets import values_arg
-from pydantic import Field
 
 __all__ = ["WarpcoreHashIndex"]
 

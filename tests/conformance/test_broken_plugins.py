@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from broken_indexes import EXPECTED_FAILURE
+
 from indexzoo.cli import main
 from indexzoo.conformance import make_context, run_checks, summary
 from indexzoo.plugins.sorted_array import SortedArrayIndex

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import indexzoo
 import pydantic
 import pytest
+
+import indexzoo
 from indexzoo import ConfigError, IndexSpec
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import indexzoo
 import numpy as np
 import pytest
 from helpers import assert_matches, reference
+
+import indexzoo
 from indexzoo import (
     OUT_MODES,
     Capabilities,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import indexzoo
 import numpy as np
 import pytest
+
+import indexzoo
 from indexzoo import ConfigError, DeviceUnavailable, devices
 from indexzoo.devices import resolve_device
 

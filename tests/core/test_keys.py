@@ -3,12 +3,13 @@ documented edge cases (NaN, -0.0, long byte strings) and lookups of another dtyp
 
 from __future__ import annotations
 
-import indexzoo
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+import indexzoo
 from indexzoo import InvalidInput, KeyMap
 
 INT_DTYPES = ["bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"]

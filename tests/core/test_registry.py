@@ -7,8 +7,9 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-import indexzoo
 import pytest
+
+import indexzoo
 from indexzoo import registry
 from indexzoo.errors import ConfigError, DuplicatePlugin
 

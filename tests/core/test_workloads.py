@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
+
 from indexzoo.devices import to_numpy
 from indexzoo.workloads import Workload, generate, permute_bits
-from pydantic import ValidationError
 
 
 def host(data, attr):  # type: ignore[no-untyped-def]

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from indexzoo.native.search import lower_bound, range_bounds, upper_bound_from
 from numba import njit
+
+from indexzoo.native.search import lower_bound, range_bounds, upper_bound_from
 
 
 @njit

@@ -3,10 +3,11 @@ and identical answers on the CPU and the GPU."""
 
 from __future__ import annotations
 
-import indexzoo
 import numpy as np
 import pytest
 from helpers import assert_matches, reference
+
+import indexzoo
 from indexzoo import OUT_MODES
 
 NAMES = ["sorted-array", "searchsorted"]

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import itertools
 
-import indexzoo
 import numpy as np
 import pytest
 from helpers import assert_matches, reference
+
+import indexzoo
 from indexzoo import OUT_MODES, Unsupported
 from indexzoo.native.hashing import next_prime, probe_start
 from indexzoo.plugins.warpcore_hash.index import next_prime_windows

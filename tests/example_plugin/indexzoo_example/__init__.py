@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 import indexzoo
 from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
-from pydantic import Field
 
 __all__ = ["LinearScanIndex"]
 

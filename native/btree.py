@@ -1,0 +1,226 @@
+"""A bulk-loaded B+-tree over sorted (key, rowID) pairs: the layout, the parallel bottom-up
+build (array operations only, so it runs on the GPU as it does on the CPU), and the CPU twin
+of the cooperative GPU search (``btree_cuda.py``).
+
+Layout (node width B):
+
+* **Leaves**: ``leaf_keys``/``leaf_rowids`` are ``L x B`` (flattened), leaf ``j`` holding the
+  sorted entries ``j*m .. j*m+m-1`` in its first ``leaf_count[j]`` slots (``m`` = B at 100% fill,
+  B/2 at 50%); ``leaf_next[j]`` links to the next leaf (-1 after the last).
+* **Inner nodes**, top level first: ``inner_keys``/``inner_child`` are ``N x B`` (flattened);
+  slot ``i`` of a node holds the largest key under child ``i`` and the child's index in the level
+  below (a leaf index below the last inner level); ``inner_count`` says how many slots are used.
+  ``level_start[l]`` is the index of level ``l``'s first node; the root is node 0 of level 0 (or
+  leaf 0 when the whole tree is one leaf).
+
+Search for the first entry ``>= x`` (``strict``: ``> x``): in every inner node take the first
+child whose largest key is ``>= x``; none means ``x`` lies beyond every key. In the leaf, take
+the first slot ``>= x``. Because pivots are the children's largest keys, this finds the first of
+a run of duplicates even when the run spans leaves. A found entry's position in the sorted order
+is ``leaf * m + slot``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba.extending import register_jitable
+
+from indexzoo.devices import xp_of
+
+from .targets import Kernel
+
+__all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM", "BTree", "build_btree"]
+
+
+@dataclass(frozen=True)
+class BTree:
+    """The arrays of a bulk-loaded B+-tree (see the module docstring)."""
+
+    width: int  # B
+    fill: int  # m: entries per leaf
+    n: int
+    leaf_keys: Any
+    leaf_rowids: Any
+    leaf_count: Any
+    leaf_next: Any
+    inner_keys: Any
+    inner_child: Any
+    inner_count: Any
+    level_start: Any  # int64, one entry per inner level plus the end
+    n_levels: int
+    peak_bytes: int
+
+    def breakdown(self) -> dict[str, int]:
+        return {
+            "leaf_keys": int(self.leaf_keys.nbytes),
+            "leaf_rowids": int(self.leaf_rowids.nbytes),
+            "leaf_links": int(self.leaf_next.nbytes + self.leaf_count.nbytes),
+            "inner_keys": int(self.inner_keys.nbytes),
+            "inner_children": int(self.inner_child.nbytes + self.inner_count.nbytes),
+            "levels": int(self.level_start.nbytes),
+        }
+
+
+def _blocks(values: Any, per: int, width: int, fill_value: Any) -> Any:
+    """``values`` cut into rows of ``per`` entries, each padded to ``width`` slots."""
+    xp = xp_of(values)
+    rows = -(-int(values.shape[0]) // per)
+    out = xp.full((rows, width), fill_value, dtype=values.dtype)
+    padded = xp.full(rows * per, fill_value, dtype=values.dtype)
+    padded[: values.shape[0]] = values
+    out[:, :per] = padded.reshape(rows, per)
+    return out
+
+
+def _counts(total: int, per: int, xp: Any) -> Any:
+    rows = -(-total // per)
+    c = xp.full(rows, per, dtype=np.int32)
+    if rows:
+        c[-1] = total - (rows - 1) * per
+    return c
+
+
+def build_btree(sorted_keys: Any, sorted_rowids: Any, width: int, leaf_fill: float) -> BTree:
+    """Bulk-load a B+-tree from sorted pairs, bottom-up, level by level (array operations)."""
+    xp = xp_of(sorted_keys)
+    n = int(sorted_keys.shape[0])
+    m = width if leaf_fill >= 1.0 else max(width // 2, 1)
+    top = sorted_keys.dtype.type(np.iinfo(sorted_keys.dtype).max)  # padding; counts rule
+    leaf_keys = _blocks(sorted_keys, m, width, top)
+    leaf_rowids = _blocks(sorted_rowids, m, width, sorted_rowids.dtype.type(0))
+    n_leaves = int(leaf_keys.shape[0])
+    leaf_count = _counts(n, m, xp)
+    leaf_next = xp.arange(1, n_leaves + 1, dtype=np.int32)
+    if n_leaves:
+        leaf_next[-1] = -1
+    peak = int(leaf_keys.nbytes + leaf_rowids.nbytes) * 2  # padded copies while reshaping
+    # inner levels, bottom-up: pivots = largest key under each child
+    levels_keys, levels_child, levels_count = [], [], []
+    maxima = (leaf_keys[xp.arange(n_leaves), leaf_count.astype(np.int64) - 1] if n_leaves
+              else leaf_keys[:0, 0])
+    below = n_leaves
+    while below > 1:
+        levels_keys.append(_blocks(maxima, width, width, top))
+        levels_child.append(_blocks(xp.arange(below, dtype=np.int32), width, width, np.int32(-1)))
+        counts = _counts(below, width, xp)
+        levels_count.append(counts)
+        keys_l = levels_keys[-1]
+        maxima = keys_l[xp.arange(keys_l.shape[0]), counts.astype(np.int64) - 1]
+        below = int(keys_l.shape[0])
+    levels_keys.reverse()
+    levels_child.reverse()
+    levels_count.reverse()
+    sizes = [int(k.shape[0]) for k in levels_keys]
+    starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+    if levels_keys:
+        inner_keys = xp.concatenate([k.ravel() for k in levels_keys])
+        inner_child = xp.concatenate([c.ravel() for c in levels_child])
+        inner_count = xp.concatenate(levels_count)
+    else:
+        inner_keys = xp.zeros(0, dtype=sorted_keys.dtype)
+        inner_child = xp.zeros(0, dtype=np.int32)
+        inner_count = xp.zeros(0, dtype=np.int32)
+    tree = BTree(width, m, n, leaf_keys.ravel(), leaf_rowids.ravel(), leaf_count, leaf_next,
+                 inner_keys, inner_child, inner_count, xp.asarray(starts), len(sizes), 0)
+    resident = sum(tree.breakdown().values())
+    return BTree(**{**tree.__dict__, "peak_bytes": max(peak, resident)})
+
+
+# ---------------------------------------------------------------------- CPU twin
+@register_jitable
+def descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys, leaf_count,
+            width, x, strict):  # type: ignore[no-untyped-def]
+    """(leaf, slot) of the first entry >= x (> x if ``strict``), or (-1, 0) if none."""
+    node = 0
+    for level in range(n_levels):
+        absolute = level_start[level] + node
+        base = absolute * width
+        nxt = -1
+        for i in range(inner_count[absolute]):
+            piv = inner_keys[base + i]
+            if (piv > x) if strict else (piv >= x):
+                nxt = inner_child[base + i]
+                break
+        if nxt < 0:
+            return -1, 0
+        node = nxt
+    base = node * width
+    for i in range(leaf_count[node]):
+        k = leaf_keys[base + i]
+        if (k > x) if strict else (k >= x):
+            return node, i
+    return -1, 0
+
+
+@register_jitable
+def find_rowid_item(i, inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+                    leaf_rowids, leaf_count, width, lo, hi, out, miss):  # type: ignore[no-untyped-def]
+    leaf, slot = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+                         leaf_count, width, lo[i], False)
+    out[i] = miss
+    if leaf >= 0 and leaf_keys[leaf * width + slot] <= hi[i]:
+        out[i] = leaf_rowids[leaf * width + slot]
+
+
+@register_jitable
+def count_item(i, inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+               leaf_count, width, fill, n, lo, hi, out):  # type: ignore[no-untyped-def]
+    """Two descents: the positions of the first entry >= lo and of the first > hi."""
+    a, sa = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+                    leaf_count, width, lo[i], False)
+    start = n if a < 0 else a * fill + sa
+    b, sb = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+                    leaf_count, width, hi[i], True)
+    stop = n if b < 0 else b * fill + sb
+    out[i] = stop - start if stop > start else 0
+
+
+@register_jitable
+def sum_item(i, inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+             leaf_rowids, leaf_count, leaf_next, width, values, use_values, lo, hi, out):  # type: ignore[no-untyped-def]
+    """Descend to the lower bound, then scan the linked leaves while keys are <= hi."""
+    leaf, slot = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+                         leaf_count, width, lo[i], False)
+    acc = np.uint64(0)
+    x = hi[i]
+    while leaf >= 0:
+        base = leaf * width
+        c = leaf_count[leaf]
+        for s in range(slot, c):
+            if leaf_keys[base + s] > x:
+                out[i] = acc
+                return
+            r = leaf_rowids[base + s]
+            acc += values[np.int64(r)] if use_values else np.uint64(r)
+        leaf = leaf_next[leaf]
+        slot = 0
+    out[i] = acc
+
+
+@register_jitable
+def fill_item(i, inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+              leaf_rowids, leaf_count, leaf_next, width, lo, hi, offsets, out):  # type: ignore[no-untyped-def]
+    pos = offsets[i]
+    end = offsets[i + 1]
+    if pos == end:
+        return
+    leaf, slot = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
+                         leaf_count, width, lo[i], False)
+    while pos < end:
+        base = leaf * width
+        for s in range(slot, leaf_count[leaf]):
+            if pos >= end:
+                return
+            out[pos] = leaf_rowids[base + s]
+            pos += 1
+        leaf = leaf_next[leaf]
+        slot = 0
+
+
+FIND_ROWID = Kernel(find_rowid_item)
+COUNT = Kernel(count_item)
+SUM = Kernel(sum_item)
+FILL = Kernel(fill_item)
