@@ -22,24 +22,30 @@ __all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM"]
 @register_jitable
 def descend(lane, mask, shift, inner_keys, inner_child, inner_count, level_start, n_levels,
             leaf_keys, leaf_count, width, x, strict):  # type: ignore[no-untyped-def]
-    """(leaf, slot) of the first entry >= x (> x if ``strict``), or (-1, 0); same in all lanes."""
+    """(leaf, slot) of the first entry >= x (> x if ``strict``), or (-1, 0); same in all lanes.
+
+    Padding slots hold the key dtype's maximum and child -1, so the vote needs no slot count:
+    below the root the parent guarantees a real slot qualifies before any padding; at the root
+    a chosen padding slot (child -1, or a leaf slot past the count) means "beyond every key".
+    """
     node = np.int64(0)
+    src = np.int32(shift) - np.int32(1)
     for level in range(n_levels):
-        absolute = level_start[level] + node
-        base = absolute * width
-        piv = inner_keys[base + lane]
-        child = inner_child[base + lane]
-        ok = lane < inner_count[absolute] and ((piv > x) if strict else (piv >= x))
-        ge = vote(mask, shift, ok)
+        base = (level_start[level] + node) * width + lane
+        piv = inner_keys[base]
+        child = inner_child[base]
+        ge = vote(mask, shift, (piv > x) if strict else (piv >= x))
         if ge == 0:
             return np.int64(-1), np.int64(0)
-        node = np.int64(cuda.shfl_sync(mask, child, np.int32(shift) + np.int32(cuda.ffs(ge)) - 1))
+        node = np.int64(cuda.shfl_sync(mask, child, src + np.int32(cuda.ffs(ge))))
+        if node < 0:
+            return np.int64(-1), np.int64(0)
     k = leaf_keys[node * width + lane]
-    ok = lane < leaf_count[node] and ((k > x) if strict else (k >= x))
-    ge = vote(mask, shift, ok)
-    if ge == 0:
+    ge = vote(mask, shift, (k > x) if strict else (k >= x))
+    slot = np.int64(cuda.ffs(ge)) - 1
+    if ge == 0 or slot >= leaf_count[node]:
         return np.int64(-1), np.int64(0)
-    return node, np.int64(cuda.ffs(ge)) - 1
+    return node, slot
 
 
 @register_jitable
