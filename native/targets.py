@@ -35,10 +35,24 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
-__all__ = ["DEFAULT_THREADS_PER_BLOCK", "Kernel", "values_arg"]
+from indexzoo import IndexParams
+
+__all__ = ["DEFAULT_THREADS_PER_BLOCK", "Kernel", "KernelParams", "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
+
+
+class KernelParams(IndexParams):
+    """Parameters of an index whose lookups run :class:`Kernel` launches."""
+
+    threads_per_block: int = Field(
+        default=DEFAULT_THREADS_PER_BLOCK, ge=32, le=1024, multiple_of=32,
+        description="CUDA threads per block of the lookup kernels (ignored on the CPU).",
+    )
+
+
 _FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
 _STREAMS: dict[int, Any] = {}
 

@@ -49,3 +49,13 @@ def assert_matches(res_by_mode: dict[str, LookupResult], ref: dict[str, Any], mi
             got = rowid_sets(res)
             for i, s in enumerate(ref["sets"]):
                 np.testing.assert_array_equal(got[i], s, err_msg=f"query {i}")
+
+
+def assert_identical(a: LookupResult, b: LookupResult, label: str = "") -> None:
+    """Bit-identical results (e.g. the CPU twin and the GPU kernels of one index)."""
+    ha, hb = a.to_host(), b.to_host()
+    assert ha.out == hb.out, (ha.out, hb.out)
+    for attr in ("rowid", "count", "sum", "offsets", "rowids"):
+        if getattr(ha, attr) is not None:
+            np.testing.assert_array_equal(getattr(ha, attr), getattr(hb, attr),
+                                          err_msg=f"{label} {attr}")

@@ -45,12 +45,12 @@ from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import btree
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import values_arg
+from indexzoo.native.targets import KernelParams, values_arg
 
 __all__ = ["BTreeIndex"]
 
 
-class BTreeParams(IndexParams):
+class BTreeParams(KernelParams):
     """Parameters of ``btree``."""
 
     node_width: Literal[8, 16, 32] = Field(
@@ -58,10 +58,6 @@ class BTreeParams(IndexParams):
     )
     leaf_fill: Literal[0.5, 1.0] = Field(
         default=1.0, description="Share of each leaf's slots filled by the bulk load."
-    )
-    threads_per_block: int = Field(
-        default=256, ge=32, le=1024, multiple_of=32,
-        description="CUDA threads per block (ignored on the CPU).",
     )
 
 

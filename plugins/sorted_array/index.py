@@ -28,24 +28,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import Field
-
 from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import values_arg
+from indexzoo.native.targets import KernelParams, values_arg
 
 __all__ = ["SortedArrayIndex"]
 
 
-class SortedArrayParams(IndexParams):
+class SortedArrayParams(KernelParams):
     """Parameters of ``sorted-array``."""
-
-    threads_per_block: int = Field(
-        default=256, ge=32, le=1024, multiple_of=32,
-        description="CUDA threads per block of the lookup kernels (ignored on the CPU).",
-    )
 
 
 class SortedArrayIndex(GpuIndex):

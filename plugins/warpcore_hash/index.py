@@ -49,12 +49,12 @@ from pydantic import Field
 from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
-from indexzoo.native.targets import values_arg
+from indexzoo.native.targets import KernelParams, values_arg
 
 __all__ = ["WarpcoreHashIndex"]
 
 
-class WarpcoreHashParams(IndexParams):
+class WarpcoreHashParams(KernelParams):
     """Parameters of ``warpcore-hash``."""
 
     group_size: Literal[1, 2, 4, 8, 16, 32] = Field(
@@ -67,10 +67,6 @@ class WarpcoreHashParams(IndexParams):
     layout: Literal["soa", "aos"] = Field(
         default="soa",
         description="soa: keys and rowIDs in two arrays; aos: (key, rowID) pairs in one array.",
-    )
-    threads_per_block: int = Field(
-        default=256, ge=32, le=1024, multiple_of=32,
-        description="CUDA threads per block (ignored on the CPU).",
     )
 
 
