@@ -38,17 +38,24 @@ def test_benchmark_suite_saves_json_that_compare_and_histogram_read(tmp_path: Pa
     assert list(tmp_path.glob("h*.svg"))
 
 
-def test_bench_sweep_writes_a_line_plot(tmp_path: Path) -> None:
+def _bench(tmp_path: Path, workload: dict, *args: str) -> tuple[int, str, Path]:
+    """Run `indexzoo bench` on a small CPU workload written to tmp_path/w.json."""
     import io
 
     from indexzoo.cli import main
 
     wl = tmp_path / "w.json"
-    wl.write_text(json.dumps({"name": "sweep", "n_keys": 1024, "n_lookups": 1024}))
+    wl.write_text(json.dumps(workload))
     out = io.StringIO()
-    code = main(["bench", "--workload", str(wl), "--sweep", "hit_rate", "--device", "cpu",
-                 "--repeats", "1", "--output", str(tmp_path)], out=out)
-    assert code == 0, out.getvalue()
+    code = main(["bench", "--workload", str(wl), "--device", "cpu", "--repeats", "1",
+                 "--output", str(tmp_path), *args], out=out)
+    return code, out.getvalue(), wl
+
+
+def test_bench_sweep_writes_a_line_plot(tmp_path: Path) -> None:
+    code, text, _ = _bench(tmp_path, {"name": "sweep", "n_keys": 1024, "n_lookups": 1024},
+                           "--sweep", "hit_rate")
+    assert code == 0, text
     data = json.loads(next(tmp_path.glob("w-hit_rate-cpu-*.json")).read_text())
     values = sorted({r["sweep_value"] for r in data["records"]})
     assert values == [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
@@ -61,14 +68,10 @@ def test_bench_param_sweep_and_set(tmp_path: Path) -> None:
 
     from indexzoo.cli import main
 
-    wl = tmp_path / "w.json"
-    wl.write_text(json.dumps({"name": "ps", "n_keys": 2048, "n_lookups": 2048}))
-    out = io.StringIO()
-    code = main(["bench", "--workload", str(wl), "--indexes", "sorted-array", "--device", "cpu",
-                 "--set", "sorted-array.threads_per_block=64",
-                 "--param-sweep", "warpcore-hash.load_factor=0.5,0.9", "--repeats", "1",
-                 "--output", str(tmp_path)], out=out)
-    assert code == 0, out.getvalue()
+    code, text, wl = _bench(tmp_path, {"name": "ps", "n_keys": 2048, "n_lookups": 2048},
+                            "--indexes", "sorted-array", "--set", "sorted-array.threads_per_block=64",
+                            "--param-sweep", "warpcore-hash.load_factor=0.5,0.9")
+    assert code == 0, text
     data = json.loads(next(tmp_path.glob("w-warpcore-hash-load_factor-cpu-*.json")).read_text())
     by_label = {r["index"]: r for r in data["records"]}
     assert by_label["sorted-array"]["params"]["threads_per_block"] == 64
