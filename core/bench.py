@@ -48,6 +48,10 @@ PRESETS: dict[str, Workload] = {
     "paper": _PAPER,
     "paper-u32": _PAPER.model_copy(update={"name": "paper-u32", "key_bits": 32}),
     "l2": _L2,
+    # The lightweight paper's build size: 2^28 keys (its default, 32-bit), 2^27 lookups.
+    "paper-28": _PAPER.model_copy(update={"name": "paper-28", "n_keys": 1 << 28}),
+    "paper-28-u32": _PAPER.model_copy(update={"name": "paper-28-u32", "n_keys": 1 << 28,
+                                              "key_bits": 32}),
     "latency": Workload(name="latency", n_keys=1 << 20, n_lookups=1 << 12),
     "tiny": Workload(name="tiny", n_keys=1 << 12, n_lookups=1 << 12, hit_rate=0.9),
     "quick-range": Workload(name="quick-range", n_keys=1 << 20, n_lookups=1 << 14, range_hits=64),

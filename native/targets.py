@@ -39,7 +39,8 @@ from pydantic import Field
 
 from indexzoo import IndexParams
 
-__all__ = ["DEFAULT_THREADS_PER_BLOCK", "Kernel", "KernelParams", "values_arg"]
+__all__ = ["DEFAULT_THREADS_PER_BLOCK", "BlockKernel", "Kernel", "KernelParams", "launch_cuda",
+           "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
 
@@ -127,6 +128,7 @@ class _CupyLaunch:
         self._module.load(ptx.encode())
         self._function = self._module.get_function(kernel.entry_name)
         self._plan: list[Any] = []
+        self._shared_optin = 48 * 1024  # dynamic shared memory beyond this needs an opt-in
         for ty in argtypes:
             if isinstance(ty, types.Array):
                 self._plan.append(None)
@@ -135,7 +137,8 @@ class _CupyLaunch:
             else:
                 raise TypeError(f"no fast launch for arguments of type {ty}")
 
-    def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any) -> None:
+    def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any,
+                 shared_mem: int = 0) -> None:
         flat: list[Any] = []
         for conv, a in zip(self._plan, args, strict=True):
             if conv is None:  # numba's array ABI: meminfo, parent, nitems, itemsize, data, shape, strides
@@ -144,7 +147,10 @@ class _CupyLaunch:
                 flat += [np.int64(s) for s in a.strides]
             else:
                 flat.append(conv(a))
-        self._function((blocks,), (threads,), flat, stream=stream)
+        if shared_mem > self._shared_optin:
+            self._function.max_dynamic_shared_size_bytes = shared_mem
+            self._shared_optin = shared_mem
+        self._function((blocks,), (threads,), flat, stream=stream, shared_mem=shared_mem)
 
 
 def _body_function(body: Any) -> Callable[..., Any]:
@@ -208,26 +214,60 @@ class Kernel:
             fn(n, *args)
             return
         blocks = (n + threads_per_block - 1) // threads_per_block
-        full = (np.int64(n), *(np.int64(a) if type(a) is int else a for a in args))
-        cupy = _cupy() if _FAST_LAUNCH else None
-        key = None if cupy is None else _arg_key(full, cupy.ndarray)
-        if key is not None:
-            fast = self._fast.get(key, False)
-            if fast is False:
-                with self._lock:
-                    try:
-                        fast = _CupyLaunch(fn, full)
-                    except Exception as exc:  # fall back to numba's launch, say why once
-                        warnings.warn(f"{self!r}: CuPy launch unavailable ({exc}); using "
-                                      "numba's", RuntimeWarning, stacklevel=2)
-                        fast = None
-                    self._fast[key] = fast
-            if fast is not None:
-                fast(blocks, threads_per_block, full, cupy.cuda.get_current_stream())
-                return
-        with warnings.catch_warnings():  # small batches are legal; numba warns about them
-            warnings.filterwarnings("ignore", message=".*under-utilization")
-            fn[blocks, threads_per_block, _numba_stream()](*full)
+        launch_cuda(self, fn, blocks, threads_per_block, (n, *args))
+
+
+def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any, ...],
+                shared_mem: int = 0) -> None:
+    """Launch the numba-cuda dispatcher ``fn`` on CuPy's current stream, through CuPy where
+    possible (see the module docstring). ``owner`` keeps the per-argument-types launchers in
+    its ``_fast`` dict, guarded by its ``_lock``."""
+    full = tuple(np.int64(a) if type(a) is int else a for a in args)
+    cupy = _cupy() if _FAST_LAUNCH else None
+    key = None if cupy is None else _arg_key(full, cupy.ndarray)
+    if key is not None:
+        fast = owner._fast.get(key, False)
+        if fast is False:
+            with owner._lock:
+                try:
+                    fast = _CupyLaunch(fn, full)
+                except Exception as exc:  # fall back to numba's launch, say why once
+                    warnings.warn(f"{owner!r}: CuPy launch unavailable ({exc}); using "
+                                  "numba's", RuntimeWarning, stacklevel=3)
+                    fast = None
+                owner._fast[key] = fast
+        if fast is not None:
+            fast(blocks, threads, full, cupy.cuda.get_current_stream(), shared_mem)
+            return
+    with warnings.catch_warnings():  # small batches are legal; numba warns about them
+        warnings.filterwarnings("ignore", message=".*under-utilization")
+        fn[blocks, threads, _numba_stream(), shared_mem](*full)
+
+
+class BlockKernel:
+    """A whole-block CUDA kernel (shared memory, barriers) compiled by numba-cuda from
+    ``source``, a function named ``name`` defined in ``namespace``; launched like
+    :class:`Kernel`'s GPU path, with a grid size and dynamic shared memory of the caller's."""
+
+    def __init__(self, name: str, source: str, namespace: dict[str, Any]):
+        self.name = name
+        self._source = source
+        self._namespace = namespace
+        self._fn: Any = None
+        self._fast: dict[tuple[Any, ...], _CupyLaunch | None] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"BlockKernel({self.name})"
+
+    def __call__(self, blocks: int, threads: int, *args: Any, shared_mem: int = 0) -> None:
+        if self._fn is None:
+            from numba import cuda
+
+            ns = {"cuda": cuda, **self._namespace}
+            exec(self._source, ns)
+            self._fn = cuda.jit(ns[self.name])
+        launch_cuda(self, self._fn, blocks, threads, args, shared_mem)
 
 
 _NO_VALUES: dict[str, Any] = {}

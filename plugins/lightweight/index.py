@@ -1,0 +1,362 @@
+"""The lightweight sorted-array family of Henneberg & Schuhknecht, "Is Binary Search Really All
+You Need? Supercharging Lightweight Database Indexing on GPUs" (digest
+``papers/digests/004-binary-search.md``): AO+BS, EO+BS, AO+PB+BS, EO+KS, AO+PB+KS with every
+optimisation the paper studies.
+
+Paper -> code
+-------------
+* Build [§3.5]: radix sort of (key, rowID) pairs (:func:`indexzoo.native.sort.sort_pairs`, CUB
+  radix sort through CuPy), then one gather kernel with one thread per output slot whose source
+  position is computed in closed form: EO (:data:`indexzoo.native.eytzinger.EO_GATHER`) and the
+  pivot buffer (:data:`indexzoo.native.pivots.PB_GATHER`). AO is the sorted array itself (AoS:
+  interleaved by one strided copy).
+* M1 AO+BS [§3.1]: the offset-based back-to-front binary search of Listing 1
+  (``ao_bs_search``), with the step halved on every iteration (as printed it loops forever for
+  n = 2^k). M2 EO+BS [§3.2]: binary Eytzinger with the leading empty slot, early exit on a
+  match. M3 AO+PB+BS [§3.3]: binary pivot buffer, then binary search in the chunk. M4 EO+KS and
+  M5 AO+PB+KS [§3.4]: K-ary nodes searched by groups of K-1 threads voting with ``ballot_sync``
+  (:mod:`indexzoo.native.lightweight_cuda`); the CPU runs one-thread twins with the same results.
+* Ranges: AO/PB find the lower bound of ``lo`` and scan; EO runs the paper's level-scan algorithm
+  (``eo_scan``); ``multi_thread_scan`` is §5.7's warp switch (``RUNS_COOP``, ``EO_SCAN_COOP``).
+* Optimisations [§4] on the GPU, by one generated driver kernel per configuration: static or
+  dynamic scheduling, lookups per thread, pinning (steps/full), reordering (single/double), AoS
+  or SoA. On the CPU they change nothing (one thread per lookup), by design: results are the same
+  for every option on both devices.
+
+Decisions where the paper is silent or ambiguous
+------------------------------------------------
+* [AMBIG] Listing 1's indentation: ``step >>= 1`` runs every iteration (else n = 2^k hangs).
+* [AMBIG] The PB level sizes (§3.5's sentence counts chunks): level l has
+  ceil(n / (C K^(l+1))) nodes of K-1 pivots, padding and pivots at positions >= n-1 are the key
+  maximum, compared with ``pivot < x`` so they always send the search left.
+* [AMBIG] K=2 "full" PB: chunks of 2 keys (Fig. 6, §5.4's 27 levels for 2^28), not 1.
+* [AMBIG] K-ary EO pads no leading slot (Fig. 10); binary EO does (§3.2).
+* [AMBIG] Steps vs full pinning for AO+BS: the preset uses steps; full fills the rest of the
+  shared memory with keys of the next step (odd multiples of the next step size).
+* [AMBIG] Lookup order with R > 1: a tile of (T/G)·R lookups; without reordering lookup
+  ``base + r·(T/G) + g`` goes to group g (coalesced loads); with reordering group g takes the
+  sorted entries g·R .. g·R+R-1 (consecutive keys per group).
+* [AMBIG] AO+PB+KS's K is not stated ("small K"): the preset uses K=5; EO+KS uses K=9 (§6.1).
+* [AMBIG] Range results are not specified: every ``out`` mode is served; ``count`` is two rank
+  searches (O(log n)), also for EO, whose closed-form build map gives a slot's rank.
+* Duplicates: point lookups are ranges ``[x, x]`` for ``count``/``sum``/``rowids``; ``rowid``
+  returns some matching rowID (EO's early exit finds any copy; AO/PB the smallest rowID).
+* 64-bit keys (the paper ran 32-bit only): AoS interleaves 64-bit words (rowID widened), 16 B
+  per entry, as a C struct of (uint64, uint32) pads; SoA stays 12 B.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo.native import lightweight as lw
+from indexzoo.native.csr import offsets_from_counts
+from indexzoo.native.eytzinger import EO_GATHER, eo_shape
+from indexzoo.native.pivots import PB_GATHER, chunk_for_levels, full_chunk, pb_plan
+from indexzoo.native.sort import sort_pairs
+from indexzoo.native.targets import values_arg
+
+from .hardware import hardware
+from .params import LightweightParams, preset_params
+
+__all__ = ["PRESETS", "LightweightIndex"]
+
+_RANK, _POINT, _FIRST = np.int64(1), np.int64(0), np.int64(2)
+
+
+class LightweightIndex(GpuIndex):
+    """The lightweight family with every option; presets name the paper's five schemes."""
+
+    name: ClassVar[str] = "lightweight"
+    Params: ClassVar[type[IndexParams]] = LightweightParams
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    params: LightweightParams
+
+    # -------------------------------------------------------------- build
+    def _build(self, keys: Any) -> None:
+        xp, p = self.xp, self.params
+        n = int(keys.shape[0])
+        kdt = keys.dtype
+        pairs = sort_pairs(keys, self.rowid_dtype)
+        self._k = p.arity
+        self._pad = 1 if (p.layout == "eo" and p.search == "binary") else 0
+        wide = kdt == np.uint64 or self.rowid_dtype == np.uint64
+        wdt = np.dtype(np.uint64 if wide else np.uint32)
+        slots = n + self._pad
+        self._stride = 1 if p.memory_layout == "soa" else 2
+        self._h, self._b = eo_shape(n, self._k) if p.layout == "eo" else (0, 0)
+        self._step0 = 1 << (n.bit_length() - 1) if n else 0
+        if p.layout == "eo":
+            if p.memory_layout == "soa":
+                self._keys = xp.zeros(slots, dtype=kdt)
+                self._rowids = xp.zeros(slots, dtype=self.rowid_dtype)
+                dst_k, dst_r = self._keys, self._rowids
+            else:
+                self._keys = xp.zeros(2 * slots, dtype=wdt)
+                self._rowids = self._keys[1:]
+                dst_k, dst_r = self._keys, self._rowids
+            if n:
+                EO_GATHER(self.device, n, pairs.keys, pairs.rowids, dst_k, dst_r, self._stride,
+                          self._pad, n, self._k, self._h, self._b,
+                          threads_per_block=p.threads_per_block)
+        elif p.memory_layout == "soa":
+            self._keys, self._rowids = pairs.keys, pairs.rowids
+        else:
+            self._keys = xp.empty(2 * n, dtype=wdt)
+            self._keys[0::2] = pairs.keys
+            self._keys[1::2] = pairs.rowids
+            self._rowids = self._keys[1:]
+        self._pivots(pairs.keys, n)
+        layout_bytes = int(self._keys.nbytes) + (0 if self._stride == 2 else int(self._rowids.nbytes))
+        self._peak = pairs.peak_bytes + (layout_bytes if (p.layout == "eo" or self._stride == 2)
+                                         else 0) + int(self._pb.nbytes)
+        self._pin_plan: dict[tuple[int, int], tuple[int, int, int]] = {}
+
+    def _pivots(self, sorted_keys: Any, n: int) -> None:
+        xp, p = self.xp, self.params
+        self._pbo = xp.zeros(1, dtype=np.int64)
+        self._pb = xp.zeros(1, dtype=sorted_keys.dtype)  # stand-in: kernels take it anyway
+        self._levels, self._chunk = 0, max(n, 1)
+        self.pivot_plan = None
+        if p.pivot_buffer == "none":
+            return
+        chunk = full_chunk(self._k) if p.pivot_buffer == "full" else \
+            chunk_for_levels(n, self._k, p.pb_levels)
+        plan = pb_plan(n, self._k, chunk)
+        self.pivot_plan = plan
+        self._levels, self._chunk = plan.levels, plan.chunk
+        if plan.slots:
+            self._pb = xp.empty(plan.slots, dtype=sorted_keys.dtype)
+            self._pbo = xp.asarray(plan.offsets())
+            sentinel = sorted_keys.dtype.type(np.iinfo(sorted_keys.dtype).max)
+            PB_GATHER(self.device, plan.slots, sorted_keys, self._pb, self._pbo, plan.levels, n,
+                      self._k, plan.chunk, sentinel, threads_per_block=p.threads_per_block)
+
+    def _footprint(self) -> Footprint:
+        if self._stride == 2:
+            parts = {"pairs": int(self._keys.nbytes)}
+        else:
+            parts = {"keys": int(self._keys.nbytes), "rowids": int(self._rowids.nbytes)}
+        if self.params.pivot_buffer != "none":
+            parts["pivots"] = int(self._pb.nbytes) if self._levels else 0
+        return Footprint(breakdown=parts, peak_build_bytes=self._peak)
+
+    # -------------------------------------------------------------- locating
+    def _layout(self) -> tuple[Any, ...]:
+        return (self._keys, self._rowids, self._stride, self._n, self._pb, self._pbo,
+                self._levels, self._k, self._chunk, self._pad, self._step0, self._h, self._b)
+
+    def _locate(self, x: Any, mode: np.int64, dtype: Any) -> Any:
+        """``locate`` of the scheme for every key of ``x`` (see native/lightweight.py)."""
+        out = self.xp.empty(x.shape[0], dtype=dtype)
+        if self.device == "cpu":
+            empty = np.zeros(0, dtype=self._keys.dtype)
+            lw.LOCATE_CPU[self.params.scheme]("cpu", int(x.shape[0]), x, out, self.miss, mode,
+                                              *self._layout(), empty, 0, 0, 0)
+        else:
+            self._drive(x, out, mode)
+        return out
+
+    def _drive(self, x: Any, out: Any, mode: np.int64) -> None:
+        from indexzoo.native.lightweight_cuda import driver
+
+        p = self.params
+        group = p.k - 1 if p.search == "kary" else 1
+        threads = p.threads_per_block
+        tile = threads // group * p.lookups_per_thread
+        kb = int(self._keys.dtype.itemsize) if self._stride == 1 else int(self._pb.dtype.itemsize)
+        kdt = self._pin_dtype()
+        reorder = {"none": 0, "single": 1, "double": 2}[p.reorder]
+        sort_bytes = 0 if not reorder else tile * (kdt.itemsize + 4 + 8) + 16
+        pa, pbb, ps = self._pin_sizes(sort_bytes) if p.pinning != "none" else (0, 0, 0)
+        pin_bytes = _align((pa + pbb) * kdt.itemsize, 8)
+        o_keys = pin_bytes // kdt.itemsize
+        o_idx = _align(pin_bytes + tile * kdt.itemsize, 8) // 4
+        o_res = _align(o_idx * 4 + tile * 4, 8) // 8
+        shared = (o_res * 8 + tile * 8) if reorder else pin_bytes
+        nq = int(x.shape[0])
+        blocks = -(-nq // tile)
+        if p.schedule == "static":
+            blocks = min(blocks, hardware(self.device).sm_count)
+        kernel = driver(p.scheme, group, p.lookups_per_thread, reorder, bool(pa + pbb),
+                        str(kdt))
+        del kb
+        kernel(blocks, threads, nq, x, out, self.miss, mode, *self._layout(), pa, pbb, ps,
+               o_keys, o_idx, o_res, shared_mem=shared)
+
+    def _pin_dtype(self) -> np.dtype:
+        """dtype of the pinned keys: the pivot buffer's or the key array's words."""
+        if self.params.pivot_buffer != "none":
+            return np.dtype(self._pb.dtype)
+        return np.dtype(self._keys.dtype)
+
+    def _pin_sizes(self, reserved: int) -> tuple[int, int, int]:
+        """(pa, pbb, ps) of the pinning (see ``ao_key``/``front_key``) for the shared memory
+        left after ``reserved`` bytes."""
+        p = self.params
+        budget = p.pinning_bytes
+        if budget is None:
+            budget = hardware(self.device).shared_optin_bytes - reserved - 1024
+        cap = max(budget, 0) // self._pin_dtype().itemsize
+        key = (cap, reserved)
+        if key in self._pin_plan:
+            return self._pin_plan[key]
+        n = self._n
+        if cap <= 0 or n == 0:
+            plan = (0, 0, 0)
+        elif p.pivot_buffer != "none":
+            slots = int(self._pb.shape[0]) if self._levels else 0
+            offsets = self.pivot_plan.offsets().tolist() if self.pivot_plan else [0]
+            if p.pinning == "full":
+                plan = (min(cap, slots), 0, 0)
+            else:
+                plan = (max([o for o in offsets if o <= min(cap, slots)], default=0), 0, 0)
+        elif p.layout == "eo":
+            total = n + self._pad
+            if p.pinning == "full":
+                plan = (min(cap, total), 0, 0)
+            else:
+                k, full_levels = self._k, 0
+                while self._pad + k ** (full_levels + 1) - 1 <= min(cap, total):
+                    full_levels += 1
+                plan = (self._pad + k ** full_levels - 1 if full_levels else 0, 0, 0)
+        else:  # AO+BS: keys of the first M steps sit at n-1 - j * (step0 >> (M-1))
+            log_step0 = self._step0.bit_length() - 1
+            m = min(cap.bit_length() - 1, log_step0 + 1)
+            ps = log_step0 - (m - 1)
+            pa = 1 << m
+            pbb = min(cap - pa, 1 << m) if (p.pinning == "full" and ps > 0) else 0
+            plan = (pa, pbb, ps) if m >= 1 else (0, 0, 0)
+        self._pin_plan[key] = plan
+        return plan
+
+    def pinned_keys(self) -> int:
+        """How many keys the GPU lookups pin to shared memory per block (0 on the CPU)."""
+        if self.device == "cpu" or self.params.pinning == "none":
+            return 0
+        pa, pbb, _ = self._pin_sizes(0)
+        return pa + pbb
+
+    # -------------------------------------------------------------- ranges
+    def _ranks(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+        """Sorted positions ``start .. stop-1`` of the keys in each ``[lo, hi]``."""
+        xp = self.xp
+        start = self._locate(lo, _RANK, np.int64)
+        top = hi == np.iinfo(hi.dtype).max
+        stop = self._locate(hi + hi.dtype.type(1), _RANK, np.int64)  # hi + 1 wraps at the top
+        stop = xp.where(top, self._n, stop)
+        return start, xp.maximum(stop, start)
+
+    def _eo_scan(self, lo: Any, hi: Any, fill: bool, values: Any, use_values: Any,
+                 offsets: Any, out: Any) -> None:
+        q = int(lo.shape[0])
+        args = (self._keys, self._rowids, self._stride, self._n, self._k, self._pad, lo, hi)
+        tpb = self.params.threads_per_block
+        if self.device == "cuda" and self.params.multi_thread_scan:
+            from indexzoo.native.lightweight_cuda import EO_SCAN_COOP
+
+            EO_SCAN_COOP(self.device, -(-q // 32) * 32, q, *args, values, use_values,
+                         np.bool_(fill), offsets, out, threads_per_block=tpb)
+        elif fill:
+            lw.EO_SCAN_FILL(self.device, q, *args, offsets, out, threads_per_block=tpb)
+        else:
+            lw.EO_SCAN_SUM(self.device, q, *args, values, use_values, out, threads_per_block=tpb)
+
+    def _runs(self, start: Any, stop: Any, fill: bool, values: Any, use_values: Any,
+              offsets: Any, out: Any) -> None:
+        q = int(start.shape[0])
+        tpb = self.params.threads_per_block
+        if self.device == "cuda" and self.params.multi_thread_scan:
+            from indexzoo.native.lightweight_cuda import RUNS_COOP
+
+            RUNS_COOP(self.device, -(-q // 32) * 32, q, self._rowids, self._stride, start, stop,
+                      values, use_values, np.bool_(fill), offsets, out, threads_per_block=tpb)
+        elif fill:
+            lw.RUN_FILL(self.device, q, self._rowids, self._stride, start, offsets, out,
+                        threads_per_block=tpb)
+        else:
+            lw.RUN_SUM(self.device, q, self._rowids, self._stride, start, stop, values,
+                       use_values, out, threads_per_block=tpb)
+
+    def _sum(self, lo: Any, hi: Any) -> Any:
+        out = self.xp.empty(lo.shape[0], dtype=np.uint64)
+        values, use_values = values_arg(self._values, self.xp)
+        no_offsets = self.xp.zeros(1, dtype=np.int64)
+        if self.params.layout == "eo":
+            self._eo_scan(lo, hi, False, values, use_values, no_offsets, out)
+        else:
+            start, stop = self._ranks(lo, hi)
+            self._runs(start, stop, False, values, use_values, no_offsets, out)
+        return out
+
+    def _rowids_csr(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+        start, stop = self._ranks(lo, hi)
+        offsets = offsets_from_counts(stop - start)
+        out = self.xp.empty(int(offsets[-1]), dtype=self.rowid_dtype)
+        if out.shape[0]:
+            values, use_values = values_arg(None, self.xp)
+            if self.params.layout == "eo":
+                self._eo_scan(lo, hi, True, values, use_values, offsets, out)
+            else:
+                self._runs(start, stop, True, values, use_values, offsets, out)
+        return offsets, out
+
+    def _count(self, lo: Any, hi: Any) -> Any:
+        start, stop = self._ranks(lo, hi)
+        return (stop - start).astype(self.rowid_dtype)
+
+    # -------------------------------------------------------------- hooks
+    def _point_rowid(self, q: Any) -> Any:
+        return self._locate(q, _POINT, self.rowid_dtype)
+
+    def _point_count(self, q: Any) -> Any:
+        return self._count(q, q)
+
+    def _point_sum(self, q: Any) -> Any:
+        return self._sum(q, q)
+
+    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
+        return self._rowids_csr(q, q)
+
+    def _range_rowid(self, lo: Any, hi: Any) -> Any:
+        first = self._locate(lo, _FIRST, self.rowid_dtype)
+        start, stop = self._ranks(lo, hi)
+        return self.xp.where(stop > start, first, self.miss).astype(self.rowid_dtype)
+
+    def _range_count(self, lo: Any, hi: Any) -> Any:
+        return self._count(lo, hi)
+
+    def _range_sum(self, lo: Any, hi: Any) -> Any:
+        return self._sum(lo, hi)
+
+    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return self._rowids_csr(lo, hi)
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def _preset_class(preset: str, doc: str) -> type[LightweightIndex]:
+    cls = type(f"Lightweight_{preset.replace('-', '_')}", (LightweightIndex,), {
+        "name": preset, "Params": preset_params(preset), "__doc__": doc,
+        "__module__": __name__,
+    })
+    return cls
+
+
+PRESETS: dict[str, type[LightweightIndex]] = {
+    "ao-bs": _preset_class("ao-bs", "M1 AO+BS: ascending order, offset-based binary search, "
+                                    "static scheduling, pinning, double reordering."),
+    "eo-bs": _preset_class("eo-bs", "M2 EO+BS: Eytzinger order, binary search with early exit, "
+                                    "double reordering."),
+    "ao-pb-bs": _preset_class("ao-pb-bs", "M3 AO+PB+BS: ascending order under a coarse binary "
+                                          "pivot buffer (24 of 27 levels at 2^28 keys), AoS."),
+    "eo-ks": _preset_class("eo-ks", "M4 EO+KS: K-ary Eytzinger order searched by groups of K-1 "
+                                    "threads (K=9), dynamic scheduling."),
+    "ao-pb-ks": _preset_class("ao-pb-ks", "M5 AO+PB+KS: ascending order under a K-ary pivot "
+                                          "buffer searched by groups of K-1 threads, AoS."),
+}

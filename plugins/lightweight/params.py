@@ -1,0 +1,150 @@
+"""Parameters of the lightweight family and its five presets (the paper's schemes M1-M5).
+
+``lightweight`` takes every option; a preset (``ao-bs``, ``eo-bs``, ``ao-pb-bs``, ``eo-ks``,
+``ao-pb-ks``) fixes the scheme (layout, pivot buffer, search) and starts from the paper's
+recommended configuration for it, which every other option can change.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from indexzoo.native.targets import KernelParams
+
+__all__ = ["PRESET_PARAMS", "LightweightParams"]
+
+KValue = Literal[2, 3, 5, 9, 17, 33]
+
+
+class LightweightParams(KernelParams):
+    """Every option the paper studies (sections 3 and 4)."""
+
+    layout: Literal["ao", "eo"] = Field(
+        default="ao", description="ao: ascending order; eo: (K-ary) Eytzinger order [§3.1, §3.2].")
+    pivot_buffer: Literal["none", "full", "coarse"] = Field(
+        default="none",
+        description="Pivot buffer over the ascending array (ao only) [§3.3, §4.5]: full = every "
+                    "level down to chunks of K-1 keys (2 for K=2); coarse = the top pb_levels.")
+    pb_levels: int = Field(
+        default=-3, ge=-40, le=64,
+        description="Coarse pivot buffer: materialised levels L (> 0), or all but -L bottom "
+                    "levels of the full buffer (<= 0; -3 is the paper's 24 of 27 levels).")
+    search: Literal["binary", "kary"] = Field(
+        default="binary", description="binary search, or K-ary search by groups of K-1 threads [§3.4].")
+    k: KValue = Field(
+        default=9, description="Arity of the K-ary search (K-1 threads per lookup); binary search "
+                               "uses 2.")
+    schedule: Literal["dynamic", "static"] = Field(
+        default="dynamic",
+        description="dynamic: one block per tile of lookups; static: one block per SM, looping "
+                    "over tiles (the number of SMs is read from the device) [§4.1].")
+    lookups_per_thread: Literal[1, 2, 4, 8, 16, 32] = Field(
+        default=1, description="Lookups each thread (K-ary: each group) holds and answers [§4.1].")
+    pinning: Literal["none", "steps", "full"] = Field(
+        default="none",
+        description="Top of the search structure in shared memory: the keys of whole search "
+                    "steps, or as many keys as fit [§4.2].")
+    pinning_bytes: int | None = Field(
+        default=None, ge=0,
+        description="Shared memory for pinning per block; None: the device's opt-in maximum "
+                    "minus the reordering buffers.")
+    reorder: Literal["none", "single", "double"] = Field(
+        default="none",
+        description="Sort each tile's lookups in shared memory before searching; double also "
+                    "restores the order in shared memory before writing [§4.3].")
+    memory_layout: Literal["soa", "aos"] = Field(
+        default="soa", description="soa: keys and rowIDs in two arrays; aos: interleaved [§4.4].")
+    multi_thread_scan: bool = Field(
+        default=True,
+        description="Range scans: a warp finishes every range longer than 32 entries together "
+                    "[§5.7] (GPU; the CPU scans one range per thread).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LightweightParams:
+        if self.layout == "eo" and self.pivot_buffer != "none":
+            raise ValueError("a pivot buffer sits on the ascending array: use layout='ao' with "
+                             "pivot_buffer, or pivot_buffer='none' with layout='eo'")
+        if self.layout == "ao" and self.pivot_buffer == "none" and self.search == "kary":
+            raise ValueError("AO+KS is not a scheme of the paper (K-1 random accesses per step, "
+                             "§3.4): use a pivot buffer (ao-pb-ks) or layout='eo' (eo-ks)")
+        if self.search == "kary" and self.k == 2:
+            raise ValueError("K-ary search needs k in 3, 5, 9, 17, 33 (K-1 threads per lookup)")
+        if self.reorder != "none":
+            groups = self.threads_per_block // (self.k - 1 if self.search == "kary" else 1)
+            tile = groups * self.lookups_per_thread
+            if tile & (tile - 1):
+                raise ValueError(f"reordering sorts tiles of (threads_per_block / group) x "
+                                 f"lookups_per_thread = {tile} lookups: make it a power of two")
+            if tile > 8192:
+                raise ValueError(f"reordering tiles of {tile} lookups do not fit shared memory; "
+                                 "at most 8192 (lower threads_per_block or lookups_per_thread)")
+        return self
+
+    @property
+    def scheme(self) -> str:
+        """The paper's name of the configured scheme, e.g. ``eo-ks``."""
+        pb = "-pb" if self.pivot_buffer != "none" else ""
+        return f"{self.layout}{pb}-{'ks' if self.search == 'kary' else 'bs'}"
+
+    @property
+    def arity(self) -> int:
+        """K of the search structure: 2 for binary search."""
+        return self.k if self.search == "kary" else 2
+
+
+#: The paper's recommended configuration per scheme (section 5; [AMBIG] choices in the
+#: plugin's docstring). Keys: preset name; values: the fields the preset sets.
+PRESET_PARAMS: dict[str, dict[str, object]] = {
+    "ao-bs": dict(layout="ao", pivot_buffer="none", search="binary", schedule="static",
+                  threads_per_block=128, lookups_per_thread=16, pinning="steps",
+                  reorder="double", memory_layout="soa"),
+    "eo-bs": dict(layout="eo", pivot_buffer="none", search="binary", schedule="static",
+                  threads_per_block=128, lookups_per_thread=16, pinning="none",
+                  reorder="double", memory_layout="soa"),
+    "ao-pb-bs": dict(layout="ao", pivot_buffer="coarse", pb_levels=-3, search="binary",
+                     schedule="static", threads_per_block=128, lookups_per_thread=16,
+                     pinning="none", reorder="double", memory_layout="aos"),
+    "eo-ks": dict(layout="eo", pivot_buffer="none", search="kary", k=9, schedule="dynamic",
+                  threads_per_block=256, lookups_per_thread=1, pinning="none", reorder="none",
+                  memory_layout="soa"),
+    "ao-pb-ks": dict(layout="ao", pivot_buffer="full", search="kary", k=5, schedule="dynamic",
+                     threads_per_block=1024, lookups_per_thread=1, pinning="none",
+                     reorder="none", memory_layout="aos"),
+}
+
+
+_SCHEME_FIELDS = ("layout", "pivot_buffer", "search")
+
+
+def preset_params(preset: str) -> type[LightweightParams]:
+    """The Params model of a preset: the scheme's fields fixed, the others defaulting to the
+    preset's configuration."""
+    from pydantic import create_model
+
+    values = PRESET_PARAMS[preset]
+    fields: dict[str, object] = {}
+    for name, value in values.items():
+        info = LightweightParams.model_fields[name]
+        if name in _SCHEME_FIELDS:
+            fields[name] = (Literal[value],  # type: ignore[valid-type]
+                            Field(default=value, description=f"{info.description} Fixed by "
+                                  f"the preset; use 'lightweight' to change it."))
+        else:
+            fields[name] = (info.annotation, Field(default=value, description=info.description,
+                                                   **_bounds(info)))
+    model = create_model(f"{preset.title().replace('-', '')}Params",  # type: ignore[call-overload]
+                         __base__=LightweightParams, **fields)
+    model.__doc__ = f"Parameters of the preset ``{preset}`` (the lightweight family)."
+    return model  # type: ignore[no-any-return]
+
+
+def _bounds(info: object) -> dict[str, object]:
+    """ge/le/multiple_of of a field, so a preset keeps its base field's limits."""
+    out: dict[str, object] = {}
+    for meta in getattr(info, "metadata", []):
+        for attr in ("ge", "le", "multiple_of"):
+            if getattr(meta, attr, None) is not None:
+                out[attr] = getattr(meta, attr)
+    return out
