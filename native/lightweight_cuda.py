@@ -65,6 +65,8 @@ def eo_ks_locate_group(x, lane, mask, shift, mode, keys, rowids, stride, n, pb, 
         if c < m and base + c < n:
             cand = base + c
         j = j * k + 1 + c
+    if mode == 0:  # no match on the path
+        cand = np.int64(-1)
     return eo_finish(cand, mode, rowids, stride, n, k, pad, h, b)
 
 
