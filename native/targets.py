@@ -147,8 +147,10 @@ class _CupyLaunch:
                 flat += [np.int64(s) for s in a.strides]
             else:
                 flat.append(conv(a))
-        if shared_mem > self._shared_optin:
-            self._function.max_dynamic_shared_size_bytes = shared_mem
+        if shared_mem > self._shared_optin:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            import cupy
+
+            cupy.cuda.driver.funcSetAttribute(self._function.ptr, 8, shared_mem)
             self._shared_optin = shared_mem
         self._function((blocks,), (threads,), flat, stream=stream, shared_mem=shared_mem)
 
