@@ -280,10 +280,10 @@ def runs_coop_item(t, nq, rowids, stride, start, stop, values, use_values, fill,
             out[pos + p - s] = rowids[p * stride]
         else:
             acc += _take(rowids, stride, p, values, use_values)
-    todo = cuda.ballot_sync(full, own < e)
-    while todo != 0:
-        leader = np.int32(cuda.ffs(todo)) - 1
-        todo &= ~(np.uint32(1) << np.uint32(leader))
+    todo = np.int64(cuda.ballot_sync(full, own < e)) & 0xFFFFFFFF
+    for leader in range(32):  # every lane runs the same iterations (todo is the warp's)
+        if (todo >> leader) & 1 == 0:
+            continue
         ls = cuda.shfl_sync(full, own, leader)
         le = cuda.shfl_sync(full, e, leader)
         lbase = cuda.shfl_sync(full, pos - s, leader)
@@ -353,10 +353,10 @@ def eo_scan_coop_item(t, nq, keys, rowids, stride, n, k, pad, lo, hi, values, us
         j = j * k + 1 + c
         level_start += level_slots
         level_slots *= k
-    todo = cuda.ballot_sync(full, handover)
-    while todo != 0:
-        leader = np.int32(cuda.ffs(todo)) - 1
-        todo &= ~(np.uint32(1) << np.uint32(leader))
+    todo = np.int64(cuda.ballot_sync(full, handover)) & 0xFFFFFFFF
+    for leader in range(32):  # every lane runs the same iterations (todo is the warp's)
+        if (todo >> leader) & 1 == 0:
+            continue
         wlo = lo[t - lane + leader]  # the leader's range, read again (no shuffles of keys)
         whi = hi[t - lane + leader]
         ws = cuda.shfl_sync(full, hs, leader)
