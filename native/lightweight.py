@@ -94,6 +94,12 @@ def ao_bs_search(keys, stride, n, x, step0, pin, pa, pbb, ps):  # type: ignore[n
 def ao_bs_locate(x, lane, mask, shift, mode, keys, rowids, stride, n, pb, pbo, levels, k,  # type: ignore[no-untyped-def]
                  chunk, pad, step0, h, b, pin, pa, pbb, ps):
     p = ao_bs_search(keys, stride, n, x, step0, pin, pa, pbb, ps)
+    return ao_bs_finish(p, x, mode, keys, rowids, stride, n)
+
+
+@register_jitable
+def ao_bs_finish(p, x, mode, keys, rowids, stride, n):  # type: ignore[no-untyped-def]
+    """``p = min(lower_bound(x), n - 1)`` as the locate functions' result."""
     kv = keys[p * stride]
     if mode == 0:
         if kv == x:
@@ -163,6 +169,16 @@ def eo_finish(slot, mode, rowids, stride, n, k, pad, h, b):  # type: ignore[no-u
     if slot < 0:
         return n
     return eo_source(slot, n, k, h, b)
+
+
+@register_jitable
+def eo_lb_finish(cand, x, mode, keys, rowids, stride, n, pad, h, b):  # type: ignore[no-untyped-def]
+    """The binary-EO slot of the first key >= x (-1: none) as the locate functions' result."""
+    if mode == 0:
+        if cand >= 0 and keys[(cand + pad) * stride] == x:
+            return np.int64(rowids[(cand + pad) * stride])
+        return np.int64(-1)
+    return eo_finish(cand, mode, rowids, stride, n, 2, pad, h, b)
 
 
 @register_jitable

@@ -27,6 +27,7 @@ This module imports ``numba.cuda``; only indexes on the ``cuda`` device import i
 from __future__ import annotations
 
 import functools
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,15 @@ from numba.extending import register_jitable
 
 from .coop import group_of, vote
 from .eytzinger import eo_source
-from .lightweight import SCHEMES, eo_finish, front_key, pb_finish
+from .lightweight import (
+    SCHEMES,
+    ao_bs_finish,
+    ao_key,
+    eo_finish,
+    eo_lb_finish,
+    front_key,
+    pb_finish,
+)
 from .targets import BlockKernel, Kernel
 
 __all__ = ["EO_SCAN_COOP", "GROUP_LOCATE", "RUNS_COOP", "driver"]
@@ -181,19 +190,7 @@ def lw_driver(nq, q, out, miss, mode, keys, rowids, stride, n, pb, pbo, levels, 
                     cuda.syncthreads()
                     half >>= 1
                 width <<= 1
-            for r in range(R):
-                e = g * R + r
-                li = np.int64(sidx[e])
-                j = base + li
-                if j < nq:
-                    res = locate(skeys[e], lane, mask, shift, mode, keys, rowids, stride, n, pb,
-                                 pbo, levels, k, chunk, pad, step0, h, b, pin, pa, pbb, ps)
-                    if lane == 0:
-                        if REORDER == 2:
-                            sres[li] = res
-                        else:
-                            emit(out, j, res, miss, mode)
-            cuda.syncthreads()
+{SORTED}            cuda.syncthreads()
             if REORDER == 2:
                 for e in range(tid, tile, nthreads):
                     j = base + e
@@ -201,14 +198,7 @@ def lw_driver(nq, q, out, miss, mode, keys, rowids, stride, n, pb, pbo, levels, 
                         emit(out, j, sres[e], miss, mode)
                 cuda.syncthreads()
         else:
-            for r in range(R):
-                j = base + r * groups + g
-                if j < nq:
-                    res = locate(q[j], lane, mask, shift, mode, keys, rowids, stride, n, pb, pbo,
-                                 levels, k, chunk, pad, step0, h, b, pin, pa, pbb, ps)
-                    if lane == 0:
-                        emit(out, j, res, miss, mode)
-        base += cuda.gridDim.x * tile
+{PLAIN}        base += cuda.gridDim.x * tile
 """
 
 
@@ -226,6 +216,165 @@ def _lane_of(group: int) -> Any:
         _, lane, mask, shift = group_of(np.int64(tid), group)
         return np.int64(lane), mask, shift
     return lane_of
+
+
+_ONE_BY_ONE_SORTED = """            for r in range(R):
+                e = g * R + r
+                li = np.int64(sidx[e])
+                j = base + li
+                if j < nq:
+                    res = locate(skeys[e], lane, mask, shift, mode, keys, rowids, stride, n, pb,
+                                 pbo, levels, k, chunk, pad, step0, h, b, pin, pa, pbb, ps)
+                    if lane == 0:
+                        if REORDER == 2:
+                            sres[li] = res
+                        else:
+                            emit(out, j, res, miss, mode)
+"""
+_ONE_BY_ONE_PLAIN = """            for r in range(R):
+                j = base + r * groups + g
+                if j < nq:
+                    res = locate(q[j], lane, mask, shift, mode, keys, rowids, stride, n, pb, pbo,
+                                 levels, k, chunk, pad, step0, h, b, pin, pa, pbb, ps)
+                    if lane == 0:
+                        emit(out, j, res, miss, mode)
+"""
+
+# Interleaved searches: R lookups of one thread advance step by step together, so R loads are in
+# flight at once (the point of the paper's "lookup registers"). Lines holding {r} are repeated
+# for r = 0 .. R-1 (explicit variables, so they live in registers).
+_LOAD_SORTED = """
+                e{r} = g * R + {r}
+                li{r} = np.int64(sidx[e{r}])
+                j{r} = base + li{r}
+                x{r} = skeys[e{r}]
+"""
+_LOAD_PLAIN = """
+                j{r} = base + {r} * groups + g
+                x{r} = q[j{r}] if j{r} < nq else KMAX
+"""
+_STORE_SORTED = """
+                if j{r} < nq:
+                    if REORDER == 2:
+                        sres[li{r}] = res{r}
+                    else:
+                        emit(out, j{r}, res{r}, miss, mode)
+"""
+_STORE_PLAIN = """
+                if j{r} < nq:
+                    emit(out, j{r}, res{r}, miss, mode)
+"""
+_SEARCH = {
+    "ao-bs": """
+                o{r} = n - 1
+                step = step0
+                while step > 0:
+                    if step <= o{r}:
+                        if ao_key(keys, stride, n, o{r} - step, pin, pa, pbb, ps) >= x{r}:
+                            o{r} -= step
+                    step >>= 1
+                res{r} = ao_bs_finish(o{r}, x{r}, mode, keys, rowids, stride, n)
+""",
+    "eo-bs": """
+                c{r} = np.int64(-1)
+                t{r} = np.int64(0)
+                while True:
+                    more = False
+                    if t{r} < n:
+                        kv = front_key(keys, stride, t{r} + pad, pin, pa)
+                        if kv >= x{r}:
+                            c{r} = t{r}
+                        t{r} = 2 * t{r} + (1 if kv >= x{r} else 2)
+                        more = True
+                    if not more:
+                        break
+                res{r} = eo_lb_finish(c{r}, x{r}, mode, keys, rowids, stride, n, pad, h, b)
+""",
+    "ao-pb-bs": """
+                t{r} = np.int64(0)
+                for lvl in range(levels):
+                    t{r} = 2 * t{r} + (1 if front_key(pb, 1, pbo[lvl] + t{r}, pin, pa) < x{r} else 0)
+                lo{r} = t{r} * chunk
+                hi{r} = min(lo{r} + chunk, n)
+                while True:
+                    more = False
+                    if lo{r} < hi{r}:
+                        mid = (lo{r} + hi{r}) >> 1
+                        if keys[mid * stride] < x{r}:
+                            lo{r} = mid + 1
+                        else:
+                            hi{r} = mid
+                        more = True
+                    if not more:
+                        break
+                res{r} = pb_finish(lo{r}, x{r}, mode, keys, rowids, stride, n)
+""",
+}
+
+
+INTERLEAVED_HELPERS = {"ao_key": ao_key, "front_key": front_key, "ao_bs_finish": ao_bs_finish,
+                       "eo_lb_finish": eo_lb_finish, "pb_finish": pb_finish}
+
+
+def _repeat(block: str, per_thread: int) -> str:
+    return "".join(block.replace("{r}", str(r)) for r in range(per_thread))
+
+
+def _interleaved(scheme: str, per_thread: int, sorted_tile: bool) -> str:
+    """The driver's per-tile part for R interleaved binary searches of one thread."""
+    search = _SEARCH[scheme]
+    if scheme == "ao-bs":  # one loop over the steps, every lookup inside it
+        body = (_repeat("\n                o{r} = n - 1", per_thread) + "\n                step = step0"
+                "\n                while step > 0:"
+                + _repeat("""
+                    if step <= o{r}:
+                        if ao_key(keys, stride, n, o{r} - step, pin, pa, pbb, ps) >= x{r}:
+                            o{r} -= step""", per_thread)
+                + "\n                    step >>= 1"
+                + _repeat("\n                res{r} = ao_bs_finish(o{r}, x{r}, mode, keys, rowids, "
+                          "stride, n)", per_thread) + "\n")
+    else:
+        body = _interleave_loops(search, per_thread)
+    load = _LOAD_SORTED if sorted_tile else _LOAD_PLAIN
+    store = _STORE_SORTED if sorted_tile else _STORE_PLAIN
+    code = _repeat(load, per_thread) + body + _repeat(store, per_thread)
+    return textwrap.indent(textwrap.dedent(code).strip("\n"), " " * 12) + "\n"
+
+
+def _interleave_loops(search: str, per_thread: int) -> str:
+    """EO and PB searches: per-lookup statements repeated; a ``while True`` loop runs every
+    lookup's step in one iteration and stops when none moved."""
+    out: list[str] = []
+    lines = search.strip("\n").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.strip() == "while True:":
+            block = []
+            i += 1
+            while i < len(lines) and (lines[i].startswith(" " * 20) or not lines[i].strip()):
+                block.append(lines[i])
+                i += 1
+            first, rest = block[0], block[1:]
+            brk = [b for b in rest if b.strip() in ("if not more:", "break")]
+            step = [b for b in rest if b not in brk]
+            out.append(line)
+            out.append(first)
+            for r in range(per_thread):
+                out += [b.replace("{r}", str(r)) for b in step]
+            out += brk
+            continue
+        if line.strip().startswith("for lvl in range(levels):"):
+            out.append(line)
+            body = lines[i + 1]
+            for r in range(per_thread):
+                out.append(body.replace("{r}", str(r)))
+            i += 2
+            continue
+        for r in range(per_thread):
+            out.append(line.replace("{r}", str(r)))
+        i += 1
+    return "\n" + "\n".join(out) + "\n"
 
 
 @functools.cache
@@ -249,7 +398,14 @@ def driver(scheme: str, group: int, per_thread: int, reorder: int, pin: bool,
         "G": group, "R": per_thread, "REORDER": reorder, "PIN": pin, "locate": locate,
         "fill": FILL[scheme], "lane_of": _lane_of(group), "emit": emit,
     }
-    return BlockKernel("lw_driver", _DRIVER, namespace)
+    if group == 1 and per_thread > 1:  # R searches interleaved, in registers
+        source = _DRIVER.replace("{SORTED}", _interleaved(scheme, per_thread, True)).replace(
+            "{PLAIN}", _interleaved(scheme, per_thread, False))
+        namespace.update(INTERLEAVED_HELPERS)
+    else:
+        source = _DRIVER.replace("{SORTED}", _ONE_BY_ONE_SORTED).replace("{PLAIN}",
+                                                                         _ONE_BY_ONE_PLAIN)
+    return BlockKernel("lw_driver", source, namespace)
 
 
 # ------------------------------------------------------------------ multi-threaded range scans

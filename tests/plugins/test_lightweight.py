@@ -213,7 +213,7 @@ SIMULATOR = textwrap.dedent("""
     import numpy as np, indexzoo
     from indexzoo.native import lightweight as lw
     rng = np.random.default_rng(3)
-    configs = [("dynamic", 1, "none", "none", "soa"), ("static", 2, "double", "steps", "aos"),
+    configs = [("dynamic", 1, "none", "none", "soa"), ("static", 2, "double", "steps", "aos"), ("dynamic", 4, "none", "none", "aos"),
                ("dynamic", 2, "single", "full", "soa"), ("static", 1, "double", "full", "aos")]
     for dtype in (np.uint32, np.uint64):
         keys = rng.integers(0, 300, 100).astype(dtype)
@@ -225,7 +225,10 @@ SIMULATOR = textwrap.dedent("""
                                         pinning=pin, pinning_bytes=24 * np.dtype(dtype).itemsize,
                                         memory_layout=ml).build(keys)
                 assert index._pin_sizes(0)[0] > 0 or pin == "none"
-                for mode, dt in ((np.int64(0), index.rowid_dtype), (np.int64(1), np.int64)):
+                modes = [(np.int64(1), np.int64), (np.int64(2), index.rowid_dtype)]
+                if name != "eo-bs":  # interleaved EO searches skip the early exit: another copy
+                    modes.append((np.int64(0), index.rowid_dtype))
+                for mode, dt in modes:
                     got, want = np.empty(q.shape[0], dt), np.empty(q.shape[0], dt)
                     index._drive(q, got, mode)  # the GPU driver, under the simulator
                     lw.LOCATE_CPU[index.params.scheme]("cpu", q.shape[0], q, want, index.miss,
