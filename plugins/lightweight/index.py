@@ -180,7 +180,7 @@ class LightweightIndex(GpuIndex):
         nq = int(x.shape[0])
         blocks = -(-nq // tile)
         if p.schedule == "static":
-            blocks = min(blocks, hardware(self.device).sm_count)
+            blocks = min(blocks, hardware(self.device).sm_count * p.blocks_per_sm)
         kernel = driver(p.scheme, group, p.lookups_per_thread, reorder, bool(pa + pbb),
                         str(kdt))
         del kb

@@ -40,6 +40,9 @@ class LightweightParams(KernelParams):
         default="dynamic",
         description="dynamic: one block per tile of lookups; static: one block per SM, looping "
                     "over tiles (the number of SMs is read from the device) [§4.1].")
+    blocks_per_sm: int = Field(
+        default=1, ge=1, le=32,
+        description="Static scheduling: blocks per SM (the paper: 1, i.e. as many blocks as SMs).")
     lookups_per_thread: Literal[1, 2, 4, 8, 16, 32] = Field(
         default=1, description="Lookups each thread (K-ary: each group) holds and answers [§4.1].")
     pinning: Literal["none", "steps", "full"] = Field(
