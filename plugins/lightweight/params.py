@@ -97,23 +97,25 @@ class LightweightParams(KernelParams):
         return self.k if self.search == "kary" else 2
 
 
-#: The paper's recommended configuration per scheme (section 5; [AMBIG] choices in the
-#: plugin's docstring). Keys: preset name; values: the fields the preset sets.
+#: Each scheme's defaults: the option values that measured best on an H200 for 2^26 uniform
+#: uint64 keys and 2^27 random hits (``docs/plugins/lightweight.md`` has the sweep, and the
+#: paper's RTX 4090 settings, which are all still available: e.g. ``schedule="static",
+#: threads_per_block=128, lookups_per_thread=16, pinning="steps", reorder="double"`` for AO+BS).
 PRESET_PARAMS: dict[str, dict[str, object]] = {
-    "ao-bs": dict(layout="ao", pivot_buffer="none", search="binary", schedule="static",
-                  threads_per_block=128, lookups_per_thread=16, pinning="steps",
+    "ao-bs": dict(layout="ao", pivot_buffer="none", search="binary", schedule="dynamic",
+                  threads_per_block=256, lookups_per_thread=1, pinning="none",
                   reorder="double", memory_layout="soa"),
-    "eo-bs": dict(layout="eo", pivot_buffer="none", search="binary", schedule="static",
-                  threads_per_block=128, lookups_per_thread=16, pinning="none",
-                  reorder="double", memory_layout="soa"),
+    "eo-bs": dict(layout="eo", pivot_buffer="none", search="binary", schedule="dynamic",
+                  threads_per_block=256, lookups_per_thread=1, pinning="none",
+                  reorder="none", memory_layout="soa"),
     "ao-pb-bs": dict(layout="ao", pivot_buffer="coarse", pb_levels=-3, search="binary",
-                     schedule="static", threads_per_block=128, lookups_per_thread=16,
-                     pinning="none", reorder="double", memory_layout="aos"),
-    "eo-ks": dict(layout="eo", pivot_buffer="none", search="kary", k=9, schedule="dynamic",
-                  threads_per_block=256, lookups_per_thread=1, pinning="none", reorder="none",
+                     schedule="static", blocks_per_sm=4, threads_per_block=256,
+                     lookups_per_thread=1, pinning="none", reorder="none", memory_layout="aos"),
+    "eo-ks": dict(layout="eo", pivot_buffer="none", search="kary", k=5, schedule="dynamic",
+                  threads_per_block=128, lookups_per_thread=1, pinning="none", reorder="none",
                   memory_layout="soa"),
     "ao-pb-ks": dict(layout="ao", pivot_buffer="full", search="kary", k=5, schedule="dynamic",
-                     threads_per_block=1024, lookups_per_thread=1, pinning="none",
+                     threads_per_block=128, lookups_per_thread=1, pinning="none",
                      reorder="none", memory_layout="aos"),
 }
 
