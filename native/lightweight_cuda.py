@@ -224,7 +224,7 @@ _ONE_BY_ONE_SORTED = """            for r in range(R):
                 j = base + li
                 if j < nq:
                     res = locate(skeys[e], lane, mask, shift, mode, keys, rowids, stride, n, pb,
-                                 pbo, levels, k, chunk, pad, step0, h, b, pin, pa, pbb, ps)
+                                 pbo, levels, KARY, chunk, pad, step0, h, b, pin, pa, pbb, ps)
                     if lane == 0:
                         if REORDER == 2:
                             sres[li] = res
@@ -235,7 +235,7 @@ _ONE_BY_ONE_PLAIN = """            for r in range(R):
                 j = base + r * groups + g
                 if j < nq:
                     res = locate(q[j], lane, mask, shift, mode, keys, rowids, stride, n, pb, pbo,
-                                 levels, k, chunk, pad, step0, h, b, pin, pa, pbb, ps)
+                                 levels, KARY, chunk, pad, step0, h, b, pin, pa, pbb, ps)
                     if lane == 0:
                         emit(out, j, res, miss, mode)
 """
@@ -395,7 +395,8 @@ def driver(scheme: str, group: int, per_thread: int, reorder: int, pin: bool,
     namespace = {
         "np": np, "KDT": types.uint64 if kdt == np.uint64 else types.uint32,
         "IDT": types.uint32, "RDT": types.int64, "KMAX": kdt.type(np.iinfo(kdt).max),
-        "G": group, "R": per_thread, "REORDER": reorder, "PIN": pin, "locate": locate,
+        "G": group, "KARY": group + 1 if group > 1 else 2,  # K as a compile-time constant
+        "R": per_thread, "REORDER": reorder, "PIN": pin, "locate": locate,
         "fill": FILL[scheme], "lane_of": _lane_of(group), "emit": emit,
     }
     if group == 1 and per_thread > 1:  # R searches interleaved, in registers

@@ -129,8 +129,15 @@ class LightweightIndex(GpuIndex):
         self.pivot_plan = None
         if p.pivot_buffer == "none":
             return
-        chunk = full_chunk(self._k) if p.pivot_buffer == "full" else \
-            chunk_for_levels(n, self._k, p.pb_levels)
+        if p.pivot_buffer == "full":
+            chunk = full_chunk(self._k)
+        elif p.pb_levels is None:  # chunks of one 128-byte line: keys (SoA) or pairs (AoS)
+            entry = self._keys.dtype.itemsize * self._stride
+            chunk = full_chunk(self._k)
+            while chunk * self._k * entry <= 128:
+                chunk *= self._k
+        else:
+            chunk = chunk_for_levels(n, self._k, p.pb_levels)
         plan = pb_plan(n, self._k, chunk)
         self.pivot_plan = plan
         self._levels, self._chunk = plan.levels, plan.chunk

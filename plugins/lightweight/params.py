@@ -27,10 +27,12 @@ class LightweightParams(KernelParams):
         default="none",
         description="Pivot buffer over the ascending array (ao only) [§3.3, §4.5]: full = every "
                     "level down to chunks of K-1 keys (2 for K=2); coarse = the top pb_levels.")
-    pb_levels: int = Field(
-        default=-3, ge=-40, le=64,
+    pb_levels: int | None = Field(
+        default=None, ge=-40, le=64,
         description="Coarse pivot buffer: materialised levels L (> 0), or all but -L bottom "
-                    "levels of the full buffer (<= 0; -3 is the paper's 24 of 27 levels).")
+                    "levels of the full buffer (<= 0; the paper's 24 of 27 levels at 2^28 keys "
+                    "is -3); None: the coarsest buffer whose chunks fit one 128-byte cache line "
+                    "(§4.5).")
     search: Literal["binary", "kary"] = Field(
         default="binary", description="binary search, or K-ary search by groups of K-1 threads [§3.4].")
     k: KValue = Field(
@@ -108,7 +110,7 @@ PRESET_PARAMS: dict[str, dict[str, object]] = {
     "eo-bs": dict(layout="eo", pivot_buffer="none", search="binary", schedule="dynamic",
                   threads_per_block=256, lookups_per_thread=1, pinning="none",
                   reorder="none", memory_layout="soa"),
-    "ao-pb-bs": dict(layout="ao", pivot_buffer="coarse", pb_levels=-3, search="binary",
+    "ao-pb-bs": dict(layout="ao", pivot_buffer="coarse", pb_levels=None, search="binary",
                      schedule="static", blocks_per_sm=4, threads_per_block=256,
                      lookups_per_thread=1, pinning="none", reorder="none", memory_layout="aos"),
     "eo-ks": dict(layout="eo", pivot_buffer="none", search="kary", k=5, schedule="dynamic",
