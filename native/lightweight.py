@@ -191,7 +191,11 @@ def eo_bs_locate(x, lane, mask, shift, mode, keys, rowids, stride, n, pb, pbo, l
 @register_jitable
 def eo_ks_locate(x, lane, mask, shift, mode, keys, rowids, stride, n, pb, pbo, levels, k,  # type: ignore[no-untyped-def]
                  chunk, pad, step0, h, b, pin, pa, pbb, ps):
-    slot = eo_ks_search(keys, stride, n, k, x, pad, mode, pin, pa)
+    slot = eo_ks_search(keys, stride, n, k, x, pad, 1, pin, pa)  # the lower bound, like the GPU
+    if mode == 0:
+        if slot < 0 or keys[(slot + pad) * stride] != x:
+            return np.int64(-1)
+        return np.int64(rowids[(slot + pad) * stride])
     return eo_finish(slot, mode, rowids, stride, n, k, pad, h, b)
 
 

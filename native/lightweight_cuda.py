@@ -3,8 +3,10 @@ the lookup driver that applies the paper's optimisations, and the multi-threaded
 
 * **K-ary search** [paper §3.4]: one lookup per group of K-1 adjacent threads; lane ``l`` loads
   pivot ``l`` of the node, the group votes (``ballot_sync``, masked to the group) on
-  ``pivot < x`` and the popcount is the child. The CPU twins (``eo_ks_locate``,
-  ``pb_ks_locate`` in ``lightweight.py``) give the same results one thread at a time.
+  ``pivot < x`` and the popcount is the child. EO+KS descends to the lower bound without the
+  early exit (one vote per node instead of two) and checks it. The CPU twins
+  (``eo_ks_locate``, ``pb_ks_locate`` in ``lightweight.py``) give the same results one thread
+  at a time.
 * **Driver** (:func:`driver`): a block kernel generated per (scheme, group size G, lookups per
   thread R, reordering, pinning, key dtype):
 
@@ -66,16 +68,13 @@ def eo_ks_locate_group(x, lane, mask, shift, mode, keys, rowids, stride, n, pb, 
         exists = s < n
         kv = front_key(keys, stride, s + pad, pin, pa) if exists else keys[0]
         c = np.int64(cuda.popc(vote(mask, shift, exists and kv < x)))
-        if mode == 0:
-            eq = vote(mask, shift, exists and kv == x)
-            if eq != 0:
-                return eo_finish(base + np.int64(cuda.ffs(eq)) - 1, mode, rowids, stride, n, k,
-                                 pad, h, b)
         if c < m and base + c < n:
             cand = base + c
         j = j * k + 1 + c
-    if mode == 0:  # no match on the path
-        cand = np.int64(-1)
+    if mode == 0:  # no early exit (one vote per node instead of two): check the lower bound
+        if cand < 0 or keys[(cand + pad) * stride] != x:
+            return np.int64(-1)
+        return np.int64(rowids[(cand + pad) * stride])
     return eo_finish(cand, mode, rowids, stride, n, k, pad, h, b)
 
 

@@ -134,7 +134,10 @@ def preset_params(preset: str) -> type[LightweightParams]:
     fields: dict[str, object] = {}
     for name, value in values.items():
         info = LightweightParams.model_fields[name]
-        if name in _SCHEME_FIELDS:
+        if name == "pivot_buffer" and value != "none":  # full or coarse: both AO+PB
+            fields[name] = (Literal["full", "coarse"],
+                            Field(default=value, description=info.description))
+        elif name in _SCHEME_FIELDS:
             fields[name] = (Literal[value],  # type: ignore[valid-type]
                             Field(default=value, description=f"{info.description} Fixed by "
                                   f"the preset; use 'lightweight' to change it."))
