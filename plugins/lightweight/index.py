@@ -367,7 +367,7 @@ PRESETS: dict[str, type[LightweightIndex]] = {
     "eo-bs": _preset_class("eo-bs", "M2 EO+BS: Eytzinger order, binary search with early "
                                     "exit."),
     "ao-pb-bs": _preset_class("ao-pb-bs", "M3 AO+PB+BS: ascending order under a coarse binary "
-                                          "pivot buffer (24 of 27 levels at 2^28 keys), AoS."),
+                                          "pivot buffer (chunks of one 128-byte line), AoS."),
     "eo-ks": _preset_class("eo-ks", "M4 EO+KS: K-ary Eytzinger order searched by groups of K-1 "
                                     "threads (K=5), dynamic scheduling."),
     "ao-pb-ks": _preset_class("ao-pb-ks", "M5 AO+PB+KS: ascending order under a K-ary pivot "
