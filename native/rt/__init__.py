@@ -1,0 +1,1 @@
+"""Software ray tracing: a BVH over primitive bounds and one-source traversal kernels."""
