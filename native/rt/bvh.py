@@ -181,18 +181,18 @@ def _node_bounds(xp: Any, lo: Any, hi: Any, order: Any, n_leaves: int,
     first = n_leaves - 1
     buf.fill(np.inf)
     buf[:n] = lo[order]
-    xp.min(buf.reshape(n_leaves, leaf_size, 3), axis=1, out=node_lo[first:])
+    node_lo[first:] = buf.reshape(n_leaves, leaf_size, 3).min(axis=1)  # no out=: breaks CuPy 14 CUB
     buf.fill(-np.inf)
     buf[:n] = hi[order]
-    xp.max(buf.reshape(n_leaves, leaf_size, 3), axis=1, out=node_hi[first:])
+    node_hi[first:] = buf.reshape(n_leaves, leaf_size, 3).max(axis=1)
     peak = int(order.nbytes) + 2 * int(node_lo.nbytes) + int(buf.nbytes) + 12 * n
     del buf
     width = n_leaves // 2  # nodes on the level being filled: [width - 1, 2 * width - 1)
     while width >= 1:
         start, stop = width - 1, 2 * width - 1
         kids = slice(stop, 2 * stop + 1)  # children 2j+1, 2j+2 of the whole level, pairwise
-        xp.min(node_lo[kids].reshape(width, 2, 3), axis=1, out=node_lo[start:stop])
-        xp.max(node_hi[kids].reshape(width, 2, 3), axis=1, out=node_hi[start:stop])
+        node_lo[start:stop] = node_lo[kids].reshape(width, 2, 3).min(axis=1)
+        node_hi[start:stop] = node_hi[kids].reshape(width, 2, 3).max(axis=1)
         width //= 2
     return node_lo, node_hi, peak
 
