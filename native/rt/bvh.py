@@ -5,10 +5,12 @@ Design
 The build takes the primitives' bounds ``lo``, ``hi`` (float32, shape ``(N, 3)``) and runs the
 same array code on NumPy (CPU) and CuPy (GPU):
 
-1. **Morton codes.** Each primitive's centroid is quantised, per axis, to 21 bits inside the
-   bounds of all centroids (``2**21`` equal cells, the maximum clamped into the last) and the
-   three axes are bit-interleaved ("spread bits" with shifts
-   and masks on uint64 arrays) into a 63-bit code: x owns bits ``3k+2``, y ``3k+1``, z ``3k``.
+1. **Morton codes.** Each primitive's centroid is quantised to 21 bits per axis with one cubic
+   cell size for all axes (``2**21`` cells along the longest extent of the centroids' bounds,
+   the maximum clamped into the last; a short axis uses only its low bits, so the top of the
+   tree splits long axes first, as a surface-area heuristic would) and the three axes are
+   bit-interleaved ("spread bits" with shifts and masks on uint64 arrays) into a 63-bit code:
+   x owns bits ``3k+2``, y ``3k+1``, z ``3k``.
    An axis with zero (or non-finite) extent maps to 0, so flat and coincident scenes never
    divide by zero; anything that would be NaN is clamped to 0.
 2. **Sort.** A stable argsort of the codes (NumPy's ``kind="stable"``; CuPy's argsort, a CUB
@@ -135,19 +137,29 @@ def _spread(x: Any) -> Any:
 
 
 def _morton(xp: Any, lo: Any, hi: Any) -> Any:
+    """Cubic cells: every axis is quantised with the same cell size (the largest centroid extent
+    over 2^21), so an axis with a small extent only varies in the low bits of its code and the
+    top of the tree splits the long axes first. (Per-axis cells would split a short axis as
+    often as a long one: for RX's 23/23/18-bit keys and z-perpendicular rays every z split near
+    the root sends a ray into both children, some 2^8 leaves per ray at 2^26 keys.)"""
     n = int(lo.shape[0])
     codes = xp.zeros(n, dtype=xp.uint64)
     if n == 0:
         return codes
+    mins, extents = [], []
+    for axis in range(3):
+        c = (lo[:, axis].astype(xp.float64) + hi[:, axis]) * 0.5
+        cmin, cmax = float(c.min()), float(c.max())
+        mins.append(cmin)
+        extents.append(cmax - cmin if math.isfinite(cmax - cmin) else 0.0)
+    extent = max(extents)
+    scale = _CELLS / extent if extent > 0 and math.isfinite(extent) else 0.0
     for axis in range(3):
         c = lo[:, axis].astype(xp.float64)
         c += hi[:, axis]
         c *= 0.5
-        cmin, cmax = float(c.min()), float(c.max())
-        extent = cmax - cmin
-        scale = _CELLS / extent if extent > 0 and math.isfinite(extent) else 0.0
-        c -= cmin
-        c *= scale
+        c -= mins[axis]
+        c *= scale if extents[axis] > 0 else 0.0
         xp.fmax(c, 0.0, out=c)  # fmax/fmin drop NaN (inf - inf, inf * 0): such axes map to 0
         xp.fmin(c, _QMAX, out=c)
         q = c.astype(xp.uint64)
@@ -158,8 +170,8 @@ def _morton(xp: Any, lo: Any, hi: Any) -> Any:
 
 
 def morton_codes(lo: Any, hi: Any) -> Any:
-    """63-bit Morton codes (uint64, shape ``(N,)``) of the boxes' centroids, each axis
-    quantised to 21 bits inside the centroids' bounds (a flat axis maps to 0)."""
+    """63-bit Morton codes (uint64, shape ``(N,)``) of the boxes' centroids, quantised to 2^21
+    cubic cells along the longest axis of the centroids' bounds (a flat axis maps to 0)."""
     xp, lo, hi, _ = _as_bounds(lo, hi)
     return _morton(xp, lo, hi)
 
