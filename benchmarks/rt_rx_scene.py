@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
+
+from indexzoo.timing import time_call
 
 
 def main() -> None:
@@ -31,30 +32,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.device == "cuda":
         import cupy as xp
-
-        def timer(fn):  # type: ignore[no-untyped-def]
-            fn()
-            xp.cuda.Device().synchronize()
-            ts = []
-            for _ in range(3):
-                a, b = xp.cuda.Event(), xp.cuda.Event()
-                a.record()
-                fn()
-                b.record()
-                b.synchronize()
-                ts.append(xp.cuda.get_elapsed_time(a, b) / 1e3)
-            return float(np.median(ts))
     else:
         xp = np
 
-        def timer(fn):  # type: ignore[no-untyped-def]
-            fn()
-            ts = []
-            for _ in range(3):
-                t = time.perf_counter()
-                fn()
-                ts.append(time.perf_counter() - t)
-            return float(np.median(ts))
+    def timer(fn):  # type: ignore[no-untyped-def]
+        return time_call(fn, args.device, repeats=3).median
 
     from indexzoo.native.rt import geometry as geo
     from indexzoo.native.rt.trace import TERMINATE_ON_FIRST_HIT, build_gas, trace

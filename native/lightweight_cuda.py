@@ -36,8 +36,7 @@ import numpy as np
 from numba import cuda
 from numba.extending import register_jitable
 
-from .coop import group_of, vote
-from .eytzinger import eo_source
+from .coop import group_of, group_sum, vote
 from .lightweight import (
     SCHEMES,
     ao_bs_finish,
@@ -263,17 +262,7 @@ _STORE_PLAIN = """
                 if j{r} < nq:
                     emit(out, j{r}, res{r}, miss, mode)
 """
-_SEARCH = {
-    "ao-bs": """
-                o{r} = n - 1
-                step = step0
-                while step > 0:
-                    if step <= o{r}:
-                        if ao_key(keys, stride, n, o{r} - step, pin, pa, pbb, ps) >= x{r}:
-                            o{r} -= step
-                    step >>= 1
-                res{r} = ao_bs_finish(o{r}, x{r}, mode, keys, rowids, stride, n)
-""",
+_SEARCH = {  # ao-bs: one loop over the steps, generated in _interleaved
     "eo-bs": """
                 c{r} = np.int64(-1)
                 t{r} = np.int64(0)
@@ -321,7 +310,6 @@ def _repeat(block: str, per_thread: int) -> str:
 
 def _interleaved(scheme: str, per_thread: int, sorted_tile: bool) -> str:
     """The driver's per-tile part for R interleaved binary searches of one thread."""
-    search = _SEARCH[scheme]
     if scheme == "ao-bs":  # one loop over the steps, every lookup inside it
         body = (_repeat("\n                o{r} = n - 1", per_thread) + "\n                step = step0"
                 "\n                while step > 0:"
@@ -333,7 +321,7 @@ def _interleaved(scheme: str, per_thread: int, sorted_tile: bool) -> str:
                 + _repeat("\n                res{r} = ao_bs_finish(o{r}, x{r}, mode, keys, rowids, "
                           "stride, n)", per_thread) + "\n")
     else:
-        body = _interleave_loops(search, per_thread)
+        body = _interleave_loops(_SEARCH[scheme], per_thread)
     load = _LOAD_SORTED if sorted_tile else _LOAD_PLAIN
     store = _STORE_SORTED if sorted_tile else _STORE_PLAIN
     code = _repeat(load, per_thread) + body + _repeat(store, per_thread)
@@ -450,10 +438,7 @@ def runs_coop_item(t, nq, rowids, stride, start, stop, values, use_values, fill,
             else:
                 part += _take(rowids, stride, p, values, use_values)
         if not fill:
-            off = 16
-            while off > 0:
-                part += np.uint64(cuda.shfl_xor_sync(full, np.int64(part), off))
-                off >>= 1
+            part = group_sum(part, full, 32)
             if lane == leader:
                 acc += part
     if active and not fill:
@@ -555,10 +540,7 @@ def eo_scan_coop_item(t, nq, keys, rowids, stride, n, k, pad, lo, hi, values, us
                 c2 += 1
             ws += c2
         if not fill:
-            off = 16
-            while off > 0:
-                part += np.uint64(cuda.shfl_xor_sync(full, np.int64(part), off))
-                off >>= 1
+            part = group_sum(part, full, 32)
             if lane == leader:
                 acc += part
     if active and not fill:
@@ -568,4 +550,3 @@ def eo_scan_coop_item(t, nq, keys, rowids, stride, n, k, pad, lo, hi, values, us
 RUNS_COOP = Kernel(runs_coop_item)
 EO_SCAN_COOP = Kernel(eo_scan_coop_item)
 
-_ = eo_source  # the rank of an EO slot (used through eo_finish)

@@ -380,27 +380,21 @@ def _brute_force(kind, data, radius, org, dirs, tmin, tmax):  # type: ignore[no-
     return best_t, best_p, best_f
 
 
+@register_jitable
+def _hits(kind, data, radius, p, org, dirs, tmin, tmax, i):  # type: ignore[no-untyped-def]
+    """Whether ray ``i`` hits primitive ``p`` (the oracle's test, shared by count and fill)."""
+    t, _ = hit_primitive(kind, data, radius, p, org[i, 0], org[i, 1], org[i, 2], dirs[i, 0],
+                         dirs[i, 1], dirs[i, 2], tmin[i], tmax[i])
+    return t < np.inf
+
+
 @njit(parallel=True, cache=False)
 def _count_hits(kind, data, radius, org, dirs, tmin, tmax):  # type: ignore[no-untyped-def]
     counts = np.zeros(org.shape[0], np.int64)
     for i in prange(org.shape[0]):
         c = 0
         for p in range(data.shape[0]):
-            t, _ = hit_primitive(
-                kind,
-                data,
-                radius,
-                p,
-                org[i, 0],
-                org[i, 1],
-                org[i, 2],
-                dirs[i, 0],
-                dirs[i, 1],
-                dirs[i, 2],
-                tmin[i],
-                tmax[i],
-            )
-            if t < np.inf:
+            if _hits(kind, data, radius, p, org, dirs, tmin, tmax, i):
                 c += 1
         counts[i] = c
     return counts
@@ -411,21 +405,7 @@ def _fill_hits(kind, data, radius, org, dirs, tmin, tmax, offsets, out):  # type
     for i in prange(org.shape[0]):
         j = offsets[i]
         for p in range(data.shape[0]):
-            t, _ = hit_primitive(
-                kind,
-                data,
-                radius,
-                p,
-                org[i, 0],
-                org[i, 1],
-                org[i, 2],
-                dirs[i, 0],
-                dirs[i, 1],
-                dirs[i, 2],
-                tmin[i],
-                tmax[i],
-            )
-            if t < np.inf:
+            if _hits(kind, data, radius, p, org, dirs, tmin, tmax, i):
                 out[j] = p
                 j += 1
 

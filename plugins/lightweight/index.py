@@ -180,7 +180,6 @@ class LightweightIndex(GpuIndex):
         group = p.k - 1 if p.search == "kary" else 1
         threads = p.threads_per_block
         tile = threads // group * p.lookups_per_thread
-        kb = int(self._keys.dtype.itemsize) if self._stride == 1 else int(self._pb.dtype.itemsize)
         kdt = self._pin_dtype()
         reorder = {"none": 0, "single": 1, "double": 2}[p.reorder]
         sort_bytes = 0 if not reorder else tile * (kdt.itemsize + 4 + 8) + 16
@@ -196,7 +195,6 @@ class LightweightIndex(GpuIndex):
             blocks = min(blocks, hardware(self.device).sm_count * p.blocks_per_sm)
         kernel = driver(p.scheme, group, p.lookups_per_thread, reorder, bool(pa + pbb),
                         str(kdt))
-        del kb
         kernel(blocks, threads, nq, x, out, self.miss, mode, *self._layout(), pa, pbb, ps,
                o_keys, o_idx, o_res, shared_mem=shared)
 
