@@ -15,10 +15,14 @@ OptiX -> here
   :class:`Programs`, numba device functions (``register_jitable``), called with the ray index
   and the per-ray ``payload`` slots (a (rays, slots) uint64 array: OptiX's payload registers)::
 
-      intersection(boxes, prim, ox, oy, oz, dx, dy, dz, tmin, tmax) -> (t float32, front bool)
-      anyhit(ray, prim, t, front, payload) -> ACCEPT | IGNORE | TERMINATE
-      closesthit(ray, prim, t, front, payload)
-      miss(ray, payload)
+      intersection(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params) -> (t float32, front bool)
+      anyhit(ray, inst, prim, t, front, payload, params) -> ACCEPT | IGNORE | TERMINATE
+      closesthit(ray, inst, prim, t, front, payload, params)
+      miss(ray, payload, params)
+
+  ``data[i]`` is the primitive's stored row, ``prim`` its index in the build input, ``inst``
+  the instance id (0 for a GAS traced directly), ``params`` the tuple passed to :func:`trace`
+  (OptiX's launch parameters: arrays and scalars the programs read or write).
 
   Custom primitives (AABBs) use ``intersection`` (default: the ray's entry into the box).
   ``trace`` also returns the closest hit's ``t``, primitive and face for every ray.
@@ -143,18 +147,23 @@ class Hits:
 
 
 @register_jitable
-def _no_anyhit(ray, prim, t, front, payload):  # type: ignore[no-untyped-def]
+def _no_anyhit(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
     return 0
 
 
 @register_jitable
-def _no_closesthit(ray, prim, t, front, payload):  # type: ignore[no-untyped-def]
+def _no_closesthit(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
     return
 
 
 @register_jitable
-def _no_miss(ray, payload):  # type: ignore[no-untyped-def]
+def _no_miss(ray, payload, params):  # type: ignore[no-untyped-def]
     return
+
+
+@register_jitable
+def _box_entry(boxes, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
+    return hit_aabb_reference(boxes, i, ox, oy, oz, dx, dy, dz, tmin, tmax)
 
 
 @functools.cache
@@ -164,11 +173,11 @@ def _trace_kernel(intersection: Any, anyhit: Any, closesthit: Any, miss: Any) ->
     anyhit = anyhit or _no_anyhit
     closesthit = closesthit or _no_closesthit
     miss = miss or _no_miss
-    intersection = intersection or hit_aabb_reference
+    intersection = intersection or _box_entry
 
     @register_jitable
     def trace_item(i, kind, data, radius, node_lo, node_hi, order, n, leaf_size, leaves,  # type: ignore[no-untyped-def]
-                   origins, dirs, tmins, tmaxs, flags, payload, out_t, out_p, out_f):
+                   origins, dirs, tmins, tmaxs, flags, payload, params, out_t, out_p, out_f):
         inf = np.float32(np.inf)
         ox, oy, oz = origins[i, 0], origins[i, 1], origins[i, 2]
         dx, dy, dz = dirs[i, 0], dirs[i, 1], dirs[i, 2]
@@ -202,7 +211,7 @@ def _trace_kernel(intersection: Any, anyhit: Any, closesthit: Any, miss: Any) ->
                     elif kind == 1:
                         t, front = hit_sphere(data, p, radius, ox, oy, oz, dx, dy, dz, tmin, tmax)
                     else:
-                        t, front = intersection(data, p, ox, oy, oz, dx, dy, dz, tmin, tmax)
+                        t, front = intersection(data, p, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params)
                     if not (t < tmax):  # miss (inf) or outside the interval
                         continue
                     if kind == 0 and ((front and (flags & 16) != 0) or
@@ -212,7 +221,7 @@ def _trace_kernel(intersection: Any, anyhit: Any, closesthit: Any, miss: Any) ->
                         continue
                     verdict = 0
                     if has_anyhit and (flags & 2) == 0:
-                        verdict = anyhit(i, p, t, front, payload)
+                        verdict = anyhit(i, 0, p, t, front, payload, params)
                     if verdict == 1:
                         continue
                     best_t, best_p, best_f = t, p, front
@@ -232,20 +241,21 @@ def _trace_kernel(intersection: Any, anyhit: Any, closesthit: Any, miss: Any) ->
         out_f[i] = best_f
         if best_p >= 0:
             if (flags & 4) == 0:
-                closesthit(i, best_p, best_t, best_f, payload)
+                closesthit(i, 0, best_p, best_t, best_f, payload, params)
         else:
-            miss(i, payload)
+            miss(i, payload, params)
 
     return Kernel(trace_item, name="rt_trace")
 
 
 def trace(gas: Gas, origins: Any, directions: Any, tmin: Any, tmax: Any,
           programs: Programs | None = None, flags: int = 0, payload: Any = None,
-          threads_per_block: int = 128) -> Hits:
+          params: tuple[Any, ...] = (), threads_per_block: int = 128) -> Hits:
     """Trace one ray per row of ``origins``/``directions`` (float32, (R, 3)) with per-ray
     ``tmin``/``tmax`` (float32, (R,)) against ``gas``; arrays on the GPU trace on the GPU.
 
     ``payload``: a (R, S) uint64 array the programs read and write (default: (R, 1) zeros).
+    ``params``: a tuple of arrays (on the scene's device) and scalars handed to every program.
     """
     programs = programs or Programs()
     xp = xp_of(gas.data)
@@ -272,5 +282,5 @@ def trace(gas: Gas, origins: Any, directions: Any, tmin: Any, tmax: Any,
     b = gas.bvh
     kernel(device, r, np.int64(gas.kind), gas.data, np.float32(gas.radius), b.node_lo, b.node_hi,
            b.order, np.int64(b.n_prims), np.int64(b.leaf_size), np.int64(b.n_leaves), o, d, t0, t1,
-           np.int64(flags), payload, out_t, out_p, out_f, threads_per_block=threads_per_block)
+           np.int64(flags), payload, tuple(params), out_t, out_p, out_f, threads_per_block=threads_per_block)
     return Hits(out_t, out_p, out_f, payload)

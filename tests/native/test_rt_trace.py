@@ -94,7 +94,7 @@ def test_adversarial_scenes(scene: str) -> None:
 
 
 @register_jitable
-def _count_and_ignore(ray, prim, t, front, payload):  # type: ignore[no-untyped-def]
+def _count_and_ignore(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
     payload[ray, 0] += np.uint64(1)
     payload[ray, 1] ^= np.uint64(prim) * np.uint64(0x9E3779B97F4A7C15)
     return 1  # IGNORE
@@ -124,7 +124,7 @@ def test_anyhit_sees_every_primitive_exactly_once() -> None:
 
 
 @register_jitable
-def _terminate(ray, prim, t, front, payload):  # type: ignore[no-untyped-def]
+def _terminate(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
     return 2  # TERMINATE
 
 
@@ -141,12 +141,12 @@ def test_terminate_on_first_hit_reports_some_hit() -> None:
 
 
 @register_jitable
-def _record(ray, prim, t, front, payload):  # type: ignore[no-untyped-def]
+def _record(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
     payload[ray, 0] = np.uint64(prim)
 
 
 @register_jitable
-def _missed(ray, payload):  # type: ignore[no-untyped-def]
+def _missed(ray, payload, params):  # type: ignore[no-untyped-def]
     payload[ray, 0] = np.uint64(2**64 - 1)
 
 
@@ -178,10 +178,10 @@ def test_face_culling_keeps_only_the_wanted_side() -> None:
 
 
 @register_jitable
-def _odd_boxes_only(boxes, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+def _odd_boxes_only(boxes, i, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
     if p % 2 == 0:
         return np.float32(np.inf), False
-    return geo.hit_aabb_reference(boxes, p, ox, oy, oz, dx, dy, dz, tmin, tmax)
+    return geo.hit_aabb_reference(boxes, i, ox, oy, oz, dx, dy, dz, tmin, tmax)
 
 
 def test_a_custom_intersection_program_decides_what_custom_primitives_hit() -> None:
@@ -193,6 +193,35 @@ def test_a_custom_intersection_program_decides_what_custom_primitives_hit() -> N
     odd = data.copy()
     odd[0::2] = np.array([1e6, 1e6, 1e6, 1e6, 1e6, 1e6], np.float32)  # far away: never hit
     np.testing.assert_array_equal(hits.prim, geo.brute_force(geo.AABBS, odd, 0.0, o, d, tmin, tmax)[1])
+
+
+@register_jitable
+def _keyed_boxes(boxes, i, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
+    keys, wanted = params  # launch parameters: an array and a scalar
+    if keys[p] != wanted:
+        return np.float32(np.inf), False
+    return geo.hit_aabb_reference(boxes, i, ox, oy, oz, dx, dy, dz, tmin, tmax)
+
+
+@register_jitable
+def _collect(ray, inst, p, t, front, payload, params):  # type: ignore[no-untyped-def]
+    keys = params[0]
+    payload[ray, 0] += np.uint64(keys[p])
+    return 1  # IGNORE: keep looking
+
+
+def test_launch_params_reach_every_program() -> None:
+    rng = np.random.default_rng(16)
+    data, _ = _scene(geo.AABBS, 1200, rng)
+    keys = rng.integers(0, 3, size=1200).astype(np.uint64)
+    gas = build_gas(geo.AABBS, data)
+    o, d, tmin, tmax = _rays(500, rng)
+    payload = np.zeros((500, 1), np.uint64)
+    trace(gas, o, d, tmin, tmax, Programs(intersection=_keyed_boxes, anyhit=_collect),
+          payload=payload, params=(keys, np.uint64(2)))
+    every = geo.all_hits(geo.AABBS, data, 0.0, o, d, tmin, tmax)
+    expected = [2 * int((keys[prims] == 2).sum()) for prims in every]
+    np.testing.assert_array_equal(payload[:, 0], np.array(expected, np.uint64))
 
 
 def test_refit_follows_moved_primitives() -> None:
