@@ -1,0 +1,350 @@
+"""``rx``: RTIndeX, database indexing as ray tracing (Henneberg & Schuhknecht, PVLDB 16; digest
+``papers/digests/000-rx.md``), on indexzoo's software ray tracer (``indexzoo.native.rt``), with
+every configuration of the paper.
+
+Paper -> code
+-------------
+* §2.1 build: one primitive per key, primitive index = rowID (:mod:`.scene`), a GAS over them
+  (``build_gas``; OptiX's ``optixAccelBuild``).
+* §3.2 key modes, Table 1: :mod:`.keys` (naive, extended with C = 0x3F000000 and nextafter gaps,
+  3D with a configurable x/y/z split, default 23/23/18).
+* §3.3 rays, Table 2, and §3.2's one ray per high part for 3D ranges: :mod:`.rays`.
+* §3.5 primitives: triangles (the artifact's triangle around the key's point), spheres
+  (r = 0.25), AABBs with an intersection program comparing the stored integer key exactly
+  (:mod:`.programs`).
+* §3.6 updates: :meth:`RxIndex.update`, rebuild or refit (``Gas.refit``).
+* §2.2 / artifact programs: any-hit counts, sums, collects or takes the first hit
+  (:mod:`.programs`); launched with DISABLE_CLOSESTHIT, and TERMINATE_ON_FIRST_HIT for ``rowid``.
+
+Decisions where the paper is silent or ambiguous
+------------------------------------------------
+* [AMBIG] Point lookups return **every** rowID of the key (``count``, ``sum``, ``rowids``: any-hit
+  ignores each hit, so the ray goes on); ``rowid`` is the artifact's first hit (any one match).
+  The artifact's point any-hit stops at the first hit, which contradicts the paper's "each lookup
+  ray hits all duplicate primitives in one go" (§2.1, §4.3).
+* [AMBIG] ``rowids`` = a count pass, an exclusive scan of the per-ray counts, and a fill pass
+  whose any-hit writes each rowID at its ray's offset plus the ray's running count (the paper
+  only sums values). ``sum`` adds ``values[rowID]`` (uint64, wrapping; the artifact: uint32).
+* [AMBIG] No +1 shift. The artifact maps x to ``float(x + 1)`` so that a from-zero ray at key 0
+  keeps tmin = 0.5 >= 0; that costs one key in naive mode (2^23 - 2 is its largest) and one x bit
+  in 3D mode (its split is 22/22/20). The issue fixes naive keys < 2^23 and 23/23/18, so x =
+  float(x) as in Table 1, and a from-zero ray that starts at x = 0 has tmin = -0.5. The engine
+  has no sign rule for tmin (hits need tmin < t < tmax); an OptiX backend, which wants tmin >= 0,
+  would need the shift.
+* [AMBIG] Extended mode maps y and z as Table 1 does, to 0 with +-0.5 gaps; only x uses the
+  nextafter gaps. (The artifact bit-casts them too, to 0.5f, with one-ulp gaps.)
+* [AMBIG] 3D ranges cast one ray per high part **that occurs among the keys** (sorted distinct high
+  parts kept from the build, ``high_parts`` in the footprint): a ray on another line cannot hit
+  anything, so answers are the paper's, and a range over sparse 64-bit keys casts at most one ray
+  per distinct high part instead of up to 2^41. A batch is traced in launches of at most
+  ``max_rays`` rays, so no legal range can exhaust memory. For dense keys (the paper's §3
+  experiments) every line between the keys' first and last high part occurs: the same rays.
+* [AMBIG] First / middle / last rays of a 3D range run from lo's x part (or 0) to hi's x part (or
+  2^x_bits - 1), as the artifact's loop does; lo > hi is an empty range (no ray).
+* [AMBIG] Parallel point rays are ranges [k, k] with ``range_ray``'s origin (offset or zero).
+* [AMBIG] Keys a mode cannot hold raise InvalidInput naming the limit and the mode that holds
+  them; lookups outside the mode's keys simply miss (no key can match), and range bounds are
+  clipped to them.
+* [AMBIG] The AABB intersection program recovers the ray's integer bounds from the ray (the
+  engine does not hand intersection programs the launch index the artifact reads them through),
+  compares ``keys[rowID]`` exactly, and reports the hit at the key's point; any-hit then does the
+  work, as for triangles (the artifact does it inside the intersection program and never
+  reports a hit: same result).
+* [AMBIG] ``compact``: the engine's BVH is built compact (an implicit tree sized exactly from
+  the primitive count; nothing to remove), so compact=True and compact=False hold the same
+  bytes. The parameter is kept for the paper's configurations and because refit needs
+  compact=False (§3.6: the update flag disables compaction's effect); memory_footprint reports
+  the bytes actually held either way.
+* [AMBIG] ``update(positions, new_keys)``: keys change in place, rowIDs and values stay; a
+  position given twice takes its last new key. Refit moves the changed primitives and refits the
+  BVH (same topology: answers stay exact, lookups may slow down, Table 4); rebuild builds the
+  scene anew (the paper's choice). The keys are kept (``keys`` in the footprint) for both and for
+  the AABB intersection program.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
+from indexzoo.devices import to_device
+from indexzoo.native.csr import offsets_from_counts
+from indexzoo.native.rt.trace import (
+    DISABLE_CLOSESTHIT,
+    TERMINATE_ON_FIRST_HIT,
+    Gas,
+    Programs,
+    build_gas,
+    trace,
+)
+from indexzoo.native.targets import values_arg
+from indexzoo.validation import as_1d, same_length
+
+from .keys import KeyCoder
+from .params import RxParams
+from .programs import OP_COUNT, OP_FILL, OP_FIRST, OP_SUM, rx_anyhit, rx_intersect
+from .rays import Plan, perpendicular_plan, range_plan
+from .scene import KIND, SPHERE_RADIUS, primitives
+
+__all__ = ["RxIndex"]
+
+_U64 = np.uint64
+_MISS = np.iinfo(np.uint64).max
+_PROGRAMS = {"triangle": Programs(anyhit=rx_anyhit), "sphere": Programs(anyhit=rx_anyhit),
+             "aabb": Programs(intersection=rx_intersect, anyhit=rx_anyhit)}
+
+
+class RxIndex(GpuIndex):
+    """RX: keys as primitives of a ray-traced scene, lookups as rays (every configuration of
+    the paper: key modes, primitives, ray kinds, compaction, updates)."""
+
+    name: ClassVar[str] = "rx"
+    Params: ClassVar[type[IndexParams]] = RxParams
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True,
+                                                        updates=True)
+    params: RxParams
+
+    @property
+    def coder(self) -> KeyCoder:
+        p = self.params
+        return KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
+
+    # -------------------------------------------------------------- build
+    def _build(self, keys: Any) -> None:
+        self.coder.check_keys(keys, self._show_key(keys))
+        state = self._scene(keys)
+        self.__dict__.update(state)
+
+    def _show_key(self, keys: Any, where: str = "rowID {}") -> Any:
+        """``show(i)``: the key at position ``i`` of ``keys`` as the user gave it."""
+        def show(i: int) -> str:
+            raw = keys[i:i + 1]
+            km = self._keymap
+            at = where.format(i)
+            if km is not None and km.invertible and km.kind != "unsigned":
+                user = km.decode(raw.get() if hasattr(raw, "get") else raw)[0]
+                return f"key {user} at {at} (mapped to {int(raw[0])} by the key map)"
+            return f"key {int(raw[0])} at {at}"
+        return show
+
+    def _scene(self, keys: Any, gas: Gas | None = None, held: int = 0) -> dict[str, Any]:
+        """Everything a build (or, given the current ``gas``, a refit) produces, for the caller
+        to assign at once, so that a failure leaves the index as it was. ``held``: bytes the
+        caller keeps alive meanwhile (an update's current scene)."""
+        xp, p, coder = self.xp, self.params, self.coder
+        n, kb = int(keys.shape[0]), int(keys.nbytes)
+        wide = 0 if keys.dtype == _U64 else 8 * n  # the uint64 copy of uint32 keys
+        data = primitives(coder, p.primitive, keys)
+        # conversion: the uint64 x and high parts, the float32 columns, the stacked primitives
+        peak = kb + wide + 16 * n + 2 * int(data.nbytes)
+        if coder.mode == "3d":
+            _, high = coder.parts(keys)
+            highs = xp.unique(high)  # sorts a copy of the high parts
+            peak = max(peak, kb + int(data.nbytes) + 16 * n + int(highs.nbytes))
+            del high
+        else:  # every key naive and extended mode hold has high part 0
+            highs = xp.zeros(min(n, 1), dtype=_U64)
+        radius = SPHERE_RADIUS if p.primitive == "sphere" else 0.0
+        if gas is None:
+            new_gas = build_gas(KIND[p.primitive], data, radius=radius, leaf_size=p.leaf_size)
+        else:
+            new_gas = gas.refit(data)
+        # the engine's build or refit (its peak counts the primitives)
+        peak = max(peak, kb + int(highs.nbytes) + new_gas.footprint().peak_build_bytes)
+        return {"_keys": keys, "_gas": new_gas, "_highs": highs, "_peak": held + peak}
+
+    def _parts(self) -> dict[str, int]:
+        return {"keys": int(self._keys.nbytes), **self._gas.footprint().breakdown,
+                "high_parts": int(self._highs.nbytes)}
+
+    def _footprint(self) -> Footprint:
+        parts = self._parts()
+        return Footprint(breakdown=parts, peak_build_bytes=max(self._peak, sum(parts.values())))
+
+    # -------------------------------------------------------------- updates
+    def update(self, positions: Any, new_keys: Any) -> RxIndex:
+        """Set the keys at ``positions`` to ``new_keys`` (rowIDs and values stay); refit or
+        rebuild (``params.update``). Answers afterwards equal a fresh build's over the updated
+        key column. A position given twice takes its last new key."""
+        keymap = self._built_map()
+        pos = as_1d(positions, "positions")
+        new = as_1d(new_keys, "new_keys")
+        same_length(pos, new, "positions", "new_keys")
+        if pos.dtype.kind not in "iu":
+            raise InvalidInput(f"argument 'positions': expected an integer dtype (rowIDs), "
+                               f"got {pos.dtype}")
+        if pos.shape[0] == 0:
+            return self
+        enc, outside = keymap.encode_points(new, name="new_keys")
+        if outside is not None and bool(outside.any()):
+            raise InvalidInput(f"argument 'new_keys': values that keys of dtype "
+                               f"{keymap.source} cannot represent")
+        xp = self.xp
+        pos = to_device(pos, self.device)
+        if bool((pos < 0).any()) or bool((pos >= self._n).any()):
+            raise InvalidInput(f"argument 'positions': rowIDs must lie in [0, {self._n}), got "
+                               f"{int(pos.min())} .. {int(pos.max())}")
+        enc = to_device(enc, self.device).astype(keymap.target, copy=False)
+        self.coder.check_keys(enc, self._show_key(enc, "new_keys[{}]"))
+        # last write wins: keep each position's last occurrence
+        rev = pos[::-1].astype(np.int64)
+        uniq, first = xp.unique(rev, return_index=True)
+        keys = self._keys.copy()
+        keys[uniq] = enc[::-1][first]
+        refit = self.params.update == "refit"
+        state = self._scene(keys, self._gas if refit else None,
+                            held=sum(self._parts().values()))
+        self.__dict__.update(state)
+        return self
+
+    # -------------------------------------------------------------- tracing
+    def _launch(self, plan: Plan, s: int, e: int, op: int, ray_offsets: Any = None,
+                out: Any = None) -> tuple[Any, Any]:
+        """Trace rays ``s .. e-1`` of ``plan`` with any-hit operation ``op``; returns the rays'
+        owners and their payloads."""
+        xp, p = self.xp, self.params
+        rays = plan.rays(s, e)
+        r = e - s
+        payload = xp.full((r, 1), _MISS, dtype=_U64) if op == OP_FIRST else \
+            xp.zeros((r, 1), dtype=_U64)
+        values, use_values = values_arg(self._values, xp)
+        dummy = self._dummies()
+        keys = dummy["keys"] if p.primitive == "triangle" else self._keys
+        confirm = p.primitive == "sphere"
+        if confirm:  # see programs.py: the engine's sphere test is not exact on long rays
+            ray_lo = plan.a[rays.owner]
+            ray_hi = ray_lo if plan.b is None else plan.b[rays.owner]
+        else:
+            ray_lo = ray_hi = dummy["keys"]
+        coder = self.coder
+        params = (np.int64(op), keys, values, use_values,
+                  dummy["offsets"] if ray_offsets is None else ray_offsets,
+                  dummy["out"] if out is None else out,
+                  np.int64(coder.x_kind), np.int64(coder.x_bits), np.int64(coder.y_bits),
+                  ray_lo.astype(_U64, copy=False), ray_hi.astype(_U64, copy=False),
+                  np.bool_(confirm))
+        flags = DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == OP_FIRST else 0)
+        trace(self._gas, rays.origins, rays.directions, rays.tmin, rays.tmax,
+              programs=_PROGRAMS[p.primitive], flags=flags, payload=payload, params=params,
+              threads_per_block=p.threads_per_block)
+        return rays.owner, payload[:, 0]
+
+    def _dummies(self) -> dict[str, Any]:
+        d: dict[str, Any] | None = getattr(self, "_dummy", None)
+        if d is None or d["out"].dtype != self.rowid_dtype:
+            xp = self.xp
+            d = {"keys": xp.zeros(1, dtype=_U64), "offsets": xp.zeros(1, dtype=np.int64),
+                 "out": xp.zeros(1, dtype=self.rowid_dtype)}
+            self._dummy = d
+        return d
+
+    def _chunks(self, plan: Plan) -> list[tuple[int, int]]:
+        step = self.params.max_rays
+        return [(s, min(s + step, plan.n_rays)) for s in range(0, plan.n_rays, step)]
+
+    def _segments(self, plan: Plan, s: int, e: int) -> tuple[int, int, Any, Any]:
+        """Lookups ``q0 .. q1-1`` own rays in ``s .. e-1``; their rays there are
+        ``a[i] .. b[i]-1`` (chunk-local)."""
+        xp = self.xp
+        q0 = int(xp.searchsorted(plan.starts, s, side="right")) - 1
+        q1 = int(xp.searchsorted(plan.starts, e - 1, side="right"))
+        a = xp.clip(plan.starts[q0:q1] - s, 0, e - s)
+        b = xp.clip(plan.starts[q0 + 1:q1 + 1] - s, 0, e - s)
+        return q0, q1, a, b
+
+    def _reduce(self, plan: Plan, op: int) -> Any:
+        """Per lookup: the count (int64), the sum (uint64) or the first rowID (uint64, _MISS)."""
+        xp = self.xp
+        q = plan.n_queries
+        if op == OP_FIRST:
+            res = xp.full(q, _MISS, dtype=_U64)
+        else:
+            res = xp.zeros(q, dtype=np.int64 if op == OP_COUNT else _U64)
+        for s, e in self._chunks(plan):
+            _, pay = self._launch(plan, s, e, op)
+            q0, q1, a, b = self._segments(plan, s, e)
+            if op == OP_FIRST:
+                hit = (pay != _U64(_MISS)).astype(np.int64)
+                ch = xp.zeros(e - s + 1, dtype=np.int64)
+                xp.cumsum(hit, out=ch[1:])
+                has = ch[b] > ch[a]
+                idx = xp.clip(xp.searchsorted(ch, ch[a] + 1, side="left") - 1, 0, e - s - 1)
+                part = xp.where(has, pay[idx], _U64(_MISS))
+                res[q0:q1] = xp.where(res[q0:q1] == _U64(_MISS), part, res[q0:q1])
+            else:
+                cs = xp.zeros(e - s + 1, dtype=res.dtype)
+                xp.cumsum(pay.astype(res.dtype), out=cs[1:])
+                res[q0:q1] += cs[b] - cs[a]  # uint64 differences wrap correctly
+        return res
+
+    def _collect(self, plan: Plan) -> tuple[Any, Any]:
+        """CSR of every match: count pass, exclusive scan, fill pass."""
+        xp = self.xp
+        chunks = self._chunks(plan)
+        counts = self._reduce(plan, OP_COUNT) if len(chunks) != 1 else None
+        single = None
+        if counts is None:  # one launch: keep its per-ray counts for the fill pass
+            s, e = chunks[0]
+            _, single = self._launch(plan, s, e, OP_COUNT)
+            q0, q1, a, b = self._segments(plan, s, e)
+            cs = xp.zeros(e - s + 1, dtype=np.int64)
+            xp.cumsum(single.astype(np.int64), out=cs[1:])
+            counts = xp.zeros(plan.n_queries, dtype=np.int64)
+            counts[q0:q1] = cs[b] - cs[a]
+        offsets = offsets_from_counts(counts)
+        out = xp.empty(int(offsets[-1]), dtype=self.rowid_dtype)
+        if out.shape[0] == 0:
+            return offsets, out
+        done = xp.zeros(plan.n_queries, dtype=np.int64)  # matches written per lookup so far
+        for s, e in chunks:
+            per_ray = single if single is not None else self._launch(plan, s, e, OP_COUNT)[1]
+            per_ray = per_ray.astype(np.int64)
+            owner = plan.owners(s, e)
+            q0, q1, a, b = self._segments(plan, s, e)
+            excl = xp.cumsum(per_ray) - per_ray
+            seg0 = excl[xp.clip(a, 0, e - s - 1)]  # the exclusive sum at each lookup's first ray
+            ray_off = offsets[owner] + done[owner] + excl - seg0[owner - q0]
+            self._launch(plan, s, e, OP_FILL, ray_offsets=ray_off, out=out)
+            cs = xp.zeros(e - s + 1, dtype=np.int64)
+            xp.cumsum(per_ray, out=cs[1:])
+            done[q0:q1] += cs[b] - cs[a]
+        return offsets, out
+
+    # -------------------------------------------------------------- lookups
+    def _point_plan(self, q: Any) -> Plan:
+        if self.params.point_ray == "perpendicular":
+            return perpendicular_plan(self.coder, q)
+        return self._range_plan(q, q)
+
+    def _range_plan(self, lo: Any, hi: Any) -> Plan:
+        return range_plan(self.coder, lo, hi, self._highs, self.params.range_ray == "zero")
+
+    def _rowid(self, plan: Plan) -> Any:
+        res = self._reduce(plan, OP_FIRST)
+        return self.xp.where(res == _U64(_MISS), self.miss, res).astype(self.rowid_dtype)
+
+    def _point_rowid(self, q: Any) -> Any:
+        return self._rowid(self._point_plan(q))
+
+    def _point_count(self, q: Any) -> Any:
+        return self._reduce(self._point_plan(q), OP_COUNT).astype(self.rowid_dtype)
+
+    def _point_sum(self, q: Any) -> Any:
+        return self._reduce(self._point_plan(q), OP_SUM)
+
+    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
+        return self._collect(self._point_plan(q))
+
+    def _range_rowid(self, lo: Any, hi: Any) -> Any:
+        return self._rowid(self._range_plan(lo, hi))
+
+    def _range_count(self, lo: Any, hi: Any) -> Any:
+        return self._reduce(self._range_plan(lo, hi), OP_COUNT).astype(self.rowid_dtype)
+
+    def _range_sum(self, lo: Any, hi: Any) -> Any:
+        return self._reduce(self._range_plan(lo, hi), OP_SUM)
+
+    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return self._collect(self._range_plan(lo, hi))

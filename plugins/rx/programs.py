@@ -1,0 +1,141 @@
+"""The RT programs of ``rx`` (paper §2.2, §3.5; the artifact's any-hit and intersection
+programs), numba ``register_jitable`` functions compiled into the engine's trace kernel on the
+CPU and the GPU alike.
+
+One any-hit program serves every ``out`` mode; the launch parameters say which
+(``params = (op, keys, values, use_values, ray_offsets, out, x_kind, x_bits, y_bits, ray_lo,
+ray_hi, confirm)``):
+
+* ``OP_COUNT``: count the hit, ignore it (``optixIgnoreIntersection``: tmax does not shrink,
+  so the ray finds every primitive it crosses);
+* ``OP_SUM``: add ``values[prim]`` (or the rowID), ignore the hit;
+* ``OP_FIRST``: remember the rowID and accept (launched with TERMINATE_ON_FIRST_HIT, as the
+  artifact's point lookups);
+* ``OP_FILL``: write the rowID at ``ray_offsets[ray] + payload`` (the ray's running count),
+  ignore the hit: the fill pass after a count pass and an exclusive scan.
+
+With ``confirm`` (sphere scenes), any-hit first checks ``ray_lo[ray] <= keys[prim] <= ray_hi[ray]``
+and ignores other hits: the engine's float32 sphere test can report a sphere whose entry lies up
+to about 0.3 beyond the ray's end on rays some 2^22 long (it derives the entry from
+``c / q`` with ``c = |o - centre|^2 - r^2``, where r^2 = 1/16 drowns in |o - centre|^2), while the
+gaps between keys are 0.25 wide; triangles and AABBs need no such check.
+
+``rx_intersect`` is the intersection program of AABB scenes. As in the artifact it compares the
+stored integer key ``keys[prim]`` exactly (a point ray: equality; a range ray: lo <= key <= hi),
+so float rounding can never admit a neighbour. The artifact reads the query bounds through the
+launch index; the engine's intersection programs get the ray but not its index, so the bounds
+are recovered from the ray itself: every ray starts and ends in a gap, at coordinates that are
+exact functions of the bounds (``rays.py``), so the inverse is exact too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba.extending import register_jitable
+
+__all__ = ["OP_COUNT", "OP_FILL", "OP_FIRST", "OP_SUM", "rx_anyhit", "rx_intersect"]
+
+OP_COUNT, OP_SUM, OP_FIRST, OP_FILL = 0, 1, 2, 3
+_ACCEPT, _IGNORE = 0, 1
+
+
+@register_jitable
+def rx_anyhit(ray, inst, prim, t, front, payload, params):
+    if params[11]:
+        key = params[1][prim]
+        if key < params[9][ray] or key > params[10][ray]:
+            return _IGNORE
+    op = params[0]
+    if op == 2:  # OP_FIRST
+        payload[ray, 0] = np.uint64(prim)
+        return _ACCEPT
+    if op == 0:  # OP_COUNT
+        payload[ray, 0] += np.uint64(1)
+    elif op == 1:  # OP_SUM
+        if params[3]:
+            payload[ray, 0] += params[2][prim]
+        else:
+            payload[ray, 0] += np.uint64(prim)
+    else:  # OP_FILL
+        out = params[5]
+        out[params[4][ray] + np.int64(payload[ray, 0])] = prim
+        payload[ray, 0] += np.uint64(1)
+    return _IGNORE
+
+
+# ------------------------------------------------------------------------------ decoding
+_C = 0x3F000000  # keys.EXTENDED_OFFSET
+
+
+@register_jitable
+def float_bits(f):
+    """The IEEE bit pattern of a positive, normal float32 ``f`` (uint64)."""
+    m, e = math.frexp(np.float64(f))  # f = m 2^e, 0.5 <= m < 1: m has 24 significant bits
+    return np.uint64(e + 126) * np.uint64(1 << 23) + np.uint64(m * 16777216.0) - np.uint64(1 << 23)
+
+
+@register_jitable
+def bits_float(bits):
+    """The float32 with the (positive, normal) bit pattern ``bits``."""
+    b = np.uint64(bits)
+    mant = b & np.uint64((1 << 23) - 1)
+    exp = np.int64(b >> np.uint64(23))
+    return np.float32(math.ldexp(np.float64(mant + np.uint64(1 << 23)), exp - 150))
+
+
+@register_jitable
+def x_of_gap_above(g, x_kind):
+    """The x part whose gap below is ``g`` (the first x a ray starting at ``g`` can meet)."""
+    if x_kind == 1:
+        return (float_bits(g) + np.uint64(1) - np.uint64(_C)) >> np.uint64(1)
+    return np.uint64(g + np.float32(0.5))
+
+
+@register_jitable
+def x_of_gap_below(g, x_kind):
+    """The x part whose gap above is ``g`` (the last x a ray ending at ``g`` can meet)."""
+    if x_kind == 1:
+        return (float_bits(g) - np.uint64(1) - np.uint64(_C)) >> np.uint64(1)
+    return np.uint64(g - np.float32(0.5))
+
+
+@register_jitable
+def x_of_point(f, x_kind):
+    if x_kind == 1:
+        return (float_bits(f) - np.uint64(_C)) >> np.uint64(1)
+    return np.uint64(f)
+
+
+@register_jitable
+def point_of_x(x, x_kind):
+    if x_kind == 1:
+        return bits_float(x * np.uint64(2) + np.uint64(_C))
+    return np.float32(x)
+
+
+@register_jitable
+def rx_intersect(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):
+    inf = np.float32(np.inf)
+    key = np.uint64(params[1][prim])
+    x_kind = params[6]
+    xb = np.uint64(params[7])
+    yb = np.uint64(params[8])
+    if dz != np.float32(0.0):  # perpendicular point ray from (X(x), y, z - 0.5)
+        zq = np.uint64(oz + np.float32(0.5))
+        h = np.uint64(oy) | (zq << yb)
+        q = (h << xb) | x_of_point(ox, x_kind)
+        if key == q:
+            return np.float32(0.5), True
+        return inf, False
+    # a ray along x over the integer x parts [lo, hi] of the high part (y, z)
+    h = np.uint64(oy) | (np.uint64(oz) << yb)
+    if (key >> xb) != h:
+        return inf, False
+    kx = key & ((np.uint64(1) << xb) - np.uint64(1))
+    lo = x_of_gap_above(ox + tmin, x_kind)
+    hi = x_of_gap_below(ox + tmax, x_kind)
+    if kx < lo or kx > hi:
+        return inf, False
+    return point_of_x(kx, x_kind) - ox, True

@@ -1,0 +1,139 @@
+"""Lookups as rays (paper §2.2, §3.3, Table 2; §3.2 for 3D-mode ranges).
+
+A :class:`Plan` gives every lookup of a batch its rays, as a flat ray list grouped by lookup:
+lookup ``q`` owns rays ``starts[q] .. starts[q+1]-1`` (possibly none: it then misses). Rays are
+generated for any slice of that list on demand, so a batch is traced in launches of at most
+``max_rays`` rays whatever its ranges span, with array operations only (NumPy or CuPy).
+
+Rays (t is measured along the unit direction; a hit needs tmin < t < tmax):
+
+==================  =====================  ==========  ============  =====================
+ray                 origin                 direction   tmin          tmax
+==================  =====================  ==========  ============  =====================
+perpendicular       (X(x), y, z - 0.5)     (0, 0, 1)   0             1
+offset (Q5)         (gap below lo, y, z)   (1, 0, 0)   0             gap above hi - origin
+zero (Q6)           (0, y, z)              (1, 0, 0)   gap below lo  gap above hi
+==================  =====================  ==========  ============  =====================
+
+A range ``[lo, hi]`` casts one ray along x per high part ``h`` between ``lo``'s and ``hi``'s
+[§3.2]: from ``lo``'s x part (or 0) to ``hi``'s x part (or the last x) on the line
+``(y(h), z(h))``. Rays are cast only for the high parts that occur among the keys (kept sorted at
+build): a ray on any other line cannot hit anything, so the answers are the paper's, and the
+number of rays per range is bounded by the number of distinct high parts, not by the range's
+span of up to 2^41 lines. (For naive and extended mode every held key has high part 0: one ray,
+clipped to the mode's last key.) A point lookup with a parallel ray is the range ``[k, k]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from indexzoo.devices import xp_of
+
+from .keys import KeyCoder
+
+__all__ = ["Plan", "Rays", "perpendicular_plan", "range_plan"]
+
+_U64 = np.uint64
+
+
+@dataclass(frozen=True)
+class Rays:
+    """A slice of a plan's rays: ``owner`` (lookup index per ray) and the ray arrays."""
+
+    owner: Any
+    origins: Any
+    directions: Any
+    tmin: Any
+    tmax: Any
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The rays of a batch of ``n_queries`` lookups (see the module docstring)."""
+
+    n_queries: int
+    starts: Any  # int64 (Q + 1): lookup q owns rays starts[q] .. starts[q + 1] - 1
+    coder: KeyCoder
+    kind: str  # "perpendicular" or "range"
+    zero: bool  # range rays from x = 0 (else from an offset origin)
+    # perpendicular: the lookups' keys; range: per lookup lo/hi parts and the first high part
+    a: Any
+    b: Any = None
+    first: Any = None
+    highs: Any = None
+
+    @property
+    def n_rays(self) -> int:
+        return int(self.starts[-1])
+
+    def owners(self, s: int, e: int) -> Any:
+        xp = xp_of(self.starts)
+        return xp.searchsorted(self.starts[1:], xp.arange(s, e, dtype=np.int64), side="right")
+
+    def rays(self, s: int, e: int) -> Rays:
+        """Rays ``s .. e-1`` of the flat list."""
+        owner = self.owners(s, e)
+        if self.kind == "perpendicular":
+            return self._perpendicular(owner)
+        return self._ranges(owner, s)
+
+    def _perpendicular(self, owner: Any) -> Rays:
+        xp = xp_of(owner)
+        x, y, z = self.coder.points(self.a[owner])
+        r = owner.shape[0]
+        o = xp.stack([x, y, z - np.float32(0.5)], axis=1)
+        d = xp.zeros((r, 3), dtype=np.float32)
+        d[:, 2] = 1
+        return Rays(owner, o, d, xp.zeros(r, np.float32), xp.ones(r, np.float32))
+
+    def _ranges(self, owner: Any, s: int) -> Rays:
+        xp = xp_of(owner)
+        c = self.coder
+        r = owner.shape[0]
+        j = self.first[owner] + (xp.arange(s, s + r, dtype=np.int64) - self.starts[owner])
+        h = self.highs[j]
+        xlo, hlo = c.parts(self.a[owner])
+        xhi, hhi = c.parts(self.b[owner])
+        x0 = xp.where(h == hlo, xlo, _U64(0))
+        x1 = xp.where(h == hhi, xhi, _U64(c.x_max))
+        start, _ = c.x_gaps(x0)
+        _, end = c.x_gaps(x1)
+        y, z = c.yz(h)
+        d = xp.zeros((r, 3), dtype=np.float32)
+        d[:, 0] = 1
+        if self.zero:
+            o = xp.stack([xp.zeros(r, np.float32), y, z], axis=1)
+            return Rays(owner, o, d, start, end)
+        o = xp.stack([start, y, z], axis=1)
+        # end - start is exact: both are multiples of 0.5 below 2^23 (offsets are ruled out
+        # in extended mode, where it would not be)
+        return Rays(owner, o, d, xp.zeros(r, np.float32), end - start)
+
+
+def _starts(counts: Any) -> Any:
+    xp = xp_of(counts)
+    starts = xp.zeros(counts.shape[0] + 1, dtype=np.int64)
+    xp.cumsum(counts, out=starts[1:])
+    return starts
+
+
+def perpendicular_plan(coder: KeyCoder, q: Any) -> Plan:
+    """One perpendicular ray per point lookup the mode can hold (the others miss)."""
+    counts = coder.legal(q).astype(np.int64)
+    return Plan(int(q.shape[0]), _starts(counts), coder, "perpendicular", False, q)
+
+
+def range_plan(coder: KeyCoder, lo: Any, hi: Any, highs: Any, zero: bool) -> Plan:
+    """Rays of the ranges ``[lo, hi]`` (``lo > hi``: none) over the sorted distinct high parts
+    ``highs`` of the keys."""
+    xp = xp_of(lo)
+    _, hlo = coder.parts(lo)
+    _, hhi = coder.parts(hi)
+    first = xp.searchsorted(highs, hlo, side="left").astype(np.int64)
+    stop = xp.searchsorted(highs, hhi, side="right").astype(np.int64)
+    counts = xp.where(lo <= hi, xp.maximum(stop - first, 0), 0).astype(np.int64)
+    return Plan(int(lo.shape[0]), _starts(counts), coder, "range", zero, lo, hi, first, highs)
