@@ -31,6 +31,14 @@ Decisions where the paper is silent or ambiguous
   float(x) as in Table 1, and a from-zero ray that starts at x = 0 has tmin = -0.5. The engine
   has no sign rule for tmin (hits need tmin < t < tmax); an OptiX backend, which wants tmin >= 0,
   would need the shift.
+* [AMBIG] The triangle is the artifact's, around the key's point c with e = 0.5:
+  (x-e, y+e, z-e), (x-e, y-e, z-e), (x+e, y, z+e), which contains c; the paper's example
+  triangle does not contain (k, 0, 0) and is not used. In extended mode e is the gap float on
+  either side in x (0.5 in y and z).
+* [AMBIG] A 3D split needs x_bits + y_bits + z_bits = 64 and x_bits <= 23 (every x part must be
+  exact, since middle rays span the whole x line); y_bits or z_bits above 23 are allowed (the
+  2-bit toy split of Fig. 4 is 2/62/0) but then only keys whose y and z parts are below 2^23
+  are held.
 * [AMBIG] Extended mode maps y and z as Table 1 does, to 0 with +-0.5 gaps; only x uses the
   nextafter gaps. (The artifact bit-casts them too, to 0.5f, with one-ulp gaps.)
 * [AMBIG] 3D ranges cast one ray per high part **that occurs among the keys** (sorted distinct high
@@ -50,6 +58,13 @@ Decisions where the paper is silent or ambiguous
   compares ``keys[rowID]`` exactly, and reports the hit at the key's point; any-hit then does the
   work, as for triangles (the artifact does it inside the intersection program and never
   reports a hit: same result).
+* [AMBIG] Sphere hits are confirmed in any-hit against the ray's integer key bounds
+  (``ray_lo <= keys[rowID] <= ray_hi``, launch parameters). The engine's float32 sphere test
+  derives the entry distance from ``c / q`` with ``c = |o - centre|^2 - r^2``; some 2^22 along a
+  ray, r^2 = 1/16 vanishes in the rounding of ``|o - centre|^2`` and the entry can land up to
+  about 0.3 off, past a 0.25-wide gap: without the check the next key beyond a long range's end
+  was counted (seen in the conformance suite). Triangles and AABBs hit exactly (see
+  ``scene.py``, ``programs.py``) and are not checked.
 * [AMBIG] ``compact``: the engine's BVH is built compact (an implicit tree sized exactly from
   the primitive count; nothing to remove), so compact=True and compact=False hold the same
   bytes. The parameter is kept for the paper's configurations and because refit needs
