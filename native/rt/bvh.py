@@ -72,6 +72,8 @@ from numba.extending import register_jitable
 from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
 
+from ..targets import Kernel
+
 __all__ = ["MAX_LEAF_SIZE", "MORTON_BITS", "NODE_BYTES", "Bvh", "build_bvh", "morton_codes", "refit", "slab",
            "slab_box"]
 
@@ -79,15 +81,6 @@ MORTON_BITS = 21  # per axis; three axes interleave into a 63-bit code
 MAX_LEAF_SIZE = 32
 _CELLS = float(1 << MORTON_BITS)  # cells per axis; the centroids' maximum lands in the last
 _QMAX = _CELLS - 1
-# (shift, mask) steps spreading the low 21 bits of a uint64 two zero bits apart
-_SPREAD = tuple((np.uint64(s), np.uint64(m)) for s, m in (
-    (32, 0x001F00000000FFFF),
-    (16, 0x001F0000FF0000FF),
-    (8, 0x100F00F00F00F00F),
-    (4, 0x10C30C30C30C30C3),
-    (2, 0x1249249249249249),
-))
-
 
 @dataclass(frozen=True)
 class Bvh:
@@ -146,14 +139,6 @@ def _as_bounds(lo: Any, hi: Any) -> tuple[Any, Any, Any, int]:
     return xp, out[0], out[1], copied
 
 
-def _spread(x: Any) -> Any:
-    """The low 21 bits of each uint64 in ``x`` moved to bits 0, 3, 6, ... (in place)."""
-    for shift, mask in _SPREAD:
-        x |= x << shift
-        x &= mask
-    return x
-
-
 def _morton(xp: Any, lo: Any, hi: Any) -> Any:
     """Cubic cells: every axis is quantised with the same cell size (the largest centroid extent
     over 2^21), so an axis with a small extent only varies in the low bits of its code and the
@@ -168,23 +153,49 @@ def _morton(xp: Any, lo: Any, hi: Any) -> Any:
     for axis in range(3):
         c = (lo[:, axis].astype(xp.float64) + hi[:, axis]) * 0.5
         cmin, cmax = float(c.min()), float(c.max())
+        del c
         mins.append(cmin)
         extents.append(cmax - cmin if math.isfinite(cmax - cmin) else 0.0)
     extent = max(extents)
     scale = _CELLS / extent if extent > 0 and math.isfinite(extent) else 0.0
-    for axis in range(3):
-        c = lo[:, axis].astype(xp.float64)
-        c += hi[:, axis]
-        c *= 0.5
-        c -= mins[axis]
-        c *= scale if extents[axis] > 0 else 0.0
-        xp.fmax(c, 0.0, out=c)  # fmax/fmin drop NaN (inf - inf, inf * 0): such axes map to 0
-        xp.fmin(c, _QMAX, out=c)
-        q = c.astype(xp.uint64)
-        del c
-        codes |= _spread(q) << np.uint64(2 - axis)
-        del q
+    scales = [scale if e > 0 else 0.0 for e in extents]
+    _MORTON("cpu" if xp is np else "cuda", n, lo, hi, mins[0], mins[1], mins[2], scales[0], scales[1],
+            scales[2], codes)
     return codes
+
+
+@register_jitable
+def _spread21(v):  # type: ignore[no-untyped-def]
+    """The low 21 bits of ``v`` moved to bits 0, 3, 6, ..."""
+    x = np.uint64(v)
+    x = (x | (x << np.uint64(32))) & np.uint64(0x001F00000000FFFF)
+    x = (x | (x << np.uint64(16))) & np.uint64(0x001F0000FF0000FF)
+    x = (x | (x << np.uint64(8))) & np.uint64(0x100F00F00F00F00F)
+    x = (x | (x << np.uint64(4))) & np.uint64(0x10C30C30C30C30C3)
+    x = (x | (x << np.uint64(2))) & np.uint64(0x1249249249249249)
+    return x
+
+
+@register_jitable
+def _cell(lo, hi, cmin, scale):  # type: ignore[no-untyped-def]
+    """A centroid coordinate quantised to 0 .. 2^21 - 1 (NaN and negatives to 0)."""
+    c = ((np.float64(lo) + np.float64(hi)) * 0.5 - cmin) * scale
+    if not (c > 0.0):  # also NaN (inf - inf, inf * 0)
+        return np.uint64(0)
+    if c > _QMAX:
+        c = _QMAX
+    return np.uint64(c)
+
+
+@register_jitable
+def _morton_item(i, lo, hi, mx, my, mz, sx, sy, sz, codes):  # type: ignore[no-untyped-def]
+    x = _cell(lo[i, 0], hi[i, 0], mx, sx)
+    y = _cell(lo[i, 1], hi[i, 1], my, sy)
+    z = _cell(lo[i, 2], hi[i, 2], mz, sz)
+    codes[i] = (_spread21(x) << np.uint64(2)) | (_spread21(y) << np.uint64(1)) | _spread21(z)
+
+
+_MORTON = Kernel(_morton_item, name="rt_morton")
 
 
 def morton_codes(lo: Any, hi: Any) -> Any:
@@ -200,22 +211,40 @@ def _check_leaf_size(leaf_size: int) -> int:
     return int(leaf_size)
 
 
-_SMEAR = tuple(np.uint64(k) for k in (1, 2, 4, 8, 16, 32))
+@register_jitable
+def _split_item(i, sc, first, last, out):  # type: ignore[no-untyped-def]
+    f = first[i]
+    e = last[i]
+    a = sc[f]
+    b = sc[e]
+    if a == b:
+        out[i] = (f + e + 1) // 2
+        return
+    y = a ^ b
+    for k in (1, 2, 4, 8, 16, 32):  # y = 2^(h+1) - 1 for the highest differing bit h
+        y |= y >> np.uint64(k)
+    cut = b & ~(y >> np.uint64(1))  # b's prefix with bit h set, lower bits clear
+    lo = f + 1  # the first position in (f, e] whose code is >= cut
+    hi = e
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sc[mid] < cut:
+            lo = mid + 1
+        else:
+            hi = mid
+    out[i] = lo
+
+
+_SPLIT = Kernel(_split_item, name="rt_split")
 
 
 def _split_positions(xp: Any, sc: Any, first: Any, last: Any) -> Any:
     """Where each node over sorted positions ``[f, l]`` (inclusive, more than one primitive)
-    splits: the first position whose code has the highest bit in which ``sc[first]`` and ``sc[last]``
+    splits: the first position whose code has the highest bit in which ``sc[f]`` and ``sc[l]``
     differ; the median when the codes are equal."""
-    a = sc[first]
-    b = sc[last]
-    y = a ^ b
-    equal = y == 0
-    for k in _SMEAR:  # y = 2^(h+1) - 1 for the highest differing bit h
-        y |= y >> k
-    cut = b & ~(y >> np.uint64(1))  # b's common prefix, bit h set, lower bits clear
-    split = xp.searchsorted(sc, cut, side="left").astype(xp.int64)
-    return xp.where(equal, (first + last + 1) // 2, split)
+    out = xp.empty(int(first.shape[0]), dtype=xp.int64)
+    _SPLIT("cpu" if xp is np else "cuda", int(first.shape[0]), sc, first, last, out)
+    return out
 
 
 def _interleave(xp: Any, a: Any, b: Any) -> Any:
@@ -417,6 +446,28 @@ def slab_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, ix, iy, iz, tmin, tmax): 
     tn, tf = _slab_axis(loz, hiz, oz, iz, tn, tf)
     hit = tn <= tf and tn < tmax and tf > tmin
     return hit, np.float32(max(tn, tmin))
+
+
+@register_jitable
+def slab_walk(nodes, j, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-untyped-def]
+    """:func:`slab` without the empty-box test, for traversal: an inverted box (only the
+    record of an empty scene, whose escape index ends the walk anyway) may report a hit."""
+    tn = np.float32(tmin)
+    tf = np.float32(tmax)
+    for a in range(3):
+        o = ox if a == 0 else (oy if a == 1 else oz)
+        inv = ix if a == 0 else (iy if a == 1 else iz)
+        lo = nodes[j, a]
+        hi = nodes[j, a + 3]
+        if inv == np.float32(np.inf) or inv == np.float32(-np.inf):  # zero direction: in the slab or not
+            if not (lo <= o and o <= hi):
+                return False
+        else:
+            t0 = (lo - o) * inv
+            t1 = (hi - o) * inv
+            tn = max(tn, min(t0, t1))
+            tf = min(tf, max(t0, t1))
+    return tn <= tf and tn < tmax and tf > tmin
 
 
 @register_jitable

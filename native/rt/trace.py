@@ -63,7 +63,7 @@ from indexzoo import Footprint, InvalidInput
 from indexzoo.devices import xp_of
 
 from ..targets import Kernel
-from .bvh import Bvh, build_bvh, refit, slab
+from .bvh import Bvh, build_bvh, refit, slab, slab_walk
 from .geometry import AABBS, SPHERES, TRIANGLES, hit_box, hit_sphere_c, hit_triangle_v, prim_bounds
 
 __all__ = [
@@ -416,16 +416,24 @@ def _walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
             # primitive index) are still visited
             cull = tmax if best_p < 0 else min(tmax, best_t + abs(best_t) * np.float32(1e-6)
                                                 + np.float32(1e-30))
-            k = nbase + j
-            hit, _ = slab(nodes, k, ox, oy, oz, ix, iy, iz, tmin, cull)
-            c = words[k, 6]
-            if c >= 0:  # inner node: first child on a hit, else the escape index
-                j = j + 1 if hit else np.int64(c)
-                continue
-            j += 1
-            if not hit:
-                continue
-            start = dbase + np.int64(words[k, 7])
+            # inner loop: skip and descend until a leaf the ray overlaps (the warp's threads
+            # reconverge here before any of them tests primitives)
+            leaf = np.int64(-1)
+            while j < n_nodes:
+                k = nbase + j
+                hit = slab_walk(nodes, k, ox, oy, oz, ix, iy, iz, tmin, cull)
+                c = words[k, 6]
+                if c >= 0:  # inner node: first child on a hit, else the escape index
+                    j = j + 1 if hit else np.int64(c)
+                    continue
+                j += 1
+                if hit:
+                    leaf = k
+                    break
+            if leaf < 0:
+                break
+            c = words[leaf, 6]
+            start = dbase + np.int64(words[leaf, 7])
             for q in range(start, start - np.int64(c)):
                 g = geometry(data, q)
                 if kind == 0:
