@@ -1,4 +1,6 @@
-"""A linear BVH over axis-aligned primitive bounds, built with array operations only.
+"""A BVH over axis-aligned primitive bounds, built with array operations only: a binary radix
+tree over Morton codes, split where the codes' highest bit changes (Karras' LBVH rule), built
+top-down one level at a time and stored depth-first with escape indices (a "threaded" BVH).
 
 Design
 ------
@@ -10,52 +12,49 @@ same array code on NumPy (CPU) and CuPy (GPU):
    the maximum clamped into the last; a short axis uses only its low bits, so the top of the
    tree splits long axes first, as a surface-area heuristic would) and the three axes are
    bit-interleaved ("spread bits" with shifts and masks on uint64 arrays) into a 63-bit code:
-   x owns bits ``3k+2``, y ``3k+1``, z ``3k``.
-   An axis with zero (or non-finite) extent maps to 0, so flat and coincident scenes never
-   divide by zero; anything that would be NaN is clamped to 0.
+   x owns bits ``3k+2``, y ``3k+1``, z ``3k``. An axis with zero (or non-finite) extent maps to
+   0, so flat and coincident scenes never divide by zero; anything that would be NaN is
+   clamped to 0.
 2. **Sort.** A stable argsort of the codes (NumPy's ``kind="stable"``; CuPy's argsort, a CUB
-   radix sort) gives ``order``: the primitive at sorted position
-   ``p`` is ``order[p]`` (int32 below 2**31 primitives, else int64).
-3. **Leaves.** Consecutive runs of ``leaf_size`` sorted primitives form the ``L = ceil(N /
-   leaf_size)`` leaves; the leaf count is padded up to a power of two ``P >= 1``.
-4. **Implicit tree.** A complete binary tree in heap order over the ``P`` leaves: node 0 is
-   the root, node ``j``'s children are ``2j+1`` and ``2j+2``, leaf ``i`` is node ``P-1+i``;
-   ``2P-1`` nodes in all, ``depth = log2(P)``. Nothing but the node boxes is stored.
-5. **Node boxes.** The sorted bounds are gathered into a buffer of ``P * leaf_size`` rows
-   padded with the empty box (``lo = +inf``, ``hi = -inf``); reshaped to ``(P, leaf_size, 3)``
-   a min/max over axis 1 gives the leaf boxes (a padding leaf gets the empty, inverted box).
-   Inner nodes follow level by level, bottom-up, each level one min/max over its children's
-   contiguous slice. min/max keep an inverted box inverted in unions.
+   radix sort) gives ``order``: the primitive at sorted position ``p`` is ``order[p]`` (int32
+   below 2**31 primitives, else int64). The GAS stores its primitives in this order.
+3. **Topology, top-down.** The root covers sorted positions ``[0, N)``. A node over ``[f, l]``
+   with at most ``leaf_size`` primitives is a leaf. Otherwise it splits where the highest bit
+   in which ``code[f]`` and ``code[l]`` differ turns on: the split value is ``code[l]`` with
+   every lower bit cleared and the split position a ``searchsorted`` for it, so the two
+   children are two halves of a Morton cell and their boxes do not overlap (the balanced
+   split at a fixed count, which this replaced, cut cells anywhere and gave siblings whose
+   boxes overlapped: rays visited several times more nodes). Equal codes (coincident or
+   nearly coincident primitives) split at the median. One level of the tree is one batch of
+   array operations over all its nodes; the depth is at most 63 plus log2(N).
+4. **Layout.** Nodes are numbered depth-first (pre-order): a node's left child follows it, its
+   right child follows the left subtree, and its **escape index** is the node after its whole
+   subtree (pre-order index + subtree size; subtree sizes come bottom-up, pre-order indices
+   top-down, both one array operation per level). Each node is one 32-byte record (float32
+   ``(M, 8)``): ``lo`` xyz, ``hi`` xyz, then two int32 words: an inner node keeps its escape
+   index and 0; a leaf keeps ``-count`` and its first sorted position.
+5. **Boxes.** Leaf boxes are the min/max over their (at most ``leaf_size``) primitives; inner
+   boxes the union of their children's, level by level bottom-up.
 
-Trade-off: the implicit balanced tree over Morton order needs no atomics, no pointers and no
-per-node bookkeeping, so it is a handful of sorts, gathers and reductions on either device, and
-:func:`refit` is the second half of the build. The price is traversal quality: the tree splits
-the Morton order at fixed counts, not where the codes' highest differing bit changes (Karras'
-LBVH) nor where the surface-area heuristic would (SAH), so very clustered scenes get siblings
-whose boxes overlap more and rays visit more nodes. Balanced, uniform-ish scenes lose little.
+Traversal (in :mod:`.trace`) is a loop over one index: test node ``j``'s box; on a hit go to
+``j + 1`` (the first child, or the next node after a leaf), on a miss jump to the escape index.
+No stack, one box per iteration, and the same code on both devices.
 
-:func:`refit` keeps ``order`` and the tree shape and recomputes every node box from new
-bounds of the same primitives; it returns a new :class:`Bvh` sharing ``order`` and leaves the
-old one untouched.
+:func:`refit` keeps ``order`` and the topology and recomputes every box from new bounds of the
+same primitives (the levels are recovered from the records by one top-down pass).
+
+``compact=False`` keeps the node buffer at its worst-case size, ``2 N - 1`` records (what a
+builder must reserve before it knows the tree's shape, as OptiX's
+``optixAccelComputeMemoryUsage`` does); :meth:`Bvh.compact` copies the used records into a
+buffer of their exact size (``optixAccelCompact``). A compact build does that copy itself.
 
 Byte accounting
 ---------------
-``Bvh.nbytes`` counts what the structure keeps: ``node_lo``, ``node_hi`` and ``order``.
+``Bvh.nbytes`` counts what the structure keeps: the node buffer and ``order``.
 ``peak_build_bytes`` is the most held at once during the build, excluding the caller's inputs
-but including float32 / contiguous copies of them when the build had to make any. With ``N``
-primitives, ``P`` leaves, ``S = P * leaf_size`` padded rows and ``b`` bytes per ``order``
-entry, it is that copy plus the largest of three phases:
-
-* Morton codes: the uint64 codes plus, per axis, a float64 centroid, its uint64 quantisation
-  and one shift temporary: ``32 N``.
-* Sort: as in :func:`indexzoo.native.sort.sort_pairs`, the codes, the int64 permutation and one
-  extra copy of each (an out-of-place radix sort's double buffers; NumPy's stable sort needs
-  less): ``32 N``; then the codes, the permutation and ``order`` at once: ``(16 + b) N``.
-* Node boxes: ``order``, both node arrays (``24 (2P - 1)``), the padded buffer (``12 S``,
-  reused for ``lo`` then ``hi``) and the gather's temporary (``12 N``).
-
-A refit's Bvh reports the refit's own peak instead: the last phase (``order`` is still held)
-plus any input copies.
+but including float32 / contiguous copies of them: Morton codes and the sort (as before: ``32
+N``), then the sorted codes, ``order``, the worst-case node buffer and the per-level
+bookkeeping (five int64 arrays over the nodes) at once, plus the sorted bounds.
 
 :func:`slab` is the register_jitable box test traversal kernels share on both devices.
 """
@@ -73,41 +72,53 @@ from numba.extending import register_jitable
 from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
 
-__all__ = ["MAX_LEAF_SIZE", "MORTON_BITS", "Bvh", "build_bvh", "morton_codes", "refit", "slab"]
+from ..targets import Kernel
+
+__all__ = ["MAX_LEAF_SIZE", "MORTON_BITS", "NODE_BYTES", "Bvh", "build_bvh", "morton_codes", "refit", "slab",
+           "slab_box"]
 
 MORTON_BITS = 21  # per axis; three axes interleave into a 63-bit code
 MAX_LEAF_SIZE = 32
 _CELLS = float(1 << MORTON_BITS)  # cells per axis; the centroids' maximum lands in the last
 _QMAX = _CELLS - 1
-# (shift, mask) steps spreading the low 21 bits of a uint64 two zero bits apart
-_SPREAD = tuple((np.uint64(s), np.uint64(m)) for s, m in (
-    (32, 0x001F00000000FFFF),
-    (16, 0x001F0000FF0000FF),
-    (8, 0x100F00F00F00F00F),
-    (4, 0x10C30C30C30C30C3),
-    (2, 0x1249249249249249),
-))
-
 
 @dataclass(frozen=True)
 class Bvh:
-    """An implicit complete binary tree (heap order) over Morton-sorted leaves; see the module
-    docstring. Leaf ``i`` is node ``n_leaves - 1 + i`` and holds sorted positions
-    ``[i * leaf_size, min((i + 1) * leaf_size, n_prims))``."""
+    """Depth-first node records with escape indices over Morton-sorted primitives; see the
+    module docstring."""
 
-    node_lo: Any  # (2P-1, 3) float32
-    node_hi: Any  # (2P-1, 3) float32
+    nodes: Any  # (capacity, 8) float32 records; the first n_nodes are the tree
     order: Any  # (N,) int32/int64: sorted position -> primitive index
     n_prims: int
     leaf_size: int
-    n_leaves: int  # P, a power of two
-    depth: int  # log2(P)
+    n_nodes: int
+    depth: int  # levels, root = 1 (0 for no primitives)
     peak_build_bytes: int
 
     @property
     def nbytes(self) -> int:
-        """Bytes kept: both node arrays and ``order``."""
-        return int(self.node_lo.nbytes) + int(self.node_hi.nbytes) + int(self.order.nbytes)
+        """Bytes kept: the node buffer (with any slack) and ``order``."""
+        return int(self.nodes.nbytes) + int(self.order.nbytes)
+
+    @property
+    def compacted(self) -> bool:
+        return int(self.nodes.shape[0]) == self.n_nodes
+
+    @property
+    def compacted_nbytes(self) -> int:
+        """Bytes after :meth:`compact`."""
+        return self.n_nodes * NODE_BYTES + int(self.order.nbytes)
+
+    def compact(self) -> Bvh:
+        """The same tree in a buffer of exactly ``n_nodes`` records (a copy unless compact)."""
+        if self.compacted:
+            return self
+        xp = xp_of(self.nodes)
+        return dataclasses.replace(self, nodes=xp.ascontiguousarray(self.nodes[: self.n_nodes]))
+
+    def words(self) -> Any:
+        """The records' int32 view: column 6 escape / -count, column 7 first position."""
+        return self.nodes[: self.n_nodes].view(np.int32)
 
 
 def _as_bounds(lo: Any, hi: Any) -> tuple[Any, Any, Any, int]:
@@ -128,14 +139,6 @@ def _as_bounds(lo: Any, hi: Any) -> tuple[Any, Any, Any, int]:
     return xp, out[0], out[1], copied
 
 
-def _spread(x: Any) -> Any:
-    """The low 21 bits of each uint64 in ``x`` moved to bits 0, 3, 6, ... (in place)."""
-    for shift, mask in _SPREAD:
-        x |= x << shift
-        x &= mask
-    return x
-
-
 def _morton(xp: Any, lo: Any, hi: Any) -> Any:
     """Cubic cells: every axis is quantised with the same cell size (the largest centroid extent
     over 2^21), so an axis with a small extent only varies in the low bits of its code and the
@@ -150,23 +153,49 @@ def _morton(xp: Any, lo: Any, hi: Any) -> Any:
     for axis in range(3):
         c = (lo[:, axis].astype(xp.float64) + hi[:, axis]) * 0.5
         cmin, cmax = float(c.min()), float(c.max())
+        del c
         mins.append(cmin)
         extents.append(cmax - cmin if math.isfinite(cmax - cmin) else 0.0)
     extent = max(extents)
     scale = _CELLS / extent if extent > 0 and math.isfinite(extent) else 0.0
-    for axis in range(3):
-        c = lo[:, axis].astype(xp.float64)
-        c += hi[:, axis]
-        c *= 0.5
-        c -= mins[axis]
-        c *= scale if extents[axis] > 0 else 0.0
-        xp.fmax(c, 0.0, out=c)  # fmax/fmin drop NaN (inf - inf, inf * 0): such axes map to 0
-        xp.fmin(c, _QMAX, out=c)
-        q = c.astype(xp.uint64)
-        del c
-        codes |= _spread(q) << np.uint64(2 - axis)
-        del q
+    scales = [scale if e > 0 else 0.0 for e in extents]
+    _MORTON("cpu" if xp is np else "cuda", n, lo, hi, mins[0], mins[1], mins[2], scales[0], scales[1],
+            scales[2], codes)
     return codes
+
+
+@register_jitable
+def _spread21(v):  # type: ignore[no-untyped-def]
+    """The low 21 bits of ``v`` moved to bits 0, 3, 6, ..."""
+    x = np.uint64(v)
+    x = (x | (x << np.uint64(32))) & np.uint64(0x001F00000000FFFF)
+    x = (x | (x << np.uint64(16))) & np.uint64(0x001F0000FF0000FF)
+    x = (x | (x << np.uint64(8))) & np.uint64(0x100F00F00F00F00F)
+    x = (x | (x << np.uint64(4))) & np.uint64(0x10C30C30C30C30C3)
+    x = (x | (x << np.uint64(2))) & np.uint64(0x1249249249249249)
+    return x
+
+
+@register_jitable
+def _cell(lo, hi, cmin, scale):  # type: ignore[no-untyped-def]
+    """A centroid coordinate quantised to 0 .. 2^21 - 1 (NaN and negatives to 0)."""
+    c = ((np.float64(lo) + np.float64(hi)) * 0.5 - cmin) * scale
+    if not (c > 0.0):  # also NaN (inf - inf, inf * 0)
+        return np.uint64(0)
+    if c > _QMAX:
+        c = _QMAX
+    return np.uint64(c)
+
+
+@register_jitable
+def _morton_item(i, lo, hi, mx, my, mz, sx, sy, sz, codes):  # type: ignore[no-untyped-def]
+    x = _cell(lo[i, 0], hi[i, 0], mx, sx)
+    y = _cell(lo[i, 1], hi[i, 1], my, sy)
+    z = _cell(lo[i, 2], hi[i, 2], mz, sz)
+    codes[i] = (_spread21(x) << np.uint64(2)) | (_spread21(y) << np.uint64(1)) | _spread21(z)
+
+
+_MORTON = Kernel(_morton_item, name="rt_morton")
 
 
 def morton_codes(lo: Any, hi: Any) -> Any:
@@ -182,55 +211,191 @@ def _check_leaf_size(leaf_size: int) -> int:
     return int(leaf_size)
 
 
-def _node_bounds(xp: Any, lo: Any, hi: Any, order: Any, n_leaves: int,
-                 leaf_size: int) -> tuple[Any, Any, int]:
-    """``(node_lo, node_hi, peak_bytes)`` of the implicit tree over ``order``."""
-    n = int(order.shape[0])
-    n_nodes = 2 * n_leaves - 1
-    node_lo = xp.empty((n_nodes, 3), dtype=xp.float32)
-    node_hi = xp.empty((n_nodes, 3), dtype=xp.float32)
-    buf = xp.empty((n_leaves * leaf_size, 3), dtype=xp.float32)
-    first = n_leaves - 1
-    buf.fill(np.inf)
-    buf[:n] = lo[order]
-    node_lo[first:] = buf.reshape(n_leaves, leaf_size, 3).min(axis=1)  # no out=: breaks CuPy 14 CUB
-    buf.fill(-np.inf)
-    buf[:n] = hi[order]
-    node_hi[first:] = buf.reshape(n_leaves, leaf_size, 3).max(axis=1)
-    peak = int(order.nbytes) + 2 * int(node_lo.nbytes) + int(buf.nbytes) + 12 * n
-    del buf
-    width = n_leaves // 2  # nodes on the level being filled: [width - 1, 2 * width - 1)
-    while width >= 1:
-        start, stop = width - 1, 2 * width - 1
-        kids = slice(stop, 2 * stop + 1)  # children 2j+1, 2j+2 of the whole level, pairwise
-        node_lo[start:stop] = node_lo[kids].reshape(width, 2, 3).min(axis=1)
-        node_hi[start:stop] = node_hi[kids].reshape(width, 2, 3).max(axis=1)
-        width //= 2
-    return node_lo, node_hi, peak
+@register_jitable
+def _split_item(i, sc, first, last, out):  # type: ignore[no-untyped-def]
+    f = first[i]
+    e = last[i]
+    a = sc[f]
+    b = sc[e]
+    if a == b:
+        out[i] = (f + e + 1) // 2
+        return
+    y = a ^ b
+    for k in (1, 2, 4, 8, 16, 32):  # y = 2^(h+1) - 1 for the highest differing bit h
+        y |= y >> np.uint64(k)
+    cut = b & ~(y >> np.uint64(1))  # b's prefix with bit h set, lower bits clear
+    lo = f + 1  # the first position in (f, e] whose code is >= cut
+    hi = e
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sc[mid] < cut:
+            lo = mid + 1
+        else:
+            hi = mid
+    out[i] = lo
 
 
-def build_bvh(lo: Any, hi: Any, leaf_size: int = 4) -> Bvh:
+_SPLIT = Kernel(_split_item, name="rt_split")
+
+
+def _split_positions(xp: Any, sc: Any, first: Any, last: Any) -> Any:
+    """Where each node over sorted positions ``[f, l]`` (inclusive, more than one primitive)
+    splits: the first position whose code has the highest bit in which ``sc[f]`` and ``sc[l]``
+    differ; the median when the codes are equal."""
+    out = xp.empty(int(first.shape[0]), dtype=xp.int64)
+    _SPLIT("cpu" if xp is np else "cuda", int(first.shape[0]), sc, first, last, out)
+    return out
+
+
+def _interleave(xp: Any, a: Any, b: Any) -> Any:
+    return xp.stack([a, b], axis=1).ravel()
+
+
+@dataclass
+class _Levels:
+    """Per level of the tree (root first): pre-order index, and for leaves first position
+    and count; for inner nodes, the pre-order indices of their children."""
+
+    pre: list[Any]
+    leaf: list[Any]
+    left: list[Any]
+    right: list[Any]
+
+
+def _topology(xp: Any, sc: Any, leaf_size: int) -> tuple[Any, _Levels, int]:
+    """``(words, levels, n_nodes)``: the int32 words of every record, in pre-order, and the
+    levels for the box pass."""
+    n = int(sc.shape[0])
+    first = xp.zeros(1, dtype=xp.int64)
+    last = xp.full(1, n - 1, dtype=xp.int64)
+    lf, ll, lleaf = [], [], []
+    while True:  # top-down: ranges of every level
+        leaf = (last - first + 1) <= leaf_size
+        lf.append(first)
+        ll.append(last)
+        lleaf.append(leaf)
+        inner = ~leaf
+        fi, li = first[inner], last[inner]
+        if int(fi.shape[0]) == 0:
+            break
+        split = _split_positions(xp, sc, fi, li)
+        first, last = _interleave(xp, fi, split), _interleave(xp, split - 1, li)
+    # bottom-up: subtree sizes (in records)
+    sizes: list[Any] = [None] * len(lf)
+    below = None
+    for k in range(len(lf) - 1, -1, -1):
+        size = xp.ones(int(lf[k].shape[0]), dtype=xp.int64)
+        if below is not None:
+            size[~lleaf[k]] += below[0::2] + below[1::2]
+        sizes[k] = below = size
+    n_nodes = int(sizes[0][0])
+    words = xp.zeros((n_nodes, 2), dtype=xp.int32)
+    levels = _Levels([], [], [], [])
+    pre = xp.zeros(1, dtype=xp.int64)
+    for k in range(len(lf)):  # top-down: pre-order indices
+        leaf = lleaf[k]
+        inner = ~leaf
+        pi = pre[inner]
+        lp = xp.empty(0, dtype=xp.int64)
+        rp = lp
+        if k + 1 < len(lf):
+            lp = pi + 1
+            rp = lp + sizes[k + 1][0::2]
+        words[pi, 0] = (pi + sizes[k][inner]).astype(xp.int32)  # escape
+        pl = pre[leaf]
+        words[pl, 0] = -(ll[k][leaf] - lf[k][leaf] + 1).astype(xp.int32)
+        words[pl, 1] = lf[k][leaf].astype(xp.int32)
+        levels.pre.append(pi)
+        levels.leaf.append(pl)
+        levels.left.append(lp)
+        levels.right.append(rp)
+        if k + 1 < len(lf):
+            pre = _interleave(xp, lp, rp)
+    return words, levels, n_nodes
+
+
+def _levels_of(xp: Any, words: Any) -> _Levels:
+    """The levels of a built tree, recovered from its records (for a refit)."""
+    levels = _Levels([], [], [], [])
+    pre = xp.zeros(1, dtype=xp.int64)
+    while int(pre.shape[0]):
+        leaf = words[pre, 0] < 0
+        pi = pre[~leaf]
+        lp = pi + 1
+        left_leaf = words[lp, 0] < 0
+        rp = xp.where(left_leaf, lp + 1, words[lp, 0].astype(xp.int64))
+        levels.pre.append(pi)
+        levels.leaf.append(pre[leaf])
+        levels.left.append(lp)
+        levels.right.append(rp)
+        pre = _interleave(xp, lp, rp)
+    return levels
+
+
+def _boxes(xp: Any, nodes: Any, words: Any, levels: _Levels, slo: Any, shi: Any,
+           leaf_size: int) -> None:
+    """Every record's box: leaves from the sorted bounds, inner nodes bottom-up."""
+    n = int(slo.shape[0])
+    leaves = xp.concatenate(levels.leaf) if levels.leaf else xp.empty(0, dtype=xp.int64)
+    first = words[leaves, 1].astype(xp.int64)
+    count = -words[leaves, 0].astype(xp.int64)
+    blo = xp.full((int(leaves.shape[0]), 3), np.inf, dtype=xp.float32)
+    bhi = xp.full((int(leaves.shape[0]), 3), -np.inf, dtype=xp.float32)
+    for k in range(leaf_size):
+        take = (count > k)[:, None]
+        pos = xp.minimum(first + k, max(n - 1, 0))
+        if n:
+            blo = xp.where(take, xp.minimum(blo, slo[pos]), blo)
+            bhi = xp.where(take, xp.maximum(bhi, shi[pos]), bhi)
+    nodes[leaves, 0:3] = blo
+    nodes[leaves, 3:6] = bhi
+    for k in range(len(levels.pre) - 1, -1, -1):
+        pi, lp, rp = levels.pre[k], levels.left[k], levels.right[k]
+        if int(pi.shape[0]):
+            nodes[pi, 0:3] = xp.minimum(nodes[lp, 0:3], nodes[rp, 0:3])
+            nodes[pi, 3:6] = xp.maximum(nodes[lp, 3:6], nodes[rp, 3:6])
+
+
+NODE_BYTES = 32
+
+
+def build_bvh(lo: Any, hi: Any, leaf_size: int = 4, compact: bool = True) -> Bvh:
     """The BVH of the boxes ``[lo[k], hi[k]]`` (float32 ``(N, 3)`` arrays, NumPy or CuPy; the
-    result lives on the same device). ``leaf_size`` primitives per leaf, 1..32."""
+    result lives on the same device). At most ``leaf_size`` primitives per leaf, 1..32.
+    ``compact=False`` keeps the worst-case node buffer (see the module docstring)."""
     leaf_size = _check_leaf_size(leaf_size)
     xp, lo, hi, copied = _as_bounds(lo, hi)
     n = int(lo.shape[0])
     codes = _morton(xp, lo, hi)
     perm = xp.argsort(codes, kind="stable") if xp is np else xp.argsort(codes)
-    del codes
     order_dtype = np.int32 if n < 2**31 else np.int64
     order = perm.astype(order_dtype, copy=False)
-    del perm
-    used = -(-n // leaf_size)
-    n_leaves = 1 << (used - 1).bit_length() if used > 1 else 1
-    node_lo, node_hi, nodes_peak = _node_bounds(xp, lo, hi, order, n_leaves, leaf_size)
+    sc = codes[perm]
+    del codes, perm
+    capacity = max(2 * n - 1, 1)
+    if n == 0:  # one record with an empty box whose escape index ends the walk at once
+        nodes = xp.zeros((1, 8), dtype=xp.float32)
+        nodes[0, 0:3] = np.inf
+        nodes[0, 3:6] = -np.inf
+        nodes[0:1, 6:8] = xp.asarray([[1, 0]], dtype=xp.int32).view(xp.float32)
+        return Bvh(nodes, order, 0, leaf_size, 1, 0, copied + NODE_BYTES)
+    words, levels, n_nodes = _topology(xp, sc, leaf_size)
     b = np.dtype(order_dtype).itemsize
-    peak = copied + max(32 * n, (16 + b) * n, nodes_peak)
-    return Bvh(node_lo, node_hi, order, n, leaf_size, n_leaves, n_leaves.bit_length() - 1, peak)
+    bookkeeping = 5 * 8 * n_nodes + int(sc.nbytes)
+    del sc
+    nodes = xp.empty((n_nodes if compact else capacity, 8), dtype=xp.float32)
+    if not compact:
+        nodes[n_nodes:] = 0
+    nodes[:n_nodes, 6:8] = words.view(xp.float32)
+    slo, shi = lo[order], hi[order]
+    _boxes(xp, nodes, words, levels, slo, shi, leaf_size)
+    peak = copied + max(32 * n, (16 + b) * n + bookkeeping + int(words.nbytes),
+                        b * n + bookkeeping + int(nodes.nbytes) + 24 * n + 48 * n_nodes)
+    return Bvh(nodes, order, n, leaf_size, n_nodes, len(levels.pre), peak)
 
 
 def refit(bvh: Bvh, lo: Any, hi: Any) -> Bvh:
-    """A new :class:`Bvh` with ``bvh``'s ``order`` and shape and every node box recomputed from
+    """A new :class:`Bvh` with ``bvh``'s ``order`` and topology and every box recomputed from
     new bounds of the same primitives (``bvh`` itself is unchanged). Its ``peak_build_bytes`` is
     the refit's own peak."""
     xp, lo, hi, copied = _as_bounds(lo, hi)
@@ -238,8 +403,14 @@ def refit(bvh: Bvh, lo: Any, hi: Any) -> Bvh:
         raise InvalidInput(f"refit needs bounds of {bvh.n_prims} primitives, got {lo.shape[0]}")
     if xp_of(bvh.order) is not xp:
         raise InvalidInput("refit bounds must be on the BVH's device")
-    node_lo, node_hi, peak = _node_bounds(xp, lo, hi, bvh.order, bvh.n_leaves, bvh.leaf_size)
-    return dataclasses.replace(bvh, node_lo=node_lo, node_hi=node_hi, peak_build_bytes=copied + peak)
+    nodes = bvh.nodes.copy()
+    if bvh.n_prims == 0:
+        return dataclasses.replace(bvh, nodes=nodes, peak_build_bytes=copied + int(nodes.nbytes))
+    words = nodes[: bvh.n_nodes].view(xp.int32)[:, 6:8]
+    levels = _levels_of(xp, words)
+    _boxes(xp, nodes, words, levels, lo[bvh.order], hi[bvh.order], bvh.leaf_size)
+    peak = copied + int(nodes.nbytes) + 24 * bvh.n_prims + 48 * bvh.n_nodes
+    return dataclasses.replace(bvh, nodes=nodes, peak_build_bytes=peak)
 
 
 @register_jitable
@@ -260,18 +431,47 @@ def _slab_axis(lo, hi, o, inv, tn, tf):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def slab(node_lo, node_hi, j, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-untyped-def]
-    """``(hit, tnear)``: whether node ``j``'s box overlaps the ray ``o + t d`` for some ``t`` in
-    the open interval ``(tmin, tmax)``, with ``i = 1 / d`` (a zero direction component is an
-    infinite inverse: the ray is then inside that slab iff ``lo <= o <= hi``).
+def slab_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-untyped-def]
+    """``(hit, tnear)``: whether the box ``[lo, hi]`` overlaps the ray ``o + t d`` for some
+    ``t`` in the open interval ``(tmin, tmax)``, with ``i = 1 / d`` (a zero direction component
+    is an infinite inverse: the ray is then inside that slab iff ``lo <= o <= hi``).
 
     The box is closed (a ray grazing a face or edge overlaps it); an empty, inverted box never
     does. ``tnear`` (float32) is where the ray enters the box, at least ``tmin``; meaningful only
     on a hit. Arithmetic is in the arrays' float32.
     """
     inf = np.float32(np.inf)
-    tn, tf = _slab_axis(node_lo[j, 0], node_hi[j, 0], ox, ix, -inf, inf)
-    tn, tf = _slab_axis(node_lo[j, 1], node_hi[j, 1], oy, iy, tn, tf)
-    tn, tf = _slab_axis(node_lo[j, 2], node_hi[j, 2], oz, iz, tn, tf)
+    tn, tf = _slab_axis(lox, hix, ox, ix, -inf, inf)
+    tn, tf = _slab_axis(loy, hiy, oy, iy, tn, tf)
+    tn, tf = _slab_axis(loz, hiz, oz, iz, tn, tf)
     hit = tn <= tf and tn < tmax and tf > tmin
     return hit, np.float32(max(tn, tmin))
+
+
+@register_jitable
+def slab_walk(nodes, j, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-untyped-def]
+    """:func:`slab` without the empty-box test, for traversal: an inverted box (only the
+    record of an empty scene, whose escape index ends the walk anyway) may report a hit."""
+    tn = np.float32(tmin)
+    tf = np.float32(tmax)
+    for a in range(3):
+        o = ox if a == 0 else (oy if a == 1 else oz)
+        inv = ix if a == 0 else (iy if a == 1 else iz)
+        lo = nodes[j, a]
+        hi = nodes[j, a + 3]
+        if inv == np.float32(np.inf) or inv == np.float32(-np.inf):  # zero direction: in the slab or not
+            if not (lo <= o and o <= hi):
+                return False
+        else:
+            t0 = (lo - o) * inv
+            t1 = (hi - o) * inv
+            tn = max(tn, min(t0, t1))
+            tf = min(tf, max(t0, t1))
+    return tn <= tf and tn < tmax and tf > tmin
+
+
+@register_jitable
+def slab(nodes, j, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-untyped-def]
+    """:func:`slab_box` on record ``j`` of a node buffer."""
+    return slab_box(nodes[j, 0], nodes[j, 1], nodes[j, 2], nodes[j, 3], nodes[j, 4], nodes[j, 5],
+                    ox, oy, oz, ix, iy, iz, tmin, tmax)

@@ -31,6 +31,10 @@ Decisions
   swapped, so neighbouring triangles compute bit-identical magnitudes of opposite sign even
   where a compiler fuses multiply-adds (FMA on the GPU); the hit test is therefore watertight
   for closed meshes, with no float64 fallback.
+* A hit must lie in the triangle's bounding box, up to a tolerance far above rounding: a
+  nearly edge-on ray far from a small triangle shears it into a sliver thinner than float32
+  can resolve, and the edge functions can then agree in sign by rounding alone (seen: a ray
+  3000 units away, 0.004 degrees from the plane of a unit triangle).
 * Degenerate triangles (``cross(v1 - v0, v2 - v0)`` exactly zero in float32) and rays in the
   plane of a triangle (projected determinant zero) never hit. A triangle perpendicular to the
   dominant axis gets ``t = (v[k] - o[k]) / d[k]`` directly, so axis-aligned rays on
@@ -71,9 +75,12 @@ __all__ = [
     "all_hits",
     "brute_force",
     "hit_aabb_reference",
+    "hit_box",
     "hit_primitive",
     "hit_sphere",
+    "hit_sphere_c",
     "hit_triangle",
+    "hit_triangle_v",
     "prim_bounds",
 ]
 
@@ -156,7 +163,16 @@ def _edge(px, py, qx, qy):  # type: ignore[no-untyped-def]
 
 @register_jitable
 def hit_triangle(tri, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
-    """Ray against triangle ``tri[p]`` (a row of 9 float32s): ``(t, front)``.
+    """Ray against triangle ``tri[p]`` (a row of 9 float32s): ``(t, front)``; see
+    :func:`hit_triangle_v`."""
+    return hit_triangle_v(tri[p, 0], tri[p, 1], tri[p, 2], tri[p, 3], tri[p, 4], tri[p, 5],
+                          tri[p, 6], tri[p, 7], tri[p, 8], ox, oy, oz, dx, dy, dz, tmin, tmax)
+
+
+@register_jitable
+def hit_triangle_v(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z,  # type: ignore[no-untyped-def]
+                   ox, oy, oz, dx, dy, dz, tmin, tmax):
+    """Ray against the triangle ``(v0, v1, v2)``: ``(t, front)``.
 
     Watertight shear-and-project test with the inclusive edge rule (see the module docstring);
     ``front`` when ``dot(d, cross(v1 - v0, v2 - v0)) < 0``.
@@ -172,15 +188,15 @@ def hit_triangle(tri, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no
     tmin = np.float32(tmin)
     tmax = np.float32(tmax)
     # Vertices relative to the origin.
-    ax = np.float32(tri[p, 0]) - ox
-    ay = np.float32(tri[p, 1]) - oy
-    az = np.float32(tri[p, 2]) - oz
-    bx = np.float32(tri[p, 3]) - ox
-    by = np.float32(tri[p, 4]) - oy
-    bz = np.float32(tri[p, 5]) - oz
-    cx = np.float32(tri[p, 6]) - ox
-    cy = np.float32(tri[p, 7]) - oy
-    cz = np.float32(tri[p, 8]) - oz
+    ax = np.float32(v0x) - ox
+    ay = np.float32(v0y) - oy
+    az = np.float32(v0z) - oz
+    bx = np.float32(v1x) - ox
+    by = np.float32(v1y) - oy
+    bz = np.float32(v1z) - oz
+    cx = np.float32(v2x) - ox
+    cy = np.float32(v2y) - oy
+    cz = np.float32(v2z) - oz
     # Degenerate (zero-area) triangle: the float32 normal vanishes.
     e1x = bx - ax
     e1y = by - ay
@@ -236,14 +252,34 @@ def hit_triangle(tri, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no
     # Perpendicular to the dominant axis: one rounding, so exact where the answer is representable.
     flat = az_ == bz_ and bz_ == cz_
     t = az_ / dkz if flat else (u * az_ + v * bz_ + w * cz_) / (det * dkz)
-    if tmin < t and t < tmax:
-        return t, det < zero  # u, v, w as defined are negative for a front (CCW) face
-    return inf, False
+    if not (tmin < t and t < tmax):
+        return inf, False
+    # A nearly edge-on ray far from a small triangle shears it into a sliver thinner than the
+    # float32 spacing of its coordinates, and the edge signs can agree by rounding alone: the
+    # hit point must then lie in the triangle's box (up to a tolerance far above rounding).
+    for k in range(3):
+        a = _pick(k, ax, ay, az)
+        b = _pick(k, bx, by, bz)
+        c = _pick(k, cx, cy, cz)
+        q = t * _pick(k, dx, dy, dz)  # the hit point, relative to the origin
+        lo = min(a, b, c)
+        hi = max(a, b, c)
+        tol = np.float32(1e-3) * (hi - lo) + np.float32(1e-5) * (abs(q) + abs(a)) + np.float32(1e-30)
+        if q < lo - tol or q > hi + tol:
+            return inf, False
+    return t, det < zero  # u, v, w as defined are negative for a front (CCW) face
 
 
 @register_jitable
 def hit_sphere(centres, p, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
-    """Ray against the sphere of ``centres[p]`` and ``radius``: ``(t, front)``.
+    """Ray against the sphere of ``centres[p]`` and ``radius``; see :func:`hit_sphere_c`."""
+    return hit_sphere_c(centres[p, 0], centres[p, 1], centres[p, 2], radius, ox, oy, oz, dx, dy, dz,
+                        tmin, tmax)
+
+
+@register_jitable
+def hit_sphere_c(cx, cy, cz, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+    """Ray against the sphere of centre ``c`` and ``radius``: ``(t, front)``.
 
     The smaller root in ``(tmin, tmax)``; ``front`` for the entry root, not for the exit root.
     """
@@ -257,9 +293,9 @@ def hit_sphere(centres, p, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type:
     tmax = np.float32(tmax)
     if not (r > zero):
         return inf, False
-    fx = np.float32(ox) - np.float32(centres[p, 0])
-    fy = np.float32(oy) - np.float32(centres[p, 1])
-    fz = np.float32(oz) - np.float32(centres[p, 2])
+    fx = np.float32(ox) - np.float32(cx)
+    fy = np.float32(oy) - np.float32(cy)
+    fz = np.float32(oz) - np.float32(cz)
     a = dx * dx + dy * dy + dz * dz
     if not (a > zero):
         return inf, False
@@ -291,7 +327,14 @@ def hit_sphere(centres, p, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type:
 
 @register_jitable
 def hit_aabb_reference(boxes, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
-    """Ray against the closed box ``boxes[p]`` (min xyz, max xyz): ``(t, front)``.
+    """Ray against the closed box ``boxes[p]`` (min xyz, max xyz); see :func:`hit_box`."""
+    return hit_box(boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3], boxes[p, 4], boxes[p, 5],
+                   ox, oy, oz, dx, dy, dz, tmin, tmax)
+
+
+@register_jitable
+def hit_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+    """Ray against the closed box ``[lo, hi]``: ``(t, front)``.
 
     The entry distance (``front``), or the exit distance (not ``front``) when the entry lies at
     or before ``tmin`` (the origin is inside); the default intersection program for AABBs.
@@ -306,8 +349,8 @@ def hit_aabb_reference(boxes, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: i
     for k in range(3):
         o = np.float32(_pick(k, ox, oy, oz))
         d = np.float32(_pick(k, dx, dy, dz))
-        lo = np.float32(boxes[p, k])
-        hi = np.float32(boxes[p, k + 3])
+        lo = np.float32(_pick(k, lox, loy, loz))
+        hi = np.float32(_pick(k, hix, hiy, hiz))
         if d == zero:
             if not (lo <= o and o <= hi):
                 return inf, False

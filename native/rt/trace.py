@@ -4,8 +4,19 @@ source for the CPU (``njit`` + ``prange``) and the GPU (``cuda.jit``), with Opti
 OptiX -> here
 -------------
 * ``optixAccelBuild`` of a GAS over triangles, spheres or custom primitives (AABBs):
-  :func:`build_gas` (a BVH over the primitives' bounds, :mod:`.bvh`); ``optixAccelRelocate`` /
-  update builds: :meth:`Gas.refit`. Compaction: the BVH is built compact (no slack to remove).
+  :func:`build_gas` (a BVH over the primitives' bounds, :mod:`.bvh`); update builds:
+  :meth:`Gas.refit`; ``optixAccelCompact``: ``compact=True`` (default) or :meth:`Gas.compact`.
+  The GAS keeps its own copy of the primitives, in BVH order, as OptiX's does.
+* Geometry generated on the fly: ``build_gas(kind, records, geometry=f)`` keeps compact
+  per-primitive records (any numeric array, one row per primitive) and a numba function
+  ``f(records, i)`` that returns row ``i``'s primitive (9 floats for a triangle, 3 for a
+  sphere's centre, 6 for a box); traversal calls it where it would read a stored primitive, so
+  answers are identical and memory is the records' instead of the primitives'.
+* ``optixAccelBuild`` of an IAS (``OptixInstance``: transform, instanceId, visibilityMask,
+  traversableHandle): :func:`build_ias` over :class:`Instance` objects; a ray is tested against
+  an instance only when ``instance.mask & ray mask`` is non-zero, in the instance's object
+  space (the inverse of its 3x4 transform applied to origin and direction, so ``t`` is the
+  same along both). All GASes of an IAS share one primitive kind and geometry function.
 * ``optixTrace(handle, origin, direction, tmin, tmax, ..., rayFlags, ...)``: :func:`trace` with
   per-ray ``origins``, ``directions``, ``tmin``, ``tmax``; a hit counts only when
   ``tmin < t < tmax``. Ray flags (:data:`TERMINATE_ON_FIRST_HIT`, :data:`DISABLE_ANYHIT`,
@@ -32,16 +43,15 @@ OptiX -> here
 * Kernels are specialised per program set (the programs are compile-time constants of the
   generated kernel) and cached.
 
-Traversal is stackless: the BVH is an implicit complete binary tree (heap order), so after a
-subtree the walk climbs while it stands on a right child and steps to the sibling. No per-ray
-stack array is needed, which keeps one source for both devices.
-
-Not yet (issue 5, open): instance acceleration structures (IAS), geometry generated on the fly
-from compact records, GPU measurements.
+Traversal is stackless: the BVH's nodes are stored depth-first with escape indices, so a walk
+is one increasing index (on a hit, the next record; on a miss, the escape index). No per-ray
+stack array is needed, which keeps one source for both devices, and each record is visited at
+most once, so each primitive reaches any-hit at most once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -53,13 +63,13 @@ from indexzoo import Footprint, InvalidInput
 from indexzoo.devices import xp_of
 
 from ..targets import Kernel
-from .bvh import Bvh, build_bvh, refit, slab
-from .geometry import AABBS, SPHERES, TRIANGLES, hit_aabb_reference, hit_sphere, hit_triangle, prim_bounds
+from .bvh import Bvh, build_bvh, refit, slab, slab_walk
+from .geometry import AABBS, SPHERES, TRIANGLES, hit_box, hit_sphere_c, hit_triangle_v, prim_bounds
 
 __all__ = [
     "ACCEPT", "CULL_BACK_FACING", "CULL_FRONT_FACING", "DISABLE_ANYHIT", "DISABLE_CLOSESTHIT",
-    "IGNORE", "TERMINATE", "TERMINATE_ON_FIRST_HIT", "Gas", "Hits", "Programs", "build_gas",
-    "trace",
+    "IGNORE", "TERMINATE", "TERMINATE_ON_FIRST_HIT", "Gas", "Hits", "Ias", "Instance", "Programs",
+    "build_gas", "build_ias", "trace",
 ]
 
 TERMINATE_ON_FIRST_HIT = 1
@@ -71,61 +81,276 @@ _ALL_FLAGS = 31
 
 ACCEPT, IGNORE, TERMINATE = 0, 1, 2
 
+_WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
 
+
+# --------------------------------------------------------------------------- geometry functions
+@register_jitable
+def triangle_rows(data, i):  # type: ignore[no-untyped-def]
+    """Stored triangles: row ``i`` of a (N, 9) float32 array."""
+    return (data[i, 0], data[i, 1], data[i, 2], data[i, 3], data[i, 4], data[i, 5],
+            data[i, 6], data[i, 7], data[i, 8])
+
+
+@register_jitable
+def sphere_rows(data, i):  # type: ignore[no-untyped-def]
+    """Stored sphere centres: row ``i`` of a (N, 3) float32 array."""
+    return data[i, 0], data[i, 1], data[i, 2]
+
+
+@register_jitable
+def box_rows(data, i):  # type: ignore[no-untyped-def]
+    """Stored boxes: row ``i`` of a (N, 6) float32 array (min xyz, max xyz)."""
+    return data[i, 0], data[i, 1], data[i, 2], data[i, 3], data[i, 4], data[i, 5]
+
+
+_STORED = {TRIANGLES: triangle_rows, SPHERES: sphere_rows, AABBS: box_rows}
+
+
+@functools.cache
+def _bounds_kernel(kind: int, geometry: Any) -> Kernel:
+    """Bounds of generated primitives: ``geometry(records, i)`` evaluated for every ``i``."""
+    if kind == TRIANGLES:
+        @register_jitable
+        def body(i, records, radius, lo, hi):  # type: ignore[no-untyped-def]
+            g = geometry(records, i)
+            for a in range(3):
+                x, y, z = np.float32(g[a]), np.float32(g[a + 3]), np.float32(g[a + 6])
+                lo[i, a] = min(x, y, z)
+                hi[i, a] = max(x, y, z)
+    elif kind == SPHERES:
+        @register_jitable
+        def body(i, records, radius, lo, hi):  # type: ignore[no-untyped-def]
+            g = geometry(records, i)
+            for a in range(3):
+                lo[i, a] = np.float32(g[a]) - radius
+                hi[i, a] = np.float32(g[a]) + radius
+    else:
+        @register_jitable
+        def body(i, records, radius, lo, hi):  # type: ignore[no-untyped-def]
+            g = geometry(records, i)
+            for a in range(3):
+                lo[i, a] = np.float32(g[a])
+                hi[i, a] = np.float32(g[a + 3])
+    return Kernel(body, name="rt_bounds")
+
+
+def _generated_bounds(kind: int, geometry: Any, records: Any, radius: float) -> tuple[Any, Any]:
+    xp = xp_of(records)
+    n = int(records.shape[0])
+    lo = xp.empty((n, 3), dtype=xp.float32)
+    hi = xp.empty((n, 3), dtype=xp.float32)
+    _bounds_kernel(kind, geometry)("cpu" if xp is np else "cuda", n, records, np.float32(radius), lo, hi)
+    if n and not bool(xp.isfinite(lo).all() and xp.isfinite(hi).all()):
+        raise InvalidInput("the geometry function produced non-finite coordinates")
+    if kind == AABBS and n and not bool((lo <= hi).all()):
+        raise InvalidInput("the geometry function produced a box with min > max")
+    return lo, hi
+
+
+# --------------------------------------------------------------------------- GAS
 @dataclass(frozen=True)
 class Gas:
-    """A geometry acceleration structure: the primitives and the BVH over them."""
+    """A geometry acceleration structure: the primitives (or their records), in BVH order, and
+    the BVH over them. ``data[i]`` is primitive ``bvh.order[i]`` of the build input."""
 
     kind: int
-    data: Any  # triangles (N, 9), sphere centres (N, 3) or boxes (N, 6), float32
+    data: Any  # stored: triangles (N, 9), sphere centres (N, 3) or boxes (N, 6), float32; else records
     radius: float
     bvh: Bvh
+    geometry: Any = None  # None: stored primitives; else f(records, i) -> the primitive
 
     @property
     def n_prims(self) -> int:
         return self.bvh.n_prims
 
+    @property
+    def generated(self) -> bool:
+        return self.geometry is not None
+
+    def _geometry(self) -> Any:
+        return self.geometry if self.geometry is not None else _STORED[self.kind]
+
     def footprint(self) -> Footprint:
-        """Bytes held (primitives and BVH) and the build's peak."""
-        parts = {"primitives": int(self.data.nbytes), "bvh": int(self.bvh.nbytes)}
+        """Bytes held (primitives or records, BVH nodes with any uncompacted slack, the order)
+        and the build's peak."""
+        parts = {"records" if self.generated else "primitives": int(self.data.nbytes),
+                 "bvh_nodes": int(self.bvh.nodes.nbytes), "bvh_order": int(self.bvh.order.nbytes)}
         return Footprint(breakdown=parts,
-                         peak_build_bytes=int(self.data.nbytes) + self.bvh.peak_build_bytes)
+                         peak_build_bytes=2 * int(self.data.nbytes) + self.bvh.peak_build_bytes)
+
+    @property
+    def compacted(self) -> bool:
+        return self.bvh.compacted
+
+    def compact(self) -> Gas:
+        """The same GAS with its node buffer cut to size (``optixAccelCompact``)."""
+        return dataclasses.replace(self, bvh=self.bvh.compact())
 
     def refit(self, data: Any) -> Gas:
-        """The same structure over moved primitives (same count): bounds recomputed, the tree
-        kept (OptiX's update build)."""
-        data = _check_data(self.kind, data, self.radius)
+        """The same structure over moved primitives (same count, in build-input order): bounds
+        recomputed, the tree kept (OptiX's update build)."""
+        data = _check_data(self.kind, data, self.radius, self.geometry)
         if data.shape[0] != self.n_prims:
             raise InvalidInput(f"refit needs {self.n_prims} primitives, got {data.shape[0]}")
-        lo, hi = prim_bounds(self.kind, data, self.radius)
-        return Gas(self.kind, data, self.radius, refit(self.bvh, lo, hi))
+        lo, hi = _bounds(self.kind, data, self.radius, self.geometry)
+        return dataclasses.replace(self, data=data[self.bvh.order], bvh=refit(self.bvh, lo, hi))
 
 
-_WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
-
-
-def _check_data(kind: int, data: Any, radius: float) -> Any:
+def _check_data(kind: int, data: Any, radius: float, geometry: Any) -> Any:
     if kind not in _WIDTH:
         raise InvalidInput(f"unknown primitive kind {kind!r}; use TRIANGLES, SPHERES or AABBS")
+    if kind == SPHERES and not (np.isfinite(radius) and radius >= 0):
+        raise InvalidInput(f"sphere radius must be finite and >= 0, got {radius}")
     xp = xp_of(data)
+    if geometry is not None:
+        arr = xp.ascontiguousarray(data)
+        if arr.ndim not in (1, 2) or arr.dtype.kind not in "uif":
+            raise InvalidInput(f"records must be a numeric (N,) or (N, W) array, got {arr.dtype} "
+                               f"of shape {tuple(arr.shape)}")
+        return arr
     arr = xp.ascontiguousarray(data, dtype=np.float32)
     if arr.ndim != 2 or arr.shape[1] != _WIDTH[kind]:
         raise InvalidInput(f"primitives of kind {kind} need shape (N, {_WIDTH[kind]}), "
                            f"got {tuple(arr.shape)}")
     if arr.shape[0] and not bool(xp.isfinite(arr).all()):
         raise InvalidInput("primitive coordinates must be finite")
-    if kind == SPHERES and not (np.isfinite(radius) and radius >= 0):
-        raise InvalidInput(f"sphere radius must be finite and >= 0, got {radius}")
     return arr
 
 
-def build_gas(kind: int, data: Any, radius: float = 0.0, leaf_size: int = 4) -> Gas:
-    """Build a GAS over ``data`` (NumPy: on the CPU, CuPy: on the GPU)."""
-    data = _check_data(kind, data, radius)
-    lo, hi = prim_bounds(kind, data, radius)
-    return Gas(kind, data, float(radius), build_bvh(lo, hi, leaf_size=leaf_size))
+def _bounds(kind: int, data: Any, radius: float, geometry: Any) -> tuple[Any, Any]:
+    if geometry is None:
+        return prim_bounds(kind, data, radius)
+    return _generated_bounds(kind, geometry, data, radius)
 
 
+def build_gas(kind: int, data: Any, radius: float = 0.0, leaf_size: int = 4, *,
+              geometry: Any = None, compact: bool = True) -> Gas:
+    """Build a GAS over ``data`` (NumPy: on the CPU, CuPy: on the GPU).
+
+    ``data``: the primitives (float32 (N, 9) triangles, (N, 3) sphere centres with ``radius``,
+    (N, 6) boxes), or with ``geometry`` the records it turns into primitives (see the module
+    docstring). ``compact=False`` keeps the BVH's worst-case node buffer.
+    """
+    data = _check_data(kind, data, radius, geometry)
+    lo, hi = _bounds(kind, data, radius, geometry)
+    bvh = build_bvh(lo, hi, leaf_size=leaf_size, compact=compact)
+    del lo, hi
+    return Gas(kind, data[bvh.order], float(radius), bvh, geometry)
+
+
+# --------------------------------------------------------------------------- IAS
+@dataclass(frozen=True)
+class Instance:
+    """One instance of a GAS (``OptixInstance``): a 3x4 object-to-world transform (row-major,
+    ``None`` = identity), an id reported to the programs as ``inst``, and a visibility mask."""
+
+    gas: Gas
+    transform: Any = None
+    instance_id: int = 0
+    mask: int = 0xFF
+
+
+@dataclass(frozen=True)
+class Ias:
+    """An instance acceleration structure: a BVH over the instances' world-space boxes and the
+    instanced GASes pooled into shared buffers (each distinct GAS once)."""
+
+    kind: int
+    radius: float
+    geometry: Any
+    top: Bvh  # over instances, leaf size 1
+    inst: Any  # (I, 16) float32: world-to-object 3x4, then int32 words node base, data base,
+    #            node count, instance id (a float32 view), mask
+    nodes: Any  # pooled GAS node records
+    data: Any  # pooled primitives / records
+    order: Any  # pooled primitive indices (local to each GAS)
+    n_instances: int
+    peak_build_bytes: int
+
+    def footprint(self) -> Footprint:
+        parts = {"instances": int(self.inst.nbytes), "ias_nodes": int(self.top.nodes.nbytes),
+                 "ias_order": int(self.top.order.nbytes), "gas_nodes": int(self.nodes.nbytes),
+                 "gas_data": int(self.data.nbytes), "gas_order": int(self.order.nbytes)}
+        return Footprint(breakdown=parts, peak_build_bytes=self.peak_build_bytes)
+
+
+def _affine(transform: Any) -> np.ndarray:
+    if transform is None:
+        return np.eye(3, 4, dtype=np.float64)
+    m = np.asarray(transform.get() if hasattr(transform, "get") else transform, dtype=np.float64)
+    if m.shape == (12,):
+        m = m.reshape(3, 4)
+    if m.shape != (3, 4) or not np.isfinite(m).all():
+        raise InvalidInput(f"an instance transform must be a finite 3x4 matrix, got shape {m.shape}")
+    if abs(np.linalg.det(m[:, :3])) < 1e-30:
+        raise InvalidInput("an instance transform must be invertible")
+    return m
+
+
+def build_ias(instances: list[Instance] | tuple[Instance, ...]) -> Ias:
+    """Build an IAS over ``instances`` (all on one device, one primitive kind, radius and
+    geometry function)."""
+    instances = list(instances)
+    if not instances:
+        raise InvalidInput("an IAS needs at least one instance")
+    first = instances[0].gas
+    xp = xp_of(first.data)
+    for k, ins in enumerate(instances):
+        g = ins.gas
+        if not isinstance(g, Gas):
+            raise InvalidInput(f"instance {k}: gas must be a Gas, got {type(g).__name__}")
+        if (g.kind, g.radius, g.geometry) != (first.kind, first.radius, first.geometry):
+            raise InvalidInput("all GASes of an IAS must share primitive kind, radius and geometry")
+        if xp_of(g.data) is not xp:
+            raise InvalidInput("all GASes of an IAS must be on one device")
+        if not 0 <= int(ins.mask) <= 0xFF or not 0 <= int(ins.instance_id) < 2**23:
+            raise InvalidInput(f"instance {k}: mask must be 0..255 and instance_id 0..2^23-1")
+    pool: dict[int, int] = {}
+    gases: list[Gas] = []
+    for ins in instances:
+        if id(ins.gas) not in pool:
+            pool[id(ins.gas)] = len(gases)
+            gases.append(ins.gas)
+    node_base = np.cumsum([0] + [g.bvh.n_nodes for g in gases])
+    data_base = np.cumsum([0] + [g.n_prims for g in gases])
+    nodes = xp.concatenate([g.bvh.nodes[: g.bvh.n_nodes] for g in gases])
+    data = xp.concatenate([g.data for g in gases]) if len(gases) > 1 else gases[0].data
+    order = xp.concatenate([g.bvh.order.astype(np.int64) for g in gases])
+    n = len(instances)
+    table = np.zeros((n, 16), dtype=np.float32)
+    words = table.view(np.int32)
+    lo = np.empty((n, 3), np.float32)
+    hi = np.empty((n, 3), np.float32)
+    for k, ins in enumerate(instances):
+        m = _affine(ins.transform)
+        inv = np.linalg.inv(np.vstack([m, [0, 0, 0, 1]]))[:3]
+        table[k, :12] = inv.reshape(12)
+        g = pool[id(ins.gas)]
+        words[k, 12] = node_base[g]
+        words[k, 13] = data_base[g]
+        words[k, 14] = gases[g].bvh.n_nodes
+        words[k, 15] = (int(ins.instance_id) << 8) | int(ins.mask)
+        root = gases[g].bvh.nodes[0, :6]
+        root = np.asarray(root.get() if hasattr(root, "get") else root, dtype=np.float64)
+        if not root[0] <= root[3]:  # an empty GAS: an empty box
+            lo[k], hi[k] = np.inf, -np.inf
+            continue
+        corners = np.array([[root[0 + 3 * a], root[1 + 3 * b], root[2 + 3 * c], 1.0]
+                            for a in (0, 1) for b in (0, 1) for c in (0, 1)])
+        world = corners @ m.T
+        lo[k] = np.nextafter(world.min(axis=0).astype(np.float32), np.float32(-np.inf))
+        hi[k] = np.nextafter(world.max(axis=0).astype(np.float32), np.float32(np.inf))
+    empty = ~(lo <= hi).all(axis=1)
+    lo[empty], hi[empty] = 0, 0  # never reached: its node count is 0 below
+    words[empty, 14] = 0
+    top = build_bvh(xp.asarray(lo), xp.asarray(hi), leaf_size=1)
+    peak = int(nodes.nbytes + data.nbytes + order.nbytes) + top.peak_build_bytes + table.nbytes
+    return Ias(first.kind, first.radius, first.geometry, top, xp.asarray(table), nodes, data, order,
+               n, peak)
+
+
+# --------------------------------------------------------------------------- programs
 @dataclass(frozen=True)
 class Programs:
     """The programs of a launch; ``None`` = OptiX's default (accept, record, nothing)."""
@@ -138,12 +363,14 @@ class Programs:
 
 @dataclass(frozen=True)
 class Hits:
-    """Per ray: the closest accepted hit (``prim`` -1 and ``t`` inf on a miss)."""
+    """Per ray: the closest accepted hit (``prim`` -1 and ``t`` inf on a miss), its front-face
+    flag and instance id (0 for a GAS)."""
 
     t: Any
     prim: Any
     front: Any
     payload: Any
+    inst: Any = None
 
 
 @register_jitable
@@ -162,103 +389,206 @@ def _no_miss(ray, payload, params):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def _box_entry(boxes, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
-    return hit_aabb_reference(boxes, i, ox, oy, oz, dx, dy, dz, tmin, tmax)
+def _no_intersection(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
+    return np.float32(np.inf), False
 
 
 @functools.cache
-def _trace_kernel(intersection: Any, anyhit: Any, closesthit: Any, miss: Any) -> Kernel:
-    """The trace kernel for one program set (compiled on first use, per device)."""
+def _walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
+    """``walk(...)``: one ray through one GAS's records (specialised per kind and programs)."""
     has_anyhit = anyhit is not None
+    custom = intersection is not None
     anyhit = anyhit or _no_anyhit
-    closesthit = closesthit or _no_closesthit
-    miss = miss or _no_miss
-    intersection = intersection or _box_entry
+    intersection = intersection or _no_intersection
 
     @register_jitable
-    def trace_item(i, kind, data, radius, node_lo, node_hi, order, n, leaf_size, leaves,  # type: ignore[no-untyped-def]
-                   origins, dirs, tmins, tmaxs, flags, payload, params, out_t, out_p, out_f):
+    def walk(i, inst, nodes, words, nbase, n_nodes, data, dbase, order, radius,  # type: ignore[no-untyped-def]
+             ox, oy, oz, dx, dy, dz, tmin, tmax, flags, payload, params,
+             best_t, best_p, best_f, best_i):
         inf = np.float32(np.inf)
-        ox, oy, oz = origins[i, 0], origins[i, 1], origins[i, 2]
-        dx, dy, dz = dirs[i, 0], dirs[i, 1], dirs[i, 2]
         ix = np.float32(1.0) / dx if dx != 0 else inf
         iy = np.float32(1.0) / dy if dy != 0 else inf
         iz = np.float32(1.0) / dz if dz != 0 else inf
+        done = False
+        j = np.int64(0)
+        while j < n_nodes:
+            # cull with the closest hit so far, widened a little so that ties (same t, smaller
+            # primitive index) are still visited
+            cull = tmax if best_p < 0 else min(tmax, best_t + abs(best_t) * np.float32(1e-6)
+                                                + np.float32(1e-30))
+            # inner loop: skip and descend until a leaf the ray overlaps (the warp's threads
+            # reconverge here before any of them tests primitives)
+            leaf = np.int64(-1)
+            while j < n_nodes:
+                k = nbase + j
+                hit = slab_walk(nodes, k, ox, oy, oz, ix, iy, iz, tmin, cull)
+                c = words[k, 6]
+                if c >= 0:  # inner node: first child on a hit, else the escape index
+                    j = j + 1 if hit else np.int64(c)
+                    continue
+                j += 1
+                if hit:
+                    leaf = k
+                    break
+            if leaf < 0:
+                break
+            c = words[leaf, 6]
+            start = dbase + np.int64(words[leaf, 7])
+            for q in range(start, start - np.int64(c)):
+                g = geometry(data, q)
+                if kind == 0:
+                    t, front = hit_triangle_v(g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8],
+                                              ox, oy, oz, dx, dy, dz, tmin, tmax)
+                elif kind == 1:
+                    t, front = hit_sphere_c(g[0], g[1], g[2], radius, ox, oy, oz, dx, dy, dz,
+                                            tmin, tmax)
+                elif custom:
+                    t, front = intersection(data, q, np.int64(order[q]), ox, oy, oz, dx, dy, dz,
+                                            tmin, tmax, params)
+                else:
+                    t, front = hit_box(g[0], g[1], g[2], g[3], g[4], g[5], ox, oy, oz, dx, dy, dz,
+                                       tmin, tmax)
+                if not (t < tmax):  # miss (inf) or outside the interval
+                    continue
+                if kind == 0 and ((front and (flags & 16) != 0) or
+                                  (not front and (flags & 8) != 0)):
+                    continue
+                if t > best_t:
+                    continue
+                p = np.int64(order[q])
+                if t == best_t and not (p < best_p or (p == best_p and inst < best_i)):
+                    continue
+                verdict = 0
+                if has_anyhit and (flags & 2) == 0:
+                    verdict = anyhit(i, inst, p, t, front, payload, params)
+                if verdict == 1:
+                    continue
+                best_t, best_p, best_f, best_i = t, p, front, inst
+                if verdict == 2 or (flags & 1) != 0:
+                    done = True
+                    break
+            if done:
+                break
+        return best_t, best_p, best_f, best_i, done
+
+    return walk
+
+
+@functools.cache
+def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, anyhit: Any,
+                  closesthit: Any, miss: Any) -> Kernel:
+    """The trace kernel for one scene type and program set (compiled on first use, per device)."""
+    walk = _walker(kind, geometry, intersection, anyhit)
+    closesthit = closesthit or _no_closesthit
+    miss = miss or _no_miss
+
+    @register_jitable
+    def finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f,  # type: ignore[no-untyped-def]
+               out_i):
+        out_t[i] = best_t
+        out_p[i] = best_p
+        out_f[i] = best_f
+        out_i[i] = best_i
+        if best_p >= 0:
+            if (flags & 4) == 0:
+                closesthit(i, best_i, best_p, best_t, best_f, payload, params)
+        else:
+            miss(i, payload, params)
+
+    if not two_level:
+        @register_jitable
+        def gas_item(i, nodes, words, n_nodes, data, order, radius, origins, dirs, tmins,  # type: ignore[no-untyped-def]
+                     tmaxs, flags, mask, payload, params, out_t, out_p, out_f, out_i):
+            tmin = tmins[i]
+            tmax = tmaxs[i]
+            best_t = np.float32(np.inf)
+            best_p = np.int64(-1)
+            best_f = False
+            best_i = np.int64(0)
+            if tmin < tmax and (mask & 0xFF) != 0:
+                best_t, best_p, best_f, best_i, _ = walk(
+                    i, np.int64(0), nodes, words, np.int64(0), n_nodes, data, np.int64(0), order,
+                    radius, origins[i, 0], origins[i, 1], origins[i, 2], dirs[i, 0], dirs[i, 1],
+                    dirs[i, 2], tmin, tmax, flags, payload, params, best_t, best_p, best_f, best_i)
+            finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f,
+                   out_i)
+
+        return Kernel(gas_item, name="rt_trace")
+
+    @register_jitable
+    def ias_item(i, top, top_words, top_order, inst, inst_words, nodes, words, data, order,  # type: ignore[no-untyped-def]
+                 radius, origins, dirs, tmins, tmaxs, flags, mask, payload, params, out_t, out_p,
+                 out_f, out_i):
+        inf = np.float32(np.inf)
         tmin = tmins[i]
         tmax = tmaxs[i]
         best_t = inf
         best_p = np.int64(-1)
         best_f = False
-        done = n == 0 or not (tmin < tmax)
-        first_leaf = leaves - 1
-        j = np.int64(0)
-        while not done:
-            # cull with the closest hit so far, widened a little so that ties (same t, smaller
-            # primitive index) are still visited
+        best_i = np.int64(0)
+        ox, oy, oz = origins[i, 0], origins[i, 1], origins[i, 2]
+        dx, dy, dz = dirs[i, 0], dirs[i, 1], dirs[i, 2]
+        ix = np.float32(1.0) / dx if dx != 0 else inf
+        iy = np.float32(1.0) / dy if dy != 0 else inf
+        iz = np.float32(1.0) / dz if dz != 0 else inf
+        n_top = top.shape[0]
+        j = np.int64(0) if tmin < tmax else np.int64(n_top)
+        while j < n_top:
             cull = tmax if best_p < 0 else min(tmax, best_t + abs(best_t) * np.float32(1e-6)
                                                 + np.float32(1e-30))
-            hit, _ = slab(node_lo, node_hi, j, ox, oy, oz, ix, iy, iz, tmin, cull)
-            if hit and j < first_leaf:
-                j = 2 * j + 1
+            hit, _ = slab(top, j, ox, oy, oz, ix, iy, iz, tmin, cull)
+            c = top_words[j, 6]
+            if c >= 0:
+                j = j + 1 if hit else np.int64(c)
                 continue
-            if hit:
-                start = (j - first_leaf) * leaf_size
-                stop = min(start + leaf_size, n)
-                for pos in range(start, stop):
-                    p = np.int64(order[pos])
-                    if kind == 0:
-                        t, front = hit_triangle(data, p, ox, oy, oz, dx, dy, dz, tmin, tmax)
-                    elif kind == 1:
-                        t, front = hit_sphere(data, p, radius, ox, oy, oz, dx, dy, dz, tmin, tmax)
-                    else:
-                        t, front = intersection(data, p, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params)
-                    if not (t < tmax):  # miss (inf) or outside the interval
-                        continue
-                    if kind == 0 and ((front and (flags & 16) != 0) or
-                                      (not front and (flags & 8) != 0)):
-                        continue
-                    if not (t < best_t or (t == best_t and p < best_p)):
-                        continue
-                    verdict = 0
-                    if has_anyhit and (flags & 2) == 0:
-                        verdict = anyhit(i, 0, p, t, front, payload, params)
-                    if verdict == 1:
-                        continue
-                    best_t, best_p, best_f = t, p, front
-                    if verdict == 2 or (flags & 1) != 0:
-                        done = True
-                        break
+            j += 1
+            if not hit:
+                continue
+            done = False
+            first = np.int64(top_words[j - 1, 7])
+            for pos in range(first, first - np.int64(c)):
+                s = np.int64(top_order[pos])
+                w = inst_words[s, 15]
+                if (w & mask & 0xFF) == 0:
+                    continue
+                m = inst
+                # the ray in the instance's object space (t is the same along both)
+                px = m[s, 0] * ox + m[s, 1] * oy + m[s, 2] * oz + m[s, 3]
+                py = m[s, 4] * ox + m[s, 5] * oy + m[s, 6] * oz + m[s, 7]
+                pz = m[s, 8] * ox + m[s, 9] * oy + m[s, 10] * oz + m[s, 11]
+                qx = m[s, 0] * dx + m[s, 1] * dy + m[s, 2] * dz
+                qy = m[s, 4] * dx + m[s, 5] * dy + m[s, 6] * dz
+                qz = m[s, 8] * dx + m[s, 9] * dy + m[s, 10] * dz
+                best_t, best_p, best_f, best_i, done = walk(
+                    i, np.int64(w >> 8), nodes, words, np.int64(inst_words[s, 12]),
+                    np.int64(inst_words[s, 14]), data, np.int64(inst_words[s, 13]), order, radius,
+                    px, py, pz, qx, qy, qz, tmin, tmax, flags, payload, params,
+                    best_t, best_p, best_f, best_i)
                 if done:
                     break
-            # next node: climb while on a right child, then step to the sibling
-            while j > 0 and (j & 1) == 0:
-                j = (j - 1) >> 1
-            if j == 0:
+            if done:
                 break
-            j += 1
-        out_t[i] = best_t
-        out_p[i] = best_p
-        out_f[i] = best_f
-        if best_p >= 0:
-            if (flags & 4) == 0:
-                closesthit(i, 0, best_p, best_t, best_f, payload, params)
-        else:
-            miss(i, payload, params)
+        finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f, out_i)
 
-    return Kernel(trace_item, name="rt_trace")
+    return Kernel(ias_item, name="rt_trace_ias")
 
 
-def trace(gas: Gas, origins: Any, directions: Any, tmin: Any, tmax: Any,
+def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,
           programs: Programs | None = None, flags: int = 0, payload: Any = None,
-          params: tuple[Any, ...] = (), threads_per_block: int = 128) -> Hits:
+          params: tuple[Any, ...] = (), mask: int = 0xFF, threads_per_block: int = 128) -> Hits:
     """Trace one ray per row of ``origins``/``directions`` (float32, (R, 3)) with per-ray
-    ``tmin``/``tmax`` (float32, (R,)) against ``gas``; arrays on the GPU trace on the GPU.
+    ``tmin``/``tmax`` (float32, (R,)) against ``scene`` (a GAS or an IAS); arrays on the GPU
+    trace on the GPU.
 
     ``payload``: a (R, S) uint64 array the programs read and write (default: (R, 1) zeros).
     ``params``: a tuple of arrays (on the scene's device) and scalars handed to every program.
+    ``mask``: the rays' visibility mask (0..255; an instance is visited when its mask shares a
+    bit with it).
     """
     programs = programs or Programs()
-    xp = xp_of(gas.data)
+    if not isinstance(scene, (Gas, Ias)):
+        raise InvalidInput(f"trace needs a Gas or an Ias, got {type(scene).__name__}")
+    xp = xp_of(scene.data)
     device = "cpu" if xp is np else "cuda"
     o = xp.ascontiguousarray(origins, dtype=np.float32)
     d = xp.ascontiguousarray(directions, dtype=np.float32)
@@ -270,6 +600,10 @@ def trace(gas: Gas, origins: Any, directions: Any, tmin: Any, tmax: Any,
     t1 = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(tmax, dtype=np.float32), (r,)))
     if not 0 <= flags <= _ALL_FLAGS:
         raise InvalidInput(f"unknown ray flags {flags}")
+    if not 0 <= mask <= 0xFF:
+        raise InvalidInput(f"the ray mask must be 0..255, got {mask}")
+    if programs.intersection is not None and scene.kind != AABBS:
+        raise InvalidInput("intersection programs are for custom (AABB) primitives only")
     if payload is None:
         payload = xp.zeros((r, 1), dtype=np.uint64)
     elif payload.ndim != 2 or payload.shape[0] != r or payload.dtype != np.uint64:
@@ -277,10 +611,19 @@ def trace(gas: Gas, origins: Any, directions: Any, tmin: Any, tmax: Any,
     out_t = xp.empty(r, dtype=np.float32)
     out_p = xp.empty(r, dtype=np.int64)
     out_f = xp.empty(r, dtype=np.bool_)
-    kernel = _trace_kernel(programs.intersection, programs.anyhit, programs.closesthit,
-                           programs.miss)
-    b = gas.bvh
-    kernel(device, r, np.int64(gas.kind), gas.data, np.float32(gas.radius), b.node_lo, b.node_hi,
-           b.order, np.int64(b.n_prims), np.int64(b.leaf_size), np.int64(b.n_leaves), o, d, t0, t1,
-           np.int64(flags), payload, tuple(params), out_t, out_p, out_f, threads_per_block=threads_per_block)
-    return Hits(out_t, out_p, out_f, payload)
+    out_i = xp.empty(r, dtype=np.int64)
+    geometry = scene.geometry if scene.geometry is not None else _STORED[scene.kind]
+    kernel = _trace_kernel(scene.kind, geometry, isinstance(scene, Ias), programs.intersection,
+                           programs.anyhit, programs.closesthit, programs.miss)
+    tail = (np.float32(scene.radius), o, d, t0, t1, np.int64(flags), np.int64(mask), payload,
+            tuple(params), out_t, out_p, out_f, out_i)
+    if isinstance(scene, Gas):
+        b = scene.bvh
+        kernel(device, r, b.nodes, b.nodes.view(np.int32), np.int64(b.n_nodes), scene.data, b.order,
+               *tail, threads_per_block=threads_per_block)
+    else:
+        top = scene.top
+        kernel(device, r, top.nodes, top.nodes.view(np.int32), top.order, scene.inst,
+               scene.inst.view(np.int32), scene.nodes, scene.nodes.view(np.int32), scene.data,
+               scene.order, *tail, threads_per_block=threads_per_block)
+    return Hits(out_t, out_p, out_f, payload, out_i)

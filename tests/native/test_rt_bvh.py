@@ -18,42 +18,95 @@ def random_boxes(n: int, seed: int = 0, scale: float = 100.0) -> tuple[np.ndarra
     return lo, hi
 
 
+def walk_tree(bvh: Bvh) -> list[tuple[int, int, int, int]]:
+    """``(record, depth, first, count)`` of every leaf, found by following child links from the
+    root (left child = next record, right child = the left child's escape index)."""
+    w = bvh.words()
+    out = []
+    stack = [(0, 1)]
+    while stack:
+        j, depth = stack.pop()
+        if w[j, 6] < 0:
+            out.append((j, depth, int(w[j, 7]), int(-w[j, 6])))
+            continue
+        left = j + 1
+        right = left + 1 if w[left, 6] < 0 else int(w[left, 6])
+        assert int(w[j, 6]) > right  # the escape index lies past both children
+        stack += [(right, depth + 1), (left, depth + 1)]
+    return out
+
+
 def check_invariants(bvh: Bvh, lo: np.ndarray, hi: np.ndarray) -> None:
-    n, ls, p = lo.shape[0], bvh.leaf_size, bvh.n_leaves
-    used = -(-n // ls)
+    n, ls = lo.shape[0], bvh.leaf_size
     assert bvh.n_prims == n
-    assert p >= 1 and p & (p - 1) == 0 and p >= used and (p == 1 or p // 2 < used)
-    assert bvh.depth == p.bit_length() - 1
-    assert bvh.node_lo.shape == bvh.node_hi.shape == (2 * p - 1, 3)
-    assert bvh.node_lo.dtype == bvh.node_hi.dtype == np.float32
-    assert not np.isnan(bvh.node_lo).any() and not np.isnan(bvh.node_hi).any()
+    m = bvh.n_nodes
+    assert bvh.nodes.dtype == np.float32 and bvh.nodes.shape[1] == 8 and bvh.nodes.shape[0] >= m
     assert bvh.order.dtype == np.int32 and bvh.order.shape == (n,)
     np.testing.assert_array_equal(np.sort(bvh.order), np.arange(n))  # each primitive once
-    nlo, nhi = bvh.node_lo, bvh.node_hi
-    # inner nodes contain, and are exactly the union of, their children
-    j = np.arange(p - 1)
-    for c in (2 * j + 1, 2 * j + 2):
-        assert (nlo[j] <= nlo[c]).all() and (nhi[j] >= nhi[c]).all()
-    np.testing.assert_array_equal(nlo[j], np.minimum(nlo[2 * j + 1], nlo[2 * j + 2]))
-    np.testing.assert_array_equal(nhi[j], np.maximum(nhi[2 * j + 1], nhi[2 * j + 2]))
-    # leaves contain their primitives and are their union; padding leaves are empty
-    leaf = p - 1 + np.arange(n) // ls
+    nodes, w = bvh.nodes[:m], bvh.words()
+    if n == 0:
+        assert m == 1 and (nodes[0, :3] == np.inf).all() and (nodes[0, 3:6] == -np.inf).all()
+        return
+    assert not np.isnan(nodes[:, :6]).any()
+    leaves = walk_tree(bvh)
+    # every record is reached once, in pre-order; leaves partition the sorted positions in order
+    assert len(leaves) == int((w[:, 6] < 0).sum()) and 2 * len(leaves) - 1 == m
+    firsts = [f for _, _, f, _ in sorted(leaves)]
+    counts = [c for _, _, _, c in sorted(leaves)]
+    assert firsts == list(np.cumsum([0, *counts[:-1]])) and sum(counts) == n
+    assert all(1 <= c <= ls for c in counts)
+    assert max(d for _, d, _, _ in leaves) == bvh.depth
+    inner = np.flatnonzero(w[:, 6] >= 0)
+    # escape = index + subtree size, so a subtree is a contiguous run of records
+    assert (w[inner, 6] <= m).all() and (w[inner, 6] > inner + 2).all()
+    # inner boxes are exactly the union of their children's
+    left = inner + 1
+    right = np.where(w[left, 6] < 0, left + 1, w[left, 6])
+    np.testing.assert_array_equal(nodes[inner, :3], np.minimum(nodes[left, :3], nodes[right, :3]))
+    np.testing.assert_array_equal(nodes[inner, 3:6], np.maximum(nodes[left, 3:6], nodes[right, 3:6]))
+    # leaves are exactly the union of their primitives' bounds
     slo, shi = lo[bvh.order], hi[bvh.order]
-    assert (nlo[leaf] <= slo).all() and (nhi[leaf] >= shi).all()
-    ref_lo = np.full((p, 3), np.inf, np.float32)
-    ref_hi = np.full((p, 3), -np.inf, np.float32)
-    np.minimum.at(ref_lo, leaf - (p - 1), slo)
-    np.maximum.at(ref_hi, leaf - (p - 1), shi)
-    np.testing.assert_array_equal(nlo[p - 1:], ref_lo)
-    np.testing.assert_array_equal(nhi[p - 1:], ref_hi)
-    assert (nlo[p - 1 + used:] == np.inf).all() and (nhi[p - 1 + used:] == -np.inf).all()
-    if n > 0:
-        np.testing.assert_array_equal(nlo[0], lo.min(axis=0))
-        np.testing.assert_array_equal(nhi[0], hi.max(axis=0))
-    else:
-        assert (nlo[0] == np.inf).all() and (nhi[0] == -np.inf).all()
-    assert bvh.nbytes == nlo.nbytes + nhi.nbytes + bvh.order.nbytes
+    for j, _, f, c in leaves:
+        np.testing.assert_array_equal(nodes[j, :3], slo[f:f + c].min(axis=0))
+        np.testing.assert_array_equal(nodes[j, 3:6], shi[f:f + c].max(axis=0))
+    np.testing.assert_array_equal(nodes[0, :3], lo.min(axis=0))
+    np.testing.assert_array_equal(nodes[0, 3:6], hi.max(axis=0))
+    assert bvh.nbytes == bvh.nodes.nbytes + bvh.order.nbytes
     assert bvh.peak_build_bytes >= bvh.nbytes
+
+
+def test_siblings_split_at_the_highest_differing_morton_bit() -> None:
+    lo, hi = random_boxes(5000, seed=4)
+    bvh = build_bvh(lo, hi, leaf_size=4)
+    codes = morton_codes(lo, hi)[bvh.order]
+    w = bvh.words()
+
+    def span(j: int) -> tuple[int, int]:  # sorted positions under record j
+        end = int(w[j, 6]) if w[j, 6] >= 0 else j + 1
+        sub = w[j:end]
+        leaf = sub[:, 6] < 0
+        return int(sub[leaf, 7].min()), int((sub[leaf, 7] - sub[leaf, 6]).max())
+
+    for j in np.flatnonzero(w[:, 6] >= 0)[:300]:
+        f, stop = span(j)
+        left_stop = span(j + 1)[1]
+        a, b = int(codes[f]), int(codes[stop - 1])
+        if a == b:
+            continue
+        h = (a ^ b).bit_length() - 1
+        # the left child holds exactly the codes with bit h clear
+        assert all(not (int(c) >> h) & 1 for c in codes[f:left_stop])
+        assert all((int(c) >> h) & 1 for c in codes[left_stop:stop])
+
+
+def test_uncompacted_builds_keep_the_worst_case_buffer() -> None:
+    lo, hi = random_boxes(3000, seed=5)
+    full = build_bvh(lo, hi, leaf_size=4, compact=False)
+    tight = build_bvh(lo, hi, leaf_size=4)
+    assert full.nodes.shape[0] == 2 * 3000 - 1 and not full.compacted and tight.compacted
+    assert full.compacted_nbytes == tight.nbytes < full.nbytes
+    np.testing.assert_array_equal(full.compact().nodes, tight.nodes)
+    check_invariants(full, lo, hi)
 
 
 @pytest.mark.parametrize("leaf_size", [1, 4, 7])
@@ -103,23 +156,24 @@ def test_degenerate_scenes(name: str, leaf_size: int) -> None:
     if name.startswith("identical"):
         assert (codes == 0).all()
         np.testing.assert_array_equal(bvh.order, np.arange(lo.shape[0]))  # stable sort
+        assert bvh.depth <= 2 + int(np.log2(lo.shape[0]))  # equal codes split at the median
 
 
 @pytest.mark.parametrize("n, leaf_size", [(0, 4), (1, 1), (5, 4), (4096, 7), (10000, 4)])
 def test_refit(n: int, leaf_size: int) -> None:
     lo, hi = random_boxes(n, seed=11)
     bvh = build_bvh(lo, hi, leaf_size=leaf_size)
-    old_lo, old_hi = bvh.node_lo.copy(), bvh.node_hi.copy()
+    old = bvh.nodes.copy()
     rng = np.random.default_rng(12)
     move = (rng.normal(size=(n, 3)) * 10).astype(np.float32)
     grow = (rng.random((n, 3)) * 3).astype(np.float32)
     lo2, hi2 = lo + move, hi + move + grow
     new = refit(bvh, lo2, hi2)
     assert new.order is bvh.order
-    assert (new.n_leaves, new.depth, new.leaf_size) == (bvh.n_leaves, bvh.depth, bvh.leaf_size)
+    assert (new.n_nodes, new.depth, new.leaf_size) == (bvh.n_nodes, bvh.depth, bvh.leaf_size)
+    np.testing.assert_array_equal(new.words()[:, 6:], bvh.words()[:, 6:])  # same topology
     check_invariants(new, lo2, hi2)
-    np.testing.assert_array_equal(bvh.node_lo, old_lo)  # the old BVH is untouched
-    np.testing.assert_array_equal(bvh.node_hi, old_hi)
+    np.testing.assert_array_equal(bvh.nodes, old)  # the old BVH is untouched
     with pytest.raises(InvalidInput):
         refit(bvh, lo2[: max(n - 1, 0)] if n else np.zeros((1, 3), np.float32),
               hi2[: max(n - 1, 0)] if n else np.zeros((1, 3), np.float32))
@@ -129,7 +183,7 @@ def test_bytes_and_validation() -> None:
     lo, hi = random_boxes(1000)
     b32 = build_bvh(lo, hi)
     b64 = build_bvh(lo.astype(np.float64), hi.astype(np.float64))
-    np.testing.assert_array_equal(b32.node_lo, b64.node_lo)
+    np.testing.assert_array_equal(b32.nodes, b64.nodes)
     assert b64.peak_build_bytes == b32.peak_build_bytes + lo.nbytes + hi.nbytes  # float32 copies
     assert b32.peak_build_bytes >= 32 * 1000
     for bad in (0, 33, 2.5, True):
@@ -174,14 +228,20 @@ def test_morton_increases_along_each_axis(axis: int) -> None:
 
 
 @njit
-def _slab_all(node_lo, node_hi, o, inv, tmin, tmax):  # type: ignore[no-untyped-def]
-    n = node_lo.shape[0]
+def _slab_records(nodes, o, inv, tmin, tmax):  # type: ignore[no-untyped-def]
+    n = nodes.shape[0]
     hit = np.empty(n, np.bool_)
     tnear = np.empty(n, np.float32)
     for k in range(n):
-        hit[k], tnear[k] = slab(node_lo, node_hi, k, o[k, 0], o[k, 1], o[k, 2],
+        hit[k], tnear[k] = slab(nodes, k, o[k, 0], o[k, 1], o[k, 2],
                                 inv[k, 0], inv[k, 1], inv[k, 2], tmin[k], tmax[k])
     return hit, tnear
+
+
+def _slab_all(lo, hi, o, inv, tmin, tmax):  # type: ignore[no-untyped-def]
+    nodes = np.zeros((lo.shape[0], 8), np.float32)
+    nodes[:, :3], nodes[:, 3:6] = lo, hi
+    return _slab_records(nodes, o, inv, tmin, tmax)
 
 
 def _slab_reference(lo, hi, o, inv, tmin, tmax):  # type: ignore[no-untyped-def]

@@ -239,7 +239,9 @@ def test_footprint_counts_primitives_and_bvh() -> None:
     data, _ = _scene(geo.AABBS, 1000, np.random.default_rng(1))
     fp = build_gas(geo.AABBS, data).footprint()
     assert fp.breakdown["primitives"] == data.nbytes
-    assert fp.breakdown["bvh"] > 0 and fp.peak_build_bytes >= fp.resident_bytes
+    gas = build_gas(geo.AABBS, data)
+    assert fp.breakdown["bvh_nodes"] == gas.bvh.n_nodes * 32 and fp.breakdown["bvh_order"] == 4000
+    assert fp.peak_build_bytes >= fp.resident_bytes
 
 
 def test_bad_input_is_rejected() -> None:
