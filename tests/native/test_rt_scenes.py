@@ -266,11 +266,12 @@ def test_the_gpu_traces_instances_and_generated_geometry_like_the_cpu() -> None:
         ga, gb = build_gas(geo.TRIANGLES, xp.asarray(a)), build_gas(geo.TRIANGLES, xp.asarray(b))
         scenes.append(build_ias([Instance(ga, ts[0], 1), Instance(gb, ts[1], 2), Instance(ga, ts[3], 3)]))
     o = rng.integers(-200, 300, (40000, 3)).astype(np.float32)
-    d = (rng.integers(-200, 300, (40000, 3)) - o).astype(np.float32)
+    # aim between grid points: a ray through a vertex is decided by rounding, and the GPU's
+    # fused multiply-adds round differently from the CPU
+    d = (rng.integers(-200, 300, (40000, 3)) + rng.uniform(0.1, 0.9, (40000, 3)) - o).astype(np.float32)
     c = trace(scenes[0], o, d, 0.0, np.inf)
     g = trace(scenes[1], cupy.asarray(o), cupy.asarray(d), 0.0, np.inf)
-    # the GPU's fused multiply-adds round the object-space rays and t differently, so rays that
-    # graze a shared edge of this integer grid may pick the neighbour: compare where both hit
+    # rays that graze a shared edge may still pick the neighbour: compare where both hit
     gp, gi, gt = cupy.asnumpy(g.prim), cupy.asnumpy(g.inst), cupy.asnumpy(g.t)
     assert ((gp >= 0) == (c.prim >= 0)).mean() > 0.995
     both = (gp >= 0) & (c.prim >= 0)
