@@ -65,11 +65,11 @@ Decisions where the paper is silent or ambiguous
   about 0.3 off, past a 0.25-wide gap: without the check the next key beyond a long range's end
   was counted (seen in the conformance suite). Triangles and AABBs hit exactly (see
   ``scene.py``, ``programs.py``) and are not checked.
-* [AMBIG] ``compact``: the engine's BVH is built compact (an implicit tree sized exactly from
-  the primitive count; nothing to remove), so compact=True and compact=False hold the same
-  bytes. The parameter is kept for the paper's configurations and because refit needs
-  compact=False (§3.6: the update flag disables compaction's effect); memory_footprint reports
-  the bytes actually held either way.
+* ``compact`` is the engine's: compact=False keeps the BVH's worst-case node buffer (what a
+  builder reserves before it knows the tree's shape, like ``optixAccelComputeMemoryUsage``),
+  compact=True cuts it to the used records (``optixAccelCompact``); memory_footprint reports the
+  bytes held either way. Refit needs compact=False (§3.6: the update flag disables compaction's
+  effect).
 * [AMBIG] ``update(positions, new_keys)``: keys change in place, rowIDs and values stay; a
   position given twice takes its last new key. Refit moves the changed primitives and refits the
   BVH (same topology: answers stay exact, lookups may slow down, Table 4); rebuild builds the
@@ -106,7 +106,7 @@ from .scene import KIND, SPHERE_RADIUS, primitives
 __all__ = ["RxIndex"]
 
 _U64 = np.uint64
-_MISS = np.iinfo(np.uint64).max
+_MISS = _U64(np.iinfo(np.uint64).max)
 _PROGRAMS = {"triangle": Programs(anyhit=rx_anyhit), "sphere": Programs(anyhit=rx_anyhit),
              "aabb": Programs(intersection=rx_intersect, anyhit=rx_anyhit)}
 
@@ -163,7 +163,8 @@ class RxIndex(GpuIndex):
             highs = xp.zeros(min(n, 1), dtype=_U64)
         radius = SPHERE_RADIUS if p.primitive == "sphere" else 0.0
         if gas is None:
-            new_gas = build_gas(KIND[p.primitive], data, radius=radius, leaf_size=p.leaf_size)
+            new_gas = build_gas(KIND[p.primitive], data, radius=radius, leaf_size=p.leaf_size,
+                                compact=p.compact)
         else:
             new_gas = gas.refit(data)
         # the engine's build or refit (its peak counts the primitives)
@@ -263,8 +264,8 @@ class RxIndex(GpuIndex):
         """Lookups ``q0 .. q1-1`` own rays in ``s .. e-1``; their rays there are
         ``a[i] .. b[i]-1`` (chunk-local)."""
         xp = self.xp
-        q0 = int(xp.searchsorted(plan.starts, s, side="right")) - 1
-        q1 = int(xp.searchsorted(plan.starts, e - 1, side="right"))
+        ends = xp.searchsorted(plan.starts, xp.asarray([s, e - 1], dtype=np.int64), side="right")
+        q0, q1 = int(ends[0]) - 1, int(ends[1])
         a = xp.clip(plan.starts[q0:q1] - s, 0, e - s)
         b = xp.clip(plan.starts[q0 + 1:q1 + 1] - s, 0, e - s)
         return q0, q1, a, b
@@ -281,13 +282,13 @@ class RxIndex(GpuIndex):
             _, pay = self._launch(plan, s, e, op)
             q0, q1, a, b = self._segments(plan, s, e)
             if op == OP_FIRST:
-                hit = (pay != _U64(_MISS)).astype(np.int64)
+                hit = (pay != _MISS).astype(np.int64)
                 ch = xp.zeros(e - s + 1, dtype=np.int64)
                 xp.cumsum(hit, out=ch[1:])
                 has = ch[b] > ch[a]
                 idx = xp.clip(xp.searchsorted(ch, ch[a] + 1, side="left") - 1, 0, e - s - 1)
-                part = xp.where(has, pay[idx], _U64(_MISS))
-                res[q0:q1] = xp.where(res[q0:q1] == _U64(_MISS), part, res[q0:q1])
+                part = xp.where(has, pay[idx], _MISS)
+                res[q0:q1] = xp.where(res[q0:q1] == _MISS, part, res[q0:q1])
             else:
                 cs = xp.zeros(e - s + 1, dtype=res.dtype)
                 xp.cumsum(pay.astype(res.dtype), out=cs[1:])
@@ -338,7 +339,7 @@ class RxIndex(GpuIndex):
 
     def _rowid(self, plan: Plan) -> Any:
         res = self._reduce(plan, OP_FIRST)
-        return self.xp.where(res == _U64(_MISS), self.miss, res).astype(self.rowid_dtype)
+        return self.xp.where(res == _MISS, self.miss, res).astype(self.rowid_dtype)
 
     def _point_rowid(self, q: Any) -> Any:
         return self._rowid(self._point_plan(q))

@@ -57,8 +57,8 @@ class RxParams(KernelParams):
                     "(t in (0, u - l + 1)), or from x = 0 with tmin = the start.")
     compact: bool = Field(
         default=True,
-        description="Compact the acceleration structure after the build [§3.5] (this engine "
-                    "builds compact already: no bytes change; see docs/plugins/rx.md). "
+        description="Compact the acceleration structure after the build [§3.5]: cut the "
+                    "BVH's worst-case node buffer to the records used (optixAccelCompact). "
                     "update='refit' needs compact=False [§3.6].")
     update: Literal["rebuild", "refit"] = Field(
         default="rebuild",

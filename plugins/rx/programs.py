@@ -82,7 +82,7 @@ def bits_float(bits):
     b = np.uint64(bits)
     mant = b & np.uint64((1 << 23) - 1)
     exp = np.int64(b >> np.uint64(23))
-    return np.float32(math.ldexp(np.float64(mant + np.uint64(1 << 23)), exp - 150))
+    return np.float32(math.ldexp(np.float64(mant + np.uint64(1 << 23)), np.int32(exp - 150)))
 
 
 @register_jitable

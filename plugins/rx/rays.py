@@ -65,6 +65,7 @@ class Plan:
     b: Any = None
     first: Any = None
     highs: Any = None
+    one_each: bool = False  # every lookup owns exactly one ray (ray i belongs to lookup i)
 
     @property
     def n_rays(self) -> int:
@@ -72,7 +73,8 @@ class Plan:
 
     def owners(self, s: int, e: int) -> Any:
         xp = xp_of(self.starts)
-        return xp.searchsorted(self.starts[1:], xp.arange(s, e, dtype=np.int64), side="right")
+        rays = xp.arange(s, e, dtype=np.int64)
+        return rays if self.one_each else xp.searchsorted(self.starts[1:], rays, side="right")
 
     def rays(self, s: int, e: int) -> Rays:
         """Rays ``s .. e-1`` of the flat list."""
@@ -124,7 +126,9 @@ def _starts(counts: Any) -> Any:
 def perpendicular_plan(coder: KeyCoder, q: Any) -> Plan:
     """One perpendicular ray per point lookup the mode can hold (the others miss)."""
     counts = coder.legal(q).astype(np.int64)
-    return Plan(int(q.shape[0]), _starts(counts), coder, "perpendicular", False, q)
+    starts = _starts(counts)
+    n = int(q.shape[0])
+    return Plan(n, starts, coder, "perpendicular", False, q, one_each=int(starts[-1]) == n)
 
 
 def range_plan(coder: KeyCoder, lo: Any, hi: Any, highs: Any, zero: bool) -> Plan:
@@ -136,4 +140,7 @@ def range_plan(coder: KeyCoder, lo: Any, hi: Any, highs: Any, zero: bool) -> Pla
     first = xp.searchsorted(highs, hlo, side="left").astype(np.int64)
     stop = xp.searchsorted(highs, hhi, side="right").astype(np.int64)
     counts = xp.where(lo <= hi, xp.maximum(stop - first, 0), 0).astype(np.int64)
-    return Plan(int(lo.shape[0]), _starts(counts), coder, "range", zero, lo, hi, first, highs)
+    starts = _starts(counts)
+    n = int(lo.shape[0])
+    one_each = int(starts[-1]) == n and bool((counts <= 1).all())
+    return Plan(n, starts, coder, "range", zero, lo, hi, first, highs, one_each)
