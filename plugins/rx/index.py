@@ -11,7 +11,8 @@ Paper -> code
 * §3.3 rays, Table 2, and §3.2's one ray per high part for 3D ranges: :mod:`.rays`.
 * §3.5 primitives: triangles (the artifact's triangle around the key's point), spheres
   (r = 0.25), AABBs with an intersection program comparing the stored integer key exactly
-  (:mod:`.programs`).
+  (:mod:`.programs`). Stored as OptiX stores them, or (``geometry="generated"``, an engine
+  option without an OptiX equivalent) made from the keys during traversal.
 * §3.6 updates: :meth:`RxIndex.update`, rebuild or refit (``Gas.refit``).
 * §2.2 / artifact programs: any-hit counts, sums, collects or takes the first hit
   (:mod:`.programs`); launched with DISABLE_CLOSESTHIT, and TERMINATE_ON_FIRST_HIT for ``rowid``.
@@ -101,7 +102,7 @@ from .keys import KeyCoder
 from .params import RxParams
 from .programs import OP_COUNT, OP_FILL, OP_FIRST, OP_SUM, rx_anyhit, rx_intersect
 from .rays import Plan, perpendicular_plan, range_plan
-from .scene import KIND, SPHERE_RADIUS, primitives
+from .scene import KIND, SPHERE_RADIUS, geometry_function, primitives
 
 __all__ = ["RxIndex"]
 
@@ -151,23 +152,28 @@ class RxIndex(GpuIndex):
         xp, p, coder = self.xp, self.params, self.coder
         n, kb = int(keys.shape[0]), int(keys.nbytes)
         wide = 0 if keys.dtype == _U64 else 8 * n  # the uint64 copy of uint32 keys
-        data = primitives(coder, p.primitive, keys)
-        # conversion: the uint64 x and high parts, the float32 columns, the stacked primitives
-        peak = kb + wide + 16 * n + 2 * int(data.nbytes)
+        generated = p.geometry == "generated"
+        if generated:  # the engine makes the primitives from the keys (its records)
+            data, geometry, peak = keys, geometry_function(coder, p.primitive), kb
+        else:
+            data, geometry = primitives(coder, p.primitive, keys), None
+            # conversion: the uint64 x and high parts, the float32 columns, the stacked rows
+            peak = kb + wide + 16 * n + 2 * int(data.nbytes)
         if coder.mode == "3d":
             _, high = coder.parts(keys)
             highs = xp.unique(high)  # sorts a copy of the high parts
-            peak = max(peak, kb + int(data.nbytes) + 16 * n + int(highs.nbytes))
+            peak = max(peak, kb + (0 if generated else int(data.nbytes)) + wide + 16 * n
+                       + int(highs.nbytes))
             del high
         else:  # every key naive and extended mode hold has high part 0
             highs = xp.zeros(min(n, 1), dtype=_U64)
         radius = SPHERE_RADIUS if p.primitive == "sphere" else 0.0
         if gas is None:
             new_gas = build_gas(KIND[p.primitive], data, radius=radius, leaf_size=p.leaf_size,
-                                compact=p.compact)
+                                geometry=geometry, compact=p.compact)
         else:
             new_gas = gas.refit(data)
-        # the engine's build or refit (its peak counts the primitives)
+        # the engine's build or refit (its peak counts the primitives or records)
         peak = max(peak, kb + int(highs.nbytes) + new_gas.footprint().peak_build_bytes)
         return {"_keys": keys, "_gas": new_gas, "_highs": highs, "_peak": held + peak}
 

@@ -10,20 +10,28 @@ rowID, as OptiX's vertex buffer position is in the paper).
 * **sphere**: centre c, one radius 0.25 for all [§3.5].
 * **aabb**: the box ``[x-e, x+e] x [y-.5, y+.5] x [z-.5, z+.5]``; its intersection program
   (``programs.rx_intersect``) compares the stored integer key exactly.
+
+``geometry="stored"`` (the paper's: OptiX's GAS keeps its own copy of the primitives) builds
+the rows with array operations (:func:`primitives`); ``geometry="generated"`` keeps only the
+keys as the engine's records and makes each primitive from its key during traversal
+(:func:`geometry_function`, the same float32 values, so the same answers).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
+from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
 from indexzoo.native.rt import geometry as geo
 
-from .keys import KeyCoder
+from .keys import EXTENDED_OFFSET, KeyCoder
+from .programs import bits_float
 
-__all__ = ["KIND", "SPHERE_RADIUS", "primitives"]
+__all__ = ["KIND", "SPHERE_RADIUS", "geometry_function", "primitives"]
 
 SPHERE_RADIUS = 0.25
 KIND = {"triangle": geo.TRIANGLES, "sphere": geo.SPHERES, "aabb": geo.AABBS}
@@ -44,3 +52,49 @@ def primitives(coder: KeyCoder, primitive: str, keys: Any) -> Any:
         cols = [below, y - h, z - h, above, y + h, z + h]
     return xp.ascontiguousarray(xp.stack(cols, axis=1))
 
+
+
+@functools.cache
+def geometry_function(coder: KeyCoder, primitive: str) -> Any:
+    """``f(keys, i)``: the primitive of key ``keys[i]``, for the engine's generated geometry
+    (one function per key mode, split and primitive: the engine compiles a kernel per function)."""
+    extended = coder.mode == "extended"
+    x_mask = np.uint64(coder.x_max)
+    x_shift = np.uint64(coder.x_bits)
+    y_mask = np.uint64((1 << coder.y_bits) - 1)
+    y_shift = np.uint64(coder.y_bits)
+    c = np.uint64(EXTENDED_OFFSET)
+    half = np.float32(0.5)
+
+    @register_jitable
+    def point(keys, i):  # type: ignore[no-untyped-def]
+        k = np.uint64(keys[i])
+        x = k & x_mask
+        h = k >> x_shift
+        y = np.float32(h & y_mask)
+        z = np.float32(h >> y_shift)
+        if extended:
+            bits = x * np.uint64(2) + c
+            return (bits_float(bits), bits_float(bits - np.uint64(1)),
+                    bits_float(bits + np.uint64(1)), y, z)
+        xf = np.float32(x)
+        return xf, xf - half, xf + half, y, z
+
+    if primitive == "sphere":
+        @register_jitable
+        def sphere(keys, i):  # type: ignore[no-untyped-def]
+            xf, _, _, y, z = point(keys, i)
+            return xf, y, z
+        return sphere
+    if primitive == "triangle":
+        @register_jitable
+        def triangle(keys, i):  # type: ignore[no-untyped-def]
+            _, below, above, y, z = point(keys, i)
+            return below, y + half, z - half, below, y - half, z - half, above, y, z + half
+        return triangle
+
+    @register_jitable
+    def box(keys, i):  # type: ignore[no-untyped-def]
+        _, below, above, y, z = point(keys, i)
+        return below, y - half, z - half, above, y + half, z + half
+    return box

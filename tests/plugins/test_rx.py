@@ -114,6 +114,7 @@ for _mode, _prim in itertools.product(["3d", "naive", "extended"], ["triangle", 
         if (_mode, _prim, _point, _range) != ("3d", "triangle", "perpendicular", "offset"):
             SUITE_CONFIGS.append(_cfg)
 SUITE_CONFIGS.append(dict(x_bits=22, y_bits=22, z_bits=20))  # the artifact's split
+SUITE_CONFIGS.append(dict(geometry="generated", leaf_size=8))  # the engine's fastest RX scene
 
 
 def _label(cfg: dict[str, Any]) -> str:
@@ -202,6 +203,28 @@ def test_every_configuration_answers_like_the_reference_before_and_after_updates
         moved = keys.copy()
         moved[pos] = new
         _check(index, moved, q, lo, hi, values)
+
+
+@pytest.mark.parametrize("cfg", [
+    dict(key_mode="3d", primitive="triangle"), dict(key_mode="3d", primitive="sphere"),
+    dict(key_mode="3d", primitive="aabb"),
+    dict(key_mode="extended", primitive="triangle", range_ray="zero", point_ray="parallel"),
+], ids=lambda c: f"{c['key_mode']}-{c['primitive']}")
+def test_generated_geometry_answers_like_stored_geometry(cfg: dict[str, str], device: str) -> None:
+    """Each primitive made from its key during traversal (one function per mode, split and
+    primitive; the linear x map and extended mode's bit cast)."""
+    keys, q, lo, hi = _workload(cfg["key_mode"], 600, seed=11)
+    rng = np.random.default_rng(4)
+    pos, new = rng.integers(0, keys.shape[0], 40), rng.choice(keys, 40)
+    moved = keys.copy()
+    moved[pos] = new
+    for upd in UPDATES[1:]:
+        index = indexzoo.create("rx", device=device, geometry="generated", **cfg, **upd)
+        index.build(keys)
+        assert "records" in index.memory_footprint().breakdown
+        _check(index, keys, q, lo, hi)
+        index.update(pos, new)
+        _check(index, moved, q, lo, hi)
 
 
 # ============================================================================ the paper's example
@@ -480,7 +503,10 @@ def test_footprint_is_keys_primitives_bvh_and_high_parts(primitive: str, per_key
 @pytest.mark.parametrize("cfg", [{}, {"primitive": "sphere"}, {"primitive": "aabb"},
                                  {"point_ray": "parallel", "range_ray": "zero"},
                                  {"key_mode": "naive"}, {"key_mode": "extended", "range_ray": "zero"},
-                                 {"compact": False, "update": "refit"}])
+                                 {"compact": False, "update": "refit"},
+                                 {"geometry": "generated", "leaf_size": 8},
+                                 {"geometry": "generated", "primitive": "aabb",
+                                  "key_mode": "extended", "range_ray": "zero"}])
 def test_cpu_and_gpu_answer_alike(cfg: dict[str, Any]) -> None:
     keys, q, lo, hi = _workload(cfg.get("key_mode", "3d"), 1 << 14, seed=21)
     cpu = indexzoo.create("rx", device="cpu", **cfg).build(keys)
