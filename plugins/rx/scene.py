@@ -67,7 +67,7 @@ def geometry_function(coder: KeyCoder, primitive: str) -> Any:
     half = np.float32(0.5)
 
     @register_jitable
-    def point(keys, i):  # type: ignore[no-untyped-def]
+    def point(keys, i):
         k = np.uint64(keys[i])
         x = k & x_mask
         h = k >> x_shift
@@ -82,19 +82,19 @@ def geometry_function(coder: KeyCoder, primitive: str) -> Any:
 
     if primitive == "sphere":
         @register_jitable
-        def sphere(keys, i):  # type: ignore[no-untyped-def]
+        def sphere(keys, i):
             xf, _, _, y, z = point(keys, i)
             return xf, y, z
         return sphere
     if primitive == "triangle":
         @register_jitable
-        def triangle(keys, i):  # type: ignore[no-untyped-def]
+        def triangle(keys, i):
             _, below, above, y, z = point(keys, i)
             return below, y + half, z - half, below, y - half, z - half, above, y, z + half
         return triangle
 
     @register_jitable
-    def box(keys, i):  # type: ignore[no-untyped-def]
+    def box(keys, i):
         _, below, above, y, z = point(keys, i)
         return below, y - half, z - half, above, y + half, z + half
     return box
