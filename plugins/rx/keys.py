@@ -150,8 +150,8 @@ class KeyCoder:
 
     def yz(self, high: Any) -> tuple[Any, Any]:
         """y and z of high parts: float32, exact for held keys."""
-        y = (high & _U64((1 << self.y_bits) - 1)) if self.y_bits < 64 else high
-        z = high >> _U64(self.y_bits) if self.y_bits < 64 else high * _U64(0)
+        y = high & _U64((1 << self.y_bits) - 1)  # y_bits <= 63: x_bits >= 1
+        z = high >> _U64(self.y_bits)
         return y.astype(np.float32), z.astype(np.float32)
 
     def points(self, keys: Any) -> tuple[Any, Any, Any]:

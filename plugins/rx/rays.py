@@ -60,7 +60,8 @@ class Plan:
     coder: KeyCoder
     kind: str  # "perpendicular" or "range"
     zero: bool  # range rays from x = 0 (else from an offset origin)
-    # perpendicular: the lookups' keys; range: per lookup lo/hi parts and the first high part
+    # perpendicular: a = the lookups; range: a = lo, b = hi, first = the index in highs of
+    # each range's first high part
     a: Any
     b: Any = None
     first: Any = None
