@@ -113,8 +113,9 @@ _PROGRAMS = {"triangle": Programs(anyhit=rx_anyhit), "sphere": Programs(anyhit=r
 
 
 class RxIndex(GpuIndex):
-    """RX: keys as primitives of a ray-traced scene, lookups as rays (every configuration of
-    the paper: key modes, primitives, ray kinds, compaction, updates)."""
+    """RTIndeX (RX): keys as primitives of a ray-traced scene, lookups as rays.
+
+    Every configuration of the paper: key modes, primitives, ray kinds, compaction, updates."""
 
     name: ClassVar[str] = "rx"
     Params: ClassVar[type[IndexParams]] = RxParams
