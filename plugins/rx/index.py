@@ -150,7 +150,7 @@ class RxIndex(GpuIndex):
         """Everything a build (or, given the current ``gas``, a refit) produces, for the caller
         to assign at once, so that a failure leaves the index as it was. ``held``: bytes the
         caller keeps alive meanwhile (an update's current scene)."""
-        xp, p, coder = self.xp, self.params, self.coder
+        p, coder = self.params, self.coder
         n, kb = int(keys.shape[0]), int(keys.nbytes)
         wide = 0 if keys.dtype == _U64 else 8 * n  # the uint64 copy of uint32 keys
         generated = p.geometry == "generated"
@@ -160,14 +160,6 @@ class RxIndex(GpuIndex):
             data, geometry = primitives(coder, p.primitive, keys), None
             # conversion: the uint64 x and high parts, the float32 columns, the stacked rows
             peak = kb + wide + 16 * n + 2 * int(data.nbytes)
-        if coder.mode == "3d":
-            _, high = coder.parts(keys)
-            highs = xp.unique(high)  # sorts a copy of the high parts
-            peak = max(peak, kb + (0 if generated else int(data.nbytes)) + wide + 16 * n
-                       + int(highs.nbytes))
-            del high
-        else:  # every key naive and extended mode hold has high part 0
-            highs = xp.zeros(min(n, 1), dtype=_U64)
         radius = SPHERE_RADIUS if p.primitive == "sphere" else 0.0
         if gas is None:
             new_gas = build_gas(KIND[p.primitive], data, radius=radius, leaf_size=p.leaf_size,
@@ -175,12 +167,49 @@ class RxIndex(GpuIndex):
         else:
             new_gas = gas.refit(data)
         # the engine's build or refit (its peak counts the primitives or records)
-        peak = max(peak, kb + int(highs.nbytes) + new_gas.footprint().peak_build_bytes)
-        return {"_keys": keys, "_gas": new_gas, "_highs": highs, "_peak": held + peak}
+        peak = max(peak, kb + new_gas.footprint().peak_build_bytes)
+        # generated triangles: the engine's records are the keys (in BVH order); the index
+        # keeps no second copy and rebuilds the rowID-ordered column when an update needs it
+        own = None if generated and p.primitive == "triangle" else keys
+        # stored geometry keeps the distinct high parts; generated geometry (the lean
+        # configuration) makes them per range batch instead of holding them
+        highs = None if generated else self._distinct_highs(keys)
+        if highs is not None:
+            peak = max(peak, kb + wide + 16 * n + int(highs.nbytes))
+        return {"_own_keys": own, "_gas": new_gas, "_high_parts": highs, "_peak": held + peak}
+
+    def _distinct_highs(self, keys: Any) -> Any:
+        if self.coder.mode == "3d":
+            _, high = self.coder.parts(keys)
+            return self.xp.unique(high)  # sorts a copy of the high parts
+        return self.xp.zeros(min(int(keys.shape[0]), 1), dtype=_U64)  # naive/extended: all 0
+
+    @property
+    def _keys(self) -> Any:
+        """The key column in rowID order (the index's copy, or rebuilt from the scene's
+        records)."""
+        if self._own_keys is not None:
+            return self._own_keys
+        gas = self._gas
+        keys = self.xp.empty_like(gas.data)
+        keys[gas.bvh.order] = gas.data
+        return keys
+
+    @property
+    def _highs(self) -> Any:
+        """The sorted distinct high parts of the keys (3D ranges cast one ray per high part
+        that occurs): kept from the build with stored geometry, made for each range batch with
+        generated geometry."""
+        if self._high_parts is not None:
+            return self._high_parts
+        return self._distinct_highs(self._keys)
 
     def _parts(self) -> dict[str, int]:
-        return {"keys": int(self._keys.nbytes), **self._gas.footprint().breakdown,
-                "high_parts": int(self._highs.nbytes)}
+        parts = {"keys": 0 if self._own_keys is None else int(self._own_keys.nbytes),
+                 **self._gas.footprint().breakdown}
+        if self._high_parts is not None:
+            parts["high_parts"] = int(self._high_parts.nbytes)
+        return parts
 
     def _footprint(self) -> Footprint:
         parts = self._parts()
@@ -287,6 +316,9 @@ class RxIndex(GpuIndex):
             res = xp.zeros(q, dtype=np.int64 if op == OP_COUNT else _U64)
         for s, e in self._chunks(plan):
             _, pay = self._launch(plan, s, e, op)
+            if plan.one_each:  # ray i is lookup i: its payload is the answer
+                res[s:e] = pay if op == OP_FIRST else pay.astype(res.dtype)
+                continue
             q0, q1, a, b = self._segments(plan, s, e)
             if op == OP_FIRST:
                 hit = (pay != _MISS).astype(np.int64)

