@@ -575,7 +575,8 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
 
 def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,
           programs: Programs | None = None, flags: int = 0, payload: Any = None,
-          params: tuple[Any, ...] = (), mask: int = 0xFF, threads_per_block: int = 128) -> Hits:
+          params: tuple[Any, ...] = (), mask: int = 0xFF, threads_per_block: int = 128,
+          device: str | None = None) -> Hits:
     """Trace one ray per row of ``origins``/``directions`` (float32, (R, 3)) with per-ray
     ``tmin``/``tmax`` (float32, (R,)) against ``scene`` (a GAS or an IAS); arrays on the GPU
     trace on the GPU.
@@ -583,13 +584,14 @@ def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,
     ``payload``: a (R, S) uint64 array the programs read and write (default: (R, 1) zeros).
     ``params``: a tuple of arrays (on the scene's device) and scalars handed to every program.
     ``mask``: the rays' visibility mask (0..255; an instance is visited when its mask shares a
-    bit with it).
+    bit with it). ``device``: by default the arrays' own; ``"cuda"`` with NumPy arrays runs the
+    GPU kernel under numba's CUDA simulator (tests only).
     """
     programs = programs or Programs()
     if not isinstance(scene, (Gas, Ias)):
         raise InvalidInput(f"trace needs a Gas or an Ias, got {type(scene).__name__}")
     xp = xp_of(scene.data)
-    device = "cpu" if xp is np else "cuda"
+    device = device or ("cpu" if xp is np else "cuda")
     o = xp.ascontiguousarray(origins, dtype=np.float32)
     d = xp.ascontiguousarray(directions, dtype=np.float32)
     r = int(o.shape[0]) if o.ndim == 2 else -1

@@ -55,3 +55,51 @@ def test_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
                          env=env, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "simulator agrees" in res.stdout
+
+
+RT_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from numba.extending import register_jitable
+    from indexzoo.native.rt import geometry as geo
+    from indexzoo.native.rt.trace import Instance, Programs, build_gas, build_ias, trace
+
+    @register_jitable
+    def count(ray, inst, prim, t, front, payload, params):
+        payload[ray, 0] += np.uint64(1)
+        return 1
+
+    @register_jitable
+    def box_of(cells, i):
+        x = np.float32(cells[i] % 16)
+        y = np.float32(cells[i] // 16)
+        return x, y, np.float32(0), x + np.float32(1), y + np.float32(1), np.float32(20)
+
+    rng = np.random.default_rng(3)
+    tri = (rng.integers(0, 20, (60, 1, 3)) + rng.uniform(-2, 2, (60, 3, 3))).reshape(60, 9)
+    tri = tri.astype(np.float32)
+    o = rng.uniform(-3, 23, (24, 3)).astype(np.float32)
+    d = (rng.uniform(0, 20, (24, 3)) - o).astype(np.float32)
+    shift = np.eye(3, 4)
+    shift[:, 3] = [5, 0, 0]
+    gas = build_gas(geo.TRIANGLES, tri, leaf_size=2)
+    boxes = build_gas(geo.AABBS, np.arange(40), geometry=box_of)
+    scenes = [(gas, None), (boxes, None), (build_ias([Instance(gas), Instance(gas, shift, 3)]), None),
+              (gas, Programs(anyhit=count))]
+    for scene, programs in scenes:
+        a = trace(scene, o, d, 0.0, np.inf, programs, payload=np.zeros((24, 1), np.uint64))
+        b = trace(scene, o, d, 0.0, np.inf, programs, payload=np.zeros((24, 1), np.uint64),
+                  device="cuda", threads_per_block=32)
+        assert np.array_equal(a.prim, b.prim) and np.array_equal(a.inst, b.inst)
+        assert np.array_equal(a.t, b.t) and np.array_equal(a.payload, b.payload)
+        assert (a.prim >= 0).any() if programs is None else (a.payload > 0).any()  # something hit
+    print("simulator agrees")
+""")
+
+
+def test_ray_tracing_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
+    """GAS (stored and generated), IAS and an any-hit program through ``cuda.jit``."""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    res = subprocess.run([sys.executable, "-c", RT_SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "simulator agrees" in res.stdout
