@@ -17,6 +17,8 @@ OptiX -> here
   an instance only when ``instance.mask & ray mask`` is non-zero, in the instance's object
   space (the inverse of its 3x4 transform applied to origin and direction, so ``t`` is the
   same along both). All GASes of an IAS share one primitive kind and geometry function.
+* ``optixLaunch`` with a ``__raygen__`` program: :func:`launch` (``Programs(raygen=f)``,
+  ``f(i, params)`` makes ray ``i`` inside the kernel: no ray arrays).
 * ``optixTrace(handle, origin, direction, tmin, tmax, ..., rayFlags, ...)``: :func:`trace` with
   per-ray ``origins``, ``directions``, ``tmin``, ``tmax``; a hit counts only when
   ``tmin < t < tmax``. Ray flags (:data:`TERMINATE_ON_FIRST_HIT`, :data:`DISABLE_ANYHIT`,
@@ -69,7 +71,7 @@ from .geometry import AABBS, SPHERES, TRIANGLES, hit_box, hit_sphere_c, hit_tria
 __all__ = [
     "ACCEPT", "CULL_BACK_FACING", "CULL_FRONT_FACING", "DISABLE_ANYHIT", "DISABLE_CLOSESTHIT",
     "IGNORE", "TERMINATE", "TERMINATE_ON_FIRST_HIT", "Gas", "Hits", "Ias", "Instance", "Programs",
-    "build_gas", "build_ias", "trace",
+    "build_gas", "build_ias", "launch", "trace",
 ]
 
 TERMINATE_ON_FIRST_HIT = 1
@@ -359,6 +361,7 @@ class Programs:
     anyhit: Any = None
     closesthit: Any = None
     miss: Any = None
+    raygen: Any = None  # for launch(): f(i, params) -> (ox, oy, oz, dx, dy, dz, tmin, tmax)
 
 
 @dataclass(frozen=True)
@@ -474,13 +477,31 @@ def _walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
     return walk
 
 
+@register_jitable
+def _no_raygen(i, params):  # type: ignore[no-untyped-def]
+    z = np.float32(0)
+    return z, z, z, z, z, z, z, z
+
+
 @functools.cache
 def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, anyhit: Any,
-                  closesthit: Any, miss: Any) -> Kernel:
+                  closesthit: Any, miss: Any, raygen: Any = None) -> Kernel:
     """The trace kernel for one scene type and program set (compiled on first use, per device)."""
     walk = _walker(kind, geometry, intersection, anyhit)
     closesthit = closesthit or _no_closesthit
     miss = miss or _no_miss
+    generate = raygen is not None
+    raygen = raygen or _no_raygen
+
+    @register_jitable
+    def ray(i, origins, dirs, tmins, tmaxs, params):  # type: ignore[no-untyped-def]
+        """Ray ``i``: from the ray-generation program, or read from the arrays."""
+        if generate:
+            ox, oy, oz, dx, dy, dz, t0, t1 = raygen(i, params)
+            return (np.float32(ox), np.float32(oy), np.float32(oz), np.float32(dx),
+                    np.float32(dy), np.float32(dz), np.float32(t0), np.float32(t1))
+        return (origins[i, 0], origins[i, 1], origins[i, 2], dirs[i, 0], dirs[i, 1], dirs[i, 2],
+                tmins[i], tmaxs[i])
 
     @register_jitable
     def finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f,  # type: ignore[no-untyped-def]
@@ -499,8 +520,7 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
         @register_jitable
         def gas_item(i, nodes, words, n_nodes, data, order, radius, origins, dirs, tmins,  # type: ignore[no-untyped-def]
                      tmaxs, flags, mask, payload, params, out_t, out_p, out_f, out_i):
-            tmin = tmins[i]
-            tmax = tmaxs[i]
+            ox, oy, oz, dx, dy, dz, tmin, tmax = ray(i, origins, dirs, tmins, tmaxs, params)
             best_t = np.float32(np.inf)
             best_p = np.int64(-1)
             best_f = False
@@ -508,8 +528,8 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
             if tmin < tmax and (mask & 0xFF) != 0:
                 best_t, best_p, best_f, best_i, _ = walk(
                     i, np.int64(0), nodes, words, np.int64(0), n_nodes, data, np.int64(0), order,
-                    radius, origins[i, 0], origins[i, 1], origins[i, 2], dirs[i, 0], dirs[i, 1],
-                    dirs[i, 2], tmin, tmax, flags, payload, params, best_t, best_p, best_f, best_i)
+                    radius, ox, oy, oz, dx, dy, dz, tmin, tmax, flags, payload, params,
+                    best_t, best_p, best_f, best_i)
             finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f,
                    out_i)
 
@@ -520,14 +540,11 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
                  radius, origins, dirs, tmins, tmaxs, flags, mask, payload, params, out_t, out_p,
                  out_f, out_i):
         inf = np.float32(np.inf)
-        tmin = tmins[i]
-        tmax = tmaxs[i]
+        ox, oy, oz, dx, dy, dz, tmin, tmax = ray(i, origins, dirs, tmins, tmaxs, params)
         best_t = inf
         best_p = np.int64(-1)
         best_f = False
         best_i = np.int64(0)
-        ox, oy, oz = origins[i, 0], origins[i, 1], origins[i, 2]
-        dx, dy, dz = dirs[i, 0], dirs[i, 1], dirs[i, 2]
         ix = np.float32(1.0) / dx if dx != 0 else inf
         iy = np.float32(1.0) / dy if dy != 0 else inf
         iz = np.float32(1.0) / dz if dz != 0 else inf
@@ -588,10 +605,9 @@ def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,
     GPU kernel under numba's CUDA simulator (tests only).
     """
     programs = programs or Programs()
-    if not isinstance(scene, (Gas, Ias)):
-        raise InvalidInput(f"trace needs a Gas or an Ias, got {type(scene).__name__}")
-    xp = xp_of(scene.data)
-    device = device or ("cpu" if xp is np else "cuda")
+    if programs.raygen is not None:
+        raise InvalidInput("trace() takes rays as arrays; a ray-generation program goes to launch()")
+    xp = _scene_xp(scene)
     o = xp.ascontiguousarray(origins, dtype=np.float32)
     d = xp.ascontiguousarray(directions, dtype=np.float32)
     r = int(o.shape[0]) if o.ndim == 2 else -1
@@ -600,6 +616,38 @@ def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,
                            f"{tuple(d.shape)}")
     t0 = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(tmin, dtype=np.float32), (r,)))
     t1 = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(tmax, dtype=np.float32), (r,)))
+    return _run(scene, r, (o, d, t0, t1), programs, flags, payload, params, mask, threads_per_block,
+                device)
+
+
+def launch(scene: Gas | Ias, n: int, programs: Programs, flags: int = 0, payload: Any = None,
+           params: tuple[Any, ...] = (), mask: int = 0xFF, threads_per_block: int = 128,
+           device: str | None = None) -> Hits:
+    """``optixLaunch`` with a ray-generation program: ``programs.raygen(i, params)`` makes ray
+    ``i`` (``ox, oy, oz, dx, dy, dz, tmin, tmax``) inside the kernel for ``i < n``, so no ray
+    arrays are written or read; otherwise as :func:`trace`."""
+    if programs.raygen is None:
+        raise InvalidInput("launch() needs a ray-generation program (Programs(raygen=...))")
+    if not 0 <= n < 2**62:
+        raise InvalidInput(f"the number of rays must be >= 0, got {n}")
+    xp = _scene_xp(scene)
+    none = xp.zeros((1, 3), dtype=np.float32)
+    one = xp.zeros(1, dtype=np.float32)
+    return _run(scene, int(n), (none, none, one, one), programs, flags, payload, params, mask,
+                threads_per_block, device)
+
+
+def _scene_xp(scene: Any) -> Any:
+    if not isinstance(scene, (Gas, Ias)):
+        raise InvalidInput(f"trace needs a Gas or an Ias, got {type(scene).__name__}")
+    return xp_of(scene.data)
+
+
+def _run(scene: Gas | Ias, r: int, rays: tuple[Any, ...], programs: Programs, flags: int,
+         payload: Any, params: tuple[Any, ...], mask: int, threads_per_block: int,
+         device: str | None) -> Hits:
+    xp = xp_of(scene.data)
+    device = device or ("cpu" if xp is np else "cuda")
     if not 0 <= flags <= _ALL_FLAGS:
         raise InvalidInput(f"unknown ray flags {flags}")
     if not 0 <= mask <= 0xFF:
@@ -616,8 +664,8 @@ def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,
     out_i = xp.empty(r, dtype=np.int64)
     geometry = scene.geometry if scene.geometry is not None else _STORED[scene.kind]
     kernel = _trace_kernel(scene.kind, geometry, isinstance(scene, Ias), programs.intersection,
-                           programs.anyhit, programs.closesthit, programs.miss)
-    tail = (np.float32(scene.radius), o, d, t0, t1, np.int64(flags), np.int64(mask), payload,
+                           programs.anyhit, programs.closesthit, programs.miss, programs.raygen)
+    tail = (np.float32(scene.radius), *rays, np.int64(flags), np.int64(mask), payload,
             tuple(params), out_t, out_p, out_f, out_i)
     if isinstance(scene, Gas):
         b = scene.bvh

@@ -80,6 +80,7 @@ Decisions where the paper is silent or ambiguous
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
@@ -93,6 +94,7 @@ from indexzoo.native.rt.trace import (
     Gas,
     Programs,
     build_gas,
+    launch,
     trace,
 )
 from indexzoo.native.targets import values_arg
@@ -102,7 +104,7 @@ from .keys import KeyCoder
 from .params import RxParams
 from .programs import OP_COUNT, OP_FILL, OP_FIRST, OP_SUM, rx_anyhit, rx_intersect
 from .rays import Plan, perpendicular_plan, range_plan
-from .scene import KIND, SPHERE_RADIUS, geometry_function, primitives
+from .scene import KIND, SPHERE_RADIUS, geometry_function, perpendicular_raygen, primitives
 
 __all__ = ["RxIndex"]
 
@@ -257,7 +259,9 @@ class RxIndex(GpuIndex):
         """Trace rays ``s .. e-1`` of ``plan`` with any-hit operation ``op``; returns the rays'
         owners and their payloads."""
         xp, p = self.xp, self.params
-        rays = plan.rays(s, e)
+        generate = plan.kind == "perpendicular" and plan.one_each
+        rays = None if generate else plan.rays(s, e)
+        owner = xp.arange(s, e, dtype=np.int64) if rays is None else rays.owner
         r = e - s
         payload = xp.full((r, 1), _MISS, dtype=_U64) if op == OP_FIRST else \
             xp.zeros((r, 1), dtype=_U64)
@@ -266,8 +270,8 @@ class RxIndex(GpuIndex):
         keys = dummy["keys"] if p.primitive == "triangle" else self._keys
         confirm = p.primitive == "sphere"
         if confirm:  # see programs.py: the engine's sphere test is not exact on long rays
-            ray_lo = plan.a[rays.owner]
-            ray_hi = ray_lo if plan.b is None else plan.b[rays.owner]
+            ray_lo = plan.a[owner]
+            ray_hi = ray_lo if plan.b is None else plan.b[owner]
         else:
             ray_lo = ray_hi = dummy["keys"]
         coder = self.coder
@@ -278,6 +282,13 @@ class RxIndex(GpuIndex):
                   ray_lo.astype(_U64, copy=False), ray_hi.astype(_U64, copy=False),
                   np.bool_(confirm))
         flags = DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == OP_FIRST else 0)
+        if rays is None:  # one perpendicular ray per lookup, made in the kernel (__raygen__)
+            queries = plan.a[s:e]
+            programs = dataclasses.replace(_PROGRAMS[p.primitive],
+                                           raygen=perpendicular_raygen(coder, len(params)))
+            launch(self._gas, r, programs, flags=flags, payload=payload, params=(*params, queries),
+                   threads_per_block=p.threads_per_block)
+            return owner, payload[:, 0]
         trace(self._gas, rays.origins, rays.directions, rays.tmin, rays.tmax,
               programs=_PROGRAMS[p.primitive], flags=flags, payload=payload, params=params,
               threads_per_block=p.threads_per_block)

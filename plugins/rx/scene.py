@@ -31,7 +31,8 @@ from indexzoo.native.rt import geometry as geo
 from .keys import EXTENDED_OFFSET, KeyCoder
 from .programs import bits_float
 
-__all__ = ["KIND", "SPHERE_RADIUS", "geometry_function", "primitives"]
+__all__ = ["KIND", "SPHERE_RADIUS", "geometry_function", "perpendicular_raygen", "point_function",
+           "primitives"]
 
 SPHERE_RADIUS = 0.25
 KIND = {"triangle": geo.TRIANGLES, "sphere": geo.SPHERES, "aabb": geo.AABBS}
@@ -55,9 +56,8 @@ def primitives(coder: KeyCoder, primitive: str, keys: Any) -> Any:
 
 
 @functools.cache
-def geometry_function(coder: KeyCoder, primitive: str) -> Any:
-    """``f(keys, i)``: the primitive of key ``keys[i]``, for the engine's generated geometry
-    (one function per key mode, split and primitive: the engine compiles a kernel per function)."""
+def point_function(coder: KeyCoder) -> Any:
+    """``f(keys, i)``: ``(X, gap below, gap above, y, z)`` of key ``keys[i]`` (float32)."""
     extended = coder.mode == "extended"
     x_mask = np.uint64(coder.x_max)
     x_shift = np.uint64(coder.x_bits)
@@ -79,6 +79,33 @@ def geometry_function(coder: KeyCoder, primitive: str) -> Any:
                     bits_float(bits + np.uint64(1)), y, z)
         xf = np.float32(x)
         return xf, xf - half, xf + half, y, z
+
+    return point
+
+
+@functools.cache
+def perpendicular_raygen(coder: KeyCoder, slot: int) -> Any:
+    """The ray-generation program of perpendicular point rays (Table 2): ray ``i`` starts at
+    lookup ``params[slot][i]``'s point minus 0.5 in z and runs along z for t in (0, 1)."""
+    point = point_function(coder)
+    half = np.float32(0.5)
+    zero = np.float32(0)
+    one = np.float32(1)
+
+    @register_jitable
+    def raygen(i, params):
+        x, _, _, y, z = point(params[slot], i)
+        return x, y, z - half, zero, zero, one, zero, one
+
+    return raygen
+
+
+@functools.cache
+def geometry_function(coder: KeyCoder, primitive: str) -> Any:
+    """``f(keys, i)``: the primitive of key ``keys[i]``, for the engine's generated geometry
+    (one function per key mode, split and primitive: the engine compiles a kernel per function)."""
+    point = point_function(coder)
+    half = np.float32(0.5)
 
     if primitive == "sphere":
         @register_jitable

@@ -61,7 +61,7 @@ RT_SCRIPT = textwrap.dedent("""
     import numpy as np
     from numba.extending import register_jitable
     from indexzoo.native.rt import geometry as geo
-    from indexzoo.native.rt.trace import Instance, Programs, build_gas, build_ias, trace
+    from indexzoo.native.rt.trace import Instance, Programs, build_gas, build_ias, launch, trace
 
     @register_jitable
     def count(ray, inst, prim, t, front, payload, params):
@@ -92,6 +92,14 @@ RT_SCRIPT = textwrap.dedent("""
         assert np.array_equal(a.prim, b.prim) and np.array_equal(a.inst, b.inst)
         assert np.array_equal(a.t, b.t) and np.array_equal(a.payload, b.payload)
         assert (a.prim >= 0).any() if programs is None else (a.payload > 0).any()  # something hit
+    @register_jitable
+    def along_x(i, params):
+        return -1.0, params[0][i], 0.5, 1.0, 0.0, 0.0, 0.0, 100.0
+
+    ys = np.arange(16).astype(np.float32) + np.float32(0.5)
+    a = launch(boxes, 16, Programs(raygen=along_x), params=(ys,))
+    b = launch(boxes, 16, Programs(raygen=along_x), params=(ys,), device="cuda", threads_per_block=32)
+    assert np.array_equal(a.prim, b.prim) and (a.prim >= 0).any()
     print("simulator agrees")
 """)
 

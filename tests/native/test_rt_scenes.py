@@ -16,6 +16,7 @@ from indexzoo.native.rt.trace import (
     Programs,
     build_gas,
     build_ias,
+    launch,
     trace,
 )
 
@@ -136,6 +137,43 @@ def test_an_uncompacted_gas_answers_alike_and_compacts_to_the_tight_one() -> Non
     assert loose.compact().footprint().resident_bytes == tight.footprint().resident_bytes
     o, d = _rays(2000, rng, 4096)
     np.testing.assert_array_equal(trace(loose, o, d, 0.0, np.inf).prim, trace(tight, o, d, 0.0, np.inf).prim)
+
+
+@register_jitable
+def _point_ray(i, params):  # type: ignore[no-untyped-def]
+    """A z-perpendicular point ray through key ``params[0][i]``'s point (RX's point lookup)."""
+    k = params[0][i]
+    x = np.float32(k & np.uint64(0xFFF))
+    y = np.float32((k >> np.uint64(12)) & np.uint64(0xFFF))
+    z = np.float32(k >> np.uint64(24))
+    return x, y, z - np.float32(0.5), 0.0, 0.0, 1.0, 0.0, 1.0
+
+
+@register_jitable
+def _count_hits(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
+    payload[ray, 0] += np.uint64(1)
+    return 1
+
+
+def test_a_raygen_launch_traces_the_rays_it_makes() -> None:
+    rng = np.random.default_rng(9)
+    keys = rng.integers(0, 2**30, 3000).astype(np.uint64)
+    keys[:200] = keys[0]  # duplicates: every copy is found
+    gas = build_gas(geo.TRIANGLES, keys, geometry=key_triangle)
+    q = np.concatenate([keys[rng.permutation(3000)[:1000]], rng.integers(0, 2**30, 500).astype(np.uint64)])
+    tri = stored_triangles(q)
+    o = np.stack([tri[:, 0] + HALF, tri[:, 4] + HALF, tri[:, 2]], axis=1).astype(np.float32)
+    d = np.tile(np.float32([0, 0, 1]), (q.size, 1))
+    want = trace(gas, o, d, 0.0, 1.0, flags=TERMINATE_ON_FIRST_HIT)
+    got = launch(gas, q.size, Programs(raygen=_point_ray), flags=TERMINATE_ON_FIRST_HIT, params=(q,))
+    np.testing.assert_array_equal(got.prim, want.prim)
+    assert (keys[got.prim[:1000]] == q[:1000]).all()
+    counts = launch(gas, q.size, Programs(raygen=_point_ray, anyhit=_count_hits), params=(q,)).payload[:, 0]
+    np.testing.assert_array_equal(counts, [(keys == k).sum() for k in q])
+    with pytest.raises(InvalidInput, match="ray-generation"):
+        launch(gas, 3, Programs())
+    with pytest.raises(InvalidInput, match="launch"):
+        trace(gas, o, d, 0.0, 1.0, Programs(raygen=_point_ray))
 
 
 # ----------------------------------------------------------------------------------- IAS
