@@ -96,25 +96,24 @@ class InDomain(RxIndex):
 
 
 # ============================================================================ the suite
-# Lookup answers depend on (key mode, primitive, point ray, range ray); compact and update only
-# change the footprint accounting and update(), so they alternate. Each mode x primitive runs
-# once with (perpendicular, offset) and once with (parallel, zero) rays (extended: zero only);
-# the default configuration's suite is tests/conformance/test_builtin_conformance.py's.
+# Lookup answers depend on (key mode, primitive, point ray, range ray): the suite runs every
+# valid combination (extended mode: rays from zero only, no spheres). compact and update only
+# change the footprint accounting and update() (tested for every combination below), so they
+# alternate. The default configuration's suite is tests/conformance/test_builtin_conformance.py's.
 SUITE_CONFIGS: list[dict[str, Any]] = []
-for _mode, _prim in itertools.product(["3d", "naive", "extended"], ["triangle", "sphere", "aabb"]):
-    if _mode == "extended" and _prim == "sphere":
+for _k, (_mode, _prim, _point, _range) in enumerate(itertools.product(
+        ["3d", "naive", "extended"], ["triangle", "sphere", "aabb"], ["perpendicular", "parallel"],
+        ["offset", "zero"])):
+    if _mode == "extended" and (_prim == "sphere" or _range == "offset"):
         continue
-    for _k, (_point, _range) in enumerate([("perpendicular", "offset"), ("parallel", "zero")]):
-        if _mode == "extended" and _range == "offset":
-            _range = "zero"
-        _cfg = dict(key_mode=_mode, primitive=_prim, point_ray=_point, range_ray=_range,
-                    compact=_k == 0, update="rebuild" if _k == 0 else "refit")
-        if _cfg["update"] == "refit":
-            _cfg["compact"] = False
-        if (_mode, _prim, _point, _range) != ("3d", "triangle", "perpendicular", "offset"):
-            SUITE_CONFIGS.append(_cfg)
+    if (_mode, _prim, _point, _range) == ("3d", "triangle", "perpendicular", "offset"):
+        continue
+    _refit = _k % 2 == 1
+    SUITE_CONFIGS.append(dict(key_mode=_mode, primitive=_prim, point_ray=_point, range_ray=_range,
+                              compact=not _refit, update="refit" if _refit else "rebuild"))
 SUITE_CONFIGS.append(dict(x_bits=22, y_bits=22, z_bits=20))  # the artifact's split
 SUITE_CONFIGS.append(dict(geometry="generated", leaf_size=8))  # the engine's fastest RX scene
+SUITE_CONFIGS.append(dict(geometry="generated", leaf_size=24))  # the lean preset
 
 
 def _label(cfg: dict[str, Any]) -> str:
