@@ -49,12 +49,17 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
+def _agrees_in_the_simulator(script: str) -> None:
+    """Run ``script`` in a fresh interpreter with numba's CUDA simulator switched on."""
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "simulator agrees" in res.stdout
+
+
+def test_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
+    _agrees_in_the_simulator(SCRIPT)
 
 
 RT_SCRIPT = textwrap.dedent("""
@@ -105,9 +110,6 @@ RT_SCRIPT = textwrap.dedent("""
 
 
 def test_ray_tracing_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
-    """GAS (stored and generated), IAS and an any-hit program through ``cuda.jit``."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", RT_SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "simulator agrees" in res.stdout
+    """GAS (stored and generated), IAS, an any-hit program and a ray-generation launch through
+    ``cuda.jit``."""
+    _agrees_in_the_simulator(RT_SCRIPT)
