@@ -255,13 +255,12 @@ class RxIndex(GpuIndex):
 
     # -------------------------------------------------------------- tracing
     def _launch(self, plan: Plan, s: int, e: int, op: int, ray_offsets: Any = None,
-                out: Any = None) -> tuple[Any, Any]:
-        """Trace rays ``s .. e-1`` of ``plan`` with any-hit operation ``op``; returns the rays'
-        owners and their payloads."""
+                out: Any = None) -> Any:
+        """Trace rays ``s .. e-1`` of ``plan`` with any-hit operation ``op``; returns their
+        payloads."""
         xp, p = self.xp, self.params
         generate = plan.kind == "perpendicular" and plan.one_each
         rays = None if generate else plan.rays(s, e)
-        owner = xp.arange(s, e, dtype=np.int64) if rays is None else rays.owner
         r = e - s
         payload = xp.full((r, 1), _MISS, dtype=_U64) if op == OP_FIRST else \
             xp.zeros((r, 1), dtype=_U64)
@@ -270,6 +269,7 @@ class RxIndex(GpuIndex):
         keys = dummy["keys"] if p.primitive == "triangle" else self._keys
         confirm = p.primitive == "sphere"
         if confirm:  # see programs.py: the engine's sphere test is not exact on long rays
+            owner = plan.owners(s, e) if rays is None else rays.owner
             ray_lo = plan.a[owner]
             ray_hi = ray_lo if plan.b is None else plan.b[owner]
         else:
@@ -288,11 +288,11 @@ class RxIndex(GpuIndex):
                                            raygen=perpendicular_raygen(coder, len(params)))
             launch(self._gas, r, programs, flags=flags, payload=payload, params=(*params, queries),
                    threads_per_block=p.threads_per_block)
-            return owner, payload[:, 0]
+            return payload[:, 0]
         trace(self._gas, rays.origins, rays.directions, rays.tmin, rays.tmax,
               programs=_PROGRAMS[p.primitive], flags=flags, payload=payload, params=params,
               threads_per_block=p.threads_per_block)
-        return rays.owner, payload[:, 0]
+        return payload[:, 0]
 
     def _dummies(self) -> dict[str, Any]:
         d: dict[str, Any] | None = getattr(self, "_dummy", None)
@@ -326,7 +326,7 @@ class RxIndex(GpuIndex):
         else:
             res = xp.zeros(q, dtype=np.int64 if op == OP_COUNT else _U64)
         for s, e in self._chunks(plan):
-            _, pay = self._launch(plan, s, e, op)
+            pay = self._launch(plan, s, e, op)
             if plan.one_each:  # ray i is lookup i: its payload is the answer
                 res[s:e] = pay if op == OP_FIRST else pay.astype(res.dtype)
                 continue
@@ -353,7 +353,7 @@ class RxIndex(GpuIndex):
         single = None
         if counts is None:  # one launch: keep its per-ray counts for the fill pass
             s, e = chunks[0]
-            _, single = self._launch(plan, s, e, OP_COUNT)
+            single = self._launch(plan, s, e, OP_COUNT)
             q0, q1, a, b = self._segments(plan, s, e)
             cs = xp.zeros(e - s + 1, dtype=np.int64)
             xp.cumsum(single.astype(np.int64), out=cs[1:])
@@ -365,7 +365,7 @@ class RxIndex(GpuIndex):
             return offsets, out
         done = xp.zeros(plan.n_queries, dtype=np.int64)  # matches written per lookup so far
         for s, e in chunks:
-            per_ray = single if single is not None else self._launch(plan, s, e, OP_COUNT)[1]
+            per_ray = single if single is not None else self._launch(plan, s, e, OP_COUNT)
             per_ray = per_ray.astype(np.int64)
             owner = plan.owners(s, e)
             q0, q1, a, b = self._segments(plan, s, e)
