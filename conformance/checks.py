@@ -10,6 +10,8 @@ an index without it says so with ``Unsupported``.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -27,7 +29,7 @@ from indexzoo import (
     NotBuilt,
     Unsupported,
 )
-from indexzoo.devices import to_numpy
+from indexzoo.devices import to_device, to_numpy
 
 from .data import EXTREME_KEYS_32, EXTREME_KEYS_64, FAMILIES, lookups, make_keys, ranges
 from .oracle import Oracle, compare
@@ -37,7 +39,7 @@ __all__ = ["CHECKS", "GROUPS", "Check", "Context", "applicable", "verify"]
 Size = Literal["small", "large"]
 
 GROUPS = ("contract", "differential", "out_modes", "ranges", "extremes", "sizes", "dtypes",
-          "order", "bad_input", "footprint", "capabilities")
+          "order", "bad_input", "ownership", "concurrency", "footprint", "capabilities")
 
 
 @dataclass(frozen=True)
@@ -613,6 +615,147 @@ def check_lookups_before_build_raise_not_built(ctx: Context) -> None:
         except NotBuilt:
             continue
         raise AssertionError("a call on an unbuilt index did not raise NotBuilt")
+
+
+# ====================================================================== ownership
+def _changed(before: np.ndarray, after: Any) -> str:
+    now = to_numpy(after)
+    bad = np.nonzero(now != before)[0]
+    return f"{bad.size} of {before.size} entries changed, first at positions {bad[:5]}" \
+        if bad.size else ""
+
+
+@check("ownership")
+def check_the_callers_arrays_are_left_untouched(ctx: Context) -> None:
+    """build() and every lookup leave the arrays the caller passed exactly as they were."""
+    rng = np.random.default_rng(21)
+    host_keys = make_keys("duplicates" if ctx.caps.duplicates else "uniform32", 2000, 21,
+                          duplicates=ctx.caps.duplicates).keys
+    host_values = rng.integers(0, 2**64 - 1, host_keys.shape[0], dtype=np.uint64, endpoint=True)
+    keys = to_device(host_keys.copy(), ctx.device)  # the caller's arrays; the host_ ones are
+    values = to_device(host_values.copy(), ctx.device)  # the reference copies
+    index = ctx.new().build(keys, values)
+    for what, before, arr in (("keys", host_keys, keys), ("values", host_values, values)):
+        diff = _changed(before, arr)
+        assert not diff, f"build() changed the caller's {what} array: {diff}"
+    host_q = lookups(host_keys, 300, 21)
+    host_lo, host_hi = ranges(host_keys, 300, 21)
+    q, lo, hi = (to_device(a.copy(), ctx.device) for a in (host_q, host_lo, host_hi))
+    for mode in ctx.modes:
+        calls = []
+        if ctx.caps.point:
+            calls.append((f"point(out={mode!r})", lambda m=mode: index.point(q, out=m),
+                          (("queries", host_q, q),)))
+        if ctx.caps.range:
+            calls.append((f"range(out={mode!r})", lambda m=mode: index.range(lo, hi, out=m),
+                          (("lo", host_lo, lo), ("hi", host_hi, hi))))
+        for label, call, args in calls:
+            call()
+            for what, before, arr in args:
+                diff = _changed(before, arr)
+                assert not diff, f"{label} changed the caller's {what} array: {diff}"
+
+
+@check("ownership")
+def check_changing_the_callers_arrays_after_build_changes_no_answer(ctx: Context) -> None:
+    """The index keeps its own copies: overwriting the keys and values the caller passed to
+    build() afterwards changes no answer."""
+    rng = np.random.default_rng(22)
+    host_keys = make_keys("uniform32", 2000, 22, duplicates=ctx.caps.duplicates).keys
+    host_values = rng.integers(0, 2**64 - 1, host_keys.shape[0], dtype=np.uint64, endpoint=True)
+    for dtype in (host_keys.dtype, np.dtype(np.uint64)) if ctx.wide else (host_keys.dtype,):
+        keys = to_device(host_keys.astype(dtype), ctx.device)  # the caller's own arrays
+        values = to_device(host_values.copy(), ctx.device)
+        index = ctx.new().build(keys, values)
+        keys[:] = keys[::-1].copy()  # a different key column (unique keys stay unique)
+        values[:] = 7
+        try:
+            verify(ctx, index, host_keys.astype(dtype), values=host_values,
+                   points=lookups(host_keys, 300, 22).astype(dtype),
+                   rng=tuple(a.astype(dtype) for a in ranges(host_keys, 300, 22)),  # type: ignore[arg-type]
+                   label=f"{dtype} keys overwritten after build")
+        except AssertionError as exc:
+            raise AssertionError(
+                "answers changed after the caller overwrote the keys and values it had passed "
+                "to build(): the index must keep its own copies\n" + str(exc)) from None
+
+
+# ====================================================================== concurrency
+#: How long the rebuild race may run at most (seconds), and how many rebuilds it wants.
+RACE_SECONDS, RACE_REBUILDS, RACE_READERS = 20.0, 24, 3
+
+
+@check("concurrency")
+def check_lookups_racing_rebuilds_answer_from_one_build(ctx: Context) -> None:
+    """Threads looking up while another thread rebuilds between two key sets: each answer is
+    entirely right for one of the two builds (no crash, no mixture, no error)."""
+    rng = np.random.default_rng(23)
+    n = 6000 if ctx.size == "small" else 60000
+    a_keys = make_keys("uniform32", n, 23, duplicates=ctx.caps.duplicates).keys
+    b_keys = a_keys[-(n * 3 // 7):].copy()  # a suffix: the two builds differ in size
+    a_vals = rng.integers(0, 2**64 - 1, a_keys.shape[0], dtype=np.uint64, endpoint=True)
+    b_vals = rng.integers(0, 2**64 - 1, b_keys.shape[0], dtype=np.uint64, endpoint=True)
+    builds = [(a_keys, a_vals), (b_keys, b_vals)]
+    oracles = [Oracle(k, v) for k, v in builds]
+    q = np.concatenate([b_keys[:200], a_keys[:200], lookups(a_keys, 200, 23)])
+    lo, hi = ranges(a_keys, 300, 23)
+    calls: list[tuple[str, str, Callable[[], Any]]] = []
+    index = ctx.new().build(*builds[0])
+    for mode in ctx.modes:
+        if ctx.caps.point:
+            calls.append(("point", mode, lambda m=mode: index.point(q, out=m)))
+        if ctx.caps.range:
+            calls.append(("range", mode, lambda m=mode: index.range(lo, hi, out=m)))
+    for b in (1, 0):  # compile and warm up outside the race
+        index.build(*builds[b])
+        for _, _, call in calls:
+            call()
+
+    def right_for_one(kind: str, mode: str, res: Any) -> bool:
+        for o in oracles:
+            exp = o.point(q) if kind == "point" else o.range(lo, hi)
+            if not compare(res, exp, o, mode, index, kind):
+                return True
+        return False
+
+    stop = threading.Event()
+    wrong: list[str] = []
+    done = [0] * RACE_READERS
+
+    def reader(r: int) -> None:
+        i = r
+        while not stop.is_set():
+            kind, mode, call = calls[i % len(calls)]
+            i += 1
+            try:
+                res = call()
+            except Exception as exc:  # any error under a race is a failure of the plugin
+                wrong.append(f"{kind} out={mode!r} raised {type(exc).__name__}: {exc}")
+                return
+            if not right_for_one(kind, mode, res):
+                wrong.append(f"{kind} out={mode!r}: the answer matches neither build")
+            done[r] += 1
+
+    threads = [threading.Thread(target=reader, args=(r,), daemon=True)
+               for r in range(RACE_READERS)]
+    for t in threads:
+        t.start()
+    t0, rebuilds = time.perf_counter(), 0
+    try:
+        while time.perf_counter() - t0 < RACE_SECONDS and not wrong and (
+                rebuilds < RACE_REBUILDS or sum(done) < RACE_REBUILDS):
+            rebuilds += 1
+            index.build(*builds[rebuilds % 2])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert not wrong, (f"{len(wrong)} of {sum(done) + len(wrong)} lookups during {rebuilds} "
+                       "rebuilds went wrong; first: " + "; ".join(wrong[:3]))
+    assert sum(done) > 0, "no lookup finished while the index was rebuilt"
+    last_keys, last_vals = builds[rebuilds % 2]
+    verify(ctx, index, last_keys, values=last_vals, points=q, rng=(lo, hi),
+           label="after the race")
 
 
 # ====================================================================== footprint

@@ -27,11 +27,13 @@ from .hookspecs import hookimpl
 from .keys import KeyMap
 from .registry import available, create, load_errors, providers, register_plugin
 from .results import OUT_MODES, LookupResult, Out
+from .state import BuildState
 
 __version__ = "0.1.0"
 
 __all__ = [
     "OUT_MODES",
+    "BuildState",
     "Capabilities",
     "ConfigError",
     "DeviceUnavailable",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .devices import coerce
+from .devices import coerce, device_of, to_device
 from .errors import IndexZooError, InvalidInput, Unsupported
 from .results import OUT_MODES, Out
 
@@ -68,8 +68,10 @@ def same_length(a: Any, b: Any, name_a: str, name_b: str) -> None:
         )
 
 
-def prepare_values(values: Any, keys: Any) -> Any:
-    """Values as uint64 (signed values wrap as two's complement), same length as the keys."""
+def prepare_values(values: Any, keys: Any, device: str) -> Any:
+    """The index's own copy of ``values`` on ``device``, as uint64 (signed values wrap as two's
+    complement); same length as the keys. Never the caller's array itself: changing that
+    afterwards must not change any answer."""
     arr = as_1d(values, "values")
     same_length(keys, arr, "keys", "values")
     if arr.dtype.kind not in "biu":
@@ -77,4 +79,6 @@ def prepare_values(values: Any, keys: Any) -> Any:
             f"argument 'values': dtype {arr.dtype} is not supported; 'sum' adds values as "
             "unsigned 64-bit integers modulo 2^64, so pass bool or an integer dtype"
         )
-    return arr.astype(np.uint64, copy=False)
+    if device_of(arr) != device:  # moving to the other device makes the copy
+        return to_device(arr.astype(np.uint64, copy=False), device)
+    return arr.copy() if arr.dtype == np.uint64 else arr.astype(np.uint64)

@@ -41,13 +41,13 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import btree
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import KernelParams, values_arg
 
-__all__ = ["BTreeIndex"]
+__all__ = ["BTreeIndex", "BTreeState"]
 
 
 class BTreeParams(KernelParams):
@@ -61,7 +61,14 @@ class BTreeParams(KernelParams):
     )
 
 
-class BTreeIndex(GpuIndex):
+class BTreeState(BuildState):
+    """One build of ``btree``: the tree and the build's peak bytes."""
+
+    tree: btree.BTree
+    peak: int
+
+
+class BTreeIndex(GpuIndex[BTreeState]):
     """Bulk-loaded B+-tree: cooperative node search by groups of 16 threads, linked leaves."""
 
     name: ClassVar[str] = "btree"
@@ -69,20 +76,20 @@ class BTreeIndex(GpuIndex):
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     params: BTreeParams
 
-    def _build(self, keys: Any) -> None:
-        pairs = sort_pairs(keys, self.rowid_dtype)
-        self._tree = btree.build_btree(pairs.keys, pairs.rowids, self.params.node_width,
-                                       self.params.leaf_fill)
-        resident = sum(self._tree.breakdown().values())
-        self._peak = max(pairs.peak_bytes, int(pairs.keys.nbytes + pairs.rowids.nbytes) + resident)
+    def _build(self, st: BTreeState, keys: Any) -> None:
+        pairs = sort_pairs(keys, st.rowid_dtype)
+        st.tree = btree.build_btree(pairs.keys, pairs.rowids, self.params.node_width,
+                                    self.params.leaf_fill)
+        resident = sum(st.tree.breakdown().values())
+        st.peak = max(pairs.peak_bytes, int(pairs.keys.nbytes + pairs.rowids.nbytes) + resident)
 
-    def _footprint(self) -> Footprint:
-        return Footprint(breakdown=self._tree.breakdown(), peak_build_bytes=self._peak)
+    def _footprint(self, st: BTreeState) -> Footprint:
+        return Footprint(breakdown=st.tree.breakdown(), peak_build_bytes=st.peak)
 
     @property
     def height(self) -> int:
         """Inner levels above the leaves."""
-        return self._tree.n_levels
+        return self._live().tree.n_levels
 
     # -------------------------------------------------------------- kernels
     def _launch(self, name: str, q: int, *args: Any) -> None:
@@ -95,53 +102,53 @@ class BTreeIndex(GpuIndex):
         getattr(mod, name)(self.device, q * per, *args,
                            threads_per_block=self.params.threads_per_block)
 
-    def _inner(self) -> tuple[Any, ...]:
-        t = self._tree
+    @staticmethod
+    def _inner(t: btree.BTree) -> tuple[Any, ...]:
         return (t.inner_keys, t.inner_child, t.inner_count, t.level_start, t.n_levels,
                 t.leaf_keys)
 
-    def _range_rowid(self, lo: Any, hi: Any) -> Any:
-        t = self._tree
-        out = self.xp.empty(lo.shape[0], dtype=self.rowid_dtype)
-        self._launch("FIND_ROWID", lo.shape[0], *self._inner(), t.leaf_rowids, t.leaf_count,
-                     t.width, lo, hi, out, self.miss)
+    def _range_rowid(self, st: BTreeState, lo: Any, hi: Any) -> Any:
+        t = st.tree
+        out = st.xp.empty(lo.shape[0], dtype=st.rowid_dtype)
+        self._launch("FIND_ROWID", lo.shape[0], *self._inner(t), t.leaf_rowids, t.leaf_count,
+                     t.width, lo, hi, out, st.miss)
         return out
 
-    def _counts(self, lo: Any, hi: Any, dtype: Any) -> Any:
-        t = self._tree
-        out = self.xp.empty(lo.shape[0], dtype=dtype)
-        self._launch("COUNT", lo.shape[0], *self._inner(), t.leaf_count, t.width, t.fill, t.n,
+    def _counts(self, st: BTreeState, lo: Any, hi: Any, dtype: Any) -> Any:
+        t = st.tree
+        out = st.xp.empty(lo.shape[0], dtype=dtype)
+        self._launch("COUNT", lo.shape[0], *self._inner(t), t.leaf_count, t.width, t.fill, t.n,
                      lo, hi, out)
         return out
 
-    def _range_count(self, lo: Any, hi: Any) -> Any:
-        return self._counts(lo, hi, self.rowid_dtype)
+    def _range_count(self, st: BTreeState, lo: Any, hi: Any) -> Any:
+        return self._counts(st, lo, hi, st.rowid_dtype)
 
-    def _range_sum(self, lo: Any, hi: Any) -> Any:
-        t = self._tree
-        out = self.xp.empty(lo.shape[0], dtype=np.uint64)
-        values, use_values = values_arg(self._values, self.xp)
-        self._launch("SUM", lo.shape[0], *self._inner(), t.leaf_rowids, t.leaf_count,
+    def _range_sum(self, st: BTreeState, lo: Any, hi: Any) -> Any:
+        t = st.tree
+        out = st.xp.empty(lo.shape[0], dtype=np.uint64)
+        values, use_values = values_arg(st.values, st.xp)
+        self._launch("SUM", lo.shape[0], *self._inner(t), t.leaf_rowids, t.leaf_count,
                      t.leaf_next, t.width, values, use_values, lo, hi, out)
         return out
 
-    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        t = self._tree
-        offsets = offsets_from_counts(self._counts(lo, hi, np.int64))
-        out = self.xp.empty(int(offsets[-1]), dtype=self.rowid_dtype)
+    def _range_rowids(self, st: BTreeState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        t = st.tree
+        offsets = offsets_from_counts(self._counts(st, lo, hi, np.int64))
+        out = st.xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            self._launch("FILL", lo.shape[0], *self._inner(), t.leaf_rowids, t.leaf_count,
+            self._launch("FILL", lo.shape[0], *self._inner(t), t.leaf_rowids, t.leaf_count,
                          t.leaf_next, t.width, lo, hi, offsets, out)
         return offsets, out
 
-    def _point_rowid(self, q: Any) -> Any:
-        return self._range_rowid(q, q)
+    def _point_rowid(self, st: BTreeState, q: Any) -> Any:
+        return self._range_rowid(st, q, q)
 
-    def _point_count(self, q: Any) -> Any:
-        return self._range_count(q, q)
+    def _point_count(self, st: BTreeState, q: Any) -> Any:
+        return self._range_count(st, q, q)
 
-    def _point_sum(self, q: Any) -> Any:
-        return self._range_sum(q, q)
+    def _point_sum(self, st: BTreeState, q: Any) -> Any:
+        return self._range_sum(st, q, q)
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        return self._range_rowids(q, q)
+    def _point_rowids(self, st: BTreeState, q: Any) -> tuple[Any, Any]:
+        return self._range_rowids(st, q, q)

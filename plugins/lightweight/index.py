@@ -57,7 +57,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import lightweight as lw
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.eytzinger import EO_GATHER, eo_shape
@@ -73,7 +73,27 @@ __all__ = ["PRESETS", "LightweightIndex"]
 _RANK, _POINT, _FIRST = np.int64(1), np.int64(0), np.int64(2)
 
 
-class LightweightIndex(GpuIndex):
+class LightweightState(BuildState):
+    """One build of a lightweight scheme: the layout, the pivot buffer and their shapes."""
+
+    keys: Any           # the layout's key words (SoA keys, or AoS pairs)
+    rowids: Any         # rowIDs (a strided view of ``keys`` for AoS)
+    stride: int         # 1 (SoA) or 2 (AoS)
+    k: int              # arity K
+    pad: int            # 1 for binary EO (the leading empty slot), else 0
+    h: int              # EO shape (eo_shape)
+    b: int
+    step0: int          # AO+BS's first step: the largest power of two <= n
+    pb: Any             # pivot buffer (a one-slot stand-in without one)
+    pbo: Any            # pivot buffer level offsets
+    levels: int
+    chunk: int
+    pivot_plan: Any     # pivots.PbPlan, or None
+    pin: tuple[int, int, int]  # (pa, pbb, ps) of the GPU driver's pinning
+    peak: int
+
+
+class LightweightIndex(GpuIndex[LightweightState]):
     """The lightweight family with every option; presets name the paper's five schemes."""
 
     name: ClassVar[str] = "lightweight"
@@ -82,108 +102,116 @@ class LightweightIndex(GpuIndex):
     params: LightweightParams
 
     # -------------------------------------------------------------- build
-    def _build(self, keys: Any) -> None:
-        xp, p = self.xp, self.params
+    def _build(self, st: LightweightState, keys: Any) -> None:
+        xp, p = st.xp, self.params
         n = int(keys.shape[0])
         kdt = keys.dtype
-        pairs = sort_pairs(keys, self.rowid_dtype)
-        self._k = p.arity
-        self._pad = 1 if (p.layout == "eo" and p.search == "binary") else 0
-        wide = kdt == np.uint64 or self.rowid_dtype == np.uint64
+        pairs = sort_pairs(keys, st.rowid_dtype)
+        st.k = p.arity
+        st.pad = 1 if (p.layout == "eo" and p.search == "binary") else 0
+        wide = kdt == np.uint64 or st.rowid_dtype == np.uint64
         wdt = np.dtype(np.uint64 if wide else np.uint32)
-        slots = n + self._pad
-        self._stride = 1 if p.memory_layout == "soa" else 2
-        self._h, self._b = eo_shape(n, self._k) if p.layout == "eo" else (0, 0)
-        self._step0 = 1 << (n.bit_length() - 1) if n else 0
+        slots = n + st.pad
+        st.stride = 1 if p.memory_layout == "soa" else 2
+        st.h, st.b = eo_shape(n, st.k) if p.layout == "eo" else (0, 0)
+        st.step0 = 1 << (n.bit_length() - 1) if n else 0
         if p.layout == "eo":
             if p.memory_layout == "soa":
-                self._keys = xp.zeros(slots, dtype=kdt)
-                self._rowids = xp.zeros(slots, dtype=self.rowid_dtype)
-                dst_k, dst_r = self._keys, self._rowids
+                st.keys = xp.zeros(slots, dtype=kdt)
+                st.rowids = xp.zeros(slots, dtype=st.rowid_dtype)
+                dst_k, dst_r = st.keys, st.rowids
             else:
-                self._keys = xp.zeros(2 * slots, dtype=wdt)
-                self._rowids = self._keys[1:]
-                dst_k, dst_r = self._keys, self._rowids
+                st.keys = xp.zeros(2 * slots, dtype=wdt)
+                st.rowids = st.keys[1:]
+                dst_k, dst_r = st.keys, st.rowids
             if n:
-                EO_GATHER(self.device, n, pairs.keys, pairs.rowids, dst_k, dst_r, self._stride,
-                          self._pad, n, self._k, self._h, self._b,
+                EO_GATHER(self.device, n, pairs.keys, pairs.rowids, dst_k, dst_r, st.stride,
+                          st.pad, n, st.k, st.h, st.b,
                           threads_per_block=p.threads_per_block)
         elif p.memory_layout == "soa":
-            self._keys, self._rowids = pairs.keys, pairs.rowids
+            st.keys, st.rowids = pairs.keys, pairs.rowids
         else:
-            self._keys = xp.empty(2 * n, dtype=wdt)
-            self._keys[0::2] = pairs.keys
-            self._keys[1::2] = pairs.rowids
-            self._rowids = self._keys[1:]
-        self._pivots(pairs.keys, n)
-        layout_bytes = int(self._keys.nbytes) + (0 if self._stride == 2 else int(self._rowids.nbytes))
-        self._peak = pairs.peak_bytes + (layout_bytes if (p.layout == "eo" or self._stride == 2)
-                                         else 0) + int(self._pb.nbytes)
-        self._pin_plan: dict[tuple[int, int], tuple[int, int, int]] = {}
+            st.keys = xp.empty(2 * n, dtype=wdt)
+            st.keys[0::2] = pairs.keys
+            st.keys[1::2] = pairs.rowids
+            st.rowids = st.keys[1:]
+        self._pivots(st, pairs.keys, n)
+        layout_bytes = int(st.keys.nbytes) + (0 if st.stride == 2 else int(st.rowids.nbytes))
+        st.peak = pairs.peak_bytes + (layout_bytes if (p.layout == "eo" or st.stride == 2)
+                                         else 0) + int(st.pb.nbytes)
+        # the GPU driver's pinning (also on the CPU, where the simulator tests run the driver)
+        st.pin = (0, 0, 0) if p.pinning == "none" else self._pin_sizes(st, self._tile_shape(st)[3])
 
-    def _pivots(self, sorted_keys: Any, n: int) -> None:
-        xp, p = self.xp, self.params
-        self._pbo = xp.zeros(1, dtype=np.int64)
-        self._pb = xp.zeros(1, dtype=sorted_keys.dtype)  # stand-in: kernels take it anyway
-        self._levels, self._chunk = 0, max(n, 1)
-        self.pivot_plan = None
+    def _pivots(self, st: LightweightState, sorted_keys: Any, n: int) -> None:
+        xp, p = st.xp, self.params
+        st.pbo = xp.zeros(1, dtype=np.int64)
+        st.pb = xp.zeros(1, dtype=sorted_keys.dtype)  # stand-in: kernels take it anyway
+        st.levels, st.chunk = 0, max(n, 1)
+        st.pivot_plan = None
         if p.pivot_buffer == "none":
             return
         if p.pivot_buffer == "full":
-            chunk = full_chunk(self._k)
+            chunk = full_chunk(st.k)
         elif p.pb_levels is None:  # chunks of one 128-byte line: keys (SoA) or pairs (AoS)
-            entry = self._keys.dtype.itemsize * self._stride
-            chunk = full_chunk(self._k)
-            while chunk * self._k * entry <= 128:
-                chunk *= self._k
+            entry = st.keys.dtype.itemsize * st.stride
+            chunk = full_chunk(st.k)
+            while chunk * st.k * entry <= 128:
+                chunk *= st.k
         else:
-            chunk = chunk_for_levels(n, self._k, p.pb_levels)
-        plan = pb_plan(n, self._k, chunk)
-        self.pivot_plan = plan
-        self._levels, self._chunk = plan.levels, plan.chunk
+            chunk = chunk_for_levels(n, st.k, p.pb_levels)
+        plan = pb_plan(n, st.k, chunk)
+        st.pivot_plan = plan
+        st.levels, st.chunk = plan.levels, plan.chunk
         if plan.slots:
-            self._pb = xp.empty(plan.slots, dtype=sorted_keys.dtype)
-            self._pbo = xp.asarray(plan.offsets())
+            st.pb = xp.empty(plan.slots, dtype=sorted_keys.dtype)
+            st.pbo = xp.asarray(plan.offsets())
             sentinel = sorted_keys.dtype.type(np.iinfo(sorted_keys.dtype).max)
-            PB_GATHER(self.device, plan.slots, sorted_keys, self._pb, self._pbo, plan.levels, n,
-                      self._k, plan.chunk, sentinel, threads_per_block=p.threads_per_block)
+            PB_GATHER(self.device, plan.slots, sorted_keys, st.pb, st.pbo, plan.levels, n,
+                      st.k, plan.chunk, sentinel, threads_per_block=p.threads_per_block)
 
-    def _footprint(self) -> Footprint:
-        if self._stride == 2:
-            parts = {"pairs": int(self._keys.nbytes)}
+    def _footprint(self, st: LightweightState) -> Footprint:
+        if st.stride == 2:
+            parts = {"pairs": int(st.keys.nbytes)}
         else:
-            parts = {"keys": int(self._keys.nbytes), "rowids": int(self._rowids.nbytes)}
+            parts = {"keys": int(st.keys.nbytes), "rowids": int(st.rowids.nbytes)}
         if self.params.pivot_buffer != "none":
-            parts["pivots"] = int(self._pb.nbytes) if self._levels else 0
-        return Footprint(breakdown=parts, peak_build_bytes=self._peak)
+            parts["pivots"] = int(st.pb.nbytes) if st.levels else 0
+        return Footprint(breakdown=parts, peak_build_bytes=st.peak)
 
     # -------------------------------------------------------------- locating
-    def _layout(self) -> tuple[Any, ...]:
-        return (self._keys, self._rowids, self._stride, self._n, self._pb, self._pbo,
-                self._levels, self._k, self._chunk, self._pad, self._step0, self._h, self._b)
+    @staticmethod
+    def _layout(st: LightweightState) -> tuple[Any, ...]:
+        return (st.keys, st.rowids, st.stride, st.n, st.pb, st.pbo,
+                st.levels, st.k, st.chunk, st.pad, st.step0, st.h, st.b)
 
-    def _locate(self, x: Any, mode: np.int64, dtype: Any) -> Any:
+    def _locate(self, st: LightweightState, x: Any, mode: np.int64, dtype: Any) -> Any:
         """``locate`` of the scheme for every key of ``x`` (see native/lightweight.py)."""
-        out = self.xp.empty(x.shape[0], dtype=dtype)
+        out = st.xp.empty(x.shape[0], dtype=dtype)
         if self.device == "cpu":
-            empty = np.zeros(0, dtype=self._keys.dtype)
-            lw.LOCATE_CPU[self.params.scheme]("cpu", int(x.shape[0]), x, out, self.miss, mode,
-                                              *self._layout(), empty, 0, 0, 0)
+            empty = np.zeros(0, dtype=st.keys.dtype)
+            lw.LOCATE_CPU[self.params.scheme]("cpu", int(x.shape[0]), x, out, st.miss, mode,
+                                              *self._layout(st), empty, 0, 0, 0)
         else:
-            self._drive(x, out, mode)
+            self._drive(st, x, out, mode)
         return out
 
-    def _drive(self, x: Any, out: Any, mode: np.int64) -> None:
+    def _tile_shape(self, st: LightweightState) -> tuple[int, int, np.dtype, int]:
+        """(group, tile, pinned key dtype, shared bytes the reordering reserves) of the GPU
+        driver."""
+        p = self.params
+        group = p.k - 1 if p.search == "kary" else 1
+        tile = p.threads_per_block // group * p.lookups_per_thread
+        kdt = self._pin_dtype(st)
+        sort_bytes = 0 if p.reorder == "none" else tile * (kdt.itemsize + 4 + 8) + 16
+        return group, tile, kdt, sort_bytes
+
+    def _drive(self, st: LightweightState, x: Any, out: Any, mode: np.int64) -> None:
         from indexzoo.native.lightweight_cuda import driver
 
         p = self.params
-        group = p.k - 1 if p.search == "kary" else 1
-        threads = p.threads_per_block
-        tile = threads // group * p.lookups_per_thread
-        kdt = self._pin_dtype()
+        group, tile, kdt, _ = self._tile_shape(st)
         reorder = {"none": 0, "single": 1, "double": 2}[p.reorder]
-        sort_bytes = 0 if not reorder else tile * (kdt.itemsize + 4 + 8) + 16
-        pa, pbb, ps = self._pin_sizes(sort_bytes) if p.pinning != "none" else (0, 0, 0)
+        pa, pbb, ps = st.pin
         pin_bytes = _align((pa + pbb) * kdt.itemsize, 8)
         o_keys = pin_bytes // kdt.itemsize
         o_idx = _align(pin_bytes + tile * kdt.itemsize, 8) // 4
@@ -195,76 +223,74 @@ class LightweightIndex(GpuIndex):
             blocks = min(blocks, hardware(self.device).sm_count * p.blocks_per_sm)
         kernel = driver(p.scheme, group, p.lookups_per_thread, reorder, bool(pa + pbb),
                         str(kdt))
-        kernel(blocks, threads, nq, x, out, self.miss, mode, *self._layout(), pa, pbb, ps,
-               o_keys, o_idx, o_res, shared_mem=shared)
+        kernel(blocks, p.threads_per_block, nq, x, out, st.miss, mode, *self._layout(st), pa,
+               pbb, ps, o_keys, o_idx, o_res, shared_mem=shared)
 
-    def _pin_dtype(self) -> np.dtype:
+    def _pin_dtype(self, st: LightweightState) -> np.dtype:
         """dtype of the pinned keys: the pivot buffer's or the key array's words."""
         if self.params.pivot_buffer != "none":
-            return np.dtype(self._pb.dtype)
-        return np.dtype(self._keys.dtype)
+            return np.dtype(st.pb.dtype)
+        return np.dtype(st.keys.dtype)
 
-    def _pin_sizes(self, reserved: int) -> tuple[int, int, int]:
+    def _pin_sizes(self, st: LightweightState, reserved: int) -> tuple[int, int, int]:
         """(pa, pbb, ps) of the pinning (see ``ao_key``/``front_key``) for the shared memory
         left after ``reserved`` bytes."""
         p = self.params
         budget = p.pinning_bytes
         if budget is None:
             budget = hardware(self.device).shared_optin_bytes - reserved - 1024
-        cap = max(budget, 0) // self._pin_dtype().itemsize
-        key = (cap, reserved)
-        if key in self._pin_plan:
-            return self._pin_plan[key]
-        n = self._n
+        cap = max(budget, 0) // self._pin_dtype(st).itemsize
+        n = st.n
         if cap <= 0 or n == 0:
-            plan = (0, 0, 0)
-        elif p.pivot_buffer != "none":
-            slots = int(self._pb.shape[0]) if self._levels else 0
-            offsets = self.pivot_plan.offsets().tolist() if self.pivot_plan else [0]
+            return (0, 0, 0)
+        if p.pivot_buffer != "none":
+            slots = int(st.pb.shape[0]) if st.levels else 0
+            offsets = st.pivot_plan.offsets().tolist() if st.pivot_plan else [0]
             if p.pinning == "full":
-                plan = (min(cap, slots), 0, 0)
-            else:
-                plan = (max([o for o in offsets if o <= min(cap, slots)], default=0), 0, 0)
-        elif p.layout == "eo":
-            total = n + self._pad
+                return (min(cap, slots), 0, 0)
+            return (max([o for o in offsets if o <= min(cap, slots)], default=0), 0, 0)
+        if p.layout == "eo":
+            total = n + st.pad
             if p.pinning == "full":
-                plan = (min(cap, total), 0, 0)
-            else:
-                k, full_levels = self._k, 0
-                while self._pad + k ** (full_levels + 1) - 1 <= min(cap, total):
-                    full_levels += 1
-                plan = (self._pad + k ** full_levels - 1 if full_levels else 0, 0, 0)
-        else:  # AO+BS: keys of the first M steps sit at n-1 - j * (step0 >> (M-1))
-            log_step0 = self._step0.bit_length() - 1
-            m = min(cap.bit_length() - 1, log_step0 + 1)
-            ps = log_step0 - (m - 1)
-            pa = 1 << m
-            pbb = min(cap - pa, 1 << m) if (p.pinning == "full" and ps > 0) else 0
-            plan = (pa, pbb, ps) if m >= 1 else (0, 0, 0)
-        self._pin_plan[key] = plan
-        return plan
+                return (min(cap, total), 0, 0)
+            k, full_levels = st.k, 0
+            while st.pad + k ** (full_levels + 1) - 1 <= min(cap, total):
+                full_levels += 1
+            return (st.pad + k ** full_levels - 1 if full_levels else 0, 0, 0)
+        # AO+BS: keys of the first M steps sit at n-1 - j * (step0 >> (M-1))
+        log_step0 = st.step0.bit_length() - 1
+        m = min(cap.bit_length() - 1, log_step0 + 1)
+        ps = log_step0 - (m - 1)
+        pa = 1 << m
+        pbb = min(cap - pa, 1 << m) if (p.pinning == "full" and ps > 0) else 0
+        return (pa, pbb, ps) if m >= 1 else (0, 0, 0)
 
     def pinned_keys(self) -> int:
         """How many keys the GPU lookups pin to shared memory per block (0 on the CPU)."""
         if self.device == "cpu" or self.params.pinning == "none":
             return 0
-        pa, pbb, _ = self._pin_sizes(0)
+        pa, pbb, _ = self._live().pin
         return pa + pbb
 
+    @property
+    def pivot_plan(self) -> Any:
+        """The pivot buffer's plan (levels, chunk, slots), or None without a pivot buffer."""
+        return self._live().pivot_plan
+
     # -------------------------------------------------------------- ranges
-    def _ranks(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+    def _ranks(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
         """Sorted positions ``start .. stop-1`` of the keys in each ``[lo, hi]``."""
-        xp = self.xp
-        start = self._locate(lo, _RANK, np.int64)
+        xp = st.xp
+        start = self._locate(st, lo, _RANK, np.int64)
         top = hi == np.iinfo(hi.dtype).max
-        stop = self._locate(hi + hi.dtype.type(1), _RANK, np.int64)  # hi + 1 wraps at the top
-        stop = xp.where(top, self._n, stop)
+        stop = self._locate(st, hi + hi.dtype.type(1), _RANK, np.int64)  # hi + 1 wraps at the top
+        stop = xp.where(top, st.n, stop)
         return start, xp.maximum(stop, start)
 
-    def _eo_scan(self, lo: Any, hi: Any, fill: bool, values: Any, use_values: Any,
-                 offsets: Any, out: Any) -> None:
+    def _eo_scan(self, st: LightweightState, lo: Any, hi: Any, fill: bool, values: Any,
+                 use_values: Any, offsets: Any, out: Any) -> None:
         q = int(lo.shape[0])
-        args = (self._keys, self._rowids, self._stride, self._n, self._k, self._pad, lo, hi)
+        args = (st.keys, st.rowids, st.stride, st.n, st.k, st.pad, lo, hi)
         tpb = self.params.threads_per_block
         if self.device == "cuda" and self.params.multi_thread_scan:
             from indexzoo.native.lightweight_cuda import EO_SCAN_COOP
@@ -276,75 +302,75 @@ class LightweightIndex(GpuIndex):
         else:
             lw.EO_SCAN_SUM(self.device, q, *args, values, use_values, out, threads_per_block=tpb)
 
-    def _runs(self, start: Any, stop: Any, fill: bool, values: Any, use_values: Any,
-              offsets: Any, out: Any) -> None:
+    def _runs(self, st: LightweightState, start: Any, stop: Any, fill: bool, values: Any,
+              use_values: Any, offsets: Any, out: Any) -> None:
         q = int(start.shape[0])
         tpb = self.params.threads_per_block
         if self.device == "cuda" and self.params.multi_thread_scan:
             from indexzoo.native.lightweight_cuda import RUNS_COOP
 
-            RUNS_COOP(self.device, -(-q // 32) * 32, q, self._rowids, self._stride, start, stop,
+            RUNS_COOP(self.device, -(-q // 32) * 32, q, st.rowids, st.stride, start, stop,
                       values, use_values, np.bool_(fill), offsets, out, threads_per_block=tpb)
         elif fill:
-            lw.RUN_FILL(self.device, q, self._rowids, self._stride, start, offsets, out,
+            lw.RUN_FILL(self.device, q, st.rowids, st.stride, start, offsets, out,
                         threads_per_block=tpb)
         else:
-            lw.RUN_SUM(self.device, q, self._rowids, self._stride, start, stop, values,
+            lw.RUN_SUM(self.device, q, st.rowids, st.stride, start, stop, values,
                        use_values, out, threads_per_block=tpb)
 
-    def _sum(self, lo: Any, hi: Any) -> Any:
-        out = self.xp.empty(lo.shape[0], dtype=np.uint64)
-        values, use_values = values_arg(self._values, self.xp)
-        no_offsets = self.xp.zeros(1, dtype=np.int64)
+    def _sum(self, st: LightweightState, lo: Any, hi: Any) -> Any:
+        out = st.xp.empty(lo.shape[0], dtype=np.uint64)
+        values, use_values = values_arg(st.values, st.xp)
+        no_offsets = st.xp.zeros(1, dtype=np.int64)
         if self.params.layout == "eo":
-            self._eo_scan(lo, hi, False, values, use_values, no_offsets, out)
+            self._eo_scan(st, lo, hi, False, values, use_values, no_offsets, out)
         else:
-            start, stop = self._ranks(lo, hi)
-            self._runs(start, stop, False, values, use_values, no_offsets, out)
+            start, stop = self._ranks(st, lo, hi)
+            self._runs(st, start, stop, False, values, use_values, no_offsets, out)
         return out
 
-    def _rowids_csr(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        start, stop = self._ranks(lo, hi)
+    def _rowids_csr(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        start, stop = self._ranks(st, lo, hi)
         offsets = offsets_from_counts(stop - start)
-        out = self.xp.empty(int(offsets[-1]), dtype=self.rowid_dtype)
+        out = st.xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            values, use_values = values_arg(None, self.xp)
+            values, use_values = values_arg(None, st.xp)
             if self.params.layout == "eo":
-                self._eo_scan(lo, hi, True, values, use_values, offsets, out)
+                self._eo_scan(st, lo, hi, True, values, use_values, offsets, out)
             else:
-                self._runs(start, stop, True, values, use_values, offsets, out)
+                self._runs(st, start, stop, True, values, use_values, offsets, out)
         return offsets, out
 
-    def _count(self, lo: Any, hi: Any) -> Any:
-        start, stop = self._ranks(lo, hi)
-        return (stop - start).astype(self.rowid_dtype)
+    def _count(self, st: LightweightState, lo: Any, hi: Any) -> Any:
+        start, stop = self._ranks(st, lo, hi)
+        return (stop - start).astype(st.rowid_dtype)
 
     # -------------------------------------------------------------- hooks
-    def _point_rowid(self, q: Any) -> Any:
-        return self._locate(q, _POINT, self.rowid_dtype)
+    def _point_rowid(self, st: LightweightState, q: Any) -> Any:
+        return self._locate(st, q, _POINT, st.rowid_dtype)
 
-    def _point_count(self, q: Any) -> Any:
-        return self._count(q, q)
+    def _point_count(self, st: LightweightState, q: Any) -> Any:
+        return self._count(st, q, q)
 
-    def _point_sum(self, q: Any) -> Any:
-        return self._sum(q, q)
+    def _point_sum(self, st: LightweightState, q: Any) -> Any:
+        return self._sum(st, q, q)
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        return self._rowids_csr(q, q)
+    def _point_rowids(self, st: LightweightState, q: Any) -> tuple[Any, Any]:
+        return self._rowids_csr(st, q, q)
 
-    def _range_rowid(self, lo: Any, hi: Any) -> Any:
-        first = self._locate(lo, _FIRST, self.rowid_dtype)
-        start, stop = self._ranks(lo, hi)
-        return self.xp.where(stop > start, first, self.miss).astype(self.rowid_dtype)
+    def _range_rowid(self, st: LightweightState, lo: Any, hi: Any) -> Any:
+        first = self._locate(st, lo, _FIRST, st.rowid_dtype)
+        start, stop = self._ranks(st, lo, hi)
+        return st.xp.where(stop > start, first, st.miss).astype(st.rowid_dtype)
 
-    def _range_count(self, lo: Any, hi: Any) -> Any:
-        return self._count(lo, hi)
+    def _range_count(self, st: LightweightState, lo: Any, hi: Any) -> Any:
+        return self._count(st, lo, hi)
 
-    def _range_sum(self, lo: Any, hi: Any) -> Any:
-        return self._sum(lo, hi)
+    def _range_sum(self, st: LightweightState, lo: Any, hi: Any) -> Any:
+        return self._sum(st, lo, hi)
 
-    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._rowids_csr(lo, hi)
+    def _range_rowids(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return self._rowids_csr(st, lo, hi)
 
 
 def _align(x: int, a: int) -> int:

@@ -85,8 +85,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
-from indexzoo.devices import to_device
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo.devices import to_numpy
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.rt.trace import (
     DISABLE_CLOSESTHIT,
@@ -98,7 +98,6 @@ from indexzoo.native.rt.trace import (
     trace,
 )
 from indexzoo.native.targets import values_arg
-from indexzoo.validation import as_1d, same_length
 
 from .keys import KeyCoder
 from .params import RxParams
@@ -106,7 +105,7 @@ from .programs import OP_COUNT, OP_FILL, OP_FIRST, OP_SUM, rx_anyhit, rx_interse
 from .rays import Plan, perpendicular_plan, range_plan
 from .scene import KIND, SPHERE_RADIUS, geometry_function, perpendicular_raygen, primitives
 
-__all__ = ["RxIndex"]
+__all__ = ["RxIndex", "RxState"]
 
 _U64 = np.uint64
 _MISS = _U64(np.iinfo(np.uint64).max)
@@ -114,7 +113,32 @@ _PROGRAMS = {"triangle": Programs(anyhit=rx_anyhit), "sphere": Programs(anyhit=r
              "aabb": Programs(intersection=rx_intersect, anyhit=rx_anyhit)}
 
 
-class RxIndex(GpuIndex):
+def _show_key(st: BuildState, keys: Any, where: Any, new: str = "") -> Any:
+    """``show(i)``: the key at position ``i`` of ``keys`` as the user gave it, at ``where(i)``
+    (``{new}key K at rowID R``, or ``new key K for rowID R`` for an update)."""
+    at = "for" if new else "at"
+
+    def show(i: int) -> str:
+        raw = keys[i:i + 1]
+        km = st.keymap
+        if km.invertible and km.kind != "unsigned":
+            user = km.decode(raw.get() if hasattr(raw, "get") else raw)[0]
+            return f"{new}key {user} {at} {where(i)} (mapped to {int(raw[0])} by the key map)"
+        return f"{new}key {int(raw[0])} {at} {where(i)}"
+    return show
+
+
+class RxState(BuildState):
+    """One build (or update) of ``rx``: the scene and what lookups read besides it."""
+
+    gas: Gas
+    own_keys: Any        # the key column in rowID order, or None (generated triangles)
+    high_parts: Any      # sorted distinct high parts (stored geometry), or None
+    peak: int
+    dummy: dict[str, Any]  # one-element stand-ins for launch parameters a pass does not use
+
+
+class RxIndex(GpuIndex[RxState]):
     """RTIndeX (RX): keys as primitives of a ray-traced scene, lookups as rays.
 
     Every configuration of the paper: key modes, primitives, ray kinds, compaction, updates."""
@@ -131,27 +155,13 @@ class RxIndex(GpuIndex):
         return KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
 
     # -------------------------------------------------------------- build
-    def _build(self, keys: Any) -> None:
-        self.coder.check_keys(keys, self._show_key(keys))
-        state = self._scene(keys)
-        self.__dict__.update(state)
+    def _build(self, st: RxState, keys: Any) -> None:
+        self.coder.check_keys(keys, _show_key(st, keys, lambda i: f"rowID {i}"))
+        self._scene(st, keys)
 
-    def _show_key(self, keys: Any, where: str = "rowID {}") -> Any:
-        """``show(i)``: the key at position ``i`` of ``keys`` as the user gave it."""
-        def show(i: int) -> str:
-            raw = keys[i:i + 1]
-            km = self._keymap
-            at = where.format(i)
-            if km is not None and km.invertible and km.kind != "unsigned":
-                user = km.decode(raw.get() if hasattr(raw, "get") else raw)[0]
-                return f"key {user} at {at} (mapped to {int(raw[0])} by the key map)"
-            return f"key {int(raw[0])} at {at}"
-        return show
-
-    def _scene(self, keys: Any, gas: Gas | None = None, held: int = 0) -> dict[str, Any]:
-        """Everything a build (or, given the current ``gas``, a refit) produces, for the caller
-        to assign at once, so that a failure leaves the index as it was. ``held``: bytes the
-        caller keeps alive meanwhile (an update's current scene)."""
+    def _scene(self, st: RxState, keys: Any, gas: Gas | None = None, held: int = 0) -> None:
+        """Fill ``st`` with the scene of ``keys``: a build, or, given the current ``gas``, a
+        refit. ``held``: bytes the caller keeps alive meanwhile (an update's current scene)."""
         p, coder = self.params, self.coder
         n, kb = int(keys.shape[0]), int(keys.nbytes)
         wide = 0 if keys.dtype == _U64 else 8 * n  # the uint64 copy of uint32 keys
@@ -167,7 +177,7 @@ class RxIndex(GpuIndex):
             new_gas = build_gas(KIND[p.primitive], data, radius=radius, leaf_size=p.leaf_size,
                                 geometry=geometry, compact=p.compact)
         else:
-            new_gas = gas.refit(data)
+            new_gas = gas.refit(data)  # a new Gas: the current one stays as it is
         # the engine's build or refit (its peak counts the primitives or records)
         peak = max(peak, kb + new_gas.footprint().peak_build_bytes)
         # generated triangles: the engine's records are the keys (in BVH order); the index
@@ -175,98 +185,76 @@ class RxIndex(GpuIndex):
         own = None if generated and p.primitive == "triangle" else keys
         # stored geometry keeps the distinct high parts; generated geometry (the lean
         # configuration) makes them per range batch instead of holding them
-        highs = None if generated else self._distinct_highs(keys)
+        highs = None if generated else self._distinct_highs(st.xp, keys)
         if highs is not None:
             peak = max(peak, kb + wide + 16 * n + int(highs.nbytes))
-        return {"_own_keys": own, "_gas": new_gas, "_high_parts": highs, "_peak": held + peak}
+        xp = st.xp
+        st.own_keys, st.gas, st.high_parts, st.peak = own, new_gas, highs, held + peak
+        st.dummy = {"keys": xp.zeros(1, dtype=_U64), "offsets": xp.zeros(1, dtype=np.int64),
+                    "out": xp.zeros(1, dtype=st.rowid_dtype)}
 
-    def _distinct_highs(self, keys: Any) -> Any:
+    def _distinct_highs(self, xp: Any, keys: Any) -> Any:
         if self.coder.mode == "3d":
             _, high = self.coder.parts(keys)
-            return self.xp.unique(high)  # sorts a copy of the high parts
-        return self.xp.zeros(min(int(keys.shape[0]), 1), dtype=_U64)  # naive/extended: all 0
+            return xp.unique(high)  # sorts a copy of the high parts
+        return xp.zeros(min(int(keys.shape[0]), 1), dtype=_U64)  # naive/extended: all 0
 
-    @property
-    def _keys(self) -> Any:
+    @staticmethod
+    def _keys(st: RxState) -> Any:
         """The key column in rowID order (the index's copy, or rebuilt from the scene's
         records)."""
-        if self._own_keys is not None:
-            return self._own_keys
-        gas = self._gas
-        keys = self.xp.empty_like(gas.data)
+        if st.own_keys is not None:
+            return st.own_keys
+        gas = st.gas
+        keys = st.xp.empty_like(gas.data)
         keys[gas.bvh.order] = gas.data
         return keys
 
-    @property
-    def _highs(self) -> Any:
+    def _highs(self, st: RxState) -> Any:
         """The sorted distinct high parts of the keys (3D ranges cast one ray per high part
         that occurs): kept from the build with stored geometry, made for each range batch with
         generated geometry."""
-        if self._high_parts is not None:
-            return self._high_parts
-        return self._distinct_highs(self._keys)
+        if st.high_parts is not None:
+            return st.high_parts
+        return self._distinct_highs(st.xp, self._keys(st))
 
-    def _parts(self) -> dict[str, int]:
-        parts = {"keys": 0 if self._own_keys is None else int(self._own_keys.nbytes),
-                 **self._gas.footprint().breakdown}
-        if self._high_parts is not None:
-            parts["high_parts"] = int(self._high_parts.nbytes)
+    @staticmethod
+    def _parts(st: RxState) -> dict[str, int]:
+        parts = {"keys": 0 if st.own_keys is None else int(st.own_keys.nbytes),
+                 **st.gas.footprint().breakdown}
+        if st.high_parts is not None:
+            parts["high_parts"] = int(st.high_parts.nbytes)
         return parts
 
-    def _footprint(self) -> Footprint:
-        parts = self._parts()
-        return Footprint(breakdown=parts, peak_build_bytes=max(self._peak, sum(parts.values())))
+    def _footprint(self, st: RxState) -> Footprint:
+        parts = self._parts(st)
+        return Footprint(breakdown=parts, peak_build_bytes=max(st.peak, sum(parts.values())))
 
     # -------------------------------------------------------------- updates
-    def update(self, positions: Any, new_keys: Any) -> RxIndex:
-        """Set the keys at ``positions`` to ``new_keys`` (rowIDs and values stay); refit or
-        rebuild (``params.update``). Answers afterwards equal a fresh build's over the updated
-        key column. A position given twice takes its last new key."""
-        keymap = self._built_map()
-        pos = as_1d(positions, "positions")
-        new = as_1d(new_keys, "new_keys")
-        same_length(pos, new, "positions", "new_keys")
-        if pos.dtype.kind not in "iu":
-            raise InvalidInput(f"argument 'positions': expected an integer dtype (rowIDs), "
-                               f"got {pos.dtype}")
-        if pos.shape[0] == 0:
-            return self
-        enc, outside = keymap.encode_points(new, name="new_keys")
-        if outside is not None and bool(outside.any()):
-            raise InvalidInput(f"argument 'new_keys': values that keys of dtype "
-                               f"{keymap.source} cannot represent")
-        xp = self.xp
-        pos = to_device(pos, self.device)
-        if bool((pos < 0).any()) or bool((pos >= self._n).any()):
-            raise InvalidInput(f"argument 'positions': rowIDs must lie in [0, {self._n}), got "
-                               f"{int(pos.min())} .. {int(pos.max())}")
-        enc = to_device(enc, self.device).astype(keymap.target, copy=False)
-        self.coder.check_keys(enc, self._show_key(enc, "new_keys[{}]"))
-        # last write wins: keep each position's last occurrence
-        rev = pos[::-1].astype(np.int64)
-        uniq, first = xp.unique(rev, return_index=True)
-        keys = self._keys.copy()
-        keys[uniq] = enc[::-1][first]
+    def _update(self, old: RxState, new: RxState, positions: Any, new_keys: Any) -> None:
+        """Refit or rebuild (``params.update``) over the key column with the new keys."""
+        host_pos = to_numpy(positions)
+        self.coder.check_keys(new_keys, _show_key(old, new_keys,
+                                                  lambda i: f"rowID {int(host_pos[i])}", "new "))
+        keys = self._keys(old).copy()
+        keys[positions] = new_keys
         refit = self.params.update == "refit"
-        state = self._scene(keys, self._gas if refit else None,
-                            held=sum(self._parts().values()))
-        self.__dict__.update(state)
-        return self
+        self._scene(new, keys, old.gas if refit else None, held=sum(self._parts(old).values()))
 
     # -------------------------------------------------------------- tracing
-    def _launch(self, plan: Plan, s: int, e: int, op: int, ray_offsets: Any = None,
+    def _launch(self, st: RxState, plan: Plan, s: int, e: int, op: int, ray_offsets: Any = None,
                 out: Any = None) -> Any:
         """Trace rays ``s .. e-1`` of ``plan`` with any-hit operation ``op``; returns their
         payloads."""
-        xp, p = self.xp, self.params
+        xp, p = st.xp, self.params
         generate = plan.kind == "perpendicular" and plan.one_each
         rays = None if generate else plan.rays(s, e)
         r = e - s
         payload = xp.full((r, 1), _MISS, dtype=_U64) if op == OP_FIRST else \
             xp.zeros((r, 1), dtype=_U64)
-        values, use_values = values_arg(self._values, xp)
-        dummy = self._dummies()
-        keys = dummy["keys"] if p.primitive == "triangle" else self._keys
+        values, use_values = values_arg(st.values, xp)
+        dummy = st.dummy
+        keys = dummy["keys"] if p.primitive == "triangle" else self._keys(st)
         confirm = p.primitive == "sphere"
         if confirm:  # see programs.py: the engine's sphere test is not exact on long rays
             owner = plan.owners(s, e) if rays is None else rays.owner
@@ -286,51 +274,42 @@ class RxIndex(GpuIndex):
             queries = plan.a[s:e]
             programs = dataclasses.replace(_PROGRAMS[p.primitive],
                                            raygen=perpendicular_raygen(coder, len(params)))
-            launch(self._gas, r, programs, flags=flags, payload=payload, params=(*params, queries),
+            launch(st.gas, r, programs, flags=flags, payload=payload, params=(*params, queries),
                    threads_per_block=p.threads_per_block)
             return payload[:, 0]
-        trace(self._gas, rays.origins, rays.directions, rays.tmin, rays.tmax,
+        trace(st.gas, rays.origins, rays.directions, rays.tmin, rays.tmax,
               programs=_PROGRAMS[p.primitive], flags=flags, payload=payload, params=params,
               threads_per_block=p.threads_per_block)
         return payload[:, 0]
-
-    def _dummies(self) -> dict[str, Any]:
-        d: dict[str, Any] | None = getattr(self, "_dummy", None)
-        if d is None or d["out"].dtype != self.rowid_dtype:
-            xp = self.xp
-            d = {"keys": xp.zeros(1, dtype=_U64), "offsets": xp.zeros(1, dtype=np.int64),
-                 "out": xp.zeros(1, dtype=self.rowid_dtype)}
-            self._dummy = d
-        return d
 
     def _chunks(self, plan: Plan) -> list[tuple[int, int]]:
         step = self.params.max_rays
         return [(s, min(s + step, plan.n_rays)) for s in range(0, plan.n_rays, step)]
 
-    def _segments(self, plan: Plan, s: int, e: int) -> tuple[int, int, Any, Any]:
+    @staticmethod
+    def _segments(xp: Any, plan: Plan, s: int, e: int) -> tuple[int, int, Any, Any]:
         """Lookups ``q0 .. q1-1`` own rays in ``s .. e-1``; their rays there are
         ``a[i] .. b[i]-1`` (chunk-local)."""
-        xp = self.xp
         ends = xp.searchsorted(plan.starts, xp.asarray([s, e - 1], dtype=np.int64), side="right")
         q0, q1 = int(ends[0]) - 1, int(ends[1])
         a = xp.clip(plan.starts[q0:q1] - s, 0, e - s)
         b = xp.clip(plan.starts[q0 + 1:q1 + 1] - s, 0, e - s)
         return q0, q1, a, b
 
-    def _reduce(self, plan: Plan, op: int) -> Any:
+    def _reduce(self, st: RxState, plan: Plan, op: int) -> Any:
         """Per lookup: the count (int64), the sum (uint64) or the first rowID (uint64, _MISS)."""
-        xp = self.xp
+        xp = st.xp
         q = plan.n_queries
         if op == OP_FIRST:
             res = xp.full(q, _MISS, dtype=_U64)
         else:
             res = xp.zeros(q, dtype=np.int64 if op == OP_COUNT else _U64)
         for s, e in self._chunks(plan):
-            pay = self._launch(plan, s, e, op)
+            pay = self._launch(st, plan, s, e, op)
             if plan.one_each:  # ray i is lookup i: its payload is the answer
                 res[s:e] = pay if op == OP_FIRST else pay.astype(res.dtype)
                 continue
-            q0, q1, a, b = self._segments(plan, s, e)
+            q0, q1, a, b = self._segments(xp, plan, s, e)
             if op == OP_FIRST:
                 hit = (pay != _MISS).astype(np.int64)
                 ch = xp.zeros(e - s + 1, dtype=np.int64)
@@ -345,72 +324,72 @@ class RxIndex(GpuIndex):
                 res[q0:q1] += cs[b] - cs[a]  # uint64 differences wrap correctly
         return res
 
-    def _collect(self, plan: Plan) -> tuple[Any, Any]:
+    def _collect(self, st: RxState, plan: Plan) -> tuple[Any, Any]:
         """CSR of every match: count pass, exclusive scan, fill pass."""
-        xp = self.xp
+        xp = st.xp
         chunks = self._chunks(plan)
-        counts = self._reduce(plan, OP_COUNT) if len(chunks) != 1 else None
+        counts = self._reduce(st, plan, OP_COUNT) if len(chunks) != 1 else None
         single = None
         if counts is None:  # one launch: keep its per-ray counts for the fill pass
             s, e = chunks[0]
-            single = self._launch(plan, s, e, OP_COUNT)
-            q0, q1, a, b = self._segments(plan, s, e)
+            single = self._launch(st, plan, s, e, OP_COUNT)
+            q0, q1, a, b = self._segments(xp, plan, s, e)
             cs = xp.zeros(e - s + 1, dtype=np.int64)
             xp.cumsum(single.astype(np.int64), out=cs[1:])
             counts = xp.zeros(plan.n_queries, dtype=np.int64)
             counts[q0:q1] = cs[b] - cs[a]
         offsets = offsets_from_counts(counts)
-        out = xp.empty(int(offsets[-1]), dtype=self.rowid_dtype)
+        out = xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0] == 0:
             return offsets, out
         done = xp.zeros(plan.n_queries, dtype=np.int64)  # matches written per lookup so far
         for s, e in chunks:
-            per_ray = single if single is not None else self._launch(plan, s, e, OP_COUNT)
+            per_ray = single if single is not None else self._launch(st, plan, s, e, OP_COUNT)
             per_ray = per_ray.astype(np.int64)
             owner = plan.owners(s, e)
-            q0, q1, a, b = self._segments(plan, s, e)
+            q0, q1, a, b = self._segments(xp, plan, s, e)
             excl = xp.cumsum(per_ray) - per_ray
             seg0 = excl[xp.clip(a, 0, e - s - 1)]  # the exclusive sum at each lookup's first ray
             ray_off = offsets[owner] + done[owner] + excl - seg0[owner - q0]
-            self._launch(plan, s, e, OP_FILL, ray_offsets=ray_off, out=out)
+            self._launch(st, plan, s, e, OP_FILL, ray_offsets=ray_off, out=out)
             cs = xp.zeros(e - s + 1, dtype=np.int64)
             xp.cumsum(per_ray, out=cs[1:])
             done[q0:q1] += cs[b] - cs[a]
         return offsets, out
 
     # -------------------------------------------------------------- lookups
-    def _point_plan(self, q: Any) -> Plan:
+    def _point_plan(self, st: RxState, q: Any) -> Plan:
         if self.params.point_ray == "perpendicular":
             return perpendicular_plan(self.coder, q)
-        return self._range_plan(q, q)
+        return self._range_plan(st, q, q)
 
-    def _range_plan(self, lo: Any, hi: Any) -> Plan:
-        return range_plan(self.coder, lo, hi, self._highs, self.params.range_ray == "zero")
+    def _range_plan(self, st: RxState, lo: Any, hi: Any) -> Plan:
+        return range_plan(self.coder, lo, hi, self._highs(st), self.params.range_ray == "zero")
 
-    def _rowid(self, plan: Plan) -> Any:
-        res = self._reduce(plan, OP_FIRST)
-        return self.xp.where(res == _MISS, self.miss, res).astype(self.rowid_dtype)
+    def _rowid(self, st: RxState, plan: Plan) -> Any:
+        res = self._reduce(st, plan, OP_FIRST)
+        return st.xp.where(res == _MISS, st.miss, res).astype(st.rowid_dtype)
 
-    def _point_rowid(self, q: Any) -> Any:
-        return self._rowid(self._point_plan(q))
+    def _point_rowid(self, st: RxState, q: Any) -> Any:
+        return self._rowid(st, self._point_plan(st, q))
 
-    def _point_count(self, q: Any) -> Any:
-        return self._reduce(self._point_plan(q), OP_COUNT).astype(self.rowid_dtype)
+    def _point_count(self, st: RxState, q: Any) -> Any:
+        return self._reduce(st, self._point_plan(st, q), OP_COUNT).astype(st.rowid_dtype)
 
-    def _point_sum(self, q: Any) -> Any:
-        return self._reduce(self._point_plan(q), OP_SUM)
+    def _point_sum(self, st: RxState, q: Any) -> Any:
+        return self._reduce(st, self._point_plan(st, q), OP_SUM)
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        return self._collect(self._point_plan(q))
+    def _point_rowids(self, st: RxState, q: Any) -> tuple[Any, Any]:
+        return self._collect(st, self._point_plan(st, q))
 
-    def _range_rowid(self, lo: Any, hi: Any) -> Any:
-        return self._rowid(self._range_plan(lo, hi))
+    def _range_rowid(self, st: RxState, lo: Any, hi: Any) -> Any:
+        return self._rowid(st, self._range_plan(st, lo, hi))
 
-    def _range_count(self, lo: Any, hi: Any) -> Any:
-        return self._reduce(self._range_plan(lo, hi), OP_COUNT).astype(self.rowid_dtype)
+    def _range_count(self, st: RxState, lo: Any, hi: Any) -> Any:
+        return self._reduce(st, self._range_plan(st, lo, hi), OP_COUNT).astype(st.rowid_dtype)
 
-    def _range_sum(self, lo: Any, hi: Any) -> Any:
-        return self._reduce(self._range_plan(lo, hi), OP_SUM)
+    def _range_sum(self, st: RxState, lo: Any, hi: Any) -> Any:
+        return self._reduce(st, self._range_plan(st, lo, hi), OP_SUM)
 
-    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._collect(self._range_plan(lo, hi))
+    def _range_rowids(self, st: RxState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return self._collect(st, self._range_plan(st, lo, hi))

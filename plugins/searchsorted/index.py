@@ -15,59 +15,66 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native.csr import gather_runs_xp
-from indexzoo.native.sort import sort_pairs
+from indexzoo.native.sort import SortedPairs, sort_pairs
 
-__all__ = ["SearchsortedIndex"]
+__all__ = ["SearchsortedIndex", "SearchsortedState"]
 
 
-class SearchsortedIndex(GpuIndex):
+class SearchsortedState(BuildState):
+    """One build of ``searchsorted``: the sorted (key, rowID) pairs."""
+
+    pairs: SortedPairs
+
+
+class SearchsortedIndex(GpuIndex[SearchsortedState]):
     """numpy/cupy ``searchsorted`` over sorted (key, rowID) pairs: the peer of every benchmark."""
 
     name: ClassVar[str] = "searchsorted"
     Params: ClassVar[type[IndexParams]] = IndexParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
 
-    def _build(self, keys: Any) -> None:
-        self._pairs = sort_pairs(keys, self.rowid_dtype)
-        self._keys, self._rowids = self._pairs.keys, self._pairs.rowids
+    def _build(self, st: SearchsortedState, keys: Any) -> None:
+        st.pairs = sort_pairs(keys, st.rowid_dtype)
 
-    def _footprint(self) -> Footprint:
-        return self._pairs.footprint()
+    def _footprint(self, st: SearchsortedState) -> Footprint:
+        return st.pairs.footprint()
 
-    def _first(self, start: Any, hit: Any) -> Any:
-        xp = self.xp
-        last = xp.minimum(start, self._keys.shape[0] - 1)
-        return xp.where(hit(last), self._rowids[last], self.miss).astype(self.rowid_dtype)
+    @staticmethod
+    def _first(st: SearchsortedState, start: Any, hit: Any) -> Any:
+        keys, rowids = st.pairs.keys, st.pairs.rowids
+        last = st.xp.minimum(start, keys.shape[0] - 1)
+        return st.xp.where(hit(keys[last]), rowids[last], st.miss).astype(st.rowid_dtype)
 
-    def _runs(self, start: Any, stop: Any) -> tuple[Any, Any]:
-        return gather_runs_xp(self._rowids, start, self.xp.maximum(stop - start, 0))
+    @staticmethod
+    def _runs(st: SearchsortedState, start: Any, stop: Any) -> tuple[Any, Any]:
+        return gather_runs_xp(st.pairs.rowids, start, st.xp.maximum(stop - start, 0))
 
-    def _point_rowid(self, q: Any) -> Any:
-        start = self.xp.searchsorted(self._keys, q, side="left")
-        return self._first(start, lambda p: self._keys[p] == q)
+    def _point_rowid(self, st: SearchsortedState, q: Any) -> Any:
+        start = st.xp.searchsorted(st.pairs.keys, q, side="left")
+        return self._first(st, start, lambda k: k == q)
 
-    def _point_count(self, q: Any) -> Any:
-        xp = self.xp
-        n = xp.searchsorted(self._keys, q, side="right") - xp.searchsorted(self._keys, q)
-        return n.astype(self.rowid_dtype)
+    def _point_count(self, st: SearchsortedState, q: Any) -> Any:
+        xp, keys = st.xp, st.pairs.keys
+        n = xp.searchsorted(keys, q, side="right") - xp.searchsorted(keys, q)
+        return n.astype(st.rowid_dtype)
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        xp = self.xp
-        return self._runs(xp.searchsorted(self._keys, q, side="left"),
-                          xp.searchsorted(self._keys, q, side="right"))
+    def _point_rowids(self, st: SearchsortedState, q: Any) -> tuple[Any, Any]:
+        xp, keys = st.xp, st.pairs.keys
+        return self._runs(st, xp.searchsorted(keys, q, side="left"),
+                          xp.searchsorted(keys, q, side="right"))
 
-    def _range_rowid(self, lo: Any, hi: Any) -> Any:
-        start = self.xp.searchsorted(self._keys, lo, side="left")
-        return self._first(start, lambda p: (self._keys[p] >= lo) & (self._keys[p] <= hi))
+    def _range_rowid(self, st: SearchsortedState, lo: Any, hi: Any) -> Any:
+        start = st.xp.searchsorted(st.pairs.keys, lo, side="left")
+        return self._first(st, start, lambda k: (k >= lo) & (k <= hi))
 
-    def _range_count(self, lo: Any, hi: Any) -> Any:
-        xp = self.xp
-        n = xp.searchsorted(self._keys, hi, side="right") - xp.searchsorted(self._keys, lo)
-        return xp.maximum(n, 0).astype(self.rowid_dtype)
+    def _range_count(self, st: SearchsortedState, lo: Any, hi: Any) -> Any:
+        xp, keys = st.xp, st.pairs.keys
+        n = xp.searchsorted(keys, hi, side="right") - xp.searchsorted(keys, lo)
+        return xp.maximum(n, 0).astype(st.rowid_dtype)
 
-    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        xp = self.xp
-        return self._runs(xp.searchsorted(self._keys, lo, side="left"),
-                          xp.searchsorted(self._keys, hi, side="right"))
+    def _range_rowids(self, st: SearchsortedState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        xp, keys = st.xp, st.pairs.keys
+        return self._runs(st, xp.searchsorted(keys, lo, side="left"),
+                          xp.searchsorted(keys, hi, side="right"))

@@ -28,20 +28,26 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
-from indexzoo.native.sort import sort_pairs
+from indexzoo.native.sort import SortedPairs, sort_pairs
 from indexzoo.native.targets import KernelParams, values_arg
 
-__all__ = ["SortedArrayIndex"]
+__all__ = ["SortedArrayIndex", "SortedArrayState"]
 
 
 class SortedArrayParams(KernelParams):
     """Parameters of ``sorted-array``."""
 
 
-class SortedArrayIndex(GpuIndex):
+class SortedArrayState(BuildState):
+    """One build of ``sorted-array``: the sorted (key, rowID) pairs."""
+
+    pairs: SortedPairs
+
+
+class SortedArrayIndex(GpuIndex[SortedArrayState]):
     """Sorted (key, rowID) array with naive binary search: the SA baseline of the RX paper."""
 
     name: ClassVar[str] = "sorted-array"
@@ -49,62 +55,63 @@ class SortedArrayIndex(GpuIndex):
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     params: SortedArrayParams
 
-    def _build(self, keys: Any) -> None:
-        self._pairs = sort_pairs(keys, self.rowid_dtype)
-        self._keys, self._rowids = self._pairs.keys, self._pairs.rowids
+    def _build(self, st: SortedArrayState, keys: Any) -> None:
+        st.pairs = sort_pairs(keys, st.rowid_dtype)
 
-    def _footprint(self) -> Footprint:
-        return self._pairs.footprint()
+    def _footprint(self, st: SortedArrayState) -> Footprint:
+        return st.pairs.footprint()
 
     # -------------------------------------------------------------- kernels
     def _launch(self, kernel: Any, n: int, *args: Any) -> None:
         kernel(self.device, n, *args, threads_per_block=self.params.threads_per_block)
 
-    def _rowid(self, kernel: Any, *queries: Any) -> Any:
-        out = self.xp.empty(queries[0].shape[0], dtype=self.rowid_dtype)
-        self._launch(kernel, out.shape[0], self._keys, self._rowids, *queries, out, self.miss)
+    def _rowid(self, st: SortedArrayState, kernel: Any, *queries: Any) -> Any:
+        out = st.xp.empty(queries[0].shape[0], dtype=st.rowid_dtype)
+        self._launch(kernel, out.shape[0], st.pairs.keys, st.pairs.rowids, *queries, out,
+                     st.miss)
         return out
 
-    def _count(self, lo: Any, hi: Any) -> Any:
-        out = self.xp.empty(lo.shape[0], dtype=self.rowid_dtype)
-        self._launch(k.COUNT, out.shape[0], self._keys, lo, hi, out)
+    def _count(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
+        out = st.xp.empty(lo.shape[0], dtype=st.rowid_dtype)
+        self._launch(k.COUNT, out.shape[0], st.pairs.keys, lo, hi, out)
         return out
 
-    def _sum(self, lo: Any, hi: Any) -> Any:
-        out = self.xp.empty(lo.shape[0], dtype="uint64")
-        values, use_values = values_arg(self._values, self.xp)
-        self._launch(k.SUM, out.shape[0], self._keys, self._rowids, values, use_values, lo, hi, out)
+    def _sum(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
+        out = st.xp.empty(lo.shape[0], dtype="uint64")
+        values, use_values = values_arg(st.values, st.xp)
+        self._launch(k.SUM, out.shape[0], st.pairs.keys, st.pairs.rowids, values, use_values,
+                     lo, hi, out)
         return out
 
-    def _rowids_csr(self, lo: Any, hi: Any) -> tuple[Any, Any]:
+    def _rowids_csr(self, st: SortedArrayState, lo: Any, hi: Any) -> tuple[Any, Any]:
         q = lo.shape[0]
-        start = self.xp.empty(q, dtype="int64")
-        count = self.xp.empty(q, dtype="int64")
-        self._launch(k.BOUNDS, q, self._keys, lo, hi, start, count)
-        return gather_runs(self.device, self._rowids, start, count,
+        start = st.xp.empty(q, dtype="int64")
+        count = st.xp.empty(q, dtype="int64")
+        self._launch(k.BOUNDS, q, st.pairs.keys, lo, hi, start, count)
+        return gather_runs(self.device, st.pairs.rowids, start, count,
                            threads_per_block=self.params.threads_per_block)
 
     # -------------------------------------------------------------- hooks
-    def _point_rowid(self, q: Any) -> Any:
-        return self._rowid(k.POINT_ROWID, q)
+    def _point_rowid(self, st: SortedArrayState, q: Any) -> Any:
+        return self._rowid(st, k.POINT_ROWID, q)
 
-    def _point_count(self, q: Any) -> Any:
-        return self._count(q, q)
+    def _point_count(self, st: SortedArrayState, q: Any) -> Any:
+        return self._count(st, q, q)
 
-    def _point_sum(self, q: Any) -> Any:
-        return self._sum(q, q)
+    def _point_sum(self, st: SortedArrayState, q: Any) -> Any:
+        return self._sum(st, q, q)
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        return self._rowids_csr(q, q)
+    def _point_rowids(self, st: SortedArrayState, q: Any) -> tuple[Any, Any]:
+        return self._rowids_csr(st, q, q)
 
-    def _range_rowid(self, lo: Any, hi: Any) -> Any:
-        return self._rowid(k.RANGE_ROWID, lo, hi)
+    def _range_rowid(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
+        return self._rowid(st, k.RANGE_ROWID, lo, hi)
 
-    def _range_count(self, lo: Any, hi: Any) -> Any:
-        return self._count(lo, hi)
+    def _range_count(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
+        return self._count(st, lo, hi)
 
-    def _range_sum(self, lo: Any, hi: Any) -> Any:
-        return self._sum(lo, hi)
+    def _range_sum(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
+        return self._sum(st, lo, hi)
 
-    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._rowids_csr(lo, hi)
+    def _range_rowids(self, st: SortedArrayState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return self._rowids_csr(st, lo, hi)

@@ -46,7 +46,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.targets import KernelParams, values_arg
@@ -70,7 +70,21 @@ class WarpcoreHashParams(KernelParams):
     )
 
 
-class WarpcoreHashIndex(GpuIndex):
+class WarpcoreHashState(BuildState):
+    """One build of ``warpcore-hash``: the table and the out-of-band rows."""
+
+    tkeys: Any          # key slots (a strided view of ``table`` for the aos layout)
+    tvals: Any          # rowID slots
+    table: Any          # the aos array, or None
+    stride: int
+    oob: Any            # rowIDs of the keys equal to the empty sentinel
+    empty: Any
+    n_windows: int
+    group: int
+    peak: int
+
+
+class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
     """Open addressing, cooperative probing by groups of G threads, double hashing (WarpCore)."""
 
     name: ClassVar[str] = "warpcore-hash"
@@ -87,69 +101,73 @@ class WarpcoreHashIndex(GpuIndex):
 
         return hashing_cuda, self.params.group_size
 
-    def _build(self, keys: Any) -> None:
-        xp, n = self.xp, int(keys.shape[0])
+    def _build(self, st: WarpcoreHashState, keys: Any) -> None:
+        xp, n = st.xp, int(keys.shape[0])
         p = self.params
-        wide = keys.dtype == np.uint64 or (p.layout == "aos" and self.rowid_dtype == np.uint64)
+        wide = keys.dtype == np.uint64 or (p.layout == "aos" and st.rowid_dtype == np.uint64)
         tdtype = np.dtype(np.uint64 if wide else np.uint32)
         empty = tdtype.type(np.iinfo(tdtype).max)
         tkeys_in = keys.astype(tdtype, copy=False)
-        rowids = xp.arange(n, dtype=self.rowid_dtype)
+        rowids = xp.arange(n, dtype=st.rowid_dtype)
         is_empty = tkeys_in == empty
         n_oob = int(is_empty.sum())
         if n_oob:
-            self._oob = rowids[is_empty]
+            st.oob = rowids[is_empty]
             inside = ~is_empty
             tkeys_in, rowids = tkeys_in[inside], rowids[inside]
         else:
-            self._oob = rowids[:0]
+            st.oob = rowids[:0]
         m = int(tkeys_in.shape[0])
         g = p.group_size
         n_windows = next_prime_windows(m, p.load_factor, g)
         cap = n_windows * g
         if p.layout == "soa":
-            self._tkeys = xp.full(cap, empty, dtype=tdtype)
-            self._tvals = xp.empty(cap, dtype=self.rowid_dtype)
-            self._table = None
-            self._stride = 1
+            st.tkeys = xp.full(cap, empty, dtype=tdtype)
+            st.tvals = xp.empty(cap, dtype=st.rowid_dtype)
+            st.table = None
+            st.stride = 1
         else:
-            self._table = xp.full(2 * cap, empty, dtype=tdtype)
-            self._tkeys, self._tvals = self._table, self._table[1:]
-            self._stride = 2
-        self._empty, self._n_windows, self._group = empty, n_windows, g
+            st.table = xp.full(2 * cap, empty, dtype=tdtype)
+            st.tkeys, st.tvals = st.table, st.table[1:]
+            st.stride = 2
+        st.empty, st.n_windows, st.group = empty, n_windows, g
         if m:
             if self.device == "cpu":
-                hashing.build_cpu(self._tkeys, self._tvals, self._stride, tkeys_in, rowids,
+                hashing.build_cpu(st.tkeys, st.tvals, st.stride, tkeys_in, rowids,
                                   n_windows, g, empty)
             else:
                 from indexzoo.native import hashing_cuda
 
-                hashing_cuda.INSERT("cuda", m * g, self._tkeys, self._tvals, self._stride,
+                hashing_cuda.INSERT("cuda", m * g, st.tkeys, st.tvals, st.stride,
                                     tkeys_in, rowids, n_windows, g, empty,
                                     threads_per_block=p.threads_per_block)
-        table_bytes = sum(self._table_breakdown().values())
-        temporaries = n * (self.rowid_dtype.itemsize + 1) + (
+        table_bytes = sum(self._table_breakdown(st).values())
+        temporaries = n * (st.rowid_dtype.itemsize + 1) + (
             n * tdtype.itemsize if tkeys_in is not keys else 0)
-        self._peak = table_bytes + int(self._oob.nbytes) + temporaries
+        st.peak = table_bytes + int(st.oob.nbytes) + temporaries
 
-    def _table_breakdown(self) -> dict[str, int]:
-        if self._table is not None:
-            return {"table": int(self._table.nbytes)}
-        return {"table_keys": int(self._tkeys.nbytes), "table_rowids": int(self._tvals.nbytes)}
+    @staticmethod
+    def _table_breakdown(st: WarpcoreHashState) -> dict[str, int]:
+        if st.table is not None:
+            return {"table": int(st.table.nbytes)}
+        return {"table_keys": int(st.tkeys.nbytes), "table_rowids": int(st.tvals.nbytes)}
 
-    def _footprint(self) -> Footprint:
-        return Footprint(breakdown={**self._table_breakdown(), "out_of_band": int(self._oob.nbytes)},
-                         peak_build_bytes=self._peak)
+    def _footprint(self, st: WarpcoreHashState) -> Footprint:
+        return Footprint(breakdown={**self._table_breakdown(st), "out_of_band": int(st.oob.nbytes)},
+                         peak_build_bytes=st.peak)
 
     @property
     def capacity(self) -> int:
         """Slots in the table."""
-        return self._n_windows * self._group
+        st = self._live()
+        return st.n_windows * st.group
 
     @property
     def load_factor(self) -> float:
         """Occupied share of the slots (after the build)."""
-        return (len(self) - int(self._oob.shape[0])) / self.capacity if self.capacity else 0.0
+        st = self._live()
+        cap = st.n_windows * st.group
+        return (st.n - int(st.oob.shape[0])) / cap if cap else 0.0
 
     # -------------------------------------------------------------- lookups
     def _launch(self, name: str, q: Any, *args: Any) -> None:
@@ -158,63 +176,65 @@ class WarpcoreHashIndex(GpuIndex):
         kernel(self.device, int(q.shape[0]) * per, *args,
                threads_per_block=self.params.threads_per_block)
 
-    def _table_args(self) -> tuple[Any, ...]:
-        return self._n_windows, self._group, self._empty
+    @staticmethod
+    def _table_args(st: WarpcoreHashState) -> tuple[Any, ...]:
+        return st.n_windows, st.group, st.empty
 
-    def _oob_mask(self, qt: Any) -> Any:
+    @staticmethod
+    def _oob_mask(st: WarpcoreHashState, qt: Any) -> Any:
         """Lookups of the out-of-band key, or None when there are none to answer."""
-        if not self._oob.shape[0]:
+        if not st.oob.shape[0]:
             return None
-        eq = qt == self._empty
+        eq = qt == st.empty
         return eq if bool(eq.any()) else None
 
-    def _point_rowid(self, q: Any) -> Any:
-        qt = q.astype(self._tkeys.dtype, copy=False)
-        out = self.xp.empty(q.shape[0], dtype=self.rowid_dtype)
-        self._launch("FIND_ROWID", q, self._tkeys, self._tvals, self._stride, qt, out,
-                     *self._table_args(), self.miss)
-        eq = self._oob_mask(qt)
+    def _point_rowid(self, st: WarpcoreHashState, q: Any) -> Any:
+        qt = q.astype(st.tkeys.dtype, copy=False)
+        out = st.xp.empty(q.shape[0], dtype=st.rowid_dtype)
+        self._launch("FIND_ROWID", q, st.tkeys, st.tvals, st.stride, qt, out,
+                     *self._table_args(st), st.miss)
+        eq = self._oob_mask(st, qt)
         if eq is not None:
-            out[eq] = self._oob[0]
+            out[eq] = st.oob[0]
         return out
 
-    def _counts(self, qt: Any, dtype: Any) -> Any:
-        out = self.xp.empty(qt.shape[0], dtype=dtype)
-        self._launch("COUNT", qt, self._tkeys, self._stride, qt, out, *self._table_args())
-        eq = self._oob_mask(qt)
+    def _counts(self, st: WarpcoreHashState, qt: Any, dtype: Any) -> Any:
+        out = st.xp.empty(qt.shape[0], dtype=dtype)
+        self._launch("COUNT", qt, st.tkeys, st.stride, qt, out, *self._table_args(st))
+        eq = self._oob_mask(st, qt)
         if eq is not None:
-            out[eq] = self._oob.shape[0]
+            out[eq] = st.oob.shape[0]
         return out
 
-    def _point_count(self, q: Any) -> Any:
-        return self._counts(q.astype(self._tkeys.dtype, copy=False), self.rowid_dtype)
+    def _point_count(self, st: WarpcoreHashState, q: Any) -> Any:
+        return self._counts(st, q.astype(st.tkeys.dtype, copy=False), st.rowid_dtype)
 
-    def _point_sum(self, q: Any) -> Any:
-        qt = q.astype(self._tkeys.dtype, copy=False)
-        out = self.xp.empty(q.shape[0], dtype=np.uint64)
-        values, use_values = values_arg(self._values, self.xp)
-        self._launch("SUM", q, self._tkeys, self._tvals, self._stride, values, use_values, qt,
-                     out, *self._table_args())
-        eq = self._oob_mask(qt)
+    def _point_sum(self, st: WarpcoreHashState, q: Any) -> Any:
+        qt = q.astype(st.tkeys.dtype, copy=False)
+        out = st.xp.empty(q.shape[0], dtype=np.uint64)
+        values, use_values = values_arg(st.values, st.xp)
+        self._launch("SUM", q, st.tkeys, st.tvals, st.stride, values, use_values, qt,
+                     out, *self._table_args(st))
+        eq = self._oob_mask(st, qt)
         if eq is not None:
-            picked = self._oob.astype(np.uint64) if self._values is None else self._values[self._oob]
+            picked = st.oob.astype(np.uint64) if st.values is None else st.values[st.oob]
             out[eq] = picked.sum(dtype=np.uint64)
         return out
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        xp = self.xp
-        qt = q.astype(self._tkeys.dtype, copy=False)
-        offsets = offsets_from_counts(self._counts(qt, np.int64))
-        out = xp.empty(int(offsets[-1]), dtype=self.rowid_dtype)
+    def _point_rowids(self, st: WarpcoreHashState, q: Any) -> tuple[Any, Any]:
+        xp = st.xp
+        qt = q.astype(st.tkeys.dtype, copy=False)
+        offsets = offsets_from_counts(self._counts(st, qt, np.int64))
+        out = xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            self._launch("FILL", q, self._tkeys, self._tvals, self._stride, qt, offsets, out,
-                         *self._table_args())
-        eq = self._oob_mask(qt)
+            self._launch("FILL", q, st.tkeys, st.tvals, st.stride, qt, offsets, out,
+                         *self._table_args(st))
+        eq = self._oob_mask(st, qt)
         if eq is not None:
             starts = offsets[:-1][eq]
-            n_oob = self._oob.shape[0]
+            n_oob = st.oob.shape[0]
             out[(starts[:, None] + xp.arange(n_oob)[None, :]).ravel()] = xp.tile(
-                self._oob, int(starts.shape[0]))
+                st.oob, int(starts.shape[0]))
         return offsets, out
 
 

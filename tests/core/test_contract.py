@@ -14,6 +14,7 @@ from helpers import assert_matches, reference
 import indexzoo
 from indexzoo import (
     OUT_MODES,
+    BuildState,
     Capabilities,
     Footprint,
     GpuIndex,
@@ -21,33 +22,38 @@ from indexzoo import (
     NotBuilt,
     Unsupported,
 )
+from indexzoo.state import rowid_dtype_for
 
 ORDERED = ["sorted-array", "searchsorted"]
 
 
-class RowidsOnly(GpuIndex):
+class KeysState(BuildState):
+    keys: Any
+
+
+class RowidsOnly(GpuIndex[KeysState]):
     """A minimal plugin with only the rowids hooks: the base derives every other mode."""
 
     name: ClassVar[str] = "rowids-only"
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
 
-    def _build(self, keys: Any) -> None:
-        self._keys = keys.copy()
+    def _build(self, st: KeysState, keys: Any) -> None:
+        st.keys = keys
 
-    def _footprint(self) -> Footprint:
-        return Footprint(breakdown={"keys": int(self._keys.nbytes)},
-                         peak_build_bytes=int(self._keys.nbytes))
+    def _footprint(self, st: KeysState) -> Footprint:
+        return Footprint(breakdown={"keys": int(st.keys.nbytes)},
+                         peak_build_bytes=int(st.keys.nbytes))
 
-    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        xp = self.xp
-        hit = (self._keys[None, :] >= lo[:, None]) & (self._keys[None, :] <= hi[:, None])
+    def _range_rowids(self, st: KeysState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        xp = st.xp
+        hit = (st.keys[None, :] >= lo[:, None]) & (st.keys[None, :] <= hi[:, None])
         q, r = xp.nonzero(hit)
         offsets = xp.zeros(lo.shape[0] + 1, dtype="int64")
         xp.cumsum(xp.bincount(q, minlength=lo.shape[0]), out=offsets[1:])
-        return offsets, r.astype(self.rowid_dtype)
+        return offsets, r.astype(st.rowid_dtype)
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        return self._range_rowids(q, q)
+    def _point_rowids(self, st: KeysState, q: Any) -> tuple[Any, Any]:
+        return self._range_rowids(st, q, q)
 
 
 def make(name: str, device: str, **params: Any) -> GpuIndex:
@@ -134,8 +140,10 @@ def test_empty_lookup_batch_gives_empty_results(name: str, device: str, out: str
 def test_rowid_dtype_and_miss() -> None:
     index = make("sorted-array", "cpu").build(KEYS)
     assert index.rowid_dtype == np.uint32 and index.miss == 2**32 - 1
-    index._n = 2**32 - 1  # the threshold: a rowID could then equal the uint32 miss value
-    assert index.rowid_dtype == np.uint64 and index.miss == 2**64 - 1
+    # the threshold: a rowID could then equal the uint32 miss value
+    st = BuildState(keymap=index.state.keymap, n=2**32 - 1, values=None, device="cpu")
+    assert st.rowid_dtype == np.uint64 and st.miss == 2**64 - 1
+    assert rowid_dtype_for(2**32 - 2) == np.uint32
 
 
 def test_lookups_before_build_raise_not_built() -> None:
@@ -210,11 +218,11 @@ def test_bad_first_build_leaves_the_index_unbuilt() -> None:
 class FailsMidBuild(RowidsOnly):
     name: ClassVar[str] = "fails-mid-build"
 
-    def _build(self, keys: Any) -> None:
-        self._keys = keys[:1]  # half-done state...
+    def _build(self, st: KeysState, keys: Any) -> None:
+        st.keys = keys[:1]  # half-done state...
         if keys.shape[0] > 100:
             raise InvalidInput("argument 'keys': more than 100 keys (test)")
-        self._keys = keys.copy()
+        st.keys = keys
 
 
 def test_plugin_error_inside_build_restores_the_previous_build() -> None:
@@ -349,8 +357,8 @@ class KeepsKeys(RowidsOnly):
 
     name: ClassVar[str] = "keeps-keys"
 
-    def _build(self, keys: Any) -> None:
-        self._keys = keys
+    def _build(self, st: KeysState, keys: Any) -> None:
+        st.keys = keys
 
 
 @pytest.mark.parametrize("dtype", ["uint64", "uint32", "int64"])

@@ -222,16 +222,16 @@ SIMULATOR = textwrap.dedent("""
                                         lookups_per_thread=r, schedule=sched, reorder=reorder,
                                         pinning=pin, pinning_bytes=24 * np.dtype(dtype).itemsize,
                                         memory_layout=ml).build(keys)
-                assert index._pin_sizes(0)[0] > 0 or pin == "none"
+                assert index._pin_sizes(index.state, 0)[0] > 0 or pin == "none"
                 modes = [(np.int64(1), np.int64), (np.int64(2), index.rowid_dtype)]
                 if name != "eo-bs":  # interleaved EO searches skip the early exit: another copy
                     modes.append((np.int64(0), index.rowid_dtype))
                 for mode, dt in modes:
                     got, want = np.empty(q.shape[0], dt), np.empty(q.shape[0], dt)
-                    index._drive(q, got, mode)  # the GPU driver, under the simulator
+                    index._drive(index.state, q, got, mode)  # the GPU driver, under the simulator
                     lw.LOCATE_CPU[index.params.scheme]("cpu", q.shape[0], q, want, index.miss,
-                                                       mode, *index._layout(),
-                                                       np.zeros(0, index._keys.dtype), 0, 0, 0)
+                                                       mode, *index._layout(index.state),
+                                                       np.zeros(0, index.state.keys.dtype), 0, 0, 0)
                     assert np.array_equal(got, want), (name, sched, r, reorder, pin, ml, mode)
     print("driver agrees")
 """)

@@ -23,18 +23,25 @@ import indexzoo
 from indexzoo import OUT_MODES, ConfigError, InvalidInput
 from indexzoo.conformance import ConformanceSuite
 from indexzoo.plugins.rx import PRESETS, RxIndex
+from indexzoo.plugins.rx.index import RxState
 from indexzoo.plugins.rx.keys import KeyCoder
 from indexzoo.plugins.rx.rays import range_plan
 
 LIMIT = {"naive": 1 << 23, "extended": 1 << 29}
 
 
+class InDomainState(RxState):
+    image: tuple[Any, Any] | None  # (distinct keys, their images), or None: keys fit the mode
+
+
 class InDomain(RxIndex):
     """``rx`` for the conformance suite in naive and extended mode (see the module docstring)."""
 
-    def _build(self, keys: Any) -> None:
-        xp, limit = self.xp, LIMIT[self.params.key_mode]
-        self._image: tuple[Any, Any] | None = None
+    State = InDomainState
+
+    def _build(self, st: Any, keys: Any) -> None:
+        xp, limit = st.xp, LIMIT[self.params.key_mode]
+        st.image = None
         if keys.shape[0] and int(keys.max()) >= limit:
             u = xp.unique(keys).astype(np.uint64)
             step = max(2, (limit - 4) // (u.shape[0] + 1))
@@ -42,14 +49,15 @@ class InDomain(RxIndex):
             g[:1] = 1 + min(int(u[0]), step)
             g[1:] = g[0] + xp.cumsum(xp.minimum(xp.diff(u), np.uint64(step)))
             assert int(g[-1]) + 2 < limit
-            self._image = (u, g)
+            st.image = (u, g)
             keys = g[xp.searchsorted(u, keys)].astype(keys.dtype)
-        super()._build(keys)
+        super()._build(st, keys)
 
-    def _points(self, q: Any) -> Any:
-        if self._image is None:
+    @staticmethod
+    def _points(st: Any, q: Any) -> Any:
+        if st.image is None:
             return q
-        xp, (u, g) = self.xp, self._image
+        xp, (u, g) = st.xp, st.image
         m = u.shape[0]
         i = xp.searchsorted(u, q)
         j = xp.minimum(i, m - 1)
@@ -57,10 +65,11 @@ class InDomain(RxIndex):
         gap = xp.where(i < m, g[j] - np.uint64(1), g[-1] + np.uint64(1))
         return xp.where(hit, g[j], gap).astype(q.dtype)
 
-    def _ranges(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        if self._image is None:
+    @staticmethod
+    def _ranges(st: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+        if st.image is None:
             return lo, hi
-        xp, (u, g) = self.xp, self._image
+        xp, (u, g) = st.xp, st.image
         m = u.shape[0]
         a = xp.searchsorted(u, lo, side="left")
         b = xp.searchsorted(u, hi, side="right")
@@ -70,29 +79,29 @@ class InDomain(RxIndex):
         ghi = xp.where(u[bi] == hi, g[bi], g[bi] + np.uint64(1))
         return (xp.where(empty, 1, glo).astype(lo.dtype), xp.where(empty, 0, ghi).astype(hi.dtype))
 
-    def _point_rowid(self, q: Any) -> Any:
-        return super()._point_rowid(self._points(q))
+    def _point_rowid(self, st: Any, q: Any) -> Any:
+        return super()._point_rowid(st, self._points(st, q))
 
-    def _point_count(self, q: Any) -> Any:
-        return super()._point_count(self._points(q))
+    def _point_count(self, st: Any, q: Any) -> Any:
+        return super()._point_count(st, self._points(st, q))
 
-    def _point_sum(self, q: Any) -> Any:
-        return super()._point_sum(self._points(q))
+    def _point_sum(self, st: Any, q: Any) -> Any:
+        return super()._point_sum(st, self._points(st, q))
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        return super()._point_rowids(self._points(q))
+    def _point_rowids(self, st: Any, q: Any) -> tuple[Any, Any]:
+        return super()._point_rowids(st, self._points(st, q))
 
-    def _range_rowid(self, lo: Any, hi: Any) -> Any:
-        return super()._range_rowid(*self._ranges(lo, hi))
+    def _range_rowid(self, st: Any, lo: Any, hi: Any) -> Any:
+        return super()._range_rowid(st, *self._ranges(st, lo, hi))
 
-    def _range_count(self, lo: Any, hi: Any) -> Any:
-        return super()._range_count(*self._ranges(lo, hi))
+    def _range_count(self, st: Any, lo: Any, hi: Any) -> Any:
+        return super()._range_count(st, *self._ranges(st, lo, hi))
 
-    def _range_sum(self, lo: Any, hi: Any) -> Any:
-        return super()._range_sum(*self._ranges(lo, hi))
+    def _range_sum(self, st: Any, lo: Any, hi: Any) -> Any:
+        return super()._range_sum(st, *self._ranges(st, lo, hi))
 
-    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return super()._range_rowids(*self._ranges(lo, hi))
+    def _range_rowids(self, st: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return super()._range_rowids(st, *self._ranges(st, lo, hi))
 
 
 # ============================================================================ the suite
@@ -281,7 +290,7 @@ def test_keys_and_ranges_at_the_bit_split_boundaries(primitive: str, rays: dict[
 def test_a_range_across_one_high_part_boundary_casts_two_rays() -> None:
     index = indexzoo.create("rx", device="cpu").build(
         np.arange(2**23 - 40, 2**23 + 40, dtype=np.uint64))
-    plan = index._range_plan(np.array([2**23 - 3], np.uint64), np.array([2**23 + 2], np.uint64))
+    plan = index._range_plan(index.state, np.array([2**23 - 3], np.uint64), np.array([2**23 + 2], np.uint64))
     assert plan.n_rays == 2
 
 
@@ -289,7 +298,7 @@ def test_sparse_64_bit_ranges_cast_one_ray_per_distinct_high_part_at_most() -> N
     keys = np.random.default_rng(4).integers(0, 2**64 - 1, 1000, dtype=np.uint64)
     index = indexzoo.create("rx", device="cpu").build(keys)
     everything = (np.array([0], np.uint64), np.array([2**64 - 1], np.uint64))
-    plan = index._range_plan(*everything)
+    plan = index._range_plan(index.state, *everything)
     assert plan.n_rays == np.unique(keys >> np.uint64(23)).shape[0] <= 1000  # not 2^41
     assert index.range(*everything, out="count").count.tolist() == [1000]
 
@@ -467,7 +476,7 @@ def test_update_takes_the_last_key_of_a_repeated_position_and_keeps_values() -> 
     ([-1], [1], "rowIDs must lie in"),
     ([0.5], [1], "integer dtype"),
     ([0, 1], [1], "same length"),
-    ([1], [2**23], "key 8388608 at new_keys\\[0\\]"),
+    ([1], [2**23], "new key 8388608 for rowID 1"),
 ])
 def test_bad_updates_raise_invalid_input_and_change_nothing(positions: list[Any],
                                                             new_keys: list[int],

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 import indexzoo
-from indexzoo import Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 
 __all__ = ["LinearScanIndex"]
 
@@ -22,7 +22,13 @@ class LinearScanParams(IndexParams):
                        description="Lookups compared with all keys at once (memory: block x n).")
 
 
-class LinearScanIndex(GpuIndex):
+class LinearScanState(BuildState):
+    """One build: the index's copy of the keys, in rowID order."""
+
+    keys: Any
+
+
+class LinearScanIndex(GpuIndex[LinearScanState]):
     """Brute force: every lookup compared with every key (a correctness reference, O(n) each)."""
 
     name: ClassVar[str] = "linear-scan"
@@ -30,32 +36,32 @@ class LinearScanIndex(GpuIndex):
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
     params: LinearScanParams
 
-    def _build(self, keys: Any) -> None:
-        self._keys = keys.copy()
+    def _build(self, st: LinearScanState, keys: Any) -> None:
+        st.keys = keys  # the base hands over the index's own copy
 
-    def _footprint(self) -> Footprint:
-        return Footprint(breakdown={"keys": int(self._keys.nbytes)},
-                         peak_build_bytes=int(self._keys.nbytes))
+    def _footprint(self, st: LinearScanState) -> Footprint:
+        return Footprint(breakdown={"keys": int(st.keys.nbytes)},
+                         peak_build_bytes=int(st.keys.nbytes))
 
-    def _match(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        xp, step = self.xp, self.params.block
+    def _match(self, st: LinearScanState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        xp, step = st.xp, self.params.block
         counts, rowids = [], []
         for s in range(0, lo.shape[0], step):
-            hit = (self._keys[None, :] >= lo[s:s + step, None]) & \
-                  (self._keys[None, :] <= hi[s:s + step, None])
+            hit = (st.keys[None, :] >= lo[s:s + step, None]) & \
+                  (st.keys[None, :] <= hi[s:s + step, None])
             q, r = xp.nonzero(hit)  # row-major: grouped by lookup, in order
             counts.append(xp.bincount(q, minlength=hit.shape[0]))
-            rowids.append(r.astype(self.rowid_dtype))
+            rowids.append(r.astype(st.rowid_dtype))
         counts_all = xp.concatenate(counts)
         offsets = xp.zeros(lo.shape[0] + 1, dtype="int64")
         xp.cumsum(counts_all, out=offsets[1:])
         return offsets, xp.concatenate(rowids)
 
-    def _point_rowids(self, q: Any) -> tuple[Any, Any]:
-        return self._match(q, q)
+    def _point_rowids(self, st: LinearScanState, q: Any) -> tuple[Any, Any]:
+        return self._match(st, q, q)
 
-    def _range_rowids(self, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._match(lo, hi)
+    def _range_rowids(self, st: LinearScanState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return self._match(st, lo, hi)
 
 
 @indexzoo.hookimpl

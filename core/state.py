@@ -1,0 +1,82 @@
+"""What one build of an index produced: :class:`BuildState`.
+
+An index publishes each build (and each update) as a new state object with one reference
+assignment, and every lookup reads that reference once and works on the state it got, from
+start to finish. A lookup that runs while another thread rebuilds the index therefore answers
+entirely from the old build or entirely from the new one, never from a mixture; a build that
+fails publishes nothing, so the previous build stays in place.
+
+The base class fills the fields every index has (:attr:`keymap`, :attr:`n`, :attr:`values`,
+:attr:`device`); a plugin subclasses :class:`BuildState` for its own buffers, names the
+subclass as the type argument of ``GpuIndex[...]``, and fills them in ``_build``. Once
+published, a state is sealed: assigning an attribute raises ``AttributeError``, so a lookup
+cannot change what other threads are reading (compute caches in ``_build`` instead).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .devices import array_module
+from .keys import KeyMap
+
+__all__ = ["BuildState", "rowid_dtype_for"]
+
+#: Indexes holding this many keys or more use uint64 rowIDs (a uint32 rowID could equal the
+#: uint32 miss value).
+WIDE_ROWIDS_FROM = (1 << 32) - 1
+
+
+def rowid_dtype_for(n: int) -> np.dtype:
+    """uint32, or uint64 once an index holds 2^32 - 1 keys or more."""
+    return np.dtype(np.uint32 if n < WIDE_ROWIDS_FROM else np.uint64)
+
+
+class BuildState:
+    """One build of an index: the base's fields and, in a plugin's subclass, the plugin's.
+
+    * ``keymap``: the order-preserving map of the user's key dtype onto the native one;
+    * ``n``: number of keys (rowIDs are ``0 .. n-1``);
+    * ``values``: the index's own uint64 copy of the build's values, or None (sums of rowIDs);
+    * ``device``, ``xp`` (NumPy or CuPy), ``rowid_dtype`` and ``miss`` (derived from ``n``).
+    """
+
+    keymap: KeyMap
+    n: int
+    values: Any
+    device: str
+
+    def __init__(self, *, keymap: KeyMap, n: int, values: Any, device: str) -> None:
+        self.keymap = keymap
+        self.n = int(n)
+        self.values = values
+        self.device = device
+        self.rowid_dtype: np.dtype = rowid_dtype_for(self.n)
+        self.miss: np.integer = self.rowid_dtype.type(np.iinfo(self.rowid_dtype).max)
+
+    @property
+    def xp(self) -> ModuleType:
+        """The array module of the state's device."""
+        return array_module(self.device)
+
+    @property
+    def native_dtype(self) -> np.dtype:
+        """uint32 or uint64: the keys the plugin's kernels see."""
+        return self.keymap.target
+
+    def seal(self) -> None:
+        """Make the state read-only (the base calls this before publishing it)."""
+        object.__setattr__(self, "_sealed", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if getattr(self, "_sealed", False):
+            raise AttributeError(
+                f"{type(self).__name__}.{name}: a published build state is read-only "
+                "(lookups on other threads may be reading it); compute it in _build")
+        object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.n} keys of {self.keymap.source} on {self.device}>"
