@@ -46,4 +46,4 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     t0 = time.perf_counter()
     results = run_checks(ctx, groups=args.group, progress=sys.stderr)
     out.write(summary(results) + f"  ({time.perf_counter() - t0:.1f} s)\n")
-    return 0 if all(r.status == "passed" for r in results) else 1
+    return 0 if all(r.ok for r in results) else 1

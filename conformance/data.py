@@ -50,7 +50,7 @@ def make_keys(family: str, n: int, seed: int, *, duplicates: bool = True) -> Key
     elif family == "clustered":
         out, total = [], 0
         while total < n:
-            size = int(min(rng.integers(1, 65), n - total))
+            size = min(int(rng.integers(1, 65)), n - total)
             start = int(rng.integers(0, top - size + 1, dtype=np.uint64, endpoint=True))
             out.append(np.arange(start, start + size, dtype=np.uint64))
             total += size

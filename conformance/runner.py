@@ -11,15 +11,23 @@ from indexzoo import GpuIndex, IndexSpec, Unsupported
 from indexzoo.devices import resolve_device
 from indexzoo.registry import lookup
 
-from .checks import GROUPS, Check, Context, applicable
+from .checks import CHECKS, GROUPS, Check, Context, skip_reason
 
-__all__ = ["CheckResult", "make_context", "resolve_index", "run_checks", "summary"]
+__all__ = ["BAD", "CheckResult", "expected_failures", "make_context", "resolve_index", "run_checks",
+           "summary"]
 
-Status = Literal["passed", "failed", "error"]
+Status = Literal["passed", "failed", "error", "skipped", "xfail", "xpass"]
+#: Statuses that fail a certification (an expected failure that passes must be undeclared).
+BAD: tuple[Status, ...] = ("failed", "error", "xpass")
 
 
 @dataclass(frozen=True)
 class CheckResult:
+    """One check's outcome: ``skipped`` (with the reason: a capability the index lacks),
+    ``xfail`` (failed as the plugin declared, with its reason), ``xpass`` (declared to fail but
+    passed: a failure of the certification, so the declaration is removed), or passed, failed,
+    error."""
+
     check: Check
     status: Status
     message: str
@@ -27,7 +35,11 @@ class CheckResult:
 
     @property
     def label(self) -> str:
-        return f"{self.check.group}/{self.check.name}"
+        return self.check.label
+
+    @property
+    def ok(self) -> bool:
+        return self.status not in BAD
 
 
 def resolve_index(index: Any, params: dict[str, Any] | None = None
@@ -45,10 +57,28 @@ def resolve_index(index: Any, params: dict[str, Any] | None = None
     raise TypeError(f"index must be a name, an IndexSpec or a GpuIndex subclass, got {index!r}")
 
 
+def expected_failures(cls: type[GpuIndex], extra: dict[str, str] | None = None
+                      ) -> dict[str, str]:
+    """The checks ``cls`` declares it fails (its ``conformance_expected_failures``, a mapping
+    of check label to reason), plus ``extra``; TypeError for a label that names no check."""
+    declared = {**dict(getattr(cls, "conformance_expected_failures", {}) or {}), **(extra or {})}
+    labels = {c.label for c in CHECKS}
+    unknown = sorted(set(declared) - labels)
+    if unknown:
+        raise TypeError(f"{cls.__name__}: expected failures name unknown checks {unknown}; "
+                        "labels look like 'ranges/range_bounds_are_inclusive'")
+    empty = sorted(k for k, v in declared.items() if not str(v).strip())
+    if empty:
+        raise TypeError(f"{cls.__name__}: expected failures need a reason: {empty}")
+    return declared
+
+
 def make_context(index: Any, *, device: str = "cpu", size: str = "small",
                  params: dict[str, Any] | None = None,
-                 hypothesis_profile: str | None = None) -> Context:
-    """A check context for ``index`` on ``device``; Unsupported if it cannot run there."""
+                 hypothesis_profile: str | None = None,
+                 expected: dict[str, str] | None = None) -> Context:
+    """A check context for ``index`` on ``device``; Unsupported if it cannot run there.
+    ``expected``: more expected failures (label -> reason) besides the class's own."""
     cls, base = resolve_index(index, params)
     dev = resolve_device(device)
     if dev not in cls.capabilities.devices:
@@ -58,50 +88,77 @@ def make_context(index: Any, *, device: str = "cpu", size: str = "small",
         return cls({**base, **override}, device=dev)
 
     return Context(factory=factory, caps=cls.capabilities, device=dev, size=size,  # type: ignore[arg-type]
-                   name=cls.name, hypothesis_profile=hypothesis_profile)
+                   name=cls.name, hypothesis_profile=hypothesis_profile,
+                   expected_failures=expected_failures(cls, expected))
 
 
 def run_checks(ctx: Context, groups: Iterable[str] | None = None,
                progress: TextIO | None = None) -> list[CheckResult]:
-    """Run every applicable check (optionally only some groups); never raises for a failure."""
+    """Run every check (optionally only some groups) and report each one, skipped checks with
+    their reason; never raises for a failure."""
     wanted = set(groups) if groups else set(GROUPS)
     results = []
-    for chk in applicable(ctx.caps):
+    for chk in CHECKS:
         if chk.group not in wanted:
             continue
+        reason = skip_reason(chk, ctx.caps)
         t0 = time.perf_counter()
-        try:
-            chk(ctx)
-            status: Status = "passed"
-            message = ""
-        except AssertionError as exc:
-            status, message = "failed", str(exc) or repr(exc)
-        except Exception as exc:  # a crash is a failure of the plugin too
-            status, message = "error", f"{type(exc).__name__}: {exc}"
+        status: Status
+        if reason is not None:
+            status, message = "skipped", reason
+        else:
+            try:
+                chk(ctx)
+                status, message = "passed", ""
+            except AssertionError as exc:
+                status, message = "failed", str(exc) or repr(exc)
+            except Exception as exc:  # a crash is a failure of the plugin too
+                status, message = "error", f"{type(exc).__name__}: {exc}"
+            why = ctx.expected_failures.get(chk.label)
+            if why is not None:
+                if status == "passed":
+                    status, message = "xpass", (f"declared as an expected failure ({why}) but "
+                                                "passed: remove the declaration")
+                else:
+                    status, message = "xfail", f"{why} ({message.splitlines()[0][:200]})"
         res = CheckResult(chk, status, message, time.perf_counter() - t0)
         results.append(res)
         if progress is not None:
-            mark = {"passed": "ok", "failed": "FAILED", "error": "ERROR"}[status]
-            progress.write(f"  {mark:<6} {res.label} ({res.seconds:.2f} s)\n")
+            mark = {"passed": "ok", "failed": "FAILED", "error": "ERROR", "skipped": "skip",
+                    "xfail": "xfail", "xpass": "XPASS"}[status]
+            note = f": {message}" if status in ("skipped", "xfail") else ""
+            progress.write(f"  {mark:<6} {res.label} ({res.seconds:.2f} s){note}\n")
             progress.flush()
     return results
 
 
 def summary(results: list[CheckResult]) -> str:
-    """Per group: passed/total; then every failure with its message."""
+    """Per group: passed/run, skipped and expected failures; then every skip with its reason,
+    every expected failure with its reason, and every failure with its message."""
     lines = []
     for group in GROUPS:
         rs = [r for r in results if r.check.group == group]
         if not rs:
             continue
-        ok = sum(r.status == "passed" for r in rs)
+        ran = [r for r in rs if r.status != "skipped"]
+        ok = sum(r.status == "passed" for r in ran)
+        skipped = len(rs) - len(ran)
+        xfail = sum(r.status == "xfail" for r in ran)
         secs = sum(r.seconds for r in rs)
-        flag = "" if ok == len(rs) else "   <-- FAILED"
-        lines.append(f"  {group:<13} {ok:>3}/{len(rs):<3} passed  ({secs:6.2f} s){flag}")
-    bad = [r for r in results if r.status != "passed"]
+        extra = "".join([f", {skipped} skipped" if skipped else "",
+                         f", {xfail} expected to fail" if xfail else ""])
+        flag = "" if all(r.ok for r in rs) else "   <-- FAILED"
+        lines.append(f"  {group:<13} {ok:>3}/{len(ran):<3} passed{extra}  ({secs:6.2f} s){flag}")
+    for status, title in (("skipped", "skipped"), ("xfail", "expected to fail")):
+        some = [r for r in results if r.status == status]
+        if some:
+            lines.append(f"\n{title}:")
+            lines += [f"  {r.label}: {r.message}" for r in some]
+    bad = [r for r in results if not r.ok]
     for r in bad:
         lines.append(f"\n{r.status.upper()} {r.label}: {r.check.doc}\n" +
                      "\n".join("    " + ln for ln in r.message.splitlines()[:25]))
-    passed = len(results) - len(bad)
-    lines.append(f"\n{passed} passed, {len(bad)} failed, {len(results)} checks")
+    counts = {s: sum(r.status == s for r in results) for s in ("passed", "skipped", "xfail")}
+    lines.append(f"\n{counts['passed']} passed, {len(bad)} failed, {counts['skipped']} skipped, "
+                 f"{counts['xfail']} expected failures, {len(results)} checks")
     return "\n".join(lines)

@@ -6,8 +6,11 @@
         index = "my-index"          # a registered name, an IndexSpec, or a GpuIndex subclass
         params = {"fanout": 8}      # optional parameters
 
-and pytest runs one test per applicable check, named ``group/check``. The device and size
-come from ``--indexzoo-device`` (default cpu) and ``--indexzoo-size`` (default small).
+and pytest runs one test per check, named ``group/check``: a check that needs a capability the
+index does not declare is skipped with the reason, and a check the index declares it fails
+(``expected_failures = {"group/check": "why"}``, or ``conformance_expected_failures`` on the
+index class) is a strict expected failure (it must fail; passing is reported). The device and
+size come from ``--indexzoo-device`` (default cpu) and ``--indexzoo-size`` (default small).
 """
 
 from __future__ import annotations
@@ -18,17 +21,21 @@ import pytest
 
 from indexzoo import Unsupported
 
-from .checks import Check, Context, applicable
-from .runner import make_context, resolve_index
+from .checks import CHECKS, Check, Context, skip_reason
+from .runner import expected_failures, make_context, resolve_index
 
 __all__ = ["ConformanceSuite"]
 
 
 class ConformanceSuite:
-    """Every conformance check that applies to ``index``, as pytest tests."""
+    """Every conformance check, as pytest tests: those that do not apply to ``index`` (a
+    capability it does not declare) are reported as skipped with the reason, and checks it
+    declares it fails (``conformance_expected_failures`` on the index class, or
+    ``expected_failures`` here: label -> reason) as strict expected failures."""
 
     index: ClassVar[Any] = None
     params: ClassVar[dict[str, Any]] = {}
+    expected_failures: ClassVar[dict[str, str]] = {}
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "conformance_check" not in metafunc.fixturenames:
@@ -36,16 +43,26 @@ class ConformanceSuite:
         if self.index is None:
             raise TypeError(f"{type(self).__name__} must set `index` to the index to certify")
         cls, _ = resolve_index(self.index, self.params)
-        checks = applicable(cls.capabilities)
-        metafunc.parametrize("conformance_check", checks,
-                             ids=[f"{c.group}/{c.name}" for c in checks])
+        xfail = expected_failures(cls, self.expected_failures)
+        cases = []
+        for c in CHECKS:
+            reason = skip_reason(c, cls.capabilities)
+            if reason is not None:
+                marks = [pytest.mark.skip(reason=reason)]
+            elif c.label in xfail:
+                marks = [pytest.mark.xfail(reason=xfail[c.label], strict=True)]
+            else:
+                marks = []
+            cases.append(pytest.param(c, marks=marks, id=c.label))
+        metafunc.parametrize("conformance_check", cases)
 
     @pytest.fixture
     def conformance_context(self, request: pytest.FixtureRequest) -> Context:
         device = request.config.getoption("indexzoo_device", default=None) or "cpu"
         size = request.config.getoption("indexzoo_size", default=None) or "small"
         try:
-            return make_context(self.index, device=device, size=size, params=self.params)
+            return make_context(self.index, device=device, size=size, params=self.params,
+                                expected=self.expected_failures)
         except Unsupported as exc:
             pytest.skip(str(exc))
 

@@ -23,16 +23,33 @@ is ``leaf * m + slot``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
 
-from .targets import Kernel
+from .targets import GroupKernel
 
-__all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM", "BTree", "build_btree"]
+__all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM", "BTree", "TreeRecord", "build_btree"]
+
+
+class TreeRecord(NamedTuple):
+    """The tree as the kernels read it (one kernel argument; see the module docstring)."""
+
+    inner_keys: Any
+    inner_child: Any
+    inner_count: Any
+    level_start: Any
+    n_levels: Any  # int64
+    leaf_keys: Any
+    leaf_rowids: Any
+    leaf_count: Any
+    leaf_next: Any
+    width: Any  # int64: B
+    fill: Any  # int64: m, entries per leaf
+    n: Any  # int64: entries
 
 
 @dataclass(frozen=True)
@@ -52,6 +69,13 @@ class BTree:
     level_start: Any  # int64, one entry per inner level plus the end
     n_levels: int
     peak_bytes: int
+
+    def record(self) -> TreeRecord:
+        """The kernels' view of the tree."""
+        return TreeRecord(self.inner_keys, self.inner_child, self.inner_count, self.level_start,
+                          np.int64(self.n_levels), self.leaf_keys, self.leaf_rowids,
+                          self.leaf_count, self.leaf_next, np.int64(self.width),
+                          np.int64(self.fill), np.int64(self.n))
 
     def breakdown(self) -> dict[str, int]:
         return {
@@ -131,96 +155,94 @@ def build_btree(sorted_keys: Any, sorted_rowids: Any, width: int, leaf_fill: flo
 
 # ---------------------------------------------------------------------- CPU twin
 @register_jitable
-def descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys, leaf_count,
-            width, x, strict):  # type: ignore[no-untyped-def]
-    """(leaf, slot) of the first entry >= x (> x if ``strict``), or (-1, 0) if none."""
+def descend(t, x, strict):
+    """(leaf, slot) of the first entry >= x (> x if ``strict``) in tree ``t`` (a
+    :class:`TreeRecord`), or (-1, 0) if none."""
     node = 0
-    for level in range(n_levels):
-        absolute = level_start[level] + node
-        base = absolute * width
+    for level in range(t.n_levels):
+        absolute = t.level_start[level] + node
+        base = absolute * t.width
         nxt = -1
-        for i in range(inner_count[absolute]):
-            piv = inner_keys[base + i]
+        for i in range(t.inner_count[absolute]):
+            piv = t.inner_keys[base + i]
             if (piv > x) if strict else (piv >= x):
-                nxt = inner_child[base + i]
+                nxt = t.inner_child[base + i]
                 break
         if nxt < 0:
             return -1, 0
         node = nxt
-    base = node * width
-    for i in range(leaf_count[node]):
-        k = leaf_keys[base + i]
+    base = node * t.width
+    for i in range(t.leaf_count[node]):
+        k = t.leaf_keys[base + i]
         if (k > x) if strict else (k >= x):
             return node, i
     return -1, 0
 
 
 @register_jitable
-def find_rowid_item(i, inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-                    leaf_rowids, leaf_count, width, lo, hi, out, miss):  # type: ignore[no-untyped-def]
-    leaf, slot = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-                         leaf_count, width, lo[i], False)
+def find_rowid_item(i, t, lo, hi, out, miss):
+    leaf, slot = descend(t, lo[i], False)
     out[i] = miss
-    if leaf >= 0 and leaf_keys[leaf * width + slot] <= hi[i]:
-        out[i] = leaf_rowids[leaf * width + slot]
+    if leaf >= 0 and t.leaf_keys[leaf * t.width + slot] <= hi[i]:
+        out[i] = t.leaf_rowids[leaf * t.width + slot]
 
 
 @register_jitable
-def count_item(i, inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-               leaf_count, width, fill, n, lo, hi, out):  # type: ignore[no-untyped-def]
+def count_item(i, t, lo, hi, out):
     """Two descents: the positions of the first entry >= lo and of the first > hi."""
-    a, sa = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-                    leaf_count, width, lo[i], False)
-    start = n if a < 0 else a * fill + sa
-    b, sb = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-                    leaf_count, width, hi[i], True)
-    stop = n if b < 0 else b * fill + sb
+    a, sa = descend(t, lo[i], False)
+    start = t.n if a < 0 else a * t.fill + sa
+    b, sb = descend(t, hi[i], True)
+    stop = t.n if b < 0 else b * t.fill + sb
     out[i] = stop - start if stop > start else 0
 
 
 @register_jitable
-def sum_item(i, inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-             leaf_rowids, leaf_count, leaf_next, width, values, use_values, lo, hi, out):  # type: ignore[no-untyped-def]
+def sum_item(i, t, values, use_values, lo, hi, out):
     """Descend to the lower bound, then scan the linked leaves while keys are <= hi."""
-    leaf, slot = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-                         leaf_count, width, lo[i], False)
+    leaf, slot = descend(t, lo[i], False)
     acc = np.uint64(0)
     x = hi[i]
     while leaf >= 0:
-        base = leaf * width
-        c = leaf_count[leaf]
+        base = leaf * t.width
+        c = t.leaf_count[leaf]
         for s in range(slot, c):
-            if leaf_keys[base + s] > x:
+            if t.leaf_keys[base + s] > x:
                 out[i] = acc
                 return
-            r = leaf_rowids[base + s]
+            r = t.leaf_rowids[base + s]
             acc += values[np.int64(r)] if use_values else np.uint64(r)
-        leaf = leaf_next[leaf]
+        leaf = t.leaf_next[leaf]
         slot = 0
     out[i] = acc
 
 
 @register_jitable
-def fill_item(i, inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-              leaf_rowids, leaf_count, leaf_next, width, lo, hi, offsets, out):  # type: ignore[no-untyped-def]
+def fill_item(i, t, lo, hi, offsets, out):
     pos = offsets[i]
     end = offsets[i + 1]
     if pos == end:
         return
-    leaf, slot = descend(inner_keys, inner_child, inner_count, level_start, n_levels, leaf_keys,
-                         leaf_count, width, lo[i], False)
+    leaf, slot = descend(t, lo[i], False)
     while pos < end:
-        base = leaf * width
-        for s in range(slot, leaf_count[leaf]):
+        base = leaf * t.width
+        for s in range(slot, t.leaf_count[leaf]):
             if pos >= end:
                 return
-            out[pos] = leaf_rowids[base + s]
+            out[pos] = t.leaf_rowids[base + s]
             pos += 1
-        leaf = leaf_next[leaf]
+        leaf = t.leaf_next[leaf]
         slot = 0
 
 
-FIND_ROWID = Kernel(find_rowid_item)
-COUNT = Kernel(count_item)
-SUM = Kernel(sum_item)
-FILL = Kernel(fill_item)
+def _cooperative() -> Any:
+    from . import btree_cuda  # imports numba.cuda: only on the GPU path
+
+    return btree_cuda
+
+
+# One thread per lookup on the CPU, one group of B threads (the node width) on the GPU.
+FIND_ROWID = GroupKernel(find_rowid_item, lambda: _cooperative().find_rowid_group)
+COUNT = GroupKernel(count_item, lambda: _cooperative().count_group)
+SUM = GroupKernel(sum_item, lambda: _cooperative().sum_group)
+FILL = GroupKernel(fill_item, lambda: _cooperative().fill_group)

@@ -15,7 +15,7 @@ __all__ = ["group_of", "group_sum", "vote"]
 
 
 @register_jitable
-def group_of(t, group):  # type: ignore[no-untyped-def]
+def group_of(t, group):
     """(key index, lane, group's mask in the warp, bit offset of the group in the warp)."""
     lane = t % group
     shift = (t % 32) - lane
@@ -24,7 +24,7 @@ def group_of(t, group):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def vote(mask, shift, pred):  # type: ignore[no-untyped-def]
+def vote(mask, shift, pred):
     """The group's ballot as group-local bits (lane 0 = bit 0).
 
     ``ballot_sync`` may also report converged lanes outside ``mask`` (other groups of the
@@ -34,7 +34,7 @@ def vote(mask, shift, pred):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def group_sum(acc, mask, group):  # type: ignore[no-untyped-def]
+def group_sum(acc, mask, group):
     """Sum of ``acc`` over the group (every lane gets it), uint64 wrapping."""
     off = 1
     while off < group:

@@ -16,7 +16,7 @@ __all__ = ["GATHER_RUNS", "gather_runs", "gather_runs_xp", "offsets_from_counts"
 
 
 @register_jitable
-def gather_runs_item(i, src, start, offsets, out):  # type: ignore[no-untyped-def]
+def gather_runs_item(i, src, start, offsets, out):
     base = offsets[i]
     s = start[i]
     for j in range(offsets[i + 1] - base):

@@ -11,7 +11,7 @@ __all__ = ["lower_bound", "range_bounds", "upper_bound_from"]
 
 
 @register_jitable
-def lower_bound(keys, x):  # type: ignore[no-untyped-def]
+def lower_bound(keys, x):
     """First position ``p`` with ``keys[p] >= x``, or ``len(keys)``.
 
     The naive binary search of the RX paper's SA baseline: halve ``[lo, hi)`` until empty.
@@ -28,7 +28,7 @@ def lower_bound(keys, x):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def upper_bound_from(keys, start, x):  # type: ignore[no-untyped-def]
+def upper_bound_from(keys, start, x):
     """First position ``p > start`` with ``keys[p] > x``, or ``len(keys)``, given
     ``keys[start] <= x``.
 
@@ -58,7 +58,7 @@ def upper_bound_from(keys, start, x):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def range_bounds(keys, lo, hi):  # type: ignore[no-untyped-def]
+def range_bounds(keys, lo, hi):
     """``(start, stop)``: the positions of the keys in ``[lo, hi]`` are ``start..stop-1``.
 
     Empty (``start == stop``) when no key qualifies, including ``lo > hi``.

@@ -16,7 +16,7 @@ __all__ = ["BOUNDS", "COUNT", "POINT_ROWID", "RANGE_ROWID", "SUM"]
 
 
 @register_jitable
-def point_rowid_item(i, keys, rowids, q, out, miss):  # type: ignore[no-untyped-def]
+def point_rowid_item(i, keys, rowids, q, out, miss):
     x = q[i]
     p = lower_bound(keys, x)
     if p < keys.shape[0] and keys[p] == x:
@@ -26,7 +26,7 @@ def point_rowid_item(i, keys, rowids, q, out, miss):  # type: ignore[no-untyped-
 
 
 @register_jitable
-def range_rowid_item(i, keys, rowids, lo, hi, out, miss):  # type: ignore[no-untyped-def]
+def range_rowid_item(i, keys, rowids, lo, hi, out, miss):
     p = lower_bound(keys, lo[i])
     if p < keys.shape[0] and keys[p] <= hi[i]:
         out[i] = rowids[p]
@@ -35,20 +35,20 @@ def range_rowid_item(i, keys, rowids, lo, hi, out, miss):  # type: ignore[no-unt
 
 
 @register_jitable
-def count_item(i, keys, lo, hi, out):  # type: ignore[no-untyped-def]
+def count_item(i, keys, lo, hi, out):
     start, stop = range_bounds(keys, lo[i], hi[i])
     out[i] = stop - start
 
 
 @register_jitable
-def bounds_item(i, keys, lo, hi, start, count):  # type: ignore[no-untyped-def]
+def bounds_item(i, keys, lo, hi, start, count):
     s, e = range_bounds(keys, lo[i], hi[i])
     start[i] = s
     count[i] = e - s
 
 
 @register_jitable
-def sum_item(i, keys, rowids, values, use_values, lo, hi, out):  # type: ignore[no-untyped-def]
+def sum_item(i, keys, rowids, values, use_values, lo, hi, out):
     """Sum of ``values[rowid]`` (of the rowIDs themselves unless ``use_values``), wrapping."""
     start, stop = range_bounds(keys, lo[i], hi[i])
     acc = np.uint64(0)

@@ -16,6 +16,12 @@ devices, and the CPU result is the reference for the GPU one.
 Helpers the bodies call (``lower_bound`` and friends) are ``register_jitable`` functions too,
 which numba and numba-cuda both accept inside jitted code.
 
+Threads: CPU kernels release the GIL, so lookups from several Python threads run in parallel
+when numba's threading layer is thread-safe (TBB or OpenMP, which numba picks first when they
+are installed). Its fallback, the ``workqueue`` layer, aborts the whole process when two threads
+enter parallel code at once; under it every CPU kernel call takes :data:`WORKQUEUE_LOCK`, so
+concurrent calls run one at a time instead (``pip install tbb`` lifts that).
+
 GPU launches: numba-cuda compiles each kernel once per argument types; the launch itself then
 goes through CuPy (the PTX numba produced, loaded as a CuPy module, arguments flattened the way
 numba's kernel ABI expects), on CuPy's current stream. A numba-cuda launch with CuPy arrays
@@ -26,6 +32,7 @@ small batches. Anything the fast path cannot handle falls back to numba's own la
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -39,8 +46,8 @@ from pydantic import Field
 
 from indexzoo import IndexParams
 
-__all__ = ["DEFAULT_THREADS_PER_BLOCK", "BlockKernel", "Kernel", "KernelParams", "launch_cuda",
-           "values_arg"]
+__all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "GroupKernel", "Kernel",
+           "KernelParams", "call_parallel", "launch_cuda", "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
 
@@ -52,6 +59,27 @@ class KernelParams(IndexParams):
         default=DEFAULT_THREADS_PER_BLOCK, ge=32, le=1024, multiple_of=32,
         description="CUDA threads per block of the lookup kernels (ignored on the CPU).",
     )
+
+
+#: Taken by every parallel CPU call while numba runs on its workqueue threading layer, which
+#: is not thread-safe (see the module docstring).
+WORKQUEUE_LOCK = threading.Lock()
+_layer: list[str] = []  # numba's threading layer, once a parallel function has run
+
+
+def call_parallel(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` for an ``njit(parallel=True)`` function, safe from any number of threads:
+    serialised under numba's workqueue layer, concurrent under TBB or OpenMP."""
+    if _layer and _layer[0] != "workqueue":
+        return fn(*args)
+    with WORKQUEUE_LOCK:
+        result = fn(*args)
+        if not _layer:
+            import numba
+
+            with contextlib.suppress(ValueError):  # no parallel region ran yet (zero items)
+                _layer.append(numba.threading_layer())
+        return result
 
 
 _FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
@@ -99,15 +127,22 @@ def {name}(n_items__, {args}):
 _ZERO = np.uint64(0)
 
 
-def _arg_key(args: tuple[Any, ...], ndarray: type) -> tuple[Any, ...] | None:
-    """What numba specialises a kernel on, cheaply (dtype, ndim, contiguity, or scalar type);
-    None when an argument is neither a CuPy array nor a NumPy scalar."""
+def _arg_key(args: tuple[Any, ...], ndarray: Any) -> tuple[Any, ...] | None:
+    """What numba specialises a kernel on, cheaply (dtype, ndim, contiguity, scalar type, and
+    the same for the elements of (named) tuples); None when an argument is none of these."""
     key: list[Any] = []
     for a in args:
         if isinstance(a, ndarray):
             key.append((a.dtype.char, a.ndim, a.flags.c_contiguous))
         elif isinstance(a, np.generic):
             key.append(type(a))
+        elif type(a) is int:
+            key.append(int)
+        elif isinstance(a, tuple):
+            inner = _arg_key(a, ndarray)
+            if inner is None:
+                return None
+            key.append((type(a), inner))
         else:
             return None
     return tuple(key)
@@ -118,7 +153,7 @@ class _CupyLaunch:
 
     def __init__(self, dispatcher: Any, args: tuple[Any, ...]):
         import cupy
-        from numba import cuda, types
+        from numba import cuda
 
         argtypes = tuple(dispatcher.typeof_pyval(a) for a in args)
         kernel = dispatcher.compile(argtypes)
@@ -127,32 +162,46 @@ class _CupyLaunch:
         self._module = cupy.cuda.function.Module()
         self._module.load(ptx.encode())
         self._function = self._module.get_function(kernel.entry_name)
-        self._plan: list[Any] = []
         self._shared_optin = 48 * 1024  # dynamic shared memory beyond this needs an opt-in
-        for ty in argtypes:
-            if isinstance(ty, types.Array):
-                self._plan.append(None)
-            elif isinstance(ty, (types.Integer, types.Float, types.Boolean)):
-                self._plan.append(np.dtype(str(ty)).type)
-            else:
-                raise TypeError(f"no fast launch for arguments of type {ty}")
+        self._plan = [_flat_plan(ty) for ty in argtypes]
 
     def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any,
                  shared_mem: int = 0) -> None:
         flat: list[Any] = []
-        for conv, a in zip(self._plan, args, strict=True):
-            if conv is None:  # numba's array ABI: meminfo, parent, nitems, itemsize, data, shape, strides
-                flat += [_ZERO, _ZERO, np.int64(a.size), np.int64(a.itemsize), a]
-                flat += [np.int64(s) for s in a.shape]
-                flat += [np.int64(s) for s in a.strides]
-            else:
-                flat.append(conv(a))
+        for plan, a in zip(self._plan, args, strict=True):
+            _flatten(plan, a, flat)
         if shared_mem > self._shared_optin:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             import cupy
 
             cupy.cuda.driver.funcSetAttribute(self._function.ptr, 8, shared_mem)
             self._shared_optin = shared_mem
         self._function((blocks,), (threads,), flat, stream=stream, shared_mem=shared_mem)
+
+
+def _flat_plan(ty: Any) -> Any:
+    """How to flatten an argument of numba type ``ty`` the way numba's kernel ABI does: None
+    for an array, a NumPy scalar type for a scalar, a tuple of plans for a (named) tuple."""
+    from numba import types
+
+    if isinstance(ty, types.Array):
+        return None
+    if isinstance(ty, (types.Integer, types.Float, types.Boolean)):
+        return np.dtype(str(ty)).type
+    if isinstance(ty, types.BaseTuple):
+        return tuple(_flat_plan(t) for t in ty)
+    raise TypeError(f"no fast launch for arguments of type {ty}")
+
+
+def _flatten(plan: Any, a: Any, flat: list[Any]) -> None:
+    if plan is None:  # numba's array ABI: meminfo, parent, nitems, itemsize, data, shape, strides
+        flat += [_ZERO, _ZERO, np.int64(a.size), np.int64(a.itemsize), a]
+        flat += [np.int64(s) for s in a.shape]
+        flat += [np.int64(s) for s in a.strides]
+    elif isinstance(plan, tuple):
+        for p, x in zip(plan, a, strict=True):
+            _flatten(p, x, flat)
+    else:
+        flat.append(plan(a))
 
 
 def _body_function(body: Any) -> Callable[..., Any]:
@@ -213,7 +262,7 @@ class Kernel:
             return
         fn = self._get(device)
         if device == "cpu":
-            fn(n, *args)
+            call_parallel(fn, n, *args)
             return
         blocks = (n + threads_per_block - 1) // threads_per_block
         launch_cuda(self, fn, blocks, threads_per_block, (n, *args))
@@ -239,11 +288,63 @@ def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any,
                     fast = None
                 owner._fast[key] = fast
         if fast is not None:
+            assert cupy is not None
             fast(blocks, threads, full, cupy.cuda.get_current_stream(), shared_mem)
             return
     with warnings.catch_warnings():  # small batches are legal; numba warns about them
         warnings.filterwarnings("ignore", message=".*under-utilization")
         fn[blocks, threads, _numba_stream(), shared_mem](*full)
+
+
+class GroupKernel:
+    """One operation run by groups of G threads per item on the GPU, and by one thread per item
+    on the CPU: cuCollections' cooperative-group pattern, where the scalar path is a group of
+    one.
+
+    ``scalar``: a body ``scalar(i, *args)`` that serves item ``i`` alone (both devices: the CPU
+    always runs it, the GPU with ``group=1``). ``cooperative``: a callable returning the GPU
+    body ``coop(t, *args)`` run by thread ``t`` for item ``t // G`` (loaded on first GPU use, so
+    CPU-only programs never import ``numba.cuda``); it must give the scalar body's results.
+    Both take the same arguments, so an index calls one operation the same way on every
+    device::
+
+        FIND = GroupKernel(find_item, lambda: _cuda().find_group_item)
+        FIND(index.device, n_lookups, *args, group=params.group_size, threads_per_block=256)
+    """
+
+    def __init__(self, scalar: Callable[..., Any],
+                 cooperative: Callable[[], Callable[..., Any]] | None = None,
+                 name: str | None = None,
+                 threads: Callable[[int, int], int] | None = None):
+        self.scalar = Kernel(scalar, name)
+        self._threads = threads or (lambda n, group: n * group)
+        self.name = self.scalar.name
+        self._load_cooperative = cooperative
+        self._cooperative: Kernel | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"GroupKernel({self.name})"
+
+    def cooperative(self) -> Kernel:
+        """The cooperative GPU kernel (TypeError if the operation has none)."""
+        if self._cooperative is None:
+            if self._load_cooperative is None:
+                raise TypeError(f"{self!r} has no cooperative form; call it with group=1")
+            with self._lock:
+                if self._cooperative is None:
+                    self._cooperative = Kernel(self._load_cooperative(), f"{self.name}_group")
+        return self._cooperative
+
+    def __call__(self, device: str, n: int, *args: Any, group: int = 1,
+                 threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> None:
+        """Serve items ``0 .. n-1`` on ``device``: one thread each on the CPU or with
+        ``group=1``, else ``group`` threads each on the GPU."""
+        if device == "cpu" or group == 1:
+            self.scalar(device, n, *args, threads_per_block=threads_per_block)
+        else:
+            self.cooperative()(device, self._threads(n, group), *args,
+                               threads_per_block=threads_per_block)
 
 
 class BlockKernel:

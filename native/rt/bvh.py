@@ -165,7 +165,7 @@ def _morton(xp: Any, lo: Any, hi: Any) -> Any:
 
 
 @register_jitable
-def _spread21(v):  # type: ignore[no-untyped-def]
+def _spread21(v):
     """The low 21 bits of ``v`` moved to bits 0, 3, 6, ..."""
     x = np.uint64(v)
     x = (x | (x << np.uint64(32))) & np.uint64(0x001F00000000FFFF)
@@ -177,7 +177,7 @@ def _spread21(v):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def _cell(lo, hi, cmin, scale):  # type: ignore[no-untyped-def]
+def _cell(lo, hi, cmin, scale):
     """A centroid coordinate quantised to 0 .. 2^21 - 1 (NaN and negatives to 0)."""
     c = ((np.float64(lo) + np.float64(hi)) * 0.5 - cmin) * scale
     if not (c > 0.0):  # also NaN (inf - inf, inf * 0)
@@ -188,7 +188,7 @@ def _cell(lo, hi, cmin, scale):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def _morton_item(i, lo, hi, mx, my, mz, sx, sy, sz, codes):  # type: ignore[no-untyped-def]
+def _morton_item(i, lo, hi, mx, my, mz, sx, sy, sz, codes):
     x = _cell(lo[i, 0], hi[i, 0], mx, sx)
     y = _cell(lo[i, 1], hi[i, 1], my, sy)
     z = _cell(lo[i, 2], hi[i, 2], mz, sz)
@@ -212,7 +212,7 @@ def _check_leaf_size(leaf_size: int) -> int:
 
 
 @register_jitable
-def _split_item(i, sc, first, last, out):  # type: ignore[no-untyped-def]
+def _split_item(i, sc, first, last, out):
     f = first[i]
     e = last[i]
     a = sc[f]
@@ -414,7 +414,7 @@ def refit(bvh: Bvh, lo: Any, hi: Any) -> Bvh:
 
 
 @register_jitable
-def _slab_axis(lo, hi, o, inv, tn, tf):  # type: ignore[no-untyped-def]
+def _slab_axis(lo, hi, o, inv, tn, tf):
     """``(tn, tf)`` narrowed by one axis' slab (an empty interval when it misses)."""
     inf = np.float32(np.inf)
     if not (lo <= hi):  # empty (inverted) box
@@ -431,7 +431,7 @@ def _slab_axis(lo, hi, o, inv, tn, tf):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def slab_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-untyped-def]
+def slab_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, ix, iy, iz, tmin, tmax):
     """``(hit, tnear)``: whether the box ``[lo, hi]`` overlaps the ray ``o + t d`` for some
     ``t`` in the open interval ``(tmin, tmax)``, with ``i = 1 / d`` (a zero direction component
     is an infinite inverse: the ray is then inside that slab iff ``lo <= o <= hi``).
@@ -449,7 +449,7 @@ def slab_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, ix, iy, iz, tmin, tmax): 
 
 
 @register_jitable
-def slab_walk(nodes, j, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-untyped-def]
+def slab_walk(nodes, j, ox, oy, oz, ix, iy, iz, tmin, tmax):
     """:func:`slab` without the empty-box test, for traversal: an inverted box (only the
     record of an empty scene, whose escape index ends the walk anyway) may report a hit."""
     tn = np.float32(tmin)
@@ -471,7 +471,7 @@ def slab_walk(nodes, j, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-
 
 
 @register_jitable
-def slab(nodes, j, ox, oy, oz, ix, iy, iz, tmin, tmax):  # type: ignore[no-untyped-def]
+def slab(nodes, j, ox, oy, oz, ix, iy, iz, tmin, tmax):
     """:func:`slab_box` on record ``j`` of a node buffer."""
     return slab_box(nodes[j, 0], nodes[j, 1], nodes[j, 2], nodes[j, 3], nodes[j, 4], nodes[j, 5],
                     ox, oy, oz, ix, iy, iz, tmin, tmax)

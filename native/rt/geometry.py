@@ -68,6 +68,7 @@ from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
 from indexzoo.errors import InvalidInput
+from indexzoo.native.targets import call_parallel
 
 __all__ = [
     "AABBS",
@@ -142,7 +143,7 @@ def prim_bounds(kind: int, data: Any, radius: float = 0.0) -> tuple[Any, Any]:
 
 
 @register_jitable
-def _pick(k, x, y, z):  # type: ignore[no-untyped-def]
+def _pick(k, x, y, z):
     """Component ``k`` (0, 1, 2) of ``(x, y, z)``."""
     if k == 0:
         return x
@@ -152,7 +153,7 @@ def _pick(k, x, y, z):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def _edge(px, py, qx, qy):  # type: ignore[no-untyped-def]
+def _edge(px, py, qx, qy):
     """``px * qy - py * qx`` evaluated with the endpoints in lexicographic order, so that
     ``_edge(q, p)`` is bit-for-bit ``-_edge(p, q)`` however the compiler contracts it."""
     if px == qx and py == qy:
@@ -163,7 +164,7 @@ def _edge(px, py, qx, qy):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def hit_triangle(tri, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+def hit_triangle(tri, p, ox, oy, oz, dx, dy, dz, tmin, tmax):
     """Ray against triangle ``tri[p]`` (a row of 9 float32s): ``(t, front)``; see
     :func:`hit_triangle_v`."""
     return hit_triangle_v(tri[p, 0], tri[p, 1], tri[p, 2], tri[p, 3], tri[p, 4], tri[p, 5],
@@ -171,7 +172,7 @@ def hit_triangle(tri, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no
 
 
 @register_jitable
-def hit_triangle_v(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z,  # type: ignore[no-untyped-def]
+def hit_triangle_v(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z,
                    ox, oy, oz, dx, dy, dz, tmin, tmax):
     """Ray against the triangle ``(v0, v1, v2)``: ``(t, front)``.
 
@@ -272,14 +273,14 @@ def hit_triangle_v(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z,  # type: ignore[
 
 
 @register_jitable
-def hit_sphere(centres, p, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+def hit_sphere(centres, p, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):
     """Ray against the sphere of ``centres[p]`` and ``radius``; see :func:`hit_sphere_c`."""
     return hit_sphere_c(centres[p, 0], centres[p, 1], centres[p, 2], radius, ox, oy, oz, dx, dy, dz,
                         tmin, tmax)
 
 
 @register_jitable
-def hit_sphere_c(cx, cy, cz, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+def hit_sphere_c(cx, cy, cz, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):
     """Ray against the sphere of centre ``c`` and ``radius``: ``(t, front)``.
 
     The smaller root in ``(tmin, tmax)``; ``front`` for the entry root, not for the exit root.
@@ -323,14 +324,14 @@ def hit_sphere_c(cx, cy, cz, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):  # typ
 
 
 @register_jitable
-def hit_aabb_reference(boxes, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+def hit_aabb_reference(boxes, p, ox, oy, oz, dx, dy, dz, tmin, tmax):
     """Ray against the closed box ``boxes[p]`` (min xyz, max xyz); see :func:`hit_box`."""
     return hit_box(boxes[p, 0], boxes[p, 1], boxes[p, 2], boxes[p, 3], boxes[p, 4], boxes[p, 5],
                    ox, oy, oz, dx, dy, dz, tmin, tmax)
 
 
 @register_jitable
-def hit_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+def hit_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, dx, dy, dz, tmin, tmax):
     """Ray against the closed box ``[lo, hi]``: ``(t, front)``.
 
     The entry distance (``front``), or the exit distance (not ``front``) when the entry lies at
@@ -371,7 +372,7 @@ def hit_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, dx, dy, dz, tmin, tmax):  
 
 
 @register_jitable
-def hit_primitive(kind, data, radius, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  # type: ignore[no-untyped-def]
+def hit_primitive(kind, data, radius, p, ox, oy, oz, dx, dy, dz, tmin, tmax):
     """Dispatch on ``kind`` to the intersection function of that primitive kind."""
     if kind == TRIANGLES:
         return hit_triangle(data, p, ox, oy, oz, dx, dy, dz, tmin, tmax)
@@ -386,7 +387,7 @@ def hit_primitive(kind, data, radius, p, ox, oy, oz, dx, dy, dz, tmin, tmax):  #
 
 
 @njit(parallel=True, cache=False)
-def _brute_force(kind, data, radius, org, dirs, tmin, tmax):  # type: ignore[no-untyped-def]
+def _brute_force(kind, data, radius, org, dirs, tmin, tmax):
     r = org.shape[0]
     best_t = np.full(r, np.inf, np.float32)
     best_p = np.full(r, -1, np.int64)
@@ -421,7 +422,7 @@ def _brute_force(kind, data, radius, org, dirs, tmin, tmax):  # type: ignore[no-
 
 
 @register_jitable
-def _hits(kind, data, radius, p, org, dirs, tmin, tmax, i):  # type: ignore[no-untyped-def]
+def _hits(kind, data, radius, p, org, dirs, tmin, tmax, i):
     """Whether ray ``i`` hits primitive ``p`` (the oracle's test, shared by count and fill)."""
     t, _ = hit_primitive(kind, data, radius, p, org[i, 0], org[i, 1], org[i, 2], dirs[i, 0],
                          dirs[i, 1], dirs[i, 2], tmin[i], tmax[i])
@@ -429,7 +430,7 @@ def _hits(kind, data, radius, p, org, dirs, tmin, tmax, i):  # type: ignore[no-u
 
 
 @njit(parallel=True, cache=False)
-def _count_hits(kind, data, radius, org, dirs, tmin, tmax):  # type: ignore[no-untyped-def]
+def _count_hits(kind, data, radius, org, dirs, tmin, tmax):
     counts = np.zeros(org.shape[0], np.int64)
     for i in prange(org.shape[0]):
         c = 0
@@ -441,7 +442,7 @@ def _count_hits(kind, data, radius, org, dirs, tmin, tmax):  # type: ignore[no-u
 
 
 @njit(parallel=True, cache=False)
-def _fill_hits(kind, data, radius, org, dirs, tmin, tmax, offsets, out):  # type: ignore[no-untyped-def]
+def _fill_hits(kind, data, radius, org, dirs, tmin, tmax, offsets, out):
     for i in prange(org.shape[0]):
         j = offsets[i]
         for p in range(data.shape[0]):
@@ -487,7 +488,8 @@ def brute_force(
     miss, bool (R,). Equal ``t`` goes to the smaller primitive index. Uses the same jitable
     intersection functions as the engine, so the results agree bit for bit.
     """
-    return _brute_force(kind, *_prepare(kind, data, radius, origins, dirs, tmin, tmax))
+    return call_parallel(_brute_force, kind, *_prepare(kind, data, radius, origins, dirs, tmin,
+                                                       tmax))
 
 
 def all_hits(
@@ -495,9 +497,9 @@ def all_hits(
 ) -> list[np.ndarray]:
     """For every ray, the sorted int64 indices of all primitives it hits in ``(tmin, tmax)``."""
     args = _prepare(kind, data, radius, origins, dirs, tmin, tmax)
-    counts = _count_hits(kind, *args)
+    counts = call_parallel(_count_hits, kind, *args)
     offsets = np.zeros(counts.shape[0] + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     out = np.empty(int(offsets[-1]), np.int64)
-    _fill_hits(kind, *args, offsets, out)
+    call_parallel(_fill_hits, kind, *args, offsets, out)
     return np.split(out, offsets[1:-1])

@@ -88,20 +88,20 @@ _WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
 
 # --------------------------------------------------------------------------- geometry functions
 @register_jitable
-def triangle_rows(data, i):  # type: ignore[no-untyped-def]
+def triangle_rows(data, i):
     """Stored triangles: row ``i`` of a (N, 9) float32 array."""
     return (data[i, 0], data[i, 1], data[i, 2], data[i, 3], data[i, 4], data[i, 5],
             data[i, 6], data[i, 7], data[i, 8])
 
 
 @register_jitable
-def sphere_rows(data, i):  # type: ignore[no-untyped-def]
+def sphere_rows(data, i):
     """Stored sphere centres: row ``i`` of a (N, 3) float32 array."""
     return data[i, 0], data[i, 1], data[i, 2]
 
 
 @register_jitable
-def box_rows(data, i):  # type: ignore[no-untyped-def]
+def box_rows(data, i):
     """Stored boxes: row ``i`` of a (N, 6) float32 array (min xyz, max xyz)."""
     return data[i, 0], data[i, 1], data[i, 2], data[i, 3], data[i, 4], data[i, 5]
 
@@ -114,7 +114,7 @@ def _bounds_kernel(kind: int, geometry: Any) -> Kernel:
     """Bounds of generated primitives: ``geometry(records, i)`` evaluated for every ``i``."""
     if kind == TRIANGLES:
         @register_jitable
-        def body(i, records, radius, lo, hi):  # type: ignore[no-untyped-def]
+        def body(i, records, radius, lo, hi):
             g = geometry(records, i)
             for a in range(3):
                 x, y, z = np.float32(g[a]), np.float32(g[a + 3]), np.float32(g[a + 6])
@@ -122,14 +122,14 @@ def _bounds_kernel(kind: int, geometry: Any) -> Kernel:
                 hi[i, a] = max(x, y, z)
     elif kind == SPHERES:
         @register_jitable
-        def body(i, records, radius, lo, hi):  # type: ignore[no-untyped-def]
+        def body(i, records, radius, lo, hi):
             g = geometry(records, i)
             for a in range(3):
                 lo[i, a] = np.float32(g[a]) - radius
                 hi[i, a] = np.float32(g[a]) + radius
     else:
         @register_jitable
-        def body(i, records, radius, lo, hi):  # type: ignore[no-untyped-def]
+        def body(i, records, radius, lo, hi):
             g = geometry(records, i)
             for a in range(3):
                 lo[i, a] = np.float32(g[a])
@@ -169,9 +169,6 @@ class Gas:
     @property
     def generated(self) -> bool:
         return self.geometry is not None
-
-    def _geometry(self) -> Any:
-        return self.geometry if self.geometry is not None else _STORED[self.kind]
 
     def footprint(self) -> Footprint:
         """Bytes held (primitives or records, BVH nodes with any uncompacted slack, the order)
@@ -328,12 +325,12 @@ def build_ias(instances: list[Instance] | tuple[Instance, ...]) -> Ias:
         m = _affine(ins.transform)
         inv = np.linalg.inv(np.vstack([m, [0, 0, 0, 1]]))[:3]
         table[k, :12] = inv.reshape(12)
-        g = pool[id(ins.gas)]
-        words[k, 12] = node_base[g]
-        words[k, 13] = data_base[g]
-        words[k, 14] = gases[g].bvh.n_nodes
+        gi = pool[id(ins.gas)]
+        words[k, 12] = node_base[gi]
+        words[k, 13] = data_base[gi]
+        words[k, 14] = gases[gi].bvh.n_nodes
         words[k, 15] = (int(ins.instance_id) << 8) | int(ins.mask)
-        root = gases[g].bvh.nodes[0, :6]
+        root = gases[gi].bvh.nodes[0, :6]
         root = np.asarray(root.get() if hasattr(root, "get") else root, dtype=np.float64)
         if not root[0] <= root[3]:  # an empty GAS: an empty box
             lo[k], hi[k] = np.inf, -np.inf
@@ -377,22 +374,22 @@ class Hits:
 
 
 @register_jitable
-def _no_anyhit(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
+def _no_anyhit(ray, inst, prim, t, front, payload, params):
     return 0
 
 
 @register_jitable
-def _no_closesthit(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
+def _no_closesthit(ray, inst, prim, t, front, payload, params):
     return
 
 
 @register_jitable
-def _no_miss(ray, payload, params):  # type: ignore[no-untyped-def]
+def _no_miss(ray, payload, params):
     return
 
 
 @register_jitable
-def _no_intersection(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
+def _no_intersection(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):
     return np.float32(np.inf), False
 
 
@@ -405,7 +402,7 @@ def _walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
     intersection = intersection or _no_intersection
 
     @register_jitable
-    def walk(i, inst, nodes, words, nbase, n_nodes, data, dbase, order, radius,  # type: ignore[no-untyped-def]
+    def walk(i, inst, nodes, words, nbase, n_nodes, data, dbase, order, radius,
              ox, oy, oz, dx, dy, dz, tmin, tmax, flags, payload, params,
              best_t, best_p, best_f, best_i):
         inf = np.float32(np.inf)
@@ -478,7 +475,7 @@ def _walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
 
 
 @register_jitable
-def _no_raygen(i, params):  # type: ignore[no-untyped-def]
+def _no_raygen(i, params):
     z = np.float32(0)
     return z, z, z, z, z, z, z, z
 
@@ -494,7 +491,7 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
     raygen = raygen or _no_raygen
 
     @register_jitable
-    def ray(i, origins, dirs, tmins, tmaxs, params):  # type: ignore[no-untyped-def]
+    def ray(i, origins, dirs, tmins, tmaxs, params):
         """Ray ``i``: from the ray-generation program, or read from the arrays."""
         if generate:
             ox, oy, oz, dx, dy, dz, t0, t1 = raygen(i, params)
@@ -504,7 +501,7 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
                 tmins[i], tmaxs[i])
 
     @register_jitable
-    def finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f,  # type: ignore[no-untyped-def]
+    def finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f,
                out_i):
         out_t[i] = best_t
         out_p[i] = best_p
@@ -518,7 +515,7 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
 
     if not two_level:
         @register_jitable
-        def gas_item(i, nodes, words, n_nodes, data, order, radius, origins, dirs, tmins,  # type: ignore[no-untyped-def]
+        def gas_item(i, nodes, words, n_nodes, data, order, radius, origins, dirs, tmins,
                      tmaxs, flags, mask, payload, params, out_t, out_p, out_f, out_i):
             ox, oy, oz, dx, dy, dz, tmin, tmax = ray(i, origins, dirs, tmins, tmaxs, params)
             best_t = np.float32(np.inf)
@@ -536,7 +533,7 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
         return Kernel(gas_item, name="rt_trace")
 
     @register_jitable
-    def ias_item(i, top, top_words, top_order, inst, inst_words, nodes, words, data, order,  # type: ignore[no-untyped-def]
+    def ias_item(i, top, top_words, top_order, inst, inst_words, nodes, words, data, order,
                  radius, origins, dirs, tmins, tmaxs, flags, mask, payload, params, out_t, out_p,
                  out_f, out_i):
         inf = np.float32(np.inf)
@@ -599,7 +596,8 @@ def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,
     trace on the GPU.
 
     ``payload``: a (R, S) uint64 array the programs read and write (default: (R, 1) zeros).
-    ``params``: a tuple of arrays (on the scene's device) and scalars handed to every program.
+    ``params``: a tuple (a ``NamedTuple`` for named fields) of arrays on the scene's device,
+    scalars and nested tuples, handed to every program.
     ``mask``: the rays' visibility mask (0..255; an instance is visited when its mask shares a
     bit with it). ``device``: by default the arrays' own; ``"cuda"`` with NumPy arrays runs the
     GPU kernel under numba's CUDA simulator (tests only).
@@ -666,7 +664,8 @@ def _run(scene: Gas | Ias, r: int, rays: tuple[Any, ...], programs: Programs, fl
     kernel = _trace_kernel(scene.kind, geometry, isinstance(scene, Ias), programs.intersection,
                            programs.anyhit, programs.closesthit, programs.miss, programs.raygen)
     tail = (np.float32(scene.radius), *rays, np.int64(flags), np.int64(mask), payload,
-            tuple(params), out_t, out_p, out_f, out_i)
+            params if isinstance(params, tuple) else tuple(params), out_t, out_p, out_f,
+            out_i)
     if isinstance(scene, Gas):
         b = scene.bvh
         kernel(device, r, b.nodes, b.nodes.view(np.int32), np.int64(b.n_nodes), scene.data, b.order,

@@ -56,7 +56,7 @@ class BTreeParams(KernelParams):
     node_width: Literal[8, 16, 32] = Field(
         default=16, description="Slots per node, and threads searching one node together."
     )
-    leaf_fill: Literal[0.5, 1.0] = Field(
+    leaf_fill: Literal[0.5, 1.0] = Field(  # type: ignore[valid-type]  # float Literal: pydantic
         default=1.0, description="Share of each leaf's slots filled by the bulk load."
     )
 
@@ -92,53 +92,36 @@ class BTreeIndex(GpuIndex[BTreeState]):
         return self._live().tree.n_levels
 
     # -------------------------------------------------------------- kernels
-    def _launch(self, name: str, q: int, *args: Any) -> None:
-        if self.device == "cpu":
-            mod, per = btree, 1
-        else:
-            from indexzoo.native import btree_cuda
-
-            mod, per = btree_cuda, self.params.node_width
-        getattr(mod, name)(self.device, q * per, *args,
-                           threads_per_block=self.params.threads_per_block)
-
-    @staticmethod
-    def _inner(t: btree.BTree) -> tuple[Any, ...]:
-        return (t.inner_keys, t.inner_child, t.inner_count, t.level_start, t.n_levels,
-                t.leaf_keys)
+    def _launch(self, op: Any, q: int, *args: Any) -> None:
+        """Run a tree operation: one thread per lookup on the CPU, a group of ``node_width``
+        threads on the GPU."""
+        op(self.device, q, *args, group=self.params.node_width,
+           threads_per_block=self.params.threads_per_block)
 
     def _range_rowid(self, st: BTreeState, lo: Any, hi: Any) -> Any:
-        t = st.tree
         out = st.xp.empty(lo.shape[0], dtype=st.rowid_dtype)
-        self._launch("FIND_ROWID", lo.shape[0], *self._inner(t), t.leaf_rowids, t.leaf_count,
-                     t.width, lo, hi, out, st.miss)
+        self._launch(btree.FIND_ROWID, lo.shape[0], st.tree.record(), lo, hi, out, st.miss)
         return out
 
     def _counts(self, st: BTreeState, lo: Any, hi: Any, dtype: Any) -> Any:
-        t = st.tree
         out = st.xp.empty(lo.shape[0], dtype=dtype)
-        self._launch("COUNT", lo.shape[0], *self._inner(t), t.leaf_count, t.width, t.fill, t.n,
-                     lo, hi, out)
+        self._launch(btree.COUNT, lo.shape[0], st.tree.record(), lo, hi, out)
         return out
 
     def _range_count(self, st: BTreeState, lo: Any, hi: Any) -> Any:
         return self._counts(st, lo, hi, st.rowid_dtype)
 
     def _range_sum(self, st: BTreeState, lo: Any, hi: Any) -> Any:
-        t = st.tree
         out = st.xp.empty(lo.shape[0], dtype=np.uint64)
         values, use_values = values_arg(st.values, st.xp)
-        self._launch("SUM", lo.shape[0], *self._inner(t), t.leaf_rowids, t.leaf_count,
-                     t.leaf_next, t.width, values, use_values, lo, hi, out)
+        self._launch(btree.SUM, lo.shape[0], st.tree.record(), values, use_values, lo, hi, out)
         return out
 
     def _range_rowids(self, st: BTreeState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        t = st.tree
         offsets = offsets_from_counts(self._counts(st, lo, hi, np.int64))
         out = st.xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            self._launch("FILL", lo.shape[0], *self._inner(t), t.leaf_rowids, t.leaf_count,
-                         t.leaf_next, t.width, lo, hi, offsets, out)
+            self._launch(btree.FILL, lo.shape[0], st.tree.record(), lo, hi, offsets, out)
         return offsets, out
 
     def _point_rowid(self, st: BTreeState, q: Any) -> Any:

@@ -1,5 +1,6 @@
-"""``rx``: RTIndeX, database indexing as ray tracing (Henneberg & Schuhknecht, PVLDB 16; digest
-``papers/digests/000-rx.md``), on indexzoo's software ray tracer (``indexzoo.native.rt``), with
+"""``rx``: RTIndeX, database indexing as ray tracing (Henneberg & Schuhknecht, "RTIndeX:
+Exploiting Hardware-Accelerated GPU Raytracing for Database Indexing", PVLDB 16, 2023), on
+indexzoo's software ray tracer (``indexzoo.native.rt``) and its query layer, with
 every configuration of the paper.
 
 Paper -> code
@@ -80,37 +81,24 @@ Decisions where the paper is silent or ambiguous
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.devices import to_numpy
-from indexzoo.native.csr import offsets_from_counts
-from indexzoo.native.rt.trace import (
-    DISABLE_CLOSESTHIT,
-    TERMINATE_ON_FIRST_HIT,
-    Gas,
-    Programs,
-    build_gas,
-    launch,
-    trace,
-)
-from indexzoo.native.targets import values_arg
+from indexzoo.native.rt import query
+from indexzoo.native.rt.trace import Gas, build_gas
 
 from .keys import KeyCoder
 from .params import RxParams
-from .programs import OP_COUNT, OP_FILL, OP_FIRST, OP_SUM, rx_anyhit, rx_intersect
+from .programs import PROGRAMS
 from .rays import Plan, perpendicular_plan, range_plan
-from .scene import KIND, SPHERE_RADIUS, geometry_function, perpendicular_raygen, primitives
+from .scene import KIND, SPHERE_RADIUS, geometry_function, primitives
 
 __all__ = ["RxIndex", "RxState"]
 
 _U64 = np.uint64
-_MISS = _U64(np.iinfo(np.uint64).max)
-_PROGRAMS = {"triangle": Programs(anyhit=rx_anyhit), "sphere": Programs(anyhit=rx_anyhit),
-             "aabb": Programs(intersection=rx_intersect, anyhit=rx_anyhit)}
 
 
 def _show_key(st: BuildState, keys: Any, where: Any, new: str = "") -> Any:
@@ -135,7 +123,7 @@ class RxState(BuildState):
     own_keys: Any        # the key column in rowID order, or None (generated triangles)
     high_parts: Any      # sorted distinct high parts (stored geometry), or None
     peak: int
-    dummy: dict[str, Any]  # one-element stand-ins for launch parameters a pass does not use
+    no_keys: Any         # a one-element stand-in for the keys where the programs need none
 
 
 class RxIndex(GpuIndex[RxState]):
@@ -190,8 +178,7 @@ class RxIndex(GpuIndex[RxState]):
             peak = max(peak, kb + wide + 16 * n + int(highs.nbytes))
         xp = st.xp
         st.own_keys, st.gas, st.high_parts, st.peak = own, new_gas, highs, held + peak
-        st.dummy = {"keys": xp.zeros(1, dtype=_U64), "offsets": xp.zeros(1, dtype=np.int64),
-                    "out": xp.zeros(1, dtype=st.rowid_dtype)}
+        st.no_keys = xp.zeros(1, dtype=_U64)
 
     def _distinct_highs(self, xp: Any, keys: Any) -> Any:
         if self.coder.mode == "3d":
@@ -242,120 +229,15 @@ class RxIndex(GpuIndex[RxState]):
         self._scene(new, keys, old.gas if refit else None, held=sum(self._parts(old).values()))
 
     # -------------------------------------------------------------- tracing
-    def _launch(self, st: RxState, plan: Plan, s: int, e: int, op: int, ray_offsets: Any = None,
-                out: Any = None) -> Any:
-        """Trace rays ``s .. e-1`` of ``plan`` with any-hit operation ``op``; returns their
-        payloads."""
-        xp, p = st.xp, self.params
-        generate = plan.kind == "perpendicular" and plan.one_each
-        rays = None if generate else plan.rays(s, e)
-        r = e - s
-        payload = xp.full((r, 1), _MISS, dtype=_U64) if op == OP_FIRST else \
-            xp.zeros((r, 1), dtype=_U64)
-        values, use_values = values_arg(st.values, xp)
-        dummy = st.dummy
-        keys = dummy["keys"] if p.primitive == "triangle" else self._keys(st)
-        confirm = p.primitive == "sphere"
-        if confirm:  # see programs.py: the engine's sphere test is not exact on long rays
-            owner = plan.owners(s, e) if rays is None else rays.owner
-            ray_lo = plan.a[owner]
-            ray_hi = ray_lo if plan.b is None else plan.b[owner]
-        else:
-            ray_lo = ray_hi = dummy["keys"]
-        coder = self.coder
-        params = (np.int64(op), keys, values, use_values,
-                  dummy["offsets"] if ray_offsets is None else ray_offsets,
-                  dummy["out"] if out is None else out,
-                  np.int64(coder.x_kind), np.int64(coder.x_bits), np.int64(coder.y_bits),
-                  ray_lo.astype(_U64, copy=False), ray_hi.astype(_U64, copy=False),
-                  np.bool_(confirm))
-        flags = DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == OP_FIRST else 0)
-        if rays is None:  # one perpendicular ray per lookup, made in the kernel (__raygen__)
-            queries = plan.a[s:e]
-            programs = dataclasses.replace(_PROGRAMS[p.primitive],
-                                           raygen=perpendicular_raygen(coder, len(params)))
-            launch(st.gas, r, programs, flags=flags, payload=payload, params=(*params, queries),
-                   threads_per_block=p.threads_per_block)
-            return payload[:, 0]
-        trace(st.gas, rays.origins, rays.directions, rays.tmin, rays.tmax,
-              programs=_PROGRAMS[p.primitive], flags=flags, payload=payload, params=params,
-              threads_per_block=p.threads_per_block)
-        return payload[:, 0]
+    def _batch(self, st: RxState, plan: Plan) -> Plan:
+        """The plan with what rx's programs read: the keys (AABB and sphere scenes) and, for
+        spheres, the hit confirmation (see programs.py)."""
+        keys = st.no_keys if self.params.primitive == "triangle" else self._keys(st)
+        return plan.with_record(keys, self.params.primitive == "sphere")
 
-    def _chunks(self, plan: Plan) -> list[tuple[int, int]]:
-        step = self.params.max_rays
-        return [(s, min(s + step, plan.n_rays)) for s in range(0, plan.n_rays, step)]
-
-    @staticmethod
-    def _segments(xp: Any, plan: Plan, s: int, e: int) -> tuple[int, int, Any, Any]:
-        """Lookups ``q0 .. q1-1`` own rays in ``s .. e-1``; their rays there are
-        ``a[i] .. b[i]-1`` (chunk-local)."""
-        ends = xp.searchsorted(plan.starts, xp.asarray([s, e - 1], dtype=np.int64), side="right")
-        q0, q1 = int(ends[0]) - 1, int(ends[1])
-        a = xp.clip(plan.starts[q0:q1] - s, 0, e - s)
-        b = xp.clip(plan.starts[q0 + 1:q1 + 1] - s, 0, e - s)
-        return q0, q1, a, b
-
-    def _reduce(self, st: RxState, plan: Plan, op: int) -> Any:
-        """Per lookup: the count (int64), the sum (uint64) or the first rowID (uint64, _MISS)."""
-        xp = st.xp
-        q = plan.n_queries
-        if op == OP_FIRST:
-            res = xp.full(q, _MISS, dtype=_U64)
-        else:
-            res = xp.zeros(q, dtype=np.int64 if op == OP_COUNT else _U64)
-        for s, e in self._chunks(plan):
-            pay = self._launch(st, plan, s, e, op)
-            if plan.one_each:  # ray i is lookup i: its payload is the answer
-                res[s:e] = pay if op == OP_FIRST else pay.astype(res.dtype)
-                continue
-            q0, q1, a, b = self._segments(xp, plan, s, e)
-            if op == OP_FIRST:
-                hit = (pay != _MISS).astype(np.int64)
-                ch = xp.zeros(e - s + 1, dtype=np.int64)
-                xp.cumsum(hit, out=ch[1:])
-                has = ch[b] > ch[a]
-                idx = xp.clip(xp.searchsorted(ch, ch[a] + 1, side="left") - 1, 0, e - s - 1)
-                part = xp.where(has, pay[idx], _MISS)
-                res[q0:q1] = xp.where(res[q0:q1] == _MISS, part, res[q0:q1])
-            else:
-                cs = xp.zeros(e - s + 1, dtype=res.dtype)
-                xp.cumsum(pay.astype(res.dtype), out=cs[1:])
-                res[q0:q1] += cs[b] - cs[a]  # uint64 differences wrap correctly
-        return res
-
-    def _collect(self, st: RxState, plan: Plan) -> tuple[Any, Any]:
-        """CSR of every match: count pass, exclusive scan, fill pass."""
-        xp = st.xp
-        chunks = self._chunks(plan)
-        counts = self._reduce(st, plan, OP_COUNT) if len(chunks) != 1 else None
-        single = None
-        if counts is None:  # one launch: keep its per-ray counts for the fill pass
-            s, e = chunks[0]
-            single = self._launch(st, plan, s, e, OP_COUNT)
-            q0, q1, a, b = self._segments(xp, plan, s, e)
-            cs = xp.zeros(e - s + 1, dtype=np.int64)
-            xp.cumsum(single.astype(np.int64), out=cs[1:])
-            counts = xp.zeros(plan.n_queries, dtype=np.int64)
-            counts[q0:q1] = cs[b] - cs[a]
-        offsets = offsets_from_counts(counts)
-        out = xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
-        if out.shape[0] == 0:
-            return offsets, out
-        done = xp.zeros(plan.n_queries, dtype=np.int64)  # matches written per lookup so far
-        for s, e in chunks:
-            per_ray = single if single is not None else self._launch(st, plan, s, e, OP_COUNT)
-            per_ray = per_ray.astype(np.int64)
-            owner = plan.owners(s, e)
-            q0, q1, a, b = self._segments(xp, plan, s, e)
-            excl = xp.cumsum(per_ray) - per_ray
-            seg0 = excl[xp.clip(a, 0, e - s - 1)]  # the exclusive sum at each lookup's first ray
-            ray_off = offsets[owner] + done[owner] + excl - seg0[owner - q0]
-            self._launch(st, plan, s, e, OP_FILL, ray_offsets=ray_off, out=out)
-            cs = xp.zeros(e - s + 1, dtype=np.int64)
-            xp.cumsum(per_ray, out=cs[1:])
-            done[q0:q1] += cs[b] - cs[a]
-        return offsets, out
+    def _launch_args(self) -> dict[str, Any]:
+        p = self.params
+        return {"max_rays": p.max_rays, "threads_per_block": p.threads_per_block}
 
     # -------------------------------------------------------------- lookups
     def _point_plan(self, st: RxState, q: Any) -> Plan:
@@ -367,17 +249,30 @@ class RxIndex(GpuIndex[RxState]):
         return range_plan(self.coder, lo, hi, self._highs(st), self.params.range_ray == "zero")
 
     def _rowid(self, st: RxState, plan: Plan) -> Any:
-        res = self._reduce(st, plan, OP_FIRST)
-        return st.xp.where(res == _MISS, st.miss, res).astype(st.rowid_dtype)
+        res = query.first(st.gas, self._batch(st, plan), PROGRAMS[self.params.primitive],
+                          **self._launch_args())
+        return st.xp.where(res == query.MISS, st.miss, res).astype(st.rowid_dtype)
+
+    def _count(self, st: RxState, plan: Plan) -> Any:
+        return query.count(st.gas, self._batch(st, plan), PROGRAMS[self.params.primitive],
+                           **self._launch_args()).astype(st.rowid_dtype)
+
+    def _sum(self, st: RxState, plan: Plan) -> Any:
+        return query.sum_values(st.gas, self._batch(st, plan), PROGRAMS[self.params.primitive],
+                                st.values, **self._launch_args())
+
+    def _collect(self, st: RxState, plan: Plan) -> tuple[Any, Any]:
+        return query.collect(st.gas, self._batch(st, plan), PROGRAMS[self.params.primitive],
+                             rowid_dtype=st.rowid_dtype, **self._launch_args())
 
     def _point_rowid(self, st: RxState, q: Any) -> Any:
         return self._rowid(st, self._point_plan(st, q))
 
     def _point_count(self, st: RxState, q: Any) -> Any:
-        return self._reduce(st, self._point_plan(st, q), OP_COUNT).astype(st.rowid_dtype)
+        return self._count(st, self._point_plan(st, q))
 
     def _point_sum(self, st: RxState, q: Any) -> Any:
-        return self._reduce(st, self._point_plan(st, q), OP_SUM)
+        return self._sum(st, self._point_plan(st, q))
 
     def _point_rowids(self, st: RxState, q: Any) -> tuple[Any, Any]:
         return self._collect(st, self._point_plan(st, q))
@@ -386,10 +281,10 @@ class RxIndex(GpuIndex[RxState]):
         return self._rowid(st, self._range_plan(st, lo, hi))
 
     def _range_count(self, st: RxState, lo: Any, hi: Any) -> Any:
-        return self._reduce(st, self._range_plan(st, lo, hi), OP_COUNT).astype(st.rowid_dtype)
+        return self._count(st, self._range_plan(st, lo, hi))
 
     def _range_sum(self, st: RxState, lo: Any, hi: Any) -> Any:
-        return self._reduce(st, self._range_plan(st, lo, hi), OP_SUM)
+        return self._sum(st, self._range_plan(st, lo, hi))
 
     def _range_rowids(self, st: RxState, lo: Any, hi: Any) -> tuple[Any, Any]:
         return self._collect(st, self._range_plan(st, lo, hi))

@@ -1,24 +1,18 @@
 """The RT programs of ``rx`` (paper §2.2, §3.5; the artifact's any-hit and intersection
 programs), numba ``register_jitable`` functions compiled into the engine's trace kernel on the
-CPU and the GPU alike.
+CPU and the GPU alike, over the query layer of :mod:`indexzoo.native.rt.query`.
 
-One any-hit program serves every ``out`` mode; the launch parameters say which
-(``params = (op, keys, values, use_values, ray_offsets, out, x_kind, x_bits, y_bits, ray_lo,
-ray_hi, confirm)``):
+The layer's any-hit program counts, sums, collects or takes the first match (the ``out``
+modes); rx contributes ``rx_match``, which says whether a hit is a match and which rowID it
+stands for (the primitive index: primitives are in rowID order), and, for AABB scenes,
+``rx_intersect``. Both read the fields of rx's launch-parameter record :class:`RxRecord`.
 
-* ``OP_COUNT``: count the hit, ignore it (``optixIgnoreIntersection``: tmax does not shrink,
-  so the ray finds every primitive it crosses);
-* ``OP_SUM``: add ``values[prim]`` (or the rowID), ignore the hit;
-* ``OP_FIRST``: remember the rowID and accept (launched with TERMINATE_ON_FIRST_HIT, as the
-  artifact's point lookups);
-* ``OP_FILL``: write the rowID at ``ray_offsets[ray] + payload`` (the ray's running count),
-  ignore the hit: the fill pass after a count pass and an exclusive scan.
-
-With ``confirm`` (sphere scenes), any-hit first checks ``ray_lo[ray] <= keys[prim] <= ray_hi[ray]``
-and ignores other hits: the engine's float32 sphere test can report a sphere whose entry lies up
-to about 0.3 beyond the ray's end on rays some 2^22 long (it derives the entry from
-``c / q`` with ``c = |o - centre|^2 - r^2``, where r^2 = 1/16 drowns in |o - centre|^2), while the
-gaps between keys are 0.25 wide; triangles and AABBs need no such check.
+With ``confirm`` (sphere scenes), ``rx_match`` first checks
+``ray_lo[ray] <= keys[prim] <= ray_hi[ray]`` and ignores other hits: the engine's float32
+sphere test can report a sphere whose entry lies up to about 0.3 beyond the ray's end on rays
+some 2^22 long (it derives the entry from ``c / q`` with ``c = |o - centre|^2 - r^2``, where
+r^2 = 1/16 drowns in |o - centre|^2), while the gaps between keys are 0.25 wide; triangles and
+AABBs need no such check.
 
 ``rx_intersect`` is the intersection program of AABB scenes. As in the artifact it compares the
 stored integer key ``keys[prim]`` exactly (a point ray: equality; a range ray: lo <= key <= hi),
@@ -31,38 +25,35 @@ exact functions of the bounds (``rays.py``), so the inverse is exact too.
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba.extending import register_jitable
 
-__all__ = ["OP_COUNT", "OP_FILL", "OP_FIRST", "OP_SUM", "rx_anyhit", "rx_intersect"]
+from indexzoo.native.rt.query import NO_MATCH, QueryPrograms
 
-OP_COUNT, OP_SUM, OP_FIRST, OP_FILL = 0, 1, 2, 3
-_ACCEPT, _IGNORE = 0, 1
+__all__ = ["PROGRAMS", "RxRecord", "rx_intersect", "rx_match"]
+
+
+class RxRecord(NamedTuple):
+    """rx's launch parameters (fields of ``params`` in its programs, after the query layer's)."""
+
+    keys: Any       # the key column in rowID order (AABB and sphere scenes; else a stand-in)
+    x_kind: Any     # int64: 0 naive/3d x coordinates, 1 extended (bit patterns of floats)
+    x_bits: Any     # int64
+    y_bits: Any     # int64
+    ray_lo: Any     # uint64 per ray: the integer key bounds a sphere hit is confirmed against
+    ray_hi: Any
+    confirm: Any    # bool: confirm hits against ray_lo/ray_hi (sphere scenes)
 
 
 @register_jitable
-def rx_anyhit(ray, inst, prim, t, front, payload, params):
-    if params[11]:
-        key = params[1][prim]
-        if key < params[9][ray] or key > params[10][ray]:
-            return _IGNORE
-    op = params[0]
-    if op == 2:  # OP_FIRST
-        payload[ray, 0] = np.uint64(prim)
-        return _ACCEPT
-    if op == 0:  # OP_COUNT
-        payload[ray, 0] += np.uint64(1)
-    elif op == 1:  # OP_SUM
-        if params[3]:
-            payload[ray, 0] += params[2][prim]
-        else:
-            payload[ray, 0] += np.uint64(prim)
-    else:  # OP_FILL
-        out = params[5]
-        out[params[4][ray] + np.int64(payload[ray, 0])] = prim
-        payload[ray, 0] += np.uint64(1)
-    return _IGNORE
+def rx_match(ray, inst, prim, t, front, params):
+    if params.confirm:
+        key = params.keys[prim]
+        if key < params.ray_lo[ray] or key > params.ray_hi[ray]:
+            return NO_MATCH
+    return np.int64(prim)
 
 
 # ------------------------------------------------------------------------------ decoding
@@ -118,10 +109,10 @@ def point_of_x(x, x_kind):
 @register_jitable
 def rx_intersect(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):
     inf = np.float32(np.inf)
-    key = np.uint64(params[1][prim])
-    x_kind = params[6]
-    xb = np.uint64(params[7])
-    yb = np.uint64(params[8])
+    key = np.uint64(params.keys[prim])
+    x_kind = params.x_kind
+    xb = np.uint64(params.x_bits)
+    yb = np.uint64(params.y_bits)
     if dz != np.float32(0.0):  # perpendicular point ray from (X(x), y, z - 0.5)
         zq = np.uint64(oz + np.float32(0.5))
         h = np.uint64(oy) | (zq << yb)
@@ -139,3 +130,8 @@ def rx_intersect(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):
     if kx < lo or kx > hi:
         return inf, False
     return point_of_x(kx, x_kind) - ox, True
+
+
+#: The programs of each primitive kind.
+PROGRAMS = {"triangle": QueryPrograms(match=rx_match), "sphere": QueryPrograms(match=rx_match),
+            "aabb": QueryPrograms(match=rx_match, intersection=rx_intersect)}

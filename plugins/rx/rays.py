@@ -1,9 +1,11 @@
 """Lookups as rays (paper §2.2, §3.3, Table 2; §3.2 for 3D-mode ranges).
 
-A :class:`Plan` gives every lookup of a batch its rays, as a flat ray list grouped by lookup:
-lookup ``q`` owns rays ``starts[q] .. starts[q+1]-1`` (possibly none: it then misses). Rays are
-generated for any slice of that list on demand, so a batch is traced in launches of at most
-``max_rays`` rays whatever its ranges span, with array operations only (NumPy or CuPy).
+A :class:`Plan` is rx's :class:`~indexzoo.native.rt.query.RayBatch`: it gives every lookup of a
+batch its rays, as a flat ray list grouped by lookup: lookup ``q`` owns rays ``starts[q] ..
+starts[q+1]-1`` (possibly none: it then misses). Rays are generated for any slice of that list
+on demand, so a batch is traced in launches of at most ``max_rays`` rays whatever its ranges
+span, with array operations only (NumPy or CuPy); one perpendicular ray per point lookup is
+made inside the kernel from the lookup key.
 
 Rays (t is measured along the unit direction; a hit needs tmin < t < tmax):
 
@@ -26,33 +28,25 @@ clipped to the mode's last key.) A point lookup with a parallel ray is the range
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from indexzoo.devices import xp_of
+from indexzoo.native.rt.query import Generated, RayBatch, Rays
 
 from .keys import KeyCoder
+from .programs import RxRecord
+from .scene import perpendicular_raygen
 
-__all__ = ["Plan", "Rays", "perpendicular_plan", "range_plan"]
+__all__ = ["Plan", "perpendicular_plan", "range_plan"]
 
 _U64 = np.uint64
 
 
 @dataclass(frozen=True)
-class Rays:
-    """A slice of a plan's rays: ``owner`` (lookup index per ray) and the ray arrays."""
-
-    owner: Any
-    origins: Any
-    directions: Any
-    tmin: Any
-    tmax: Any
-
-
-@dataclass(frozen=True)
-class Plan:
+class Plan(RayBatch):
     """The rays of a batch of ``n_queries`` lookups (see the module docstring)."""
 
     n_queries: int
@@ -67,22 +61,35 @@ class Plan:
     first: Any = None
     highs: Any = None
     one_each: bool = False  # every lookup owns exactly one ray (ray i belongs to lookup i)
+    # what rx's programs read (RxRecord): the key column (or a stand-in) and whether sphere
+    # hits are confirmed against the ray's integer bounds
+    keys: Any = field(default=None, repr=False)
+    confirm: bool = False
 
-    @property
-    def n_rays(self) -> int:
-        return int(self.starts[-1])
+    def with_record(self, keys: Any, confirm: bool) -> Plan:
+        """The plan with what its launch records need."""
+        return Plan(self.n_queries, self.starts, self.coder, self.kind, self.zero, self.a, self.b,
+                    self.first, self.highs, self.one_each, keys, confirm)
 
-    def owners(self, s: int, e: int) -> Any:
-        xp = xp_of(self.starts)
-        rays = xp.arange(s, e, dtype=np.int64)
-        return rays if self.one_each else xp.searchsorted(self.starts[1:], rays, side="right")
-
-    def rays(self, s: int, e: int) -> Rays:
-        """Rays ``s .. e-1`` of the flat list."""
-        owner = self.owners(s, e)
+    def rays(self, s: int, e: int) -> Rays | Generated:
+        """Rays ``s .. e-1`` of the flat list (one perpendicular ray per lookup: generated in
+        the kernel from the lookup keys, OptiX's ``__raygen__``)."""
         if self.kind == "perpendicular":
-            return self._perpendicular(owner)
-        return self._ranges(owner, s)
+            if self.one_each:
+                return Generated(perpendicular_raygen(self.coder), self.a[s:e])
+            return self._perpendicular(self.owners(s, e))
+        return self._ranges(self.owners(s, e), s)
+
+    def record(self, s: int, e: int) -> RxRecord:
+        c = self.coder
+        if self.confirm:
+            owner = self.owners(s, e)
+            ray_lo = self.a[owner].astype(_U64, copy=False)
+            ray_hi = ray_lo if self.b is None else self.b[owner].astype(_U64, copy=False)
+        else:
+            ray_lo = ray_hi = self.keys
+        return RxRecord(self.keys, np.int64(c.x_kind), np.int64(c.x_bits), np.int64(c.y_bits),
+                        ray_lo, ray_hi, np.bool_(self.confirm))
 
     def _perpendicular(self, owner: Any) -> Rays:
         xp = xp_of(owner)
@@ -91,7 +98,7 @@ class Plan:
         o = xp.stack([x, y, z - np.float32(0.5)], axis=1)
         d = xp.zeros((r, 3), dtype=np.float32)
         d[:, 2] = 1
-        return Rays(owner, o, d, xp.zeros(r, np.float32), xp.ones(r, np.float32))
+        return Rays(o, d, xp.zeros(r, np.float32), xp.ones(r, np.float32))
 
     def _ranges(self, owner: Any, s: int) -> Rays:
         xp = xp_of(owner)
@@ -110,11 +117,11 @@ class Plan:
         d[:, 0] = 1
         if self.zero:
             o = xp.stack([xp.zeros(r, np.float32), y, z], axis=1)
-            return Rays(owner, o, d, start, end)
+            return Rays(o, d, start, end)
         o = xp.stack([start, y, z], axis=1)
         # end - start is exact: both are multiples of 0.5 below 2^23 (offsets are ruled out
         # in extended mode, where it would not be)
-        return Rays(owner, o, d, xp.zeros(r, np.float32), end - start)
+        return Rays(o, d, xp.zeros(r, np.float32), end - start)
 
 
 def _starts(counts: Any) -> Any:

@@ -84,9 +84,9 @@ def point_function(coder: KeyCoder) -> Any:
 
 
 @functools.cache
-def perpendicular_raygen(coder: KeyCoder, slot: int) -> Any:
+def perpendicular_raygen(coder: KeyCoder) -> Any:
     """The ray-generation program of perpendicular point rays (Table 2): ray ``i`` starts at
-    lookup ``params[slot][i]``'s point minus 0.5 in z and runs along z for t in (0, 1)."""
+    lookup ``params.ray_data[i]``'s point minus 0.5 in z and runs along z for t in (0, 1)."""
     point = point_function(coder)
     half = np.float32(0.5)
     zero = np.float32(0)
@@ -94,7 +94,7 @@ def perpendicular_raygen(coder: KeyCoder, slot: int) -> Any:
 
     @register_jitable
     def raygen(i, params):
-        x, _, _, y, z = point(params[slot], i)
+        x, _, _, y, z = point(params.ray_data, i)
         return x, y, z - half, zero, zero, one, zero, one
 
     return raygen

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
 import pytest
 from broken_indexes import EXPECTED_FAILURE
@@ -13,17 +14,19 @@ from indexzoo.cli import main
 from indexzoo.conformance import make_context, run_checks, summary
 from indexzoo.plugins.sorted_array import SortedArrayIndex
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.mark.parametrize("broken", list(EXPECTED_FAILURE), ids=lambda c: c.name)
 def test_suite_reports_the_broken_index(broken: type) -> None:
     results = run_checks(make_context(broken, device="cpu"))
-    failed = {r.label for r in results if r.status != "passed"}
+    failed = {r.label for r in results if r.status in ("failed", "error")}
     assert EXPECTED_FAILURE[broken] in failed, summary(results)
 
 
 def test_the_wrapped_index_passes_the_same_checks() -> None:
     results = run_checks(make_context(SortedArrayIndex, device="cpu"))
-    assert all(r.status == "passed" for r in results), summary(results)
+    assert all(r.status == "passed" for r in results), summary(results)  # nothing skipped
     labels = {r.label for r in results}
     assert set(EXPECTED_FAILURE.values()) <= labels
 
@@ -60,3 +63,57 @@ def test_check_command_exits_1_on_failure(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_check_command_rejects_unknown_groups() -> None:
     assert main(["check", "searchsorted", "--group", "nope"], out=io.StringIO()) == 2
+
+
+def test_inapplicable_checks_are_reported_as_skipped_with_the_reason() -> None:
+    results = run_checks(make_context("warpcore-hash", device="cpu"), groups=["ranges"])
+    assert results and all(r.status == "skipped" for r in results)
+    assert "range=False" in results[0].message
+    text = summary(results)
+    assert "skipped" in text and "ranges/range_bounds_are_inclusive: the index declares " \
+        "range=False" in text
+
+
+def test_declared_expected_failures_are_reported_and_must_fail() -> None:
+    broken = next(iter(EXPECTED_FAILURE))
+    label = EXPECTED_FAILURE[broken]
+    ctx = make_context(broken, device="cpu", expected={label: "a known bug, issue 99"})
+    results = {r.label: r for r in run_checks(ctx, groups=[label.split("/")[0]])}
+    assert results[label].status == "xfail" and results[label].ok
+    assert "a known bug, issue 99" in results[label].message
+    # declared on a check that passes: an unexpected pass fails the certification
+    ctx = make_context(SortedArrayIndex, device="cpu", expected={label: "not true"})
+    results = {r.label: r for r in run_checks(ctx, groups=[label.split("/")[0]])}
+    assert results[label].status == "xpass" and not results[label].ok
+    with pytest.raises(TypeError, match="unknown checks"):
+        make_context(SortedArrayIndex, device="cpu", expected={"ranges/nope": "x"})
+
+
+PYTEST_SUITE = """
+from broken_indexes import OffByOneRangeBound
+from indexzoo.conformance import ConformanceSuite
+
+
+class TestDeclared(ConformanceSuite):
+    index = OffByOneRangeBound
+    expected_failures = {"ranges/range_bounds_are_inclusive": "upper bound exclusive (known)"}
+
+
+class TestUndeclared(ConformanceSuite):
+    index = OffByOneRangeBound
+
+
+class TestHash(ConformanceSuite):
+    index = "warpcore-hash"
+"""
+
+
+def test_the_pytest_suite_shows_skips_with_reasons_and_strict_expected_failures(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_declared=PYTEST_SUITE)
+    pytester.syspathinsert(str(Path(__file__).parents[1]))
+    res = pytester.runpytest("-rsx", "-p", "no:cacheprovider", "-k",
+                             "range_bounds_are_inclusive")
+    res.assert_outcomes(xfailed=1, failed=1, skipped=1)
+    res.stdout.fnmatch_lines(["*SKIPPED*the index declares range=False*",
+                              "*XFAIL*TestDeclared*upper bound exclusive (known)*"])

@@ -1,7 +1,6 @@
-"""The layout math of the lightweight sorted-array indexes (seed 004): the closed-form K-ary
-Eytzinger order and the pivot buffer, against independent references and the paper's figures.
-
-Digest ``papers/digests/004-binary-search.md`` §1.2-1.5, conformance properties 5 and 6. CPU only.
+"""The layout math of the lightweight sorted-array indexes (Henneberg & Schuhknecht, "Is
+Binary Search Really All You Need?", §3.2-3.5): the closed-form K-ary Eytzinger order and the
+pivot buffer, against independent references and the paper's figures. CPU only.
 """
 
 from __future__ import annotations

@@ -1,0 +1,370 @@
+"""The query layer of the ray-tracing family: lookups as batches of rays, hits reduced per
+lookup.
+
+Every RT index answers a batch of lookups the same way: each lookup casts some rays (RX casts
+one per point lookup and one per occupied row of a range; others may cast none), the rays are
+traced in launches of at most ``max_rays``, an any-hit program decides per hit whether it is a
+match and which rowID it stands for, and the hits are reduced per lookup. This module is that
+plumbing; an index supplies only what differs:
+
+* a :class:`RayBatch`: how many rays each lookup casts (CSR ``starts``) and the rays of any
+  slice of the flat ray list, as arrays or as a ray-generation program with its per-ray input;
+* a ``match`` program, ``match(ray, inst, prim, t, front, params) -> rowID`` (``NO_MATCH`` to
+  ignore the hit), and for custom primitives an intersection program;
+* its own launch-parameter record (a ``NamedTuple`` of arrays and scalars), whose fields its
+  programs read by name next to the layer's (OptiX's launch parameters).
+
+The hit operations (:class:`HitOp`):
+
+* ``FIRST``: some matching rowID per lookup (the ray terminates on its first match);
+* ``COUNT``: matches per lookup (any-hit ignores every hit, so the ray finds all);
+* ``SUM``: ``values[rowID]`` (or the rowID) summed per lookup, uint64 wrapping;
+* ``COLLECT``: every match, as CSR (``offsets``, ``rowids``): a count pass, an exclusive scan
+  of the per-ray counts, and a fill pass whose any-hit writes each rowID at its ray's offset
+  plus the ray's running count.
+
+:func:`first`, :func:`count`, :func:`sum_values` and :func:`collect` run them. Every launch gets
+one flat named record (:func:`launch_record`); with it, the launch takes the engine's fast (CuPy)
+launch path on the GPU.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba.extending import register_jitable
+
+from indexzoo.devices import xp_of
+
+from ..csr import offsets_from_counts
+from ..targets import values_arg
+from .trace import ACCEPT, DISABLE_CLOSESTHIT, IGNORE, TERMINATE_ON_FIRST_HIT, Gas, Ias
+from .trace import Programs as EnginePrograms
+from .trace import launch as engine_launch
+from .trace import trace as engine_trace
+
+__all__ = ["MISS", "NO_MATCH", "Generated", "HitOp", "QueryParams", "QueryPrograms", "RayBatch",
+           "Rays", "collect", "count", "first", "launch_record", "sum_values"]
+
+#: ``first`` reports lookups without a match with this value (uint64).
+MISS = np.uint64(np.iinfo(np.uint64).max)
+#: What a ``match`` program returns for a hit that is no match.
+NO_MATCH = np.int64(-1)
+
+_U64 = np.uint64
+
+
+class HitOp(enum.IntEnum):
+    """What the layer's any-hit program does with a match."""
+
+    FIRST = 0
+    COUNT = 1
+    SUM = 2
+    COLLECT = 3
+
+
+class QueryParams(NamedTuple):
+    """The layer's launch parameters, the first fields of every query launch's record.
+
+    ``op`` (a :class:`HitOp`), ``values``/``use_values`` for SUM (a one-element stand-in and
+    False when sums are of rowIDs), ``ray_offsets``/``out`` for COLLECT (one-element stand-ins
+    otherwise) and ``ray_data`` (per-ray input of a ray-generation program, e.g. the lookup
+    keys). The plugin's own fields follow (see :func:`launch_record`): numba's parallel CPU
+    loops take flat tuples of arrays and scalars, not nested ones, so the record is one flat
+    ``NamedTuple``.
+    """
+
+    op: Any
+    values: Any
+    use_values: Any
+    ray_offsets: Any
+    out: Any
+    ray_data: Any
+
+
+@functools.cache
+def launch_record(index_record: Any) -> Any:
+    """The launch-parameter record of an index: :class:`QueryParams`' fields followed by those
+    of ``index_record`` (a ``NamedTuple`` class), read by name in the programs
+    (``params.op``, ``params.keys``)."""
+    fields = getattr(index_record, "_fields", None)
+    if fields is None:
+        raise TypeError(f"{index_record!r} is not a NamedTuple class")
+    clash = sorted(set(fields) & set(QueryParams._fields))
+    if clash:
+        raise TypeError(f"{index_record.__name__} reuses the query layer's fields {clash}")
+    import collections
+
+    return collections.namedtuple(f"{index_record.__name__}Launch",
+                                  (*QueryParams._fields, *fields))
+
+
+@dataclass(frozen=True)
+class Rays:
+    """Rays as arrays: ``origins``/``directions`` (R, 3) float32, ``tmin``/``tmax`` (R,)."""
+
+    origins: Any
+    directions: Any
+    tmin: Any
+    tmax: Any
+
+
+@dataclass(frozen=True)
+class Generated:
+    """Rays made inside the kernel: ``raygen(i, params)`` reads ``params.ray_data[i]``."""
+
+    raygen: Any
+    ray_data: Any
+
+
+class RayBatch(abc.ABC):
+    """The rays of a batch of ``n_queries`` lookups: lookup ``q`` casts rays ``starts[q] ..
+    starts[q+1]-1`` of one flat list (possibly none: the lookup then has no match)."""
+
+    n_queries: int
+    starts: Any  # int64 (Q + 1)
+    one_each: bool  # every lookup casts exactly one ray (ray i belongs to lookup i)
+
+    @property
+    def n_rays(self) -> int:
+        return int(self.starts[-1])
+
+    def owners(self, s: int, e: int) -> Any:
+        """The lookup of each ray ``s .. e-1``."""
+        xp = xp_of(self.starts)
+        rays = xp.arange(s, e, dtype=np.int64)
+        return rays if self.one_each else xp.searchsorted(self.starts[1:], rays, side="right")
+
+    @abc.abstractmethod
+    def rays(self, s: int, e: int) -> Rays | Generated:
+        """Rays ``s .. e-1`` of the flat list."""
+
+    @abc.abstractmethod
+    def record(self, s: int, e: int) -> Any:
+        """The plugin's launch-parameter record (a ``NamedTuple``) for rays ``s .. e-1``."""
+
+
+@dataclass(frozen=True)
+class QueryPrograms:
+    """The programs an index contributes: ``match`` (see the module docstring) and, for custom
+    primitives, ``intersection`` (the engine's signature, reading the launch record)."""
+
+    match: Any
+    intersection: Any = None
+
+
+# the operations as plain ints: compile-time constants of the any-hit program
+_FIRST, _COUNT, _SUM = int(HitOp.FIRST), int(HitOp.COUNT), int(HitOp.SUM)
+
+
+@functools.cache
+def _anyhit(match: Any) -> Any:
+    """The layer's any-hit program over ``match``: one program serves every hit operation."""
+
+    @register_jitable
+    def anyhit(ray, inst, prim, t, front, payload, params):
+        rowid = match(ray, inst, prim, t, front, params)
+        if rowid < 0:
+            return IGNORE
+        op = params.op
+        if op == _FIRST:
+            payload[ray, 0] = np.uint64(rowid)
+            return ACCEPT
+        if op == _COUNT:
+            payload[ray, 0] += np.uint64(1)
+        elif op == _SUM:
+            if params.use_values:
+                payload[ray, 0] += params.values[rowid]
+            else:
+                payload[ray, 0] += np.uint64(rowid)
+        else:  # HitOp.COLLECT: the ray's offset plus its running count
+            params.out[params.ray_offsets[ray] + np.int64(payload[ray, 0])] = rowid
+            payload[ray, 0] += np.uint64(1)
+        return IGNORE
+
+    return anyhit
+
+
+@functools.cache
+def _engine_programs(programs: QueryPrograms, raygen: Any) -> EnginePrograms:
+    return EnginePrograms(intersection=programs.intersection, anyhit=_anyhit(programs.match),
+                          raygen=raygen)
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """What every launch of one query shares."""
+
+    scene: Gas | Ias
+    batch: RayBatch
+    programs: QueryPrograms
+    values: Any
+    max_rays: int
+    threads_per_block: int
+    rowid_dtype: Any
+
+    @property
+    def xp(self) -> Any:
+        return xp_of(self.batch.starts)
+
+    def chunks(self) -> Iterator[tuple[int, int]]:
+        n, step = self.batch.n_rays, self.max_rays
+        return ((s, min(s + step, n)) for s in range(0, n, step))
+
+    def run(self, s: int, e: int, op: HitOp, ray_offsets: Any = None, out: Any = None) -> Any:
+        """Trace rays ``s .. e-1`` with operation ``op``; their payloads (uint64 per ray)."""
+        xp, r = self.xp, e - s
+        payload = xp.full((r, 1), MISS, dtype=_U64) if op == HitOp.FIRST else \
+            xp.zeros((r, 1), dtype=_U64)
+        values, use_values = values_arg(self.values, xp)
+        stand_in = _stand_ins(xp, self.rowid_dtype)
+        rays = self.batch.rays(s, e)
+        record = self.batch.record(s, e)
+        record_type: Any = type(record)
+        params = launch_record(record_type)(
+            np.int64(op), values, use_values,
+            stand_in.offsets if ray_offsets is None else ray_offsets,
+            stand_in.out if out is None else out,
+            rays.ray_data if isinstance(rays, Generated) else stand_in.ray_data,
+            *record)
+        flags = DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
+        if isinstance(rays, Generated):
+            engine_launch(self.scene, r, _engine_programs(self.programs, rays.raygen),
+                          flags=flags, payload=payload, params=params,
+                          threads_per_block=self.threads_per_block)
+        else:
+            engine_trace(self.scene, rays.origins, rays.directions, rays.tmin, rays.tmax,
+                         programs=_engine_programs(self.programs, None), flags=flags,
+                         payload=payload, params=params,
+                         threads_per_block=self.threads_per_block)
+        return payload[:, 0]
+
+    def segments(self, s: int, e: int) -> tuple[int, int, Any, Any]:
+        """Lookups ``q0 .. q1-1`` own rays in ``s .. e-1``; their rays there are
+        ``a[i] .. b[i]-1`` (chunk-local)."""
+        xp, starts = self.xp, self.batch.starts
+        ends = xp.searchsorted(starts, xp.asarray([s, e - 1], dtype=np.int64), side="right")
+        q0, q1 = int(ends[0]) - 1, int(ends[1])
+        a = xp.clip(starts[q0:q1] - s, 0, e - s)
+        b = xp.clip(starts[q0 + 1:q1 + 1] - s, 0, e - s)
+        return q0, q1, a, b
+
+    def reduce(self, op: HitOp) -> Any:
+        """Per lookup: the count (int64), the sum (uint64) or the first rowID (uint64, MISS)."""
+        xp, q = self.xp, self.batch.n_queries
+        if op == HitOp.FIRST:
+            res = xp.full(q, MISS, dtype=_U64)
+        else:
+            res = xp.zeros(q, dtype=np.int64 if op == HitOp.COUNT else _U64)
+        for s, e in self.chunks():
+            pay = self.run(s, e, op)
+            if self.batch.one_each:  # ray i is lookup i: its payload is the answer
+                res[s:e] = pay if op == HitOp.FIRST else pay.astype(res.dtype)
+                continue
+            q0, q1, a, b = self.segments(s, e)
+            if op == HitOp.FIRST:
+                hit = (pay != MISS).astype(np.int64)
+                ch = xp.zeros(e - s + 1, dtype=np.int64)
+                xp.cumsum(hit, out=ch[1:])
+                has = ch[b] > ch[a]
+                idx = xp.clip(xp.searchsorted(ch, ch[a] + 1, side="left") - 1, 0, e - s - 1)
+                part = xp.where(has, pay[idx], MISS)
+                res[q0:q1] = xp.where(res[q0:q1] == MISS, part, res[q0:q1])
+            else:
+                cs = xp.zeros(e - s + 1, dtype=res.dtype)
+                xp.cumsum(pay.astype(res.dtype), out=cs[1:])
+                res[q0:q1] += cs[b] - cs[a]  # uint64 differences wrap correctly
+        return res
+
+    def collect(self) -> tuple[Any, Any]:
+        xp, q = self.xp, self.batch.n_queries
+        chunks = list(self.chunks())
+        single = None
+        if len(chunks) == 1:  # one launch: keep its per-ray counts for the fill pass
+            s, e = chunks[0]
+            single = self.run(s, e, HitOp.COUNT)
+            q0, q1, a, b = self.segments(s, e)
+            cs = xp.zeros(e - s + 1, dtype=np.int64)
+            xp.cumsum(single.astype(np.int64), out=cs[1:])
+            counts = xp.zeros(q, dtype=np.int64)
+            counts[q0:q1] = cs[b] - cs[a]
+        else:
+            counts = self.reduce(HitOp.COUNT)
+        offsets = offsets_from_counts(counts)
+        out = xp.empty(int(offsets[-1]), dtype=self.rowid_dtype)
+        if out.shape[0] == 0:
+            return offsets, out
+        done = xp.zeros(q, dtype=np.int64)  # matches written per lookup so far
+        for s, e in chunks:
+            per_ray = single if single is not None else self.run(s, e, HitOp.COUNT)
+            per_ray = per_ray.astype(np.int64)
+            owner = self.batch.owners(s, e)
+            q0, q1, a, b = self.segments(s, e)
+            excl = xp.cumsum(per_ray) - per_ray
+            seg0 = excl[xp.clip(a, 0, e - s - 1)]  # the exclusive sum at each lookup's first ray
+            ray_off = offsets[owner] + done[owner] + excl - seg0[owner - q0]
+            self.run(s, e, HitOp.COLLECT, ray_offsets=ray_off, out=out)
+            cs = xp.zeros(e - s + 1, dtype=np.int64)
+            xp.cumsum(per_ray, out=cs[1:])
+            done[q0:q1] += cs[b] - cs[a]
+        return offsets, out
+
+
+class _StandIns(NamedTuple):
+    offsets: Any
+    out: Any
+    ray_data: Any
+
+
+_STAND_INS: dict[tuple[str, str], _StandIns] = {}
+
+
+def _stand_ins(xp: Any, rowid_dtype: Any) -> _StandIns:
+    """One-element arrays for the launch parameters an operation does not use (the kernels
+    take them either way, so one kernel serves every operation)."""
+    key = (xp.__name__, np.dtype(rowid_dtype).str)
+    got = _STAND_INS.get(key)
+    if got is None:  # a benign race: two threads may both make one
+        got = _StandIns(xp.zeros(1, dtype=np.int64), xp.zeros(1, dtype=rowid_dtype),
+                        xp.zeros(1, dtype=_U64))
+        _STAND_INS[key] = got
+    return got
+
+
+def _query(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, values: Any,
+           max_rays: int, threads_per_block: int, rowid_dtype: Any = np.uint32) -> _Launch:
+    return _Launch(scene, batch, programs, values, int(max_rays), int(threads_per_block),
+                   np.dtype(rowid_dtype))
+
+
+def first(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
+          threads_per_block: int = 128) -> Any:
+    """Some matching rowID per lookup (uint64), :data:`MISS` for lookups without a match."""
+    return _query(scene, batch, programs, None, max_rays, threads_per_block).reduce(HitOp.FIRST)
+
+
+def count(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
+          threads_per_block: int = 128) -> Any:
+    """Matches per lookup (int64)."""
+    return _query(scene, batch, programs, None, max_rays, threads_per_block).reduce(HitOp.COUNT)
+
+
+def sum_values(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, values: Any, *,
+               max_rays: int, threads_per_block: int = 128) -> Any:
+    """Per lookup the sum of ``values[rowID]`` over its matches (of the rowIDs themselves when
+    ``values`` is None), uint64 wrapping."""
+    return _query(scene, batch, programs, values, max_rays, threads_per_block).reduce(HitOp.SUM)
+
+
+def collect(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, rowid_dtype: Any,
+            max_rays: int, threads_per_block: int = 128) -> tuple[Any, Any]:
+    """Every match as CSR: int64 ``offsets`` (Q + 1) and ``rowids`` of ``rowid_dtype`` (any
+    order within a lookup)."""
+    return _query(scene, batch, programs, None, max_rays, threads_per_block,
+                  rowid_dtype).collect()

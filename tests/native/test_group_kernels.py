@@ -1,0 +1,83 @@
+"""``GroupKernel``: one operation, a scalar body (the CPU, and the GPU with a group of one) and
+a cooperative body for groups of G threads on the GPU. Here the B+-tree's operations: the
+cooperative bodies, run under numba's CUDA simulator, answer like the scalar ones."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexzoo.native.targets import GroupKernel
+
+SCRIPT = textwrap.dedent("""
+    import cudasim_warp
+    cudasim_warp.install()
+    import numpy as np
+    from indexzoo.native import btree
+    from indexzoo.native.csr import offsets_from_counts
+    from indexzoo.native.sort import sort_pairs
+
+    rng = np.random.default_rng(7)
+    for dtype, width in ((np.uint32, 8), (np.uint64, 16)):
+        keys = rng.integers(0, 90, 160).astype(dtype)
+        pairs = sort_pairs(keys, np.uint32)
+        tree = btree.build_btree(pairs.keys, pairs.rowids, width, 1.0).record()
+        lo = rng.integers(0, 100, 24).astype(dtype)
+        hi = lo + rng.integers(0, 6, 24).astype(dtype)
+        values = rng.integers(0, 2**63, 160, dtype=np.uint64)
+        miss = np.uint32(2**32 - 1)
+
+        def both(op, *args, out_at):
+            outs = []
+            for device, group in (("cpu", 1), ("cuda", width)):
+                a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+                op(device, 24, *a, group=group, threads_per_block=32)
+                outs.append(a[out_at])
+            assert np.array_equal(outs[0], outs[1]), (op, dtype, outs)
+            return outs[0]
+
+        both(btree.FIND_ROWID, tree, lo, hi, np.empty(24, np.uint32), miss, out_at=3)
+        counts = both(btree.COUNT, tree, lo, hi, np.empty(24, np.int64), out_at=3)
+        both(btree.SUM, tree, values, np.bool_(True), lo, hi, np.empty(24, np.uint64), out_at=5)
+        offsets = offsets_from_counts(counts)
+        total = int(offsets[-1])
+        sets = []
+        for device, group in (("cpu", 1), ("cuda", width)):
+            out = np.empty(total, np.uint32)
+            btree.FILL(device, 24, tree, lo, hi, offsets, out, group=group, threads_per_block=32)
+            sets.append([sorted(out[offsets[i]:offsets[i + 1]]) for i in range(24)])
+        assert sets[0] == sets[1]
+    print("simulator agrees")
+""")
+
+
+def test_btree_group_kernels_agree_with_their_scalar_bodies_in_the_simulator() -> None:
+    tests = str(Path(__file__).parents[1])
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
+    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "simulator agrees" in res.stdout
+
+
+def test_an_operation_without_a_cooperative_body_runs_groups_of_one_only() -> None:
+    from numba.extending import register_jitable
+
+    @register_jitable
+    def double_item(i, x, out):
+        out[i] = 2 * x[i]
+
+    op = GroupKernel(double_item)
+    x = np.arange(5, dtype=np.int64)
+    out = np.zeros(5, np.int64)
+    op("cpu", 5, x, out, group=8)  # the CPU always runs the scalar body
+    assert out.tolist() == [0, 2, 4, 6, 8]
+    with pytest.raises(TypeError, match="no cooperative form"):
+        op.cooperative()
