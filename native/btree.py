@@ -155,28 +155,37 @@ def build_btree(sorted_keys: Any, sorted_rowids: Any, width: int, leaf_fill: flo
 
 # ---------------------------------------------------------------------- CPU twin
 @register_jitable
+def _first(keys, base, count, x, strict):
+    """The first slot ``i < count`` of the node at ``base`` whose key is ``>= x`` (``> x``
+    if ``strict``), or ``count``: a binary search over the node's sorted slots."""
+    lo = 0
+    hi = count
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        k = keys[base + mid]
+        if k < x or (strict and k == x):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@register_jitable
 def descend(t, x, strict):
     """(leaf, slot) of the first entry >= x (> x if ``strict``) in tree ``t`` (a
     :class:`TreeRecord`), or (-1, 0) if none."""
-    node = 0
+    node = np.int64(0)
     for level in range(t.n_levels):
         absolute = t.level_start[level] + node
         base = absolute * t.width
-        nxt = -1
-        for i in range(t.inner_count[absolute]):
-            piv = t.inner_keys[base + i]
-            if (piv > x) if strict else (piv >= x):
-                nxt = t.inner_child[base + i]
-                break
-        if nxt < 0:
-            return -1, 0
-        node = nxt
-    base = node * t.width
-    for i in range(t.leaf_count[node]):
-        k = t.leaf_keys[base + i]
-        if (k > x) if strict else (k >= x):
-            return node, i
-    return -1, 0
+        i = _first(t.inner_keys, base, np.int64(t.inner_count[absolute]), x, strict)
+        if i == t.inner_count[absolute]:
+            return np.int64(-1), np.int64(0)
+        node = np.int64(t.inner_child[base + i])
+    i = _first(t.leaf_keys, node * t.width, np.int64(t.leaf_count[node]), x, strict)
+    if i == t.leaf_count[node]:
+        return np.int64(-1), np.int64(0)
+    return node, i
 
 
 @register_jitable

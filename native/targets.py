@@ -112,9 +112,14 @@ def _numba_stream() -> Any:
 
 _CPU_TEMPLATE = """
 def {name}(n_items__, {args}):
-    for i in prange(n_items__):
+    for i in {loop}(n_items__):
         body(i, {args})
 """
+
+#: CPU calls with fewer items than this run serially: waking numba's thread pool costs tens
+#: of microseconds on an idle machine and milliseconds on a loaded one, more than a few
+#: thousand cheap items take on one core. Kernels with costly items lower it.
+SERIAL_BELOW = int(os.environ.get("INDEXZOO_CPU_SERIAL_BELOW", 1 << 15))
 
 _CUDA_TEMPLATE = """
 def {name}(n_items__, {args}):
@@ -212,7 +217,8 @@ def _body_function(body: Any) -> Callable[..., Any]:
 class Kernel:
     """``body(i, *args)`` for every ``i`` in ``range(n)``, on the CPU or the GPU."""
 
-    def __init__(self, body: Callable[..., Any], name: str | None = None):
+    def __init__(self, body: Callable[..., Any], name: str | None = None,
+                 serial_below: int | None = None):
         fn = _body_function(body)
         params = list(inspect.signature(fn).parameters)
         if not params:
@@ -220,6 +226,7 @@ class Kernel:
         self.body = body
         self.name = name or fn.__name__.removesuffix("_item")
         self.arg_names = params[1:]
+        self.serial_below = SERIAL_BELOW if serial_below is None else serial_below
         self._compiled: dict[str, Any] = {}
         self._fast: dict[tuple[Any, ...], _CupyLaunch | None] = {}
         self._lock = threading.Lock()
@@ -229,12 +236,14 @@ class Kernel:
 
     def _make(self, device: str) -> Any:
         args = ", ".join(self.arg_names)
-        if device == "cpu":
+        if device in ("cpu", "cpu-serial"):
             from numba import njit, prange
 
             namespace: dict[str, Any] = {"prange": prange, "body": self.body}
-            exec(_CPU_TEMPLATE.format(name=self.name, args=args), namespace)
-            return njit(parallel=True, nogil=True)(namespace[self.name])
+            serial = device == "cpu-serial"
+            exec(_CPU_TEMPLATE.format(name=self.name, args=args,
+                                      loop="range" if serial else "prange"), namespace)
+            return njit(parallel=not serial, nogil=True)(namespace[self.name])
         from numba import cuda
 
         namespace = {"cuda": cuda, "body": self.body}
@@ -260,10 +269,13 @@ class Kernel:
             raise TypeError(f"{self!r} takes {len(self.arg_names)} arguments, got {len(args)}")
         if n <= 0:
             return
-        fn = self._get(device)
         if device == "cpu":
-            call_parallel(fn, n, *args)
+            if n < self.serial_below:
+                self._get("cpu-serial")(n, *args)
+            else:
+                call_parallel(self._get("cpu"), n, *args)
             return
+        fn = self._get(device)
         blocks = (n + threads_per_block - 1) // threads_per_block
         launch_cuda(self, fn, blocks, threads_per_block, (n, *args))
 

@@ -5,11 +5,13 @@ every configuration of the paper.
 
 Paper -> code
 -------------
-* §2.1 build: one primitive per key, primitive index = rowID (:mod:`.scene`), a GAS over them
-  (``build_gas``; OptiX's ``optixAccelBuild``).
-* §3.2 key modes, Table 1: :mod:`.keys` (naive, extended with C = 0x3F000000 and nextafter gaps,
-  3D with a configurable x/y/z split, default 23/23/18).
-* §3.3 rays, Table 2, and §3.2's one ray per high part for 3D ranges: :mod:`.rays`.
+* §2.1 build: one primitive per key, primitive index = rowID
+  (:mod:`indexzoo.native.rt.keyprims`), a GAS over them (``build_gas``; OptiX's
+  ``optixAccelBuild``).
+* §3.2 key modes, Table 1: :mod:`indexzoo.native.rt.keymap` (naive, extended with
+  C = 0x3F000000 and nextafter gaps, 3D with a configurable x/y/z split, default 23/23/18).
+* §3.3 rays, Table 2, and §3.2's one ray per high part for 3D ranges: :mod:`.rays` (the rays
+  themselves: :mod:`indexzoo.native.rt.keyrays`).
 * §3.5 primitives: triangles (the artifact's triangle around the key's point), spheres
   (r = 0.25), AABBs with an intersection program comparing the stored integer key exactly
   (:mod:`.programs`). Stored as OptiX stores them, or (``geometry="generated"``, an engine
@@ -66,7 +68,7 @@ Decisions where the paper is silent or ambiguous
   ray, r^2 = 1/16 vanishes in the rounding of ``|o - centre|^2`` and the entry can land up to
   about 0.3 off, past a 0.25-wide gap: without the check the next key beyond a long range's end
   was counted (seen in the conformance suite). Triangles and AABBs hit exactly (see
-  ``scene.py``, ``programs.py``) and are not checked.
+  ``indexzoo.native.rt.keyprims``, ``programs.py``) and are not checked.
 * ``compact`` is the engine's: compact=False keeps the BVH's worst-case node buffer (what a
   builder reserves before it knows the tree's shape, like ``optixAccelComputeMemoryUsage``),
   compact=True cuts it to the used records (``optixAccelCompact``); memory_footprint reports the
@@ -88,13 +90,13 @@ import numpy as np
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.devices import to_numpy
 from indexzoo.native.rt import query
+from indexzoo.native.rt.keymap import KeyCoder
+from indexzoo.native.rt.keyprims import KIND, SPHERE_RADIUS, geometry_function, primitives
 from indexzoo.native.rt.trace import Gas, build_gas
 
-from .keys import KeyCoder
 from .params import RxParams
 from .programs import PROGRAMS
 from .rays import Plan, perpendicular_plan, range_plan
-from .scene import KIND, SPHERE_RADIUS, geometry_function, primitives
 
 __all__ = ["RxIndex", "RxState"]
 

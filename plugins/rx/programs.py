@@ -24,12 +24,12 @@ exact functions of the bounds (``rays.py``), so the inverse is exact too.
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 from numba.extending import register_jitable
 
+from indexzoo.native.rt.keymap import point_of_x, x_of_gap_above, x_of_gap_below, x_of_point
 from indexzoo.native.rt.query import NO_MATCH, QueryPrograms
 
 __all__ = ["PROGRAMS", "RxRecord", "rx_intersect", "rx_match"]
@@ -54,56 +54,6 @@ def rx_match(ray, inst, prim, t, front, params):
         if key < params.ray_lo[ray] or key > params.ray_hi[ray]:
             return NO_MATCH
     return np.int64(prim)
-
-
-# ------------------------------------------------------------------------------ decoding
-_C = 0x3F000000  # keys.EXTENDED_OFFSET
-
-
-@register_jitable
-def float_bits(f):
-    """The IEEE bit pattern of a positive, normal float32 ``f`` (uint64)."""
-    m, e = math.frexp(np.float64(f))  # f = m 2^e, 0.5 <= m < 1: m has 24 significant bits
-    return np.uint64(e + 126) * np.uint64(1 << 23) + np.uint64(m * 16777216.0) - np.uint64(1 << 23)
-
-
-@register_jitable
-def bits_float(bits):
-    """The float32 with the (positive, normal) bit pattern ``bits``."""
-    b = np.uint64(bits)
-    mant = b & np.uint64((1 << 23) - 1)
-    exp = np.int64(b >> np.uint64(23))
-    return np.float32(math.ldexp(np.float64(mant + np.uint64(1 << 23)), np.int32(exp - 150)))
-
-
-@register_jitable
-def x_of_gap_above(g, x_kind):
-    """The x part whose gap below is ``g`` (the first x a ray starting at ``g`` can meet)."""
-    if x_kind == 1:
-        return (float_bits(g) + np.uint64(1) - np.uint64(_C)) >> np.uint64(1)
-    return np.uint64(g + np.float32(0.5))
-
-
-@register_jitable
-def x_of_gap_below(g, x_kind):
-    """The x part whose gap above is ``g`` (the last x a ray ending at ``g`` can meet)."""
-    if x_kind == 1:
-        return (float_bits(g) - np.uint64(1) - np.uint64(_C)) >> np.uint64(1)
-    return np.uint64(g - np.float32(0.5))
-
-
-@register_jitable
-def x_of_point(f, x_kind):
-    if x_kind == 1:
-        return (float_bits(f) - np.uint64(_C)) >> np.uint64(1)
-    return np.uint64(f)
-
-
-@register_jitable
-def point_of_x(x, x_kind):
-    if x_kind == 1:
-        return bits_float(x * np.uint64(2) + np.uint64(_C))
-    return np.float32(x)
 
 
 @register_jitable

@@ -7,15 +7,7 @@ on demand, so a batch is traced in launches of at most ``max_rays`` rays whateve
 span, with array operations only (NumPy or CuPy); one perpendicular ray per point lookup is
 made inside the kernel from the lookup key.
 
-Rays (t is measured along the unit direction; a hit needs tmin < t < tmax):
-
-==================  =====================  ==========  ============  =====================
-ray                 origin                 direction   tmin          tmax
-==================  =====================  ==========  ============  =====================
-perpendicular       (X(x), y, z - 0.5)     (0, 0, 1)   0             1
-offset (Q5)         (gap below lo, y, z)   (1, 0, 0)   0             gap above hi - origin
-zero (Q6)           (0, y, z)              (1, 0, 0)   gap below lo  gap above hi
-==================  =====================  ==========  ============  =====================
+The rays themselves (perpendicular, offset, zero) are :mod:`indexzoo.native.rt.keyrays`'s.
 
 A range ``[lo, hi]`` casts one ray along x per high part ``h`` between ``lo``'s and ``hi``'s
 [§3.2]: from ``lo``'s x part (or 0) to ``hi``'s x part (or the last x) on the line
@@ -34,11 +26,12 @@ from typing import Any
 import numpy as np
 
 from indexzoo.devices import xp_of
+from indexzoo.native.rt.keymap import KeyCoder
+from indexzoo.native.rt.keyprims import perpendicular_raygen
+from indexzoo.native.rt.keyrays import perpendicular_rays, row_rays
 from indexzoo.native.rt.query import Generated, RayBatch, Rays
 
-from .keys import KeyCoder
 from .programs import RxRecord
-from .scene import perpendicular_raygen
 
 __all__ = ["Plan", "perpendicular_plan", "range_plan"]
 
@@ -92,36 +85,19 @@ class Plan(RayBatch):
                         ray_lo, ray_hi, np.bool_(self.confirm))
 
     def _perpendicular(self, owner: Any) -> Rays:
-        xp = xp_of(owner)
-        x, y, z = self.coder.points(self.a[owner])
-        r = owner.shape[0]
-        o = xp.stack([x, y, z - np.float32(0.5)], axis=1)
-        d = xp.zeros((r, 3), dtype=np.float32)
-        d[:, 2] = 1
-        return Rays(o, d, xp.zeros(r, np.float32), xp.ones(r, np.float32))
+        return perpendicular_rays(self.coder, self.a[owner])
 
     def _ranges(self, owner: Any, s: int) -> Rays:
         xp = xp_of(owner)
         c = self.coder
-        r = owner.shape[0]
-        j = self.first[owner] + (xp.arange(s, s + r, dtype=np.int64) - self.starts[owner])
+        j = self.first[owner] + (xp.arange(s, s + owner.shape[0], dtype=np.int64)
+                                 - self.starts[owner])
         h = self.highs[j]
         xlo, hlo = c.parts(self.a[owner])
         xhi, hhi = c.parts(self.b[owner])
         x0 = xp.where(h == hlo, xlo, _U64(0))
         x1 = xp.where(h == hhi, xhi, _U64(c.x_max))
-        start, _ = c.x_gaps(x0)
-        _, end = c.x_gaps(x1)
-        y, z = c.yz(h)
-        d = xp.zeros((r, 3), dtype=np.float32)
-        d[:, 0] = 1
-        if self.zero:
-            o = xp.stack([xp.zeros(r, np.float32), y, z], axis=1)
-            return Rays(o, d, start, end)
-        o = xp.stack([start, y, z], axis=1)
-        # end - start is exact: both are multiples of 0.5 below 2^23 (offsets are ruled out
-        # in extended mode, where it would not be)
-        return Rays(o, d, xp.zeros(r, np.float32), end - start)
+        return row_rays(c, h, x0, x1, self.zero)
 
 
 def _starts(counts: Any) -> Any:

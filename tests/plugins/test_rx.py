@@ -22,9 +22,9 @@ from helpers import assert_identical, assert_matches, reference, rowid_sets
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError, InvalidInput
 from indexzoo.conformance import ConformanceSuite
+from indexzoo.native.rt.keymap import KeyCoder
 from indexzoo.plugins.rx import PRESETS, RxIndex
 from indexzoo.plugins.rx.index import RxState
-from indexzoo.plugins.rx.keys import KeyCoder
 from indexzoo.plugins.rx.rays import range_plan
 
 LIMIT = {"naive": 1 << 23, "extended": 1 << 29}

@@ -1,4 +1,5 @@
-"""How a key becomes coordinates in the scene (paper §3.2, Table 1) and which keys a mode holds.
+"""How a key becomes coordinates in a ray-tracing scene (RX, paper §3.2, Table 1) and which keys
+a mode holds: the key-to-coordinate map every RT index of the RX family shares.
 
 Every mode is described the same way: a key ``k`` (uint64; uint32 keys are zero-padded) splits
 into an **x part** (its low ``x_bits``) and a **high part** ``h = k >> x_bits``, which splits into
@@ -19,21 +20,25 @@ in extended mode. ``y`` and ``z`` always use ``-+ 0.5``.
 
 A 3D split with ``y_bits`` or ``z_bits`` above 23 is allowed (e.g. the 2-bit toy split of the
 paper's Fig. 4), but then only keys whose y and z parts are below 2^23 are held. All array
-functions here run on NumPy or CuPy arrays alike.
+functions here run on NumPy or CuPy arrays alike; the device functions at the end (numba
+``register_jitable``) decode coordinates back to key parts inside programs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba.extending import register_jitable
 
 from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
 
-__all__ = ["EXTENDED_OFFSET", "PART_LIMIT", "X_BITCAST", "X_LINEAR", "KeyCoder"]
+__all__ = ["EXTENDED_OFFSET", "PART_LIMIT", "X_BITCAST", "X_LINEAR", "KeyCoder", "bits_float",
+           "float_bits", "point_of_x", "x_of_gap_above", "x_of_gap_below", "x_of_point"]
 
 #: A coordinate part must be below 2^23 so that part +- 0.5 is exact in float32 [§3.2].
 PART_LIMIT = 1 << 23
@@ -163,3 +168,50 @@ class KeyCoder:
     @staticmethod
     def _bitcast(bits: Any) -> Any:
         return bits.astype(np.uint32).view(np.float32)
+
+
+# ------------------------------------------------------------------ device functions
+@register_jitable
+def float_bits(f):
+    """The IEEE bit pattern of a positive, normal float32 ``f`` (uint64)."""
+    m, e = math.frexp(np.float64(f))  # f = m 2^e, 0.5 <= m < 1: m has 24 significant bits
+    return np.uint64(e + 126) * np.uint64(1 << 23) + np.uint64(m * 16777216.0) - np.uint64(1 << 23)
+
+
+@register_jitable
+def bits_float(bits):
+    """The float32 with the (positive, normal) bit pattern ``bits``."""
+    b = np.uint64(bits)
+    mant = b & np.uint64((1 << 23) - 1)
+    exp = np.int64(b >> np.uint64(23))
+    return np.float32(math.ldexp(np.float64(mant + np.uint64(1 << 23)), np.int32(exp - 150)))
+
+
+@register_jitable
+def x_of_gap_above(g, x_kind):
+    """The x part whose gap below is ``g`` (the first x a ray starting at ``g`` can meet)."""
+    if x_kind == 1:
+        return (float_bits(g) + np.uint64(1) - np.uint64(EXTENDED_OFFSET)) >> np.uint64(1)
+    return np.uint64(g + np.float32(0.5))
+
+
+@register_jitable
+def x_of_gap_below(g, x_kind):
+    """The x part whose gap above is ``g`` (the last x a ray ending at ``g`` can meet)."""
+    if x_kind == 1:
+        return (float_bits(g) - np.uint64(1) - np.uint64(EXTENDED_OFFSET)) >> np.uint64(1)
+    return np.uint64(g - np.float32(0.5))
+
+
+@register_jitable
+def x_of_point(f, x_kind):
+    if x_kind == 1:
+        return (float_bits(f) - np.uint64(EXTENDED_OFFSET)) >> np.uint64(1)
+    return np.uint64(f)
+
+
+@register_jitable
+def point_of_x(x, x_kind):
+    if x_kind == 1:
+        return bits_float(x * np.uint64(2) + np.uint64(EXTENDED_OFFSET))
+    return np.float32(x)

@@ -1,5 +1,6 @@
-"""The scene: one primitive per key (paper §2.1, §3.5), in rowID order (primitive index =
-rowID, as OptiX's vertex buffer position is in the paper).
+"""Keys as primitives (RX, paper §2.1, §3.5), shared by the RT indexes of the RX family: one
+primitive per key, in the order of the key array given (RX: rowID order, so primitive index =
+rowID, as OptiX's vertex buffer position is in the paper; sorted indexes: sorted order).
 
 * **triangle** (default): the authors' artifact triangle around the key's point c with
   e = 0.5 (in x: the gap floats of extended mode): ``(x-e, y+e, z-e), (x-e, y-e, z-e),
@@ -26,10 +27,9 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt import geometry as geo
 
-from .keys import EXTENDED_OFFSET, KeyCoder
-from .programs import bits_float
+from . import geometry as geo
+from .keymap import EXTENDED_OFFSET, KeyCoder, bits_float
 
 __all__ = ["KIND", "SPHERE_RADIUS", "geometry_function", "perpendicular_raygen", "point_function",
            "primitives"]
