@@ -1,23 +1,45 @@
-"""Open addressing with windows of G slots and double hashing, as in WarpCore: the hash
-function, the probing scheme, and the CPU twin of the cooperative GPU kernels.
+"""Open addressing with windows of G slots and double hashing, in the style of WarpCore: the
+hash function, the probing scheme, the multi-value layout, and the CPU twin of the cooperative
+GPU kernels (:mod:`indexzoo.native.hashing_cuda`).
 
 Table: ``n_windows`` windows of ``group`` slots; slot ``s`` holds a key at ``tkeys[s * stride]``
-and its value (a rowID) at ``tvals[s * stride]``. SoA: two arrays, stride 1. AoS: one array of
-(key, value) pairs, ``tkeys = table`` and ``tvals = table[1:]``, stride 2. An empty slot holds
-``empty`` (the key dtype's maximum); keys equal to it are kept out of band by the caller.
+and its value word at ``tvals[s * stride]``. SoA: two arrays, stride 1. AoS: one array of
+(key, value word) pairs, ``tkeys = table`` and ``tvals = table[1:]``, stride 2. An empty slot
+holds ``empty`` (the key dtype's maximum); keys equal to it are kept out of band by the caller.
+
+Multi-value layout: the table holds each distinct key once. The value word of a key with one
+row is that rowID; the value word of a key with ``m > 1`` rows is ``flag + off`` (``flag`` is the
+top bit of the value word's dtype, every rowID lies below it), and its rows form a run of the
+overflow array: ``overflow[off + RUN_COUNT] = m``, ``overflow[off + RUN_ROWS + j]`` its rowIDs
+(in rowID order on the CPU, in any order on the GPU). A table without multi keys has an empty
+overflow array, which lets ``count`` answer a hit without reading the value word.
 
 Probing: ``h = fmix64(k)``; the first window is ``(h >> 32) * n_windows >> 32``, the step
 ``1 + (h & 0xffffffff) * (n_windows - 1) >> 32`` (both in ``[0, n_windows)`` without a modulo);
-``n_windows`` is prime (and below 2^32), so every step visits every window. Inserts take the
-first empty slot (lowest lane first) along the sequence; a key's pairs therefore all lie before
-the first window that still has an empty slot, and lookups stop there.
+``n_windows`` is prime (and below 2^32), so every step visits every window. A key lies in the
+first window of its sequence that had an empty slot when its first pair came (lowest empty
+lane first); lookups stop at the window holding the key or at the first window with an empty
+slot (a miss).
 
-The CPU twin visits windows in the same order and lanes in lane order, so it answers exactly
-like the GPU kernels on the same table (the GPU build may place duplicates of a key in another
-order than the sequential CPU build; sets of rowIDs, counts and sums do not change).
+Build, in two passes over the (key, rowID) pairs (:func:`insert_or_count_cpu`,
+:func:`place_rows_cpu`; the index drives them, see ``plugins/warpcore_hash``):
+
+1. insert-or-count: a pair whose key is in the table adds 1 to ``counts[slot]`` (the copies
+   beyond the first); otherwise it claims the lowest empty slot of the window and stores its
+   rowID as the value word. Unique keys never touch ``counts``.
+2. only when some count is non-zero, after the caller has turned the value words of multi keys
+   into flagged run offsets with ``overflow[off] = 0``: every pair finds its key again and, for
+   a multi key, appends its rowID to the run (``overflow[off]`` counts back up to ``m``).
+
+The CPU twin visits windows in the same order and lanes in lane order, so its lookups answer
+exactly like the GPU kernels on the same table (the GPU build may put a key in another lane and
+the rows of a run in another order than the sequential CPU build; sets of rowIDs, counts and
+sums do not change).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -25,11 +47,26 @@ from numba.extending import register_jitable
 
 from .targets import Kernel
 
-__all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM", "build_cpu", "fmix64", "next_prime",
-           "probe_start"]
+__all__ = ["COUNT", "FILL", "FIND_ROWID", "NO_SLOT", "RUN_COUNT", "RUN_ROWS", "SUM", "find_slot",
+           "fmix64", "insert_or_count_cpu", "next_prime", "next_window", "place_rows_cpu",
+           "probe_start", "value_flag"]
+
+#: What :func:`find_slot` returns for a key that is not in the table.
+NO_SLOT = -1
+#: Position of a run's row count, relative to its offset in the overflow array.
+RUN_COUNT = 0
+#: Position of a run's first rowID, relative to its offset in the overflow array.
+RUN_ROWS = 1
+
+
+def value_flag(dtype: Any) -> np.integer:
+    """The flag of value words of ``dtype`` that point into the overflow array: the top bit."""
+    dt = np.dtype(dtype)
+    return dt.type(1 << (8 * dt.itemsize - 1))
+
 
 @register_jitable
-def fmix64(x):  # type: ignore[no-untyped-def]
+def fmix64(x):
     """MurmurHash3's 64-bit finaliser: a bijective mixer of uint64."""
     x = np.uint64(x)
     x ^= x >> np.uint64(33)
@@ -41,7 +78,7 @@ def fmix64(x):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def probe_start(key, n_windows):  # type: ignore[no-untyped-def]
+def probe_start(key, n_windows):
     """(first window, step) of ``key``'s probe sequence, both int64.
 
     One fmix64; its upper 32 bits pick the first window and its lower 32 bits the step, each
@@ -57,7 +94,7 @@ def probe_start(key, n_windows):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def next_window(w, s, n_windows):  # type: ignore[no-untyped-def]
+def next_window(w, s, n_windows):
     w += s
     if w >= n_windows:
         w -= n_windows
@@ -93,116 +130,168 @@ def next_prime(x: int) -> int:
     return n
 
 
+# ---------------------------------------------------------------------- probing
+@register_jitable
+def probe(tkeys, stride, x, n_windows, group, empty):
+    """(element index of ``x``'s slot or NO_SLOT, windows probed): the windows of ``x``'s
+    sequence until one holds ``x`` (in any lane) or has an empty slot."""
+    w, s = probe_start(x, n_windows)
+    windows = 0
+    while True:
+        windows += 1
+        base = w * group
+        saw_empty = False
+        for lane in range(group):
+            idx = (base + lane) * stride
+            k = tkeys[idx]
+            if k == x:
+                return idx, windows
+            if k == empty:
+                saw_empty = True
+        if saw_empty:
+            return NO_SLOT, windows
+        w = next_window(w, s, n_windows)
+
+
+@register_jitable
+def find_slot(tkeys, stride, x, n_windows, group, empty):
+    """Element index of ``x``'s slot in ``tkeys``/``tvals``, or NO_SLOT."""
+    idx, _ = probe(tkeys, stride, x, n_windows, group, empty)
+    return idx
+
+
+@register_jitable
+def row_value(r, values, use_values):
+    """What ``sum`` adds for rowID ``r``: ``values[r]``, or ``r`` itself without values."""
+    return values[np.int64(r)] if use_values else np.uint64(r)
+
+
 # ---------------------------------------------------------------------- CPU build
 @njit(nogil=True, cache=True)
-def build_cpu(tkeys, tvals, stride, keys, rowids, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    """Insert (keys[i], rowids[i]) one after another: the sequential twin of the GPU build."""
+def insert_or_count_cpu(tkeys, tvals, stride, counts, keys, vals, n_windows, group, empty):
+    """Build pass 1, sequentially (the twin of ``hashing_cuda.INSERT``): for each pair, add 1
+    to ``counts[slot]`` when its key is in the table, else store the key in the lowest empty
+    slot of the first window with one and ``vals[i]`` as its value word. Returns the windows
+    probed."""
+    probes = 0
     for i in range(keys.shape[0]):
         k = keys[i]
         w, s = probe_start(k, n_windows)
-        placed = False
-        while not placed:
+        while True:
+            probes += 1
             base = w * group
+            free = NO_SLOT
+            found = NO_SLOT
             for lane in range(group):
-                idx = (base + lane) * stride
-                if tkeys[idx] == empty:
-                    tkeys[idx] = k
-                    tvals[idx] = rowids[i]
-                    placed = True
+                cur = tkeys[(base + lane) * stride]
+                if cur == k:
+                    found = base + lane
                     break
+                if cur == empty and free == NO_SLOT:
+                    free = base + lane
+            if found != NO_SLOT:
+                counts[found] += 1
+                break
+            if free != NO_SLOT:
+                tkeys[free * stride] = k
+                tvals[free * stride] = vals[i]
+                break
             w = next_window(w, s, n_windows)
+    return probes
+
+
+@njit(nogil=True, cache=True)
+def place_rows_cpu(tkeys, tvals, stride, overflow, flag, keys, rowids, n_windows, group, empty):
+    """Build pass 2, sequentially (the twin of ``hashing_cuda.PLACE``): append each pair's
+    rowID to its key's overflow run when the key has several rows; pairs in rowID order give
+    runs in rowID order. Every key must be in the table. Returns the windows probed."""
+    probes = 0
+    for i in range(keys.shape[0]):
+        idx, windows = probe(tkeys, stride, keys[i], n_windows, group, empty)
+        probes += windows
+        v = tvals[idx]
+        if v >= flag:
+            off = np.int64(v - flag)
+            pos = np.int64(overflow[off + RUN_COUNT])
+            overflow[off + RUN_ROWS + pos] = rowids[i]
+            overflow[off + RUN_COUNT] = pos + 1
+    return probes
 
 
 # ---------------------------------------------------------------------- CPU lookups
 @register_jitable
-def find_rowid_item(i, tkeys, tvals, stride, q, out, n_windows, group, empty, miss):  # type: ignore[no-untyped-def]
+def find_rowid_item(i, tkeys, tvals, stride, overflow, flag, q, out, n_windows, group, empty,
+                    miss):
+    """The key's single rowID or the first of its run; ``miss`` without a match."""
     x = q[i]
     out[i] = miss
     if x == empty:
         return
-    w, s = probe_start(x, n_windows)
-    while True:
-        base = w * group
-        saw_empty = False
-        for lane in range(group):
-            idx = (base + lane) * stride
-            k = tkeys[idx]
-            if k == x:
-                out[i] = tvals[idx]
-                return
-            if k == empty:
-                saw_empty = True
-        if saw_empty:
-            return
-        w = next_window(w, s, n_windows)
+    idx = find_slot(tkeys, stride, x, n_windows, group, empty)
+    if idx == NO_SLOT:
+        return
+    v = tvals[idx]
+    if v >= flag:
+        out[i] = overflow[np.int64(v - flag) + RUN_ROWS]
+    else:
+        out[i] = v
 
 
 @register_jitable
-def count_item(i, tkeys, stride, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
+def count_item(i, tkeys, tvals, stride, overflow, flag, q, out, n_windows, group, empty):
+    """Rows of the key: 0, 1, or its run's count (the value word is read only when the table
+    has multi keys at all)."""
     x = q[i]
-    c = 0
+    c = np.int64(0)
     if x != empty:
-        w, s = probe_start(x, n_windows)
-        while True:
-            base = w * group
-            saw_empty = False
-            for lane in range(group):
-                k = tkeys[(base + lane) * stride]
-                if k == x:
-                    c += 1
-                elif k == empty:
-                    saw_empty = True
-            if saw_empty:
-                break
-            w = next_window(w, s, n_windows)
+        idx = find_slot(tkeys, stride, x, n_windows, group, empty)
+        if idx != NO_SLOT:
+            c = np.int64(1)
+            if overflow.shape[0] != 0:
+                v = tvals[idx]
+                if v >= flag:
+                    c = np.int64(overflow[np.int64(v - flag) + RUN_COUNT])
     out[i] = c
 
 
 @register_jitable
-def sum_item(i, tkeys, tvals, stride, values, use_values, q, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
-    """Sum of ``values[rowid]`` over the matches (of the rowIDs unless ``use_values``)."""
+def sum_item(i, tkeys, tvals, stride, overflow, flag, values, use_values, q, out, n_windows,
+             group, empty):
+    """Sum of ``values[rowid]`` over the key's rows (of the rowIDs unless ``use_values``),
+    wrapping uint64."""
     x = q[i]
     acc = np.uint64(0)
     if x != empty:
-        w, s = probe_start(x, n_windows)
-        while True:
-            base = w * group
-            saw_empty = False
-            for lane in range(group):
-                idx = (base + lane) * stride
-                k = tkeys[idx]
-                if k == x:
-                    r = tvals[idx]
-                    acc += values[np.int64(r)] if use_values else np.uint64(r)
-                elif k == empty:
-                    saw_empty = True
-            if saw_empty:
-                break
-            w = next_window(w, s, n_windows)
+        idx = find_slot(tkeys, stride, x, n_windows, group, empty)
+        if idx != NO_SLOT:
+            v = tvals[idx]
+            if v >= flag:
+                off = np.int64(v - flag)
+                for j in range(np.int64(overflow[off + RUN_COUNT])):
+                    acc += row_value(overflow[off + RUN_ROWS + j], values, use_values)
+            else:
+                acc = row_value(v, values, use_values)
     out[i] = acc
 
 
 @register_jitable
-def fill_item(i, tkeys, tvals, stride, q, offsets, out, n_windows, group, empty):  # type: ignore[no-untyped-def]
+def fill_item(i, tkeys, tvals, stride, overflow, flag, q, offsets, out, n_windows, group,
+              empty):
+    """The key's rowIDs into ``out[offsets[i]:offsets[i + 1]]`` (sized by ``COUNT``)."""
     x = q[i]
     pos = offsets[i]
     if pos == offsets[i + 1] or x == empty:
         return
-    w, s = probe_start(x, n_windows)
-    while True:
-        base = w * group
-        saw_empty = False
-        for lane in range(group):
-            idx = (base + lane) * stride
-            k = tkeys[idx]
-            if k == x:
-                out[pos] = tvals[idx]
-                pos += 1
-            elif k == empty:
-                saw_empty = True
-        if saw_empty:
-            return
-        w = next_window(w, s, n_windows)
+    idx = find_slot(tkeys, stride, x, n_windows, group, empty)
+    if idx == NO_SLOT:
+        return
+    v = tvals[idx]
+    if v >= flag:
+        off = np.int64(v - flag)
+        for j in range(np.int64(overflow[off + RUN_COUNT])):
+            out[pos + j] = overflow[off + RUN_ROWS + j]
+    else:
+        out[pos] = v
 
 
 FIND_ROWID = Kernel(find_rowid_item)

@@ -7,19 +7,21 @@ Paper / WarpCore -> code
 * "Cooperative probing: a group of threads probes neighbouring slots" (group size 8 in both
   papers): ``group_size`` G in {1, 2, 4, 8, 16, 32}; a window of G slots is read by G adjacent
   threads, which vote with ``ballot_sync`` (:mod:`indexzoo.native.hashing_cuda`).
-* "Target load factor 0.8": ``load_factor``; the table has ``next_prime(n / (lf * G))``
-  windows, so the realised load factor is just under the target.
+* "Target load factor 0.8": ``load_factor``; the table has ``next_prime(k / (lf * G))``
+  windows for ``k`` pairs (or, after a move, distinct keys; see below), so the realised load
+  factor of unique keys is just under the target.
 * Windows advance by double hashing (:mod:`indexzoo.native.hashing`): MurmurHash3's fmix64;
   its upper half picks the first window, its lower half the step, both by multiply-shift range
   reduction; a prime number of windows makes every step visit all.
-* Multi-value: every (key, rowID) pair takes its own slot (like WarpCore's MultiValueHashTable),
-  so ``rowids`` returns all matches and ``count``/``sum`` are exact; a lookup stops at the first
-  window with an empty slot.
+* Multi-value: the table holds each distinct key once with one value word: the rowID of a key
+  with one row, or a flagged offset into an overflow array of runs (row count, then the rowIDs)
+  for a key with several. ``rowids`` returns all matches, ``count``/``sum`` are exact, and a
+  lookup stops at its key's slot.
 * Bulk build on the GPU: one group per pair, compare-and-swap on the lowest empty lane of the
-  window; a lost race moves to the next empty lane. On the CPU the twin inserts one pair after
-  another with the same probing order.
-* ``layout``: ``soa`` (keys and rowIDs in two arrays: a probe reads keys only and touches the
-  rowID of a match) or ``aos`` (WarpCore's (key, value) pairs in one array).
+  window; a lost race to the same key counts there, to another key moves to the next empty
+  lane. On the CPU the twin inserts one pair after another with the same probing order.
+* ``layout``: ``soa`` (keys and value words in two arrays: a probe reads keys only and touches
+  the value word of a match) or ``aos`` (WarpCore's (key, value) pairs in one array).
 
 Decisions where the papers are silent
 -------------------------------------
@@ -29,19 +31,42 @@ Decisions where the papers are silent
   the whole key domain works. No deletions, hence no tombstone.
 * [AMBIG] The papers give no hash function: fmix64 (documented, bijective), split into the
   start (upper 32 bits) and the step (lower 32 bits).
-* [AMBIG] WarpCore's single-value table "cannot hold duplicates"; the paper does not say how HT
-  ran its multiplicity experiment. This plugin stores each pair, so heavy duplicates cost
-  probing proportional to the multiplicity (each copy sits one slot further along the sequence).
-* ``rowid`` returns the match in the lowest lane of the first window with a match; on the GPU
-  the build's races decide which duplicate that is, so it may differ from the CPU twin's (any
-  matching rowID is allowed); counts, sums and rowID sets are identical.
+* [AMBIG] Duplicates: WarpCore's single-value table "cannot hold duplicates", its multi-value
+  tables store a key per value or bucket lists; the paper does not say how HT ran its
+  multiplicity experiment. Here each distinct key takes one slot and its rows go to a run of
+  the overflow array, built in two linear passes: (1) insert-or-count (a temporary per-slot
+  count of the copies beyond the first; a key's first pair stores its rowID as the value
+  word), then, only if some count is non-zero, run offsets by an exclusive scan of the multi
+  slots and (2) a second pass that appends every row of a multi key to its run. A build probes
+  O(n) windows whatever the multiplicities (the previous layout, one slot per pair, walked
+  copy j of a key past the j - 1 before it: quadratic in the multiplicity). Unique keys pay one
+  insert pass plus a max-reduction over the counts.
+* [AMBIG] The flag of a value word is its top bit. Value words are uint32 while every rowID and
+  every run offset fit below 2^31: runs take at most ``n + n // 2`` words (``m + 1`` per key
+  with ``m >= 2`` rows), so up to ``n + n // 2 <= 2^31``; above that (and with the uint64
+  rowIDs of ``n >= 2^32 - 1``) they are uint64, the one size up the flag needs. The overflow
+  array holds rowIDs and row counts, in the rowID dtype.
+* [AMBIG] The per-slot counts are of the rowID dtype, not int32 (2^31 equal keys would overflow
+  it), and count the copies beyond a key's first pair, so unique keys never touch them (no
+  extra atomic in the unique-key build); the array is freed after the build and counted in its
+  peak.
+* [AMBIG] Table size: pass 1 must size the table before the distinct keys are known, for n
+  pairs as before. When the keys' mean multiplicity is at least ``REHASH_MIN_MULTIPLICITY``
+  (2), the distinct keys (with their value words) are inserted again into a table sized for
+  them at the target load factor and the pass-1 table is freed, so heavy duplicates give a
+  small table (a bool column: 2 windows) instead of one sized for every row; below that the
+  pass-1 table stays, at a realised load factor between lf / 2 and lf.
+* ``rowid`` returns a key's single rowID or the first of its run: on the CPU the smallest
+  (runs are in rowID order), on the GPU the row whose pair pass 2 appended first (any matching
+  rowID is allowed); counts, sums and rowID sets are identical.
 * Range lookups raise ``Unsupported`` (a hash table has no order).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 from pydantic import Field
@@ -49,9 +74,19 @@ from pydantic import Field
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
-from indexzoo.native.targets import KernelParams, values_arg
+from indexzoo.native.targets import DEFAULT_THREADS_PER_BLOCK, KernelParams, values_arg
 
-__all__ = ["WarpcoreHashIndex"]
+__all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_table",
+           "next_prime_windows", "value_word_dtype"]
+
+#: After pass 1, the distinct keys move into a table sized for them when their mean
+#: multiplicity is at least this (the pass-1 table, sized for every pair, would be at most
+#: half as full as the target load factor).
+REHASH_MIN_MULTIPLICITY = 2
+#: uint32 value words serve while every rowID and run offset lies below their flag, 2^31.
+NARROW_VALUE_WORDS = 1 << 31
+#: Words of a run beyond its rows: the row count.
+RUN_HEADER = hashing.RUN_ROWS
 
 
 class WarpcoreHashParams(KernelParams):
@@ -62,25 +97,199 @@ class WarpcoreHashParams(KernelParams):
     )
     load_factor: float = Field(
         default=0.8, ge=0.05, le=0.95,
-        description="Target share of occupied slots; the table has n / load_factor slots.",
+        description="Target share of occupied slots: the table has keys / load_factor slots "
+                    "(pairs in the first build pass, distinct keys after a move).",
     )
     layout: Literal["soa", "aos"] = Field(
         default="soa",
-        description="soa: keys and rowIDs in two arrays; aos: (key, rowID) pairs in one array.",
+        description="soa: keys and value words in two arrays; aos: (key, value) pairs in one "
+                    "array.",
     )
+
+
+@dataclass(frozen=True, eq=False)
+class HashTable:
+    """A built table (see :mod:`indexzoo.native.hashing` for the layout)."""
+
+    tkeys: Any          # key slots (the whole aos array, read with stride 2)
+    tvals: Any          # value words (a view of the aos array from its second word)
+    table: Any          # the aos array, or None
+    stride: int
+    n_windows: int
+    group: int
+    empty: Any          # the empty-slot key (the key word dtype's maximum)
+    flag: Any           # value words >= flag are flag + offset of a run in ``overflow``
+    overflow: Any       # runs: row count, then the rowIDs; empty without multi keys
+    n_distinct: int     # keys in the table
+    probes: int | None  # windows the build probed (CPU; None on the GPU)
+    peak: int           # most bytes held at once by the build (table, counts, temporaries)
+
+    @property
+    def capacity(self) -> int:
+        return self.n_windows * self.group
+
+    def key_slots(self) -> Any:
+        """The key of each slot (a view)."""
+        return self.tkeys if self.table is None else self.table[0::2]
+
+    def value_slots(self) -> Any:
+        """The value word of each slot (a view)."""
+        return self.tvals if self.table is None else self.table[1::2]
+
+    def nbytes(self) -> int:
+        if self.table is not None:
+            return int(self.table.nbytes)
+        return int(self.tkeys.nbytes) + int(self.tvals.nbytes)
+
+    def lookup_args(self) -> tuple[Any, ...]:
+        """The leading arguments of the lookup kernels."""
+        return self.tkeys, self.tvals, self.stride, self.overflow, self.flag
+
+    def probe_args(self) -> tuple[Any, ...]:
+        """The trailing arguments of the lookup kernels."""
+        return self.n_windows, self.group, self.empty
+
+
+class BuildPasses(Protocol):
+    """The two build passes on one device: each returns the windows probed, or None."""
+
+    def insert(self, tab: HashTable, counts: Any, keys: Any, vals: Any) -> int | None: ...
+
+    def place(self, tab: HashTable, keys: Any, rowids: Any) -> int | None: ...
+
+
+class CpuPasses:
+    """The sequential CPU twins (:mod:`indexzoo.native.hashing`)."""
+
+    def insert(self, tab: HashTable, counts: Any, keys: Any, vals: Any) -> int | None:
+        return int(hashing.insert_or_count_cpu(tab.tkeys, tab.tvals, tab.stride, counts, keys,
+                                               vals, *tab.probe_args()))
+
+    def place(self, tab: HashTable, keys: Any, rowids: Any) -> int | None:
+        return int(hashing.place_rows_cpu(tab.tkeys, tab.tvals, tab.stride, tab.overflow,
+                                          tab.flag, keys, rowids, *tab.probe_args()))
+
+
+class CudaPasses:
+    """The cooperative GPU kernels (:mod:`indexzoo.native.hashing_cuda`), G threads a pair."""
+
+    def __init__(self, threads_per_block: int = DEFAULT_THREADS_PER_BLOCK):
+        self.threads_per_block = threads_per_block
+
+    def insert(self, tab: HashTable, counts: Any, keys: Any, vals: Any) -> int | None:
+        from indexzoo.native import hashing_cuda
+
+        hashing_cuda.INSERT("cuda", int(keys.shape[0]) * tab.group, tab.tkeys, tab.tvals,
+                            tab.stride, counts, keys, vals, *tab.probe_args(),
+                            threads_per_block=self.threads_per_block)
+        return None
+
+    def place(self, tab: HashTable, keys: Any, rowids: Any) -> int | None:
+        from indexzoo.native import hashing_cuda
+
+        hashing_cuda.PLACE("cuda", int(keys.shape[0]) * tab.group, tab.tkeys, tab.tvals,
+                           tab.stride, tab.overflow, tab.flag, keys, rowids, *tab.probe_args(),
+                           threads_per_block=self.threads_per_block)
+        return None
+
+
+def value_word_dtype(n: int, rowid_dtype: Any) -> np.dtype:
+    """uint32 value words while every rowID and run offset of ``n`` rows lies below the flag
+    bit 2^31 (runs take at most ``n + n // 2`` words), else uint64."""
+    narrow = np.dtype(rowid_dtype) == np.uint32 and n + n // 2 <= NARROW_VALUE_WORDS
+    return np.dtype(np.uint32 if narrow else np.uint64)
+
+
+def _empty_table(xp: Any, n_keys: int, load_factor: float, group: int, layout: str,
+                 key_dtype: np.dtype, word_dtype: np.dtype, overflow: Any) -> HashTable:
+    n_windows = next_prime_windows(n_keys, load_factor, group)
+    cap = n_windows * group
+    empty = key_dtype.type(np.iinfo(key_dtype).max)
+    if layout == "soa":
+        tkeys, tvals, table, stride = (xp.full(cap, empty, dtype=key_dtype),
+                                       xp.empty(cap, dtype=word_dtype), None, 1)
+    else:
+        table = xp.full(2 * cap, empty, dtype=key_dtype)
+        tkeys, tvals, stride = table, table[1:], 2
+    return HashTable(tkeys=tkeys, tvals=tvals, table=table, stride=stride, n_windows=n_windows,
+                     group=group, empty=empty, flag=hashing.value_flag(tvals.dtype),
+                     overflow=overflow, n_distinct=0, probes=None, peak=0)
+
+
+def _runs(xp: Any, extra: Any, dtype: np.dtype) -> tuple[Any, Any, Any]:
+    """(overflow array, run offset of each entry, which entries are multi keys) for keys with
+    ``extra`` rows beyond their first; ``overflow[offset] = 0`` for every run (pass 2 counts
+    back up)."""
+    multi = extra > 0
+    sizes = xp.where(multi, extra.astype(np.int64) + (1 + RUN_HEADER), 0)
+    starts = offsets_from_counts(sizes)
+    overflow = xp.empty(int(starts[-1]), dtype=dtype)
+    starts = starts[:-1]
+    overflow[starts[multi] + hashing.RUN_COUNT] = 0
+    return overflow, starts, multi
+
+
+def _add_probes(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+def build_table(xp: Any, keys: Any, rowids: Any, *, group: int, load_factor: float,
+                layout: str, word_dtype: Any, passes: BuildPasses) -> HashTable:
+    """The table of the pairs ``(keys[i], rowids[i])``: keys of the table's key dtype, none
+    equal to its maximum (the empty sentinel); rowIDs increasing; ``word_dtype`` the value
+    words' (for ``aos`` it must be the key dtype). Counts and overflow runs are of the rowID
+    dtype."""
+    key_dtype, word_dtype = np.dtype(keys.dtype), np.dtype(word_dtype)
+    count_dtype = np.dtype(rowids.dtype)
+    if layout == "aos" and word_dtype != key_dtype:
+        raise ValueError("aos tables hold keys and value words of one dtype")
+    m = int(keys.shape[0])
+    none = xp.empty(0, dtype=count_dtype)
+    tab = _empty_table(xp, m, load_factor, group, layout, key_dtype, word_dtype, none)
+    if m == 0:
+        return replace(tab, probes=0, peak=tab.nbytes())
+    # pass 1: insert or count
+    counts = xp.zeros(tab.capacity, dtype=count_dtype)
+    probes = passes.insert(tab, counts, keys, rowids)
+    peak = tab.nbytes() + int(counts.nbytes)
+    if int(counts.max()) == 0:  # unique keys: done
+        return replace(tab, n_distinct=m, probes=probes, peak=peak)
+    n_distinct = m - int(counts.sum(dtype=np.int64))
+    # nonzero() holds a bool mask of the slots; _runs() a flag, a size and an offset per entry
+    peak += tab.capacity
+    if n_distinct * REHASH_MIN_MULTIPLICITY <= m:
+        # the distinct keys with their first rowIDs and extra counts ...
+        slots = xp.nonzero(tab.key_slots() != tab.empty)[0]
+        dkeys, words, extra = tab.key_slots()[slots], tab.value_slots()[slots], counts[slots]
+        overflow, starts, multi = _runs(xp, extra, count_dtype)
+        words[multi] = starts[multi].astype(word_dtype) | tab.flag
+        held = int(dkeys.nbytes + words.nbytes + overflow.nbytes)
+        peak += held + int(slots.nbytes + extra.nbytes + multi.nbytes + 2 * starts.nbytes)
+        # ... into a table sized for them (the pass-1 table and counts are dropped first)
+        del tab, counts, slots, extra, starts, multi
+        tab = _empty_table(xp, n_distinct, load_factor, group, layout, key_dtype, word_dtype,
+                           overflow)
+        counts = xp.zeros(tab.capacity, dtype=count_dtype)
+        peak = max(peak, held + tab.nbytes() + int(counts.nbytes))
+        probes = _add_probes(probes, passes.insert(tab, counts, dkeys, words))
+    else:  # the pass-1 table stays: flag the value words of its multi slots
+        slots = xp.nonzero(counts)[0]
+        overflow, starts, _ = _runs(xp, counts[slots], count_dtype)
+        tab.value_slots()[slots] = starts.astype(word_dtype) | tab.flag
+        peak += int(overflow.nbytes + slots.nbytes * 4)  # slots, their counts, sizes, offsets
+        tab = replace(tab, overflow=overflow)
+    del counts
+    # pass 2: every row of a multi key into its run
+    probes = _add_probes(probes, passes.place(tab, keys, rowids))
+    return replace(tab, n_distinct=n_distinct, probes=probes, peak=peak)
 
 
 class WarpcoreHashState(BuildState):
     """One build of ``warpcore-hash``: the table and the out-of-band rows."""
 
-    tkeys: Any          # key slots (a strided view of ``table`` for the aos layout)
-    tvals: Any          # rowID slots
-    table: Any          # the aos array, or None
-    stride: int
+    ht: HashTable
     oob: Any            # rowIDs of the keys equal to the empty sentinel
-    empty: Any
-    n_windows: int
-    group: int
+    build_probes: int | None  # windows probed by the build (CPU only; None on the GPU)
     peak: int
 
 
@@ -101,73 +310,59 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
 
         return hashing_cuda, self.params.group_size
 
+    def _passes(self) -> BuildPasses:
+        if self.device == "cpu":
+            return CpuPasses()
+        return CudaPasses(self.params.threads_per_block)
+
     def _build(self, st: WarpcoreHashState, keys: Any) -> None:
         xp, n = st.xp, int(keys.shape[0])
         p = self.params
-        wide = keys.dtype == np.uint64 or (p.layout == "aos" and st.rowid_dtype == np.uint64)
-        tdtype = np.dtype(np.uint64 if wide else np.uint32)
-        empty = tdtype.type(np.iinfo(tdtype).max)
-        tkeys_in = keys.astype(tdtype, copy=False)
+        word_dtype = value_word_dtype(n, st.rowid_dtype)
+        key_dtype = np.dtype(np.uint64 if keys.dtype == np.uint64 else np.uint32)
+        if p.layout == "aos":  # one word size for keys and values
+            key_dtype = word_dtype = max(key_dtype, word_dtype, key=lambda d: d.itemsize)
+        tkeys_in = keys.astype(key_dtype, copy=False)
         rowids = xp.arange(n, dtype=st.rowid_dtype)
-        is_empty = tkeys_in == empty
-        n_oob = int(is_empty.sum())
-        if n_oob:
+        is_empty = tkeys_in == key_dtype.type(np.iinfo(key_dtype).max)
+        temporaries = n * (st.rowid_dtype.itemsize + 1) + (
+            n * key_dtype.itemsize if tkeys_in is not keys else 0)
+        if int(is_empty.sum()):
             st.oob = rowids[is_empty]
             inside = ~is_empty
             tkeys_in, rowids = tkeys_in[inside], rowids[inside]
+            temporaries += int(tkeys_in.nbytes + rowids.nbytes) + n
         else:
             st.oob = rowids[:0]
-        m = int(tkeys_in.shape[0])
-        g = p.group_size
-        n_windows = next_prime_windows(m, p.load_factor, g)
-        cap = n_windows * g
-        if p.layout == "soa":
-            st.tkeys = xp.full(cap, empty, dtype=tdtype)
-            st.tvals = xp.empty(cap, dtype=st.rowid_dtype)
-            st.table = None
-            st.stride = 1
-        else:
-            st.table = xp.full(2 * cap, empty, dtype=tdtype)
-            st.tkeys, st.tvals = st.table, st.table[1:]
-            st.stride = 2
-        st.empty, st.n_windows, st.group = empty, n_windows, g
-        if m:
-            if self.device == "cpu":
-                hashing.build_cpu(st.tkeys, st.tvals, st.stride, tkeys_in, rowids,
-                                  n_windows, g, empty)
-            else:
-                from indexzoo.native import hashing_cuda
-
-                hashing_cuda.INSERT("cuda", m * g, st.tkeys, st.tvals, st.stride,
-                                    tkeys_in, rowids, n_windows, g, empty,
-                                    threads_per_block=p.threads_per_block)
-        table_bytes = sum(self._table_breakdown(st).values())
-        temporaries = n * (st.rowid_dtype.itemsize + 1) + (
-            n * tdtype.itemsize if tkeys_in is not keys else 0)
-        st.peak = table_bytes + int(st.oob.nbytes) + temporaries
+        st.ht = build_table(xp, tkeys_in, rowids, group=p.group_size,
+                            load_factor=p.load_factor, layout=p.layout, word_dtype=word_dtype,
+                            passes=self._passes())
+        st.build_probes = st.ht.probes
+        st.peak = temporaries + st.ht.peak + int(st.oob.nbytes)
 
     @staticmethod
     def _table_breakdown(st: WarpcoreHashState) -> dict[str, int]:
-        if st.table is not None:
-            return {"table": int(st.table.nbytes)}
-        return {"table_keys": int(st.tkeys.nbytes), "table_rowids": int(st.tvals.nbytes)}
+        ht = st.ht
+        if ht.table is not None:
+            return {"table": int(ht.table.nbytes)}
+        return {"table_keys": int(ht.tkeys.nbytes), "table_values": int(ht.tvals.nbytes)}
 
     def _footprint(self, st: WarpcoreHashState) -> Footprint:
-        return Footprint(breakdown={**self._table_breakdown(st), "out_of_band": int(st.oob.nbytes)},
+        return Footprint(breakdown={**self._table_breakdown(st),
+                                    "overflow": int(st.ht.overflow.nbytes),
+                                    "out_of_band": int(st.oob.nbytes)},
                          peak_build_bytes=st.peak)
 
     @property
     def capacity(self) -> int:
         """Slots in the table."""
-        st = self._live()
-        return st.n_windows * st.group
+        return self._live().ht.capacity
 
     @property
     def load_factor(self) -> float:
-        """Occupied share of the slots (after the build)."""
-        st = self._live()
-        cap = st.n_windows * st.group
-        return (st.n - int(st.oob.shape[0])) / cap if cap else 0.0
+        """Occupied share of the slots (distinct keys in the table / capacity)."""
+        ht = self._live().ht
+        return ht.n_distinct / ht.capacity if ht.capacity else 0.0
 
     # -------------------------------------------------------------- lookups
     def _launch(self, name: str, q: Any, *args: Any) -> None:
@@ -177,44 +372,41 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
                threads_per_block=self.params.threads_per_block)
 
     @staticmethod
-    def _table_args(st: WarpcoreHashState) -> tuple[Any, ...]:
-        return st.n_windows, st.group, st.empty
-
-    @staticmethod
     def _oob_mask(st: WarpcoreHashState, qt: Any) -> Any:
         """Lookups of the out-of-band key, or None when there are none to answer."""
         if not st.oob.shape[0]:
             return None
-        eq = qt == st.empty
+        eq = qt == st.ht.empty
         return eq if bool(eq.any()) else None
 
     def _point_rowid(self, st: WarpcoreHashState, q: Any) -> Any:
-        qt = q.astype(st.tkeys.dtype, copy=False)
+        ht = st.ht
+        qt = q.astype(ht.tkeys.dtype, copy=False)
         out = st.xp.empty(q.shape[0], dtype=st.rowid_dtype)
-        self._launch("FIND_ROWID", q, st.tkeys, st.tvals, st.stride, qt, out,
-                     *self._table_args(st), st.miss)
+        self._launch("FIND_ROWID", q, *ht.lookup_args(), qt, out, *ht.probe_args(), st.miss)
         eq = self._oob_mask(st, qt)
         if eq is not None:
             out[eq] = st.oob[0]
         return out
 
     def _counts(self, st: WarpcoreHashState, qt: Any, dtype: Any) -> Any:
+        ht = st.ht
         out = st.xp.empty(qt.shape[0], dtype=dtype)
-        self._launch("COUNT", qt, st.tkeys, st.stride, qt, out, *self._table_args(st))
+        self._launch("COUNT", qt, *ht.lookup_args(), qt, out, *ht.probe_args())
         eq = self._oob_mask(st, qt)
         if eq is not None:
             out[eq] = st.oob.shape[0]
         return out
 
     def _point_count(self, st: WarpcoreHashState, q: Any) -> Any:
-        return self._counts(st, q.astype(st.tkeys.dtype, copy=False), st.rowid_dtype)
+        return self._counts(st, q.astype(st.ht.tkeys.dtype, copy=False), st.rowid_dtype)
 
     def _point_sum(self, st: WarpcoreHashState, q: Any) -> Any:
-        qt = q.astype(st.tkeys.dtype, copy=False)
+        ht = st.ht
+        qt = q.astype(ht.tkeys.dtype, copy=False)
         out = st.xp.empty(q.shape[0], dtype=np.uint64)
         values, use_values = values_arg(st.values, st.xp)
-        self._launch("SUM", q, st.tkeys, st.tvals, st.stride, values, use_values, qt,
-                     out, *self._table_args(st))
+        self._launch("SUM", q, *ht.lookup_args(), values, use_values, qt, out, *ht.probe_args())
         eq = self._oob_mask(st, qt)
         if eq is not None:
             picked = st.oob.astype(np.uint64) if st.values is None else st.values[st.oob]
@@ -222,13 +414,12 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
         return out
 
     def _point_rowids(self, st: WarpcoreHashState, q: Any) -> tuple[Any, Any]:
-        xp = st.xp
-        qt = q.astype(st.tkeys.dtype, copy=False)
+        xp, ht = st.xp, st.ht
+        qt = q.astype(ht.tkeys.dtype, copy=False)
         offsets = offsets_from_counts(self._counts(st, qt, np.int64))
         out = xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            self._launch("FILL", q, st.tkeys, st.tvals, st.stride, qt, offsets, out,
-                         *self._table_args(st))
+            self._launch("FILL", q, *ht.lookup_args(), qt, offsets, out, *ht.probe_args())
         eq = self._oob_mask(st, qt)
         if eq is not None:
             starts = offsets[:-1][eq]
@@ -239,7 +430,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
 
 
 def next_prime_windows(n: int, load_factor: float, group: int) -> int:
-    """Windows for ``n`` pairs at ``load_factor``: the next prime >= n / (lf * G), at least 2,
+    """Windows for ``n`` keys at ``load_factor``: the next prime >= n / (lf * G), at least 2,
     and enough that at least one slot stays empty."""
     need = max(math.ceil(n / (load_factor * group)), 2)
     while need * group <= n:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 SCRIPT = textwrap.dedent("""
     import numpy as np
@@ -113,3 +114,142 @@ def test_ray_tracing_kernels_agree_between_njit_and_the_cuda_simulator() -> None
     """GAS (stored and generated), IAS, an any-hit program and a ray-generation launch through
     ``cuda.jit``."""
     _agrees_in_the_simulator(RT_SCRIPT)
+
+
+HASH_SCRIPT = textwrap.dedent('''
+    import collections
+    import time
+    import warnings
+
+    import cudasim_warp
+    import numpy as np
+    from numba import cuda
+    from numba.cuda.simulator import kernelapi
+
+    from indexzoo.native import hashing, hashing_cuda as hc
+    from indexzoo.native.csr import offsets_from_counts
+    from indexzoo.plugins.warpcore_hash.index import CudaPasses, build_table
+
+    warnings.filterwarnings("ignore", category=RuntimeWarning)  # uint64 wrap-around in Python
+    cudasim_warp.install()  # warp votes and shuffles
+    cuda.atomic = kernelapi.FakeCUDAAtomic()  # for the bodies' module-level `cuda`, too
+
+    # Widen the race window of the build's compare-and-swap, so that groups of one block lose
+    # races to their own key and to other keys (both must happen below).
+    RACES = collections.Counter()
+    plain_cas = kernelapi.FakeCUDAAtomic.cas
+
+    def racy_cas(self, array, index, old, val):
+        time.sleep(0.002)
+        got = plain_cas(self, array, index, old, val)
+        RACES["won" if got == old else "own key" if got == val else "other key"] += 1
+        return got
+
+    kernelapi.FakeCUDAAtomic.cas = racy_cas
+    TPB = 64
+
+    def device_views(tab):
+        if tab.table is not None:  # aos: both views of one device array
+            d = cuda.to_device(tab.table)
+            return d, d[1:], lambda: d.copy_to_host(tab.table)
+        dk, dv = cuda.to_device(tab.tkeys), cuda.to_device(tab.tvals)
+        return dk, dv, lambda: (dk.copy_to_host(tab.tkeys), dv.copy_to_host(tab.tvals))
+
+    class SimPasses(CudaPasses):  # the cooperative build kernels
+        def insert(self, tab, counts, keys, vals):
+            dk, dv, back = device_views(tab)
+            hc.INSERT("cuda", keys.shape[0] * tab.group, dk, dv, tab.stride, counts, keys, vals,
+                      *tab.probe_args(), threads_per_block=TPB)
+            back()
+
+        def place(self, tab, keys, rowids):
+            dk, dv, _ = device_views(tab)
+            hc.PLACE("cuda", keys.shape[0] * tab.group, dk, dv, tab.stride, tab.overflow,
+                     tab.flag, keys, rowids, *tab.probe_args(), threads_per_block=TPB)
+
+    class CpuTwin:  # the CPU twins' bodies run as Python (the plugin tests run them compiled)
+        def insert(self, tab, counts, keys, vals):
+            hashing.insert_or_count_cpu.py_func(tab.tkeys, tab.tvals, tab.stride, counts, keys,
+                                                vals, *tab.probe_args())
+
+        def place(self, tab, keys, rowids):
+            hashing.place_rows_cpu.py_func(tab.tkeys, tab.tvals, tab.stride, tab.overflow,
+                                           tab.flag, keys, rowids, *tab.probe_args())
+
+    def lookups(tab, mod, device, q, values, miss):
+        nq, head, tail = q.shape[0], (tab.stride, tab.overflow, tab.flag), tab.probe_args()
+        if device == "cuda":
+            tk, tv, _ = device_views(tab)
+            def run(kernel, *args):
+                kernel("cuda", nq * tab.group, tk, tv, *head, *args, threads_per_block=TPB)
+        else:
+            def run(kernel, *args):
+                for i in range(nq):
+                    kernel.body(i, tab.tkeys, tab.tvals, *head, *args)
+        rowid, count = np.empty(nq, np.uint32), np.empty(nq, np.int64)
+        run(mod.FIND_ROWID, q, rowid, *tail, miss)
+        run(mod.COUNT, q, count, *tail)
+        sums = []
+        for vals, use in ((values, np.bool_(True)), (values[:1], np.bool_(False))):
+            sums.append(np.empty(nq, np.uint64))
+            run(mod.SUM, vals, use, q, sums[-1], *tail)
+        offsets = offsets_from_counts(count)
+        rows = np.empty(int(offsets[-1]), np.uint32)
+        run(mod.FILL, q, offsets, rows, *tail)
+        return rowid, count, sums, [rows[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
+
+    rng = np.random.default_rng(11)
+
+    def rows(mult, unique):
+        return np.concatenate([np.repeat(rng.integers(0, 1 << 40, len(mult)), mult),
+                               rng.integers(0, 1 << 40, unique)])
+
+    # mean multiplicity below 2 (the pass-1 table stays) and above (the keys move to a table
+    # sized for them); runs shorter and longer than a group; G = 32 on fewer rows (slow here)
+    mixed, heavy = rows([2, 5, 31, 33, 1], 90), rows([70, 66, 2, 1], 0)
+    mixed32, heavy32 = rows([2, 33], 40), rows([33, 2, 1], 10)
+    cases = [(1, "soa", np.uint64, mixed), (4, "aos", np.uint32, heavy),
+             (8, "soa", np.uint32, heavy), (32, "aos", np.uint64, mixed32),
+             (1, "aos", np.uint64, heavy), (4, "soa", np.uint64, mixed),
+             (8, "aos", np.uint64, mixed), (32, "soa", np.uint32, heavy32)]
+    miss = np.uint32(2**32 - 1)
+    for case, (g, layout, dtype, base) in enumerate(cases):
+        keys = rng.permutation(base).astype(dtype)
+        n = keys.shape[0]
+        word = np.dtype(dtype) if layout == "aos" else np.dtype(np.uint32)
+        values = rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+        hits, misses = (24, 6) if g < 32 else (10, 3)
+        q = np.concatenate([rng.choice(keys, hits), rng.integers(0, 1 << 40, misses).astype(dtype),
+                            np.array([np.iinfo(dtype).max], dtype)])
+        tabs = [build_table(np, keys, np.arange(n, dtype=np.uint32), group=g, load_factor=0.8,
+                            layout=layout, word_dtype=word, passes=p)
+                for p in (CpuTwin(), SimPasses(TPB))]
+        mult = np.unique(keys, return_counts=True)[1]
+        for tab in tabs:
+            assert tab.n_distinct == mult.shape[0], case
+            assert tab.capacity == tabs[0].capacity, case
+            assert tab.overflow.shape[0] == (mult[mult > 1] + 1).sum(), case
+        cpu = lookups(tabs[0], hashing, "cpu", q, values, miss)
+        twin_on_gpu_table = lookups(tabs[1], hashing, "cpu", q, values, miss)
+        gpu = lookups(tabs[1], hc, "cuda", q, values, miss)
+        assert cpu[3] == [np.nonzero(keys == x)[0].tolist() for x in q], case  # in rowID order
+        for got in (gpu, twin_on_gpu_table):
+            assert np.array_equal(got[1], cpu[1]), case                          # counts
+            assert all(np.array_equal(a, b) for a, b in zip(got[2], cpu[2])), case  # sums
+            assert [sorted(s) for s in got[3]] == cpu[3], case                    # rowID sets
+            hit = got[1] > 0
+            assert np.all(got[0][~hit] == miss), case                             # rowid
+            assert np.all(keys[got[0][hit].astype(np.int64)] == q[hit]), case
+        assert np.array_equal(gpu[0], twin_on_gpu_table[0]), case  # one table, one answer
+    assert RACES["own key"] and RACES["other key"], RACES
+    print("simulator agrees")
+''')
+
+
+def test_cooperative_hash_kernels_agree_with_the_cpu_twin_in_the_simulator() -> None:
+    """warpcore-hash: both build passes and the four lookups of the cooperative kernels (warp
+    intrinsics from ``tests/cudasim_warp.py``) against the CPU twin, for G = 1, 4, 8, 32, both
+    layouts, with and without the move to a table for the distinct keys; the build's
+    compare-and-swap races are widened so both lost-race paths run."""
+    tests = str(Path(__file__).resolve().parents[1])
+    _agrees_in_the_simulator(f"import sys; sys.path.insert(0, {tests!r})\n" + HASH_SCRIPT)

@@ -1,6 +1,7 @@
 """``warpcore-hash`` beyond the conformance suite: every parameter combination, the whole key
-domain (the empty sentinel is kept out of band), contention on equal keys, the load factor,
-and identical answers from the CPU twin and the cooperative GPU kernels."""
+domain (the empty sentinel is kept out of band), heavy duplicates (one slot per distinct key,
+rows in overflow runs), builds linear in the rows, the load factor and footprint, and
+identical answers from the CPU twin and the cooperative GPU kernels."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from helpers import assert_matches, reference
 import indexzoo
 from indexzoo import OUT_MODES, Unsupported
 from indexzoo.native.hashing import next_prime, probe_start
-from indexzoo.plugins.warpcore_hash.index import next_prime_windows
+from indexzoo.plugins.warpcore_hash.index import (
+    REHASH_MIN_MULTIPLICITY,
+    next_prime_windows,
+    value_word_dtype,
+)
 
 GROUPS = [1, 2, 4, 8, 16, 32]
 
@@ -65,6 +70,105 @@ def test_many_equal_keys_are_neither_lost_nor_doubled(group_size: int, device: s
     assert index.point([42], out="count").to_host().count.tolist() == [3000]
 
 
+#: Multiplicities around the group sizes and beyond (runs shorter and longer than a group).
+MULTIPLICITIES = [1, 2, 31, 32, 33, 255, 256, 1024]
+
+
+def _duplicate_heavy(kind: str, dtype: type, seed: int) -> np.ndarray:
+    """Key columns with few distinct keys; ``top`` (the empty sentinel) goes out of band."""
+    rng = np.random.default_rng(seed)
+    top = np.iinfo(dtype).max
+    if kind == "bool":
+        return rng.integers(0, 2, 3000).astype(dtype)
+    if kind == "bool-with-top":
+        return rng.choice(np.array([7, top], dtype=dtype), 3000)
+    if kind == "all-equal":
+        return np.full(2000, 42, dtype=dtype)
+    # "mixed": mean multiplicity 6 (the keys move to a table sized for them); "mixed-stays":
+    # 1.8 (the pass-1 table stays)
+    singles = 300 if kind == "mixed" else 2000
+    distinct = np.unique(rng.integers(0, top - 1, 2500, dtype=dtype))[:8 + singles]
+    keys = np.concatenate([np.repeat(distinct[:8], MULTIPLICITIES), distinct[8:],
+                           [top] * 3]).astype(dtype)
+    return rng.permutation(keys)
+
+
+@pytest.mark.parametrize("group_size, layout", list(itertools.product(GROUPS, ["soa", "aos"])))
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64])
+@pytest.mark.parametrize("kind", ["bool", "bool-with-top", "all-equal", "mixed", "mixed-stays"])
+def test_heavy_duplicates_answer_like_the_reference(kind: str, group_size: int, layout: str,
+                                                    dtype: type, device: str) -> None:
+    keys = _duplicate_heavy(kind, dtype, seed=group_size)
+    top = np.iinfo(dtype).max
+    q = np.concatenate([np.unique(keys), np.array([3, 1 << 20, top - 1, top], dtype=dtype)])
+    values = np.random.default_rng(2).integers(0, 2**64 - 1, keys.shape[0], dtype=np.uint64,
+                                               endpoint=True)
+    for vals in (values, None):
+        index = indexzoo.create("warpcore-hash", device=device, group_size=group_size,
+                                layout=layout).build(keys, vals)
+        assert_matches({m: index.point(q, out=m) for m in OUT_MODES},
+                       reference(keys, q, q, vals), int(index.miss))
+    pass_one = next_prime_windows(int(np.sum(keys != top)), 0.8, group_size) * group_size
+    assert (index.capacity == pass_one) == (kind == "mixed-stays")
+
+
+@pytest.mark.parametrize("group_size", [1, 8, 32])
+def test_the_build_probes_linearly_many_windows(group_size: int) -> None:
+    """Each pair costs a few windows whatever the multiplicities. The previous layout (one slot
+    per pair, all copies of a key on one probe sequence) probed ~n^2 / (2G) windows for these:
+    2.5e9 for the bool column at G = 8."""
+    rng = np.random.default_rng(3)
+    columns = {
+        "bool": rng.integers(0, 2, 200_000).astype(np.uint8),
+        "equal": np.full(100_000, 9, dtype=np.uint64),
+        "pairs and singles": rng.permutation(np.concatenate(  # mean multiplicity 1.25: no move
+            [np.arange(60_000), np.repeat(np.arange(20_000) + 10**6, 2)]).astype(np.uint64)),
+        "multiplicity 256": rng.permutation(np.repeat(np.arange(400, dtype=np.uint64), 256)),
+    }
+    for name, keys in columns.items():
+        index = indexzoo.create("warpcore-hash", device="cpu", group_size=group_size).build(keys)
+        n = keys.shape[0]
+        assert index.state.build_probes <= 4 * n, (name, index.state.build_probes)
+        assert index.point(keys[:1], out="count").to_host().count[0] == np.sum(keys == keys[0])
+
+
+def test_each_distinct_key_takes_one_slot_and_heavy_duplicates_a_small_table() -> None:
+    n = 1_000_000
+    keys = np.random.default_rng(4).integers(0, 2, n).astype(np.bool_)
+    index = indexzoo.create("warpcore-hash", device="cpu").build(keys)
+    fp = index.memory_footprint()
+    assert index.capacity == 2 * 8 and index.load_factor == 2 / 16  # 2 windows, the minimum
+    assert fp.breakdown["overflow"] == (n + 2) * 4  # a count and the rowIDs per key
+    assert fp.resident_bytes < n * 4 + 1000
+    assert fp.peak_build_bytes >= next_prime_windows(n, 0.8, 8) * 8 * 4  # pass 1: counts
+    # below the mean multiplicity that moves the keys, the pass-1 table stays
+    some = np.concatenate([np.arange(900), np.full(10, 5000)]).astype(np.uint64)
+    assert some.shape[0] < REHASH_MIN_MULTIPLICITY * 901
+    index = indexzoo.create("warpcore-hash", device="cpu", load_factor=0.5).build(some)
+    assert index.capacity == next_prime_windows(some.shape[0], 0.5, 8) * 8
+    assert index.load_factor == 901 / index.capacity
+    assert index.memory_footprint().breakdown["overflow"] == 11 * 4
+
+
+def test_the_cpu_lists_a_keys_rows_in_rowid_order() -> None:
+    keys = np.array([5, 3, 5, 5, 4, 3, 5], dtype=np.uint32)
+    index = indexzoo.create("warpcore-hash", device="cpu", group_size=4).build(keys)
+    q = np.array([5, 3, 4, 6], dtype=np.uint32)
+    rows = index.point(q, out="rowids").to_host()
+    assert rows.offsets.tolist() == [0, 4, 6, 7, 7]
+    assert rows.rowids.tolist() == [0, 2, 3, 6, 1, 5, 4]
+    assert index.point(q).to_host().rowid.tolist() == [0, 1, 4, int(index.miss)]
+
+
+def test_value_words_are_one_size_up_where_the_flag_bit_is_not_free() -> None:
+    u32, u64 = np.dtype(np.uint32), np.dtype(np.uint64)
+    most = (1 << 32) // 3  # n + n // 2 <= 2^31: every rowID and run offset lies below 2^31
+    assert value_word_dtype(0, u32) == value_word_dtype(most, u32) == u32
+    assert value_word_dtype(most + 1, u32) == u64
+    assert value_word_dtype((1 << 32) - 2, u32) == u64
+    assert value_word_dtype(1 << 33, u64) == u64
+
+
 def test_range_lookups_are_unsupported_with_a_hint() -> None:
     index = indexzoo.create("warpcore-hash", device="cpu").build(np.arange(10))
     with pytest.raises(Unsupported, match="range lookups; an ordered index such as 'sorted-array'"):
@@ -78,8 +182,10 @@ def test_realised_load_factor_is_just_under_the_target(lf: float) -> None:
         np.arange(n, dtype=np.uint64) * 7)
     assert lf * 0.99 <= index.load_factor <= lf
     fp = index.memory_footprint()
-    assert fp.breakdown["table_keys"] == index.capacity * 8
-    assert fp.breakdown["table_rowids"] == index.capacity * 4
+    assert fp.breakdown == {"table_keys": index.capacity * 8, "table_values": index.capacity * 4,
+                            "overflow": 0, "out_of_band": 0}
+    assert fp.peak_build_bytes >= fp.resident_bytes + index.capacity * 4  # the pass-1 counts
+    assert index.state.build_probes <= 3 * n  # one pass, a few windows per key at lf <= 0.95
 
 
 def test_windows_are_prime_and_leave_an_empty_slot() -> None:
@@ -107,15 +213,25 @@ def test_probe_sequence_visits_every_window() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("group_size, layout", [(1, "soa"), (8, "soa"), (8, "aos"), (32, "aos")])
-def test_cpu_twin_and_gpu_kernels_agree(group_size: int, layout: str) -> None:
+@pytest.mark.parametrize("kind", ["some duplicates", "multiplicity 256", "bool"])
+def test_cpu_twin_and_gpu_kernels_agree(group_size: int, layout: str, kind: str) -> None:
     rng = np.random.default_rng(7)
-    keys = rng.integers(0, 2**64 - 1, 1 << 18, dtype=np.uint64, endpoint=True)
-    keys[::3] = rng.choice(keys, keys[::3].shape[0])
+    if kind == "some duplicates":  # mean multiplicity < 2: the pass-1 table stays
+        keys = rng.integers(0, 2**64 - 1, 1 << 18, dtype=np.uint64, endpoint=True)
+        keys[::3] = rng.choice(keys, keys[::3].shape[0])
+    elif kind == "multiplicity 256":  # the distinct keys move to a table sized for them
+        keys = rng.permutation(np.repeat(rng.integers(0, 2**64 - 1, 1 << 10, dtype=np.uint64),
+                                         256))
+    else:
+        keys = rng.integers(0, 2, 1 << 18).astype(np.uint64)
     q = np.concatenate([rng.choice(keys, 1 << 16), rng.integers(0, 2**64 - 1, 1 << 14,
                                                                 dtype=np.uint64)])
+    values = rng.integers(0, 2**64 - 1, keys.shape[0], dtype=np.uint64, endpoint=True)
     params = {"group_size": group_size, "layout": layout}
-    cpu = indexzoo.create("warpcore-hash", device="cpu", **params).build(keys)
-    gpu = indexzoo.create("warpcore-hash", device="cuda", **params).build(keys)
+    cpu = indexzoo.create("warpcore-hash", device="cpu", **params).build(keys, values)
+    gpu = indexzoo.create("warpcore-hash", device="cuda", **params).build(keys, values)
+    assert cpu.capacity == gpu.capacity and cpu.load_factor == gpu.load_factor
+    assert cpu.memory_footprint() == gpu.memory_footprint()
     for mode in ("count", "sum"):
         np.testing.assert_array_equal(getattr(cpu.point(q, out=mode).to_host(), mode),
                                       getattr(gpu.point(q, out=mode).to_host(), mode))
