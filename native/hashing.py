@@ -39,17 +39,17 @@ sums do not change).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 from numba.extending import register_jitable
 
-from .targets import Kernel
+from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel
 
-__all__ = ["COUNT", "FILL", "FIND_ROWID", "NO_SLOT", "RUN_COUNT", "RUN_ROWS", "SUM", "find_slot",
-           "fmix64", "insert_or_count_cpu", "next_prime", "next_window", "place_rows_cpu",
-           "probe_start", "value_flag"]
+__all__ = ["COUNT", "FILL", "FIND_ROWID", "NO_SLOT", "RUN_COUNT", "RUN_ROWS", "SUM", "TableRecord",
+           "find_slot", "fmix64", "insert_or_count", "insert_or_count_cpu", "next_prime",
+           "next_window", "place_rows", "place_rows_cpu", "probe_start", "slot_of", "value_flag"]
 
 #: What :func:`find_slot` returns for a key that is not in the table.
 NO_SLOT = -1
@@ -130,6 +130,19 @@ def next_prime(x: int) -> int:
     return n
 
 
+class TableRecord(NamedTuple):
+    """A built table as the lookup kernels read it (one kernel argument)."""
+
+    tkeys: Any      # key slots (read with ``stride``)
+    tvals: Any      # value words (read with ``stride``)
+    stride: Any     # int64: 1 (soa) or 2 (aos)
+    overflow: Any   # runs of multi keys: row count, then the rowIDs
+    flag: Any       # value words >= flag are flag + offset of a run
+    n_windows: Any  # int64
+    group: Any      # int64: slots per window, threads per key on the GPU
+    empty: Any      # the empty-slot key
+
+
 # ---------------------------------------------------------------------- probing
 @register_jitable
 def probe(tkeys, stride, x, n_windows, group, empty):
@@ -158,6 +171,12 @@ def find_slot(tkeys, stride, x, n_windows, group, empty):
     """Element index of ``x``'s slot in ``tkeys``/``tvals``, or NO_SLOT."""
     idx, _ = probe(tkeys, stride, x, n_windows, group, empty)
     return idx
+
+
+@register_jitable
+def slot_of(t, x):
+    """Element index of ``x``'s slot in table ``t`` (a :class:`TableRecord`), or NO_SLOT."""
+    return find_slot(t.tkeys, t.stride, x, t.n_windows, t.group, t.empty)
 
 
 @register_jitable
@@ -220,81 +239,108 @@ def place_rows_cpu(tkeys, tvals, stride, overflow, flag, keys, rowids, n_windows
 
 # ---------------------------------------------------------------------- CPU lookups
 @register_jitable
-def find_rowid_item(i, tkeys, tvals, stride, overflow, flag, q, out, n_windows, group, empty,
-                    miss):
+def find_rowid_item(i, t, q, out, miss):
     """The key's single rowID or the first of its run; ``miss`` without a match."""
     x = q[i]
     out[i] = miss
-    if x == empty:
+    if x == t.empty:
         return
-    idx = find_slot(tkeys, stride, x, n_windows, group, empty)
+    idx = slot_of(t, x)
     if idx == NO_SLOT:
         return
-    v = tvals[idx]
-    if v >= flag:
-        out[i] = overflow[np.int64(v - flag) + RUN_ROWS]
+    v = t.tvals[idx]
+    if v >= t.flag:
+        out[i] = t.overflow[np.int64(v - t.flag) + RUN_ROWS]
     else:
         out[i] = v
 
 
 @register_jitable
-def count_item(i, tkeys, tvals, stride, overflow, flag, q, out, n_windows, group, empty):
+def count_item(i, t, q, out):
     """Rows of the key: 0, 1, or its run's count (the value word is read only when the table
     has multi keys at all)."""
     x = q[i]
     c = np.int64(0)
-    if x != empty:
-        idx = find_slot(tkeys, stride, x, n_windows, group, empty)
+    if x != t.empty:
+        idx = slot_of(t, x)
         if idx != NO_SLOT:
             c = np.int64(1)
-            if overflow.shape[0] != 0:
-                v = tvals[idx]
-                if v >= flag:
-                    c = np.int64(overflow[np.int64(v - flag) + RUN_COUNT])
+            if t.overflow.shape[0] != 0:
+                v = t.tvals[idx]
+                if v >= t.flag:
+                    c = np.int64(t.overflow[np.int64(v - t.flag) + RUN_COUNT])
     out[i] = c
 
 
 @register_jitable
-def sum_item(i, tkeys, tvals, stride, overflow, flag, values, use_values, q, out, n_windows,
-             group, empty):
+def sum_item(i, t, values, use_values, q, out):
     """Sum of ``values[rowid]`` over the key's rows (of the rowIDs unless ``use_values``),
     wrapping uint64."""
     x = q[i]
     acc = np.uint64(0)
-    if x != empty:
-        idx = find_slot(tkeys, stride, x, n_windows, group, empty)
+    if x != t.empty:
+        idx = slot_of(t, x)
         if idx != NO_SLOT:
-            v = tvals[idx]
-            if v >= flag:
-                off = np.int64(v - flag)
-                for j in range(np.int64(overflow[off + RUN_COUNT])):
-                    acc += row_value(overflow[off + RUN_ROWS + j], values, use_values)
+            v = t.tvals[idx]
+            if v >= t.flag:
+                off = np.int64(v - t.flag)
+                for j in range(np.int64(t.overflow[off + RUN_COUNT])):
+                    acc += row_value(t.overflow[off + RUN_ROWS + j], values, use_values)
             else:
                 acc = row_value(v, values, use_values)
     out[i] = acc
 
 
 @register_jitable
-def fill_item(i, tkeys, tvals, stride, overflow, flag, q, offsets, out, n_windows, group,
-              empty):
+def fill_item(i, t, q, offsets, out):
     """The key's rowIDs into ``out[offsets[i]:offsets[i + 1]]`` (sized by ``COUNT``)."""
     x = q[i]
     pos = offsets[i]
-    if pos == offsets[i + 1] or x == empty:
+    if pos == offsets[i + 1] or x == t.empty:
         return
-    idx = find_slot(tkeys, stride, x, n_windows, group, empty)
+    idx = slot_of(t, x)
     if idx == NO_SLOT:
         return
-    v = tvals[idx]
-    if v >= flag:
-        off = np.int64(v - flag)
-        for j in range(np.int64(overflow[off + RUN_COUNT])):
-            out[pos + j] = overflow[off + RUN_ROWS + j]
+    v = t.tvals[idx]
+    if v >= t.flag:
+        off = np.int64(v - t.flag)
+        for j in range(np.int64(t.overflow[off + RUN_COUNT])):
+            out[pos + j] = t.overflow[off + RUN_ROWS + j]
     else:
         out[pos] = v
 
 
-FIND_ROWID = Kernel(find_rowid_item)
-COUNT = Kernel(count_item)
-SUM = Kernel(sum_item)
-FILL = Kernel(fill_item)
+def _cooperative() -> Any:
+    from . import hashing_cuda  # imports numba.cuda: only on the GPU path
+
+    return hashing_cuda
+
+
+# One thread per lookup on the CPU, one group of G threads (the window) on the GPU.
+FIND_ROWID = GroupKernel(find_rowid_item, lambda: _cooperative().find_rowid_group)
+COUNT = GroupKernel(count_item, lambda: _cooperative().count_group)
+SUM = GroupKernel(sum_item, lambda: _cooperative().sum_group)
+FILL = GroupKernel(fill_item, lambda: _cooperative().fill_group)
+
+
+def insert_or_count(device: str, t: TableRecord, counts: Any, keys: Any, vals: Any,
+                    threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> int | None:
+    """Build pass 1 on ``device``: the sequential CPU twin (deterministic; returns the windows
+    probed) or the cooperative GPU kernel, G threads per pair (returns None)."""
+    if device == "cpu":
+        return int(insert_or_count_cpu(t.tkeys, t.tvals, t.stride, counts, keys, vals,
+                                       t.n_windows, t.group, t.empty))
+    _cooperative().INSERT("cuda", int(keys.shape[0]) * int(t.group), t, counts, keys, vals,
+                          threads_per_block=threads_per_block)
+    return None
+
+
+def place_rows(device: str, t: TableRecord, keys: Any, rowids: Any,
+               threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> int | None:
+    """Build pass 2 on ``device`` (as :func:`insert_or_count`)."""
+    if device == "cpu":
+        return int(place_rows_cpu(t.tkeys, t.tvals, t.stride, t.overflow, t.flag, keys, rowids,
+                                  t.n_windows, t.group, t.empty))
+    _cooperative().PLACE("cuda", int(keys.shape[0]) * int(t.group), t, keys, rowids,
+                         threads_per_block=threads_per_block)
+    return None

@@ -19,9 +19,11 @@ the first slot of its sequence that was empty when the first of its pairs came. 
 (``PLACE``): every pair finds its key and, for a multi key, appends its rowID to the run with
 an atomic add on the run's count (rows of a run in any order).
 
-Item ``t`` of these kernels is a thread: key ``t // group``, lane ``t % group``; launch them
-with ``n_keys * group`` items and a block size that is a multiple of 32. This module imports
-``numba.cuda`` and is only imported for indexes on the ``cuda`` device.
+Thread ``th`` of these kernels serves key ``th // G`` as lane ``th % G``; the lookups are the
+cooperative bodies of ``hashing.py``'s GroupKernel operations, the build passes run through
+``hashing.insert_or_count`` and ``hashing.place_rows``. Every kernel takes the table as one
+:class:`~indexzoo.native.hashing.TableRecord`. Block sizes are multiples of 32. This module
+imports ``numba.cuda`` and is only imported for indexes on the ``cuda`` device.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from .coop import group_of, group_sum, vote
 from .hashing import NO_SLOT, RUN_COUNT, RUN_ROWS, next_window, probe_start, row_value
 from .targets import Kernel
 
-__all__ = ["COUNT", "FILL", "FIND_ROWID", "INSERT", "PLACE", "SUM"]
+__all__ = ["INSERT", "PLACE", "count_group", "fill_group", "find_rowid_group", "sum_group"]
 
 #: Outcomes of a group's claim on one lane (shared from the leader lane with ``shfl_sync``).
 LOST = 0      # another key took the slot: try the next empty lane
@@ -43,44 +45,44 @@ COUNTED = 2   # a pair of the same key took it first: counted there
 
 
 @register_jitable
-def coop_find(tkeys, stride, x, n_windows, group, empty, lane, mask, shift):
-    """Element index of ``x``'s slot, or NO_SLOT; every lane of the group gets the same."""
-    w, s = probe_start(x, n_windows)
+def coop_find(t, x, lane, mask, shift):
+    """Element index of ``x``'s slot in table ``t``, or NO_SLOT; every lane gets the same."""
+    w, s = probe_start(x, t.n_windows)
     while True:
-        base = w * group
-        k = tkeys[(base + lane) * stride]
+        base = w * t.group
+        k = t.tkeys[(base + lane) * t.stride]
         hit = vote(mask, shift, k == x)
         if hit != 0:
-            return (base + np.int64(cuda.ffs(hit)) - 1) * stride
-        if vote(mask, shift, k == empty) != 0:
+            return (base + np.int64(cuda.ffs(hit)) - 1) * t.stride
+        if vote(mask, shift, k == t.empty) != 0:
             return NO_SLOT
-        w = next_window(w, s, n_windows)
+        w = next_window(w, s, t.n_windows)
 
 
 # ---------------------------------------------------------------------- build
 @register_jitable
-def insert_item(t, tkeys, tvals, stride, counts, keys, vals, n_windows, group, empty):
+def insert_item(th, t, counts, keys, vals):
     """Pass 1, insert-or-count (twin: ``hashing.insert_or_count_cpu``)."""
-    g, lane, mask, shift = group_of(t, group)
+    g, lane, mask, shift = group_of(th, t.group)
     k = keys[g]
-    w, s = probe_start(k, n_windows)
+    w, s = probe_start(k, t.n_windows)
     while True:
-        base = w * group
-        idx = (base + lane) * stride
-        cur = tkeys[idx]
+        base = w * t.group
+        idx = (base + lane) * t.stride
+        cur = t.tkeys[idx]
         hit = vote(mask, shift, cur == k)
         if hit != 0:
             if lane == np.int32(cuda.ffs(hit)) - 1:
                 cuda.atomic.add(counts, base + lane, 1)
             return
-        free = vote(mask, shift, cur == empty)
+        free = vote(mask, shift, cur == t.empty)
         while free != 0:
             leader = np.int32(cuda.ffs(free)) - 1
             outcome = np.int32(LOST)
             if lane == leader:
-                old = cuda.atomic.cas(tkeys, idx, empty, k)
-                if old == empty:
-                    tvals[idx] = vals[g]
+                old = cuda.atomic.cas(t.tkeys, idx, t.empty, k)
+                if old == t.empty:
+                    t.tvals[idx] = vals[g]
                     outcome = np.int32(CLAIMED)
                 elif old == k:
                     cuda.atomic.add(counts, base + lane, 1)
@@ -89,79 +91,77 @@ def insert_item(t, tkeys, tvals, stride, counts, keys, vals, n_windows, group, e
             if outcome != LOST:
                 return
             free &= ~(np.uint32(1) << np.uint32(leader))
-        w = next_window(w, s, n_windows)
+        w = next_window(w, s, t.n_windows)
 
 
 @register_jitable
-def place_item(t, tkeys, tvals, stride, overflow, flag, keys, rowids, n_windows, group, empty):
+def place_item(th, t, keys, rowids):
     """Pass 2: append the pair's rowID to its key's run (twin: ``hashing.place_rows_cpu``)."""
-    g, lane, mask, shift = group_of(t, group)
-    idx = coop_find(tkeys, stride, keys[g], n_windows, group, empty, lane, mask, shift)
+    g, lane, mask, shift = group_of(th, t.group)
+    idx = coop_find(t, keys[g], lane, mask, shift)
     if lane == 0:
-        v = tvals[idx]
-        if v >= flag:
-            off = np.int64(v - flag)
-            pos = np.int64(cuda.atomic.add(overflow, off + RUN_COUNT, 1))
-            overflow[off + RUN_ROWS + pos] = rowids[g]
+        v = t.tvals[idx]
+        if v >= t.flag:
+            off = np.int64(v - t.flag)
+            pos = np.int64(cuda.atomic.add(t.overflow, off + RUN_COUNT, 1))
+            t.overflow[off + RUN_ROWS + pos] = rowids[g]
 
 
 # ---------------------------------------------------------------------- lookups
 @register_jitable
-def find_rowid_item(t, tkeys, tvals, stride, overflow, flag, q, out, n_windows, group, empty,
-                    miss):
-    g, lane, mask, shift = group_of(t, group)
+def find_rowid_group(th, t, q, out, miss):
+    g, lane, mask, shift = group_of(th, t.group)
     x = q[g]
     idx = NO_SLOT
-    if x != empty:  # out of band: the caller answers these
-        idx = coop_find(tkeys, stride, x, n_windows, group, empty, lane, mask, shift)
+    if x != t.empty:  # out of band: the caller answers these
+        idx = coop_find(t, x, lane, mask, shift)
     if lane == 0:
         if idx == NO_SLOT:
             out[g] = miss
         else:
-            v = tvals[idx]
-            if v >= flag:
-                out[g] = overflow[np.int64(v - flag) + RUN_ROWS]
+            v = t.tvals[idx]
+            if v >= t.flag:
+                out[g] = t.overflow[np.int64(v - t.flag) + RUN_ROWS]
             else:
                 out[g] = v
 
 
 @register_jitable
-def count_item(t, tkeys, tvals, stride, overflow, flag, q, out, n_windows, group, empty):
-    g, lane, mask, shift = group_of(t, group)
+def count_group(th, t, q, out):
+    g, lane, mask, shift = group_of(th, t.group)
     x = q[g]
     idx = NO_SLOT
-    if x != empty:
-        idx = coop_find(tkeys, stride, x, n_windows, group, empty, lane, mask, shift)
+    if x != t.empty:
+        idx = coop_find(t, x, lane, mask, shift)
     if lane == 0:
         c = np.int64(0)
         if idx != NO_SLOT:
             c = np.int64(1)
-            if overflow.shape[0] != 0:  # no multi keys: a hit is one row, no value word read
-                v = tvals[idx]
-                if v >= flag:
-                    c = np.int64(overflow[np.int64(v - flag) + RUN_COUNT])
+            if t.overflow.shape[0] != 0:  # no multi keys: a hit is one row, no value word read
+                v = t.tvals[idx]
+                if v >= t.flag:
+                    c = np.int64(t.overflow[np.int64(v - t.flag) + RUN_COUNT])
         out[g] = c
 
 
 @register_jitable
-def sum_item(t, tkeys, tvals, stride, overflow, flag, values, use_values, q, out, n_windows,
-             group, empty):
-    g, lane, mask, shift = group_of(t, group)
+def sum_group(th, t, values, use_values, q, out):
+    g, lane, mask, shift = group_of(th, t.group)
     x = q[g]
     idx = NO_SLOT
-    if x != empty:
-        idx = coop_find(tkeys, stride, x, n_windows, group, empty, lane, mask, shift)
+    if x != t.empty:
+        idx = coop_find(t, x, lane, mask, shift)
     acc = np.uint64(0)
     if idx != NO_SLOT:
-        v = tvals[idx]  # the same word in every lane: one load per group
-        if v >= flag:  # the lanes share the run, then add up their parts
-            off = np.int64(v - flag)
-            m = np.int64(overflow[off + RUN_COUNT])
+        v = t.tvals[idx]  # the same word in every lane: one load per group
+        if v >= t.flag:  # the lanes share the run, then add up their parts
+            off = np.int64(v - t.flag)
+            m = np.int64(t.overflow[off + RUN_COUNT])
             j = np.int64(lane)
             while j < m:
-                acc += row_value(overflow[off + RUN_ROWS + j], values, use_values)
-                j += group
-            acc = group_sum(acc, mask, group)
+                acc += row_value(t.overflow[off + RUN_ROWS + j], values, use_values)
+                j += t.group
+            acc = group_sum(acc, mask, t.group)
         elif lane == 0:
             acc = row_value(v, values, use_values)
     if lane == 0:
@@ -169,31 +169,26 @@ def sum_item(t, tkeys, tvals, stride, overflow, flag, values, use_values, q, out
 
 
 @register_jitable
-def fill_item(t, tkeys, tvals, stride, overflow, flag, q, offsets, out, n_windows, group,
-              empty):
-    g, lane, mask, shift = group_of(t, group)
+def fill_group(th, t, q, offsets, out):
+    g, lane, mask, shift = group_of(th, t.group)
     x = q[g]
     pos = offsets[g]
-    if pos == offsets[g + 1] or x == empty:
+    if pos == offsets[g + 1] or x == t.empty:
         return
-    idx = coop_find(tkeys, stride, x, n_windows, group, empty, lane, mask, shift)
+    idx = coop_find(t, x, lane, mask, shift)
     if idx == NO_SLOT:
         return
-    v = tvals[idx]
-    if v >= flag:  # lane l copies rows l, l + G, ...: coalesced
-        off = np.int64(v - flag)
-        m = np.int64(overflow[off + RUN_COUNT])
+    v = t.tvals[idx]
+    if v >= t.flag:  # lane l copies rows l, l + G, ...: coalesced
+        off = np.int64(v - t.flag)
+        m = np.int64(t.overflow[off + RUN_COUNT])
         j = np.int64(lane)
         while j < m:
-            out[pos + j] = overflow[off + RUN_ROWS + j]
-            j += group
+            out[pos + j] = t.overflow[off + RUN_ROWS + j]
+            j += t.group
     elif lane == 0:
         out[pos] = v
 
 
 INSERT = Kernel(insert_item)
 PLACE = Kernel(place_item)
-FIND_ROWID = Kernel(find_rowid_item)
-COUNT = Kernel(count_item)
-SUM = Kernel(sum_item)
-FILL = Kernel(fill_item)

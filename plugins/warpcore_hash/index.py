@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
@@ -141,56 +141,27 @@ class HashTable:
             return int(self.table.nbytes)
         return int(self.tkeys.nbytes) + int(self.tvals.nbytes)
 
-    def lookup_args(self) -> tuple[Any, ...]:
-        """The leading arguments of the lookup kernels."""
-        return self.tkeys, self.tvals, self.stride, self.overflow, self.flag
-
-    def probe_args(self) -> tuple[Any, ...]:
-        """The trailing arguments of the lookup kernels."""
-        return self.n_windows, self.group, self.empty
+    def record(self) -> hashing.TableRecord:
+        """The kernels' view of the table."""
+        return hashing.TableRecord(self.tkeys, self.tvals, np.int64(self.stride), self.overflow,
+                                   self.flag, np.int64(self.n_windows), np.int64(self.group),
+                                   self.empty)
 
 
-class BuildPasses(Protocol):
-    """The two build passes on one device: each returns the windows probed, or None."""
+@dataclass(frozen=True)
+class BuildPasses:
+    """Where the two build passes run: the device and the GPU block size."""
 
-    def insert(self, tab: HashTable, counts: Any, keys: Any, vals: Any) -> int | None: ...
-
-    def place(self, tab: HashTable, keys: Any, rowids: Any) -> int | None: ...
-
-
-class CpuPasses:
-    """The sequential CPU twins (:mod:`indexzoo.native.hashing`)."""
+    device: str
+    threads_per_block: int = DEFAULT_THREADS_PER_BLOCK
 
     def insert(self, tab: HashTable, counts: Any, keys: Any, vals: Any) -> int | None:
-        return int(hashing.insert_or_count_cpu(tab.tkeys, tab.tvals, tab.stride, counts, keys,
-                                               vals, *tab.probe_args()))
+        return hashing.insert_or_count(self.device, tab.record(), counts, keys, vals,
+                                       self.threads_per_block)
 
     def place(self, tab: HashTable, keys: Any, rowids: Any) -> int | None:
-        return int(hashing.place_rows_cpu(tab.tkeys, tab.tvals, tab.stride, tab.overflow,
-                                          tab.flag, keys, rowids, *tab.probe_args()))
-
-
-class CudaPasses:
-    """The cooperative GPU kernels (:mod:`indexzoo.native.hashing_cuda`), G threads a pair."""
-
-    def __init__(self, threads_per_block: int = DEFAULT_THREADS_PER_BLOCK):
-        self.threads_per_block = threads_per_block
-
-    def insert(self, tab: HashTable, counts: Any, keys: Any, vals: Any) -> int | None:
-        from indexzoo.native import hashing_cuda
-
-        hashing_cuda.INSERT("cuda", int(keys.shape[0]) * tab.group, tab.tkeys, tab.tvals,
-                            tab.stride, counts, keys, vals, *tab.probe_args(),
-                            threads_per_block=self.threads_per_block)
-        return None
-
-    def place(self, tab: HashTable, keys: Any, rowids: Any) -> int | None:
-        from indexzoo.native import hashing_cuda
-
-        hashing_cuda.PLACE("cuda", int(keys.shape[0]) * tab.group, tab.tkeys, tab.tvals,
-                           tab.stride, tab.overflow, tab.flag, keys, rowids, *tab.probe_args(),
-                           threads_per_block=self.threads_per_block)
-        return None
+        return hashing.place_rows(self.device, tab.record(), keys, rowids,
+                                  self.threads_per_block)
 
 
 def value_word_dtype(n: int, rowid_dtype: Any) -> np.dtype:
@@ -302,19 +273,6 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
     params: WarpcoreHashParams
 
     # -------------------------------------------------------------- build
-    def _kernels(self) -> tuple[Any, int]:
-        """The kernel module of the device and the threads per lookup."""
-        if self.device == "cpu":
-            return hashing, 1
-        from indexzoo.native import hashing_cuda
-
-        return hashing_cuda, self.params.group_size
-
-    def _passes(self) -> BuildPasses:
-        if self.device == "cpu":
-            return CpuPasses()
-        return CudaPasses(self.params.threads_per_block)
-
     def _build(self, st: WarpcoreHashState, keys: Any) -> None:
         xp, n = st.xp, int(keys.shape[0])
         p = self.params
@@ -336,7 +294,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
             st.oob = rowids[:0]
         st.ht = build_table(xp, tkeys_in, rowids, group=p.group_size,
                             load_factor=p.load_factor, layout=p.layout, word_dtype=word_dtype,
-                            passes=self._passes())
+                            passes=BuildPasses(self.device, p.threads_per_block))
         st.build_probes = st.ht.probes
         st.peak = temporaries + st.ht.peak + int(st.oob.nbytes)
 
@@ -365,11 +323,11 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
         return ht.n_distinct / ht.capacity if ht.capacity else 0.0
 
     # -------------------------------------------------------------- lookups
-    def _launch(self, name: str, q: Any, *args: Any) -> None:
-        mod, per = self._kernels()
-        kernel = getattr(mod, name)
-        kernel(self.device, int(q.shape[0]) * per, *args,
-               threads_per_block=self.params.threads_per_block)
+    def _launch(self, op: Any, q: Any, *args: Any) -> None:
+        """A lookup operation: one thread per lookup on the CPU, a group of ``group_size``
+        threads on the GPU."""
+        op(self.device, int(q.shape[0]), *args, group=self.params.group_size,
+           threads_per_block=self.params.threads_per_block)
 
     @staticmethod
     def _oob_mask(st: WarpcoreHashState, qt: Any) -> Any:
@@ -383,7 +341,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
         ht = st.ht
         qt = q.astype(ht.tkeys.dtype, copy=False)
         out = st.xp.empty(q.shape[0], dtype=st.rowid_dtype)
-        self._launch("FIND_ROWID", q, *ht.lookup_args(), qt, out, *ht.probe_args(), st.miss)
+        self._launch(hashing.FIND_ROWID, q, ht.record(), qt, out, st.miss)
         eq = self._oob_mask(st, qt)
         if eq is not None:
             out[eq] = st.oob[0]
@@ -392,7 +350,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
     def _counts(self, st: WarpcoreHashState, qt: Any, dtype: Any) -> Any:
         ht = st.ht
         out = st.xp.empty(qt.shape[0], dtype=dtype)
-        self._launch("COUNT", qt, *ht.lookup_args(), qt, out, *ht.probe_args())
+        self._launch(hashing.COUNT, qt, ht.record(), qt, out)
         eq = self._oob_mask(st, qt)
         if eq is not None:
             out[eq] = st.oob.shape[0]
@@ -406,7 +364,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
         qt = q.astype(ht.tkeys.dtype, copy=False)
         out = st.xp.empty(q.shape[0], dtype=np.uint64)
         values, use_values = values_arg(st.values, st.xp)
-        self._launch("SUM", q, *ht.lookup_args(), values, use_values, qt, out, *ht.probe_args())
+        self._launch(hashing.SUM, q, ht.record(), values, use_values, qt, out)
         eq = self._oob_mask(st, qt)
         if eq is not None:
             picked = st.oob.astype(np.uint64) if st.values is None else st.values[st.oob]
@@ -419,7 +377,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
         offsets = offsets_from_counts(self._counts(st, qt, np.int64))
         out = xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            self._launch("FILL", q, *ht.lookup_args(), qt, offsets, out, *ht.probe_args())
+            self._launch(hashing.FILL, q, ht.record(), qt, offsets, out)
         eq = self._oob_mask(st, qt)
         if eq is not None:
             starts = offsets[:-1][eq]

@@ -126,9 +126,9 @@ HASH_SCRIPT = textwrap.dedent('''
     from numba import cuda
     from numba.cuda.simulator import kernelapi
 
-    from indexzoo.native import hashing, hashing_cuda as hc
+    from indexzoo.native import hashing
     from indexzoo.native.csr import offsets_from_counts
-    from indexzoo.plugins.warpcore_hash.index import CudaPasses, build_table
+    from indexzoo.plugins.warpcore_hash.index import build_table
 
     warnings.filterwarnings("ignore", category=RuntimeWarning)  # uint64 wrap-around in Python
     cudasim_warp.install()  # warp votes and shuffles
@@ -148,54 +148,43 @@ HASH_SCRIPT = textwrap.dedent('''
     kernelapi.FakeCUDAAtomic.cas = racy_cas
     TPB = 64
 
-    def device_views(tab):
-        if tab.table is not None:  # aos: both views of one device array
-            d = cuda.to_device(tab.table)
-            return d, d[1:], lambda: d.copy_to_host(tab.table)
-        dk, dv = cuda.to_device(tab.tkeys), cuda.to_device(tab.tvals)
-        return dk, dv, lambda: (dk.copy_to_host(tab.tkeys), dv.copy_to_host(tab.tvals))
-
-    class SimPasses(CudaPasses):  # the cooperative build kernels
-        def insert(self, tab, counts, keys, vals):
-            dk, dv, back = device_views(tab)
-            hc.INSERT("cuda", keys.shape[0] * tab.group, dk, dv, tab.stride, counts, keys, vals,
-                      *tab.probe_args(), threads_per_block=TPB)
-            back()
+    class SimPasses:  # the cooperative build kernels (table arrays inside the record are
+        def insert(self, tab, counts, keys, vals):  # used in place by the simulator)
+            hashing.insert_or_count("cuda", tab.record(), counts, keys, vals, TPB)
 
         def place(self, tab, keys, rowids):
-            dk, dv, _ = device_views(tab)
-            hc.PLACE("cuda", keys.shape[0] * tab.group, dk, dv, tab.stride, tab.overflow,
-                     tab.flag, keys, rowids, *tab.probe_args(), threads_per_block=TPB)
+            hashing.place_rows("cuda", tab.record(), keys, rowids, TPB)
 
     class CpuTwin:  # the CPU twins' bodies run as Python (the plugin tests run them compiled)
         def insert(self, tab, counts, keys, vals):
-            hashing.insert_or_count_cpu.py_func(tab.tkeys, tab.tvals, tab.stride, counts, keys,
-                                                vals, *tab.probe_args())
+            t = tab.record()
+            hashing.insert_or_count_cpu.py_func(t.tkeys, t.tvals, t.stride, counts, keys, vals,
+                                                t.n_windows, t.group, t.empty)
 
         def place(self, tab, keys, rowids):
-            hashing.place_rows_cpu.py_func(tab.tkeys, tab.tvals, tab.stride, tab.overflow,
-                                           tab.flag, keys, rowids, *tab.probe_args())
+            t = tab.record()
+            hashing.place_rows_cpu.py_func(t.tkeys, t.tvals, t.stride, t.overflow, t.flag, keys,
+                                           rowids, t.n_windows, t.group, t.empty)
 
-    def lookups(tab, mod, device, q, values, miss):
-        nq, head, tail = q.shape[0], (tab.stride, tab.overflow, tab.flag), tab.probe_args()
+    def lookups(tab, device, q, values, miss):
+        nq, rec = q.shape[0], tab.record()
         if device == "cuda":
-            tk, tv, _ = device_views(tab)
-            def run(kernel, *args):
-                kernel("cuda", nq * tab.group, tk, tv, *head, *args, threads_per_block=TPB)
+            def run(op, *args):
+                op("cuda", nq, rec, *args, group=int(tab.group), threads_per_block=TPB)
         else:
-            def run(kernel, *args):
+            def run(op, *args):
                 for i in range(nq):
-                    kernel.body(i, tab.tkeys, tab.tvals, *head, *args)
+                    op.scalar.body(i, rec, *args)
         rowid, count = np.empty(nq, np.uint32), np.empty(nq, np.int64)
-        run(mod.FIND_ROWID, q, rowid, *tail, miss)
-        run(mod.COUNT, q, count, *tail)
+        run(hashing.FIND_ROWID, q, rowid, miss)
+        run(hashing.COUNT, q, count)
         sums = []
         for vals, use in ((values, np.bool_(True)), (values[:1], np.bool_(False))):
             sums.append(np.empty(nq, np.uint64))
-            run(mod.SUM, vals, use, q, sums[-1], *tail)
+            run(hashing.SUM, vals, use, q, sums[-1])
         offsets = offsets_from_counts(count)
         rows = np.empty(int(offsets[-1]), np.uint32)
-        run(mod.FILL, q, offsets, rows, *tail)
+        run(hashing.FILL, q, offsets, rows)
         return rowid, count, sums, [rows[a:b].tolist() for a, b in zip(offsets[:-1], offsets[1:])]
 
     rng = np.random.default_rng(11)
@@ -223,15 +212,15 @@ HASH_SCRIPT = textwrap.dedent('''
                             np.array([np.iinfo(dtype).max], dtype)])
         tabs = [build_table(np, keys, np.arange(n, dtype=np.uint32), group=g, load_factor=0.8,
                             layout=layout, word_dtype=word, passes=p)
-                for p in (CpuTwin(), SimPasses(TPB))]
+                for p in (CpuTwin(), SimPasses())]
         mult = np.unique(keys, return_counts=True)[1]
         for tab in tabs:
             assert tab.n_distinct == mult.shape[0], case
             assert tab.capacity == tabs[0].capacity, case
             assert tab.overflow.shape[0] == (mult[mult > 1] + 1).sum(), case
-        cpu = lookups(tabs[0], hashing, "cpu", q, values, miss)
-        twin_on_gpu_table = lookups(tabs[1], hashing, "cpu", q, values, miss)
-        gpu = lookups(tabs[1], hc, "cuda", q, values, miss)
+        cpu = lookups(tabs[0], "cpu", q, values, miss)
+        twin_on_gpu_table = lookups(tabs[1], "cpu", q, values, miss)
+        gpu = lookups(tabs[1], "cuda", q, values, miss)
         assert cpu[3] == [np.nonzero(keys == x)[0].tolist() for x in q], case  # in rowID order
         for got in (gpu, twin_on_gpu_table):
             assert np.array_equal(got[1], cpu[1]), case                          # counts
