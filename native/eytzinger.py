@@ -71,7 +71,7 @@ def eo_shape(n: int, k: int) -> tuple[int, int]:
 
 
 @register_jitable
-def eo_source(t, n, k, h, b):  # type: ignore[no-untyped-def]
+def eo_source(t, n, k, h, b):
     """The sorted position of the key in EO slot ``t`` (``0 <= t < n``), given ``(h, b) =
     eo_shape(n, k)``. Integer arithmetic only; a loop over the depth."""
     pw = 1  # K^d: the number of nodes at depth d
@@ -93,7 +93,7 @@ def eo_source(t, n, k, h, b):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def eo_gather_item(t, src_keys, src_rowids, dst_keys, dst_rowids,  # type: ignore[no-untyped-def]
+def eo_gather_item(t, src_keys, src_rowids, dst_keys, dst_rowids,
                    stride, pad, n, k, h, b):
     """EO slot ``t`` of the output: one load and one store of key and rowID.
 

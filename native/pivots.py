@@ -157,7 +157,7 @@ def pb_sentinel(dtype: Any) -> Any:
 
 
 @register_jitable
-def pb_source(t, offsets, levels, n, k, chunk):  # type: ignore[no-untyped-def]
+def pb_source(t, offsets, levels, n, k, chunk):
     """The sorted position of the key in PB slot ``t``, or -1 for the sentinel.
 
     ``offsets`` is :meth:`PivotPlan.offsets` (level starts, root first); the level of ``t`` is
@@ -179,7 +179,7 @@ def pb_source(t, offsets, levels, n, k, chunk):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def pb_gather_item(t, src_keys, pb, offsets, levels, n, k, chunk,  # type: ignore[no-untyped-def]
+def pb_gather_item(t, src_keys, pb, offsets, levels, n, k, chunk,
                    sentinel):
     """PB slot ``t``: one load of the sorted array and one store, or the sentinel."""
     p = pb_source(t, offsets, levels, n, k, chunk)
@@ -195,7 +195,7 @@ PB_GATHER = Kernel(pb_gather_item)
 
 
 @register_jitable
-def pb_chunk_of(pb, offsets, levels, k, x):  # type: ignore[no-untyped-def]
+def pb_chunk_of(pb, offsets, levels, k, x):
     """The chunk index (int64) whose range holds the lower bound of ``x``: the root-to-chunk
     walk with ``c`` = the number of pivots ``< x`` per node. One thread."""
     node = 0
@@ -209,7 +209,7 @@ def pb_chunk_of(pb, offsets, levels, k, x):  # type: ignore[no-untyped-def]
 
 
 @register_jitable
-def pb_lower_bound(keys, pb, offsets, levels, k, chunk, x):  # type: ignore[no-untyped-def]
+def pb_lower_bound(keys, pb, offsets, levels, k, chunk, x):
     """The first position ``p`` with ``keys[p] >= x``, or ``len(keys)``: :func:`pb_chunk_of`,
     then a binary search in the chunk."""
     start = pb_chunk_of(pb, offsets, levels, k, x) * chunk

@@ -17,11 +17,22 @@ Paper -> code
   M5 AO+PB+KS [§3.4]: K-ary nodes searched by groups of K-1 threads voting with ``ballot_sync``
   (:mod:`indexzoo.native.lightweight_cuda`); the CPU runs one-thread twins with the same results.
 * Ranges: AO/PB find the lower bound of ``lo`` and scan; EO runs the paper's level-scan algorithm
-  (``eo_scan``); ``multi_thread_scan`` is §5.7's warp switch (``RUNS_COOP``, ``EO_SCAN_COOP``).
+  (``eo_scan``); ``multi_thread_scan`` is §5.7's warp switch (the cooperative bodies of
+  ``RUN_SUM``/``RUN_FILL``/``EO_SCAN_SUM``/``EO_SCAN_FILL``, run with ``group=WARP``).
 * Optimisations [§4] on the GPU, by one generated driver kernel per configuration: static or
   dynamic scheduling, lookups per thread, pinning (steps/full), reordering (single/double), AoS
   or SoA. On the CPU they change nothing (one thread per lookup), by design: results are the same
   for every option on both devices.
+
+Kernels and records
+-------------------
+``_build`` fills the state with three things the lookups hand to :mod:`indexzoo.native.lightweight`
+unchanged: the :class:`~indexzoo.native.lightweight.LayoutRecord` (the arrays and shapes, one
+kernel argument), the :class:`~indexzoo.native.lightweight.PinRecord` (the driver's pinning) and
+the :class:`~indexzoo.native.lightweight.DriverPlan` (scheme, group, R, reordering, grid cap).
+Every lookup is one device-agnostic call: ``lw.locate(device, plan, layout, pins, q, out, miss,
+mode)`` (the CPU twin or the GPU driver) and the scans ``OP(device, n, layout, ...,
+group=WARP or 1, threads_per_block=T)``; the index never picks a kernel per device.
 
 Decisions where the paper is silent or ambiguous
 ------------------------------------------------
@@ -70,26 +81,20 @@ from .params import LightweightParams, preset_params
 
 __all__ = ["PRESETS", "LightweightIndex"]
 
-_RANK, _POINT, _FIRST = np.int64(1), np.int64(0), np.int64(2)
+#: A coarse pivot buffer's default chunk: one cache line of keys (SoA) or pairs (AoS) [§4.5].
+CACHE_LINE_BYTES = 128
+#: Shared memory per block left unpinned below the device's opt-in maximum.
+PIN_HEADROOM_BYTES = 1024
+_REORDER = {"none": lw.NO_REORDER, "single": lw.REORDER_SINGLE, "double": lw.REORDER_DOUBLE}
 
 
 class LightweightState(BuildState):
-    """One build of a lightweight scheme: the layout, the pivot buffer and their shapes."""
+    """One build of a lightweight scheme: what the kernels read and how the GPU runs them."""
 
-    keys: Any           # the layout's key words (SoA keys, or AoS pairs)
-    rowids: Any         # rowIDs (a strided view of ``keys`` for AoS)
-    stride: int         # 1 (SoA) or 2 (AoS)
-    k: int              # arity K
-    pad: int            # 1 for binary EO (the leading empty slot), else 0
-    h: int              # EO shape (eo_shape)
-    b: int
-    step0: int          # AO+BS's first step: the largest power of two <= n
-    pb: Any             # pivot buffer (a one-slot stand-in without one)
-    pbo: Any            # pivot buffer level offsets
-    levels: int
-    chunk: int
-    pivot_plan: Any     # pivots.PbPlan, or None
-    pin: tuple[int, int, int]  # (pa, pbb, ps) of the GPU driver's pinning
+    layout: lw.LayoutRecord  # the arrays and shapes (one kernel argument)
+    pins: lw.PinRecord       # the keys the GPU driver pins in shared memory
+    plan: lw.DriverPlan      # the GPU driver's configuration
+    pivot_plan: Any          # pivots.PivotPlan, or None
     peak: int
 
 
@@ -107,170 +112,134 @@ class LightweightIndex(GpuIndex[LightweightState]):
         n = int(keys.shape[0])
         kdt = keys.dtype
         pairs = sort_pairs(keys, st.rowid_dtype)
-        st.k = p.arity
-        st.pad = 1 if (p.layout == "eo" and p.search == "binary") else 0
+        k = p.arity
+        pad = 1 if (p.layout == "eo" and p.search == "binary") else 0
         wide = kdt == np.uint64 or st.rowid_dtype == np.uint64
         wdt = np.dtype(np.uint64 if wide else np.uint32)
-        slots = n + st.pad
-        st.stride = 1 if p.memory_layout == "soa" else 2
-        st.h, st.b = eo_shape(n, st.k) if p.layout == "eo" else (0, 0)
-        st.step0 = 1 << (n.bit_length() - 1) if n else 0
+        slots = n + pad
+        stride = 1 if p.memory_layout == "soa" else 2
+        h, b = eo_shape(n, k) if p.layout == "eo" else (0, 0)
+        step0 = 1 << (n.bit_length() - 1) if n else 0
         if p.layout == "eo":
-            if p.memory_layout == "soa":
-                st.keys = xp.zeros(slots, dtype=kdt)
-                st.rowids = xp.zeros(slots, dtype=st.rowid_dtype)
-                dst_k, dst_r = st.keys, st.rowids
+            if stride == 1:
+                keys_w = xp.zeros(slots, dtype=kdt)
+                rowids = xp.zeros(slots, dtype=st.rowid_dtype)
             else:
-                st.keys = xp.zeros(2 * slots, dtype=wdt)
-                st.rowids = st.keys[1:]
-                dst_k, dst_r = st.keys, st.rowids
+                keys_w = xp.zeros(2 * slots, dtype=wdt)
+                rowids = keys_w[1:]
             if n:
-                EO_GATHER(self.device, n, pairs.keys, pairs.rowids, dst_k, dst_r, st.stride,
-                          st.pad, n, st.k, st.h, st.b,
-                          threads_per_block=p.threads_per_block)
-        elif p.memory_layout == "soa":
-            st.keys, st.rowids = pairs.keys, pairs.rowids
+                EO_GATHER(self.device, n, pairs.keys, pairs.rowids, keys_w, rowids, stride, pad,
+                          n, k, h, b, threads_per_block=p.threads_per_block)
+        elif stride == 1:
+            keys_w, rowids = pairs.keys, pairs.rowids
         else:
-            st.keys = xp.empty(2 * n, dtype=wdt)
-            st.keys[0::2] = pairs.keys
-            st.keys[1::2] = pairs.rowids
-            st.rowids = st.keys[1:]
-        self._pivots(st, pairs.keys, n)
-        layout_bytes = int(st.keys.nbytes) + (0 if st.stride == 2 else int(st.rowids.nbytes))
-        st.peak = pairs.peak_bytes + (layout_bytes if (p.layout == "eo" or st.stride == 2)
-                                         else 0) + int(st.pb.nbytes)
-        # the GPU driver's pinning (also on the CPU, where the simulator tests run the driver)
-        st.pin = (0, 0, 0) if p.pinning == "none" else self._pin_sizes(st, self._tile_shape(st)[3])
+            keys_w = xp.empty(2 * n, dtype=wdt)
+            keys_w[0::2] = pairs.keys
+            keys_w[1::2] = pairs.rowids
+            rowids = keys_w[1:]
+        pb, pbo, levels, chunk = self._pivots(st, pairs.keys, n, k, keys_w.dtype.itemsize * stride)
+        i64 = np.int64
+        st.layout = lw.LayoutRecord(keys_w, rowids, i64(stride), i64(n), pb, pbo, i64(levels),
+                                    i64(k), i64(chunk), i64(pad), i64(step0), i64(h), i64(b))
+        layout_bytes = int(keys_w.nbytes) + (0 if stride == 2 else int(rowids.nbytes))
+        st.peak = pairs.peak_bytes + (layout_bytes if (p.layout == "eo" or stride == 2)
+                                         else 0) + int(pb.nbytes)
+        # the GPU driver's configuration and pinning (also on the CPU, where the simulator
+        # tests run the driver)
+        static = p.schedule == "static"
+        st.plan = lw.DriverPlan(
+            scheme=p.scheme, group=k - 1 if p.search == "kary" else 1,
+            per_thread=p.lookups_per_thread, reorder=_REORDER[p.reorder],
+            threads_per_block=p.threads_per_block,
+            max_blocks=hardware(self.device).sm_count * p.blocks_per_sm if static else 0,
+            pin_dtype=str(pb.dtype if p.pivot_buffer != "none" else keys_w.dtype))
+        st.pins = lw.NO_PINNING if p.pinning == "none" else self._pinning(st, st.plan.sort_bytes)
 
-    def _pivots(self, st: LightweightState, sorted_keys: Any, n: int) -> None:
+    def _pivots(self, st: LightweightState, sorted_keys: Any, n: int, k: int,
+                entry_bytes: int) -> tuple[Any, Any, int, int]:
+        """(pivot buffer, level offsets, levels, chunk); ``st.pivot_plan``."""
         xp, p = st.xp, self.params
-        st.pbo = xp.zeros(1, dtype=np.int64)
-        st.pb = xp.zeros(1, dtype=sorted_keys.dtype)  # stand-in: kernels take it anyway
-        st.levels, st.chunk = 0, max(n, 1)
         st.pivot_plan = None
+        stand_in = (xp.zeros(1, dtype=sorted_keys.dtype),  # kernels take them anyway
+                    xp.zeros(1, dtype=np.int64), 0, max(n, 1))
         if p.pivot_buffer == "none":
-            return
+            return stand_in
         if p.pivot_buffer == "full":
-            chunk = full_chunk(st.k)
-        elif p.pb_levels is None:  # chunks of one 128-byte line: keys (SoA) or pairs (AoS)
-            entry = st.keys.dtype.itemsize * st.stride
-            chunk = full_chunk(st.k)
-            while chunk * st.k * entry <= 128:
-                chunk *= st.k
+            chunk = full_chunk(k)
+        elif p.pb_levels is None:  # chunks of one cache line: keys (SoA) or pairs (AoS)
+            chunk = full_chunk(k)
+            while chunk * k * entry_bytes <= CACHE_LINE_BYTES:
+                chunk *= k
         else:
-            chunk = chunk_for_levels(n, st.k, p.pb_levels)
-        plan = pb_plan(n, st.k, chunk)
+            chunk = chunk_for_levels(n, k, p.pb_levels)
+        plan = pb_plan(n, k, chunk)
         st.pivot_plan = plan
-        st.levels, st.chunk = plan.levels, plan.chunk
-        if plan.slots:
-            st.pb = xp.empty(plan.slots, dtype=sorted_keys.dtype)
-            st.pbo = xp.asarray(plan.offsets())
-            sentinel = sorted_keys.dtype.type(np.iinfo(sorted_keys.dtype).max)
-            PB_GATHER(self.device, plan.slots, sorted_keys, st.pb, st.pbo, plan.levels, n,
-                      st.k, plan.chunk, sentinel, threads_per_block=p.threads_per_block)
+        if not plan.slots:
+            return stand_in[0], stand_in[1], plan.levels, plan.chunk
+        pb = xp.empty(plan.slots, dtype=sorted_keys.dtype)
+        pbo = xp.asarray(plan.offsets())
+        sentinel = sorted_keys.dtype.type(np.iinfo(sorted_keys.dtype).max)
+        PB_GATHER(self.device, plan.slots, sorted_keys, pb, pbo, plan.levels, n, k, plan.chunk,
+                  sentinel, threads_per_block=p.threads_per_block)
+        return pb, pbo, plan.levels, plan.chunk
 
     def _footprint(self, st: LightweightState) -> Footprint:
-        if st.stride == 2:
-            parts = {"pairs": int(st.keys.nbytes)}
+        lay = st.layout
+        if lay.stride == 2:
+            parts = {"pairs": int(lay.keys.nbytes)}
         else:
-            parts = {"keys": int(st.keys.nbytes), "rowids": int(st.rowids.nbytes)}
+            parts = {"keys": int(lay.keys.nbytes), "rowids": int(lay.rowids.nbytes)}
         if self.params.pivot_buffer != "none":
-            parts["pivots"] = int(st.pb.nbytes) if st.levels else 0
+            parts["pivots"] = int(lay.pb.nbytes) if lay.levels else 0
         return Footprint(breakdown=parts, peak_build_bytes=st.peak)
 
     # -------------------------------------------------------------- locating
-    @staticmethod
-    def _layout(st: LightweightState) -> tuple[Any, ...]:
-        return (st.keys, st.rowids, st.stride, st.n, st.pb, st.pbo,
-                st.levels, st.k, st.chunk, st.pad, st.step0, st.h, st.b)
-
     def _locate(self, st: LightweightState, x: Any, mode: np.int64, dtype: Any) -> Any:
-        """``locate`` of the scheme for every key of ``x`` (see native/lightweight.py)."""
+        """The scheme's locate result for every key of ``x`` (see native/lightweight.py)."""
         out = st.xp.empty(x.shape[0], dtype=dtype)
-        if self.device == "cpu":
-            empty = np.zeros(0, dtype=st.keys.dtype)
-            lw.LOCATE_CPU[self.params.scheme]("cpu", int(x.shape[0]), x, out, st.miss, mode,
-                                              *self._layout(st), empty, 0, 0, 0)
-        else:
-            self._drive(st, x, out, mode)
+        lw.locate(self.device, st.plan, st.layout, st.pins, x, out, st.miss, mode)
         return out
 
-    def _tile_shape(self, st: LightweightState) -> tuple[int, int, np.dtype, int]:
-        """(group, tile, pinned key dtype, shared bytes the reordering reserves) of the GPU
-        driver."""
-        p = self.params
-        group = p.k - 1 if p.search == "kary" else 1
-        tile = p.threads_per_block // group * p.lookups_per_thread
-        kdt = self._pin_dtype(st)
-        sort_bytes = 0 if p.reorder == "none" else tile * (kdt.itemsize + 4 + 8) + 16
-        return group, tile, kdt, sort_bytes
-
-    def _drive(self, st: LightweightState, x: Any, out: Any, mode: np.int64) -> None:
-        from indexzoo.native.lightweight_cuda import driver
-
-        p = self.params
-        group, tile, kdt, _ = self._tile_shape(st)
-        reorder = {"none": 0, "single": 1, "double": 2}[p.reorder]
-        pa, pbb, ps = st.pin
-        pin_bytes = _align((pa + pbb) * kdt.itemsize, 8)
-        o_keys = pin_bytes // kdt.itemsize
-        o_idx = _align(pin_bytes + tile * kdt.itemsize, 8) // 4
-        o_res = _align(o_idx * 4 + tile * 4, 8) // 8
-        shared = (o_res * 8 + tile * 8) if reorder else pin_bytes
-        nq = int(x.shape[0])
-        blocks = -(-nq // tile)
-        if p.schedule == "static":
-            blocks = min(blocks, hardware(self.device).sm_count * p.blocks_per_sm)
-        kernel = driver(p.scheme, group, p.lookups_per_thread, reorder, bool(pa + pbb),
-                        str(kdt))
-        kernel(blocks, p.threads_per_block, nq, x, out, st.miss, mode, *self._layout(st), pa,
-               pbb, ps, o_keys, o_idx, o_res, shared_mem=shared)
-
-    def _pin_dtype(self, st: LightweightState) -> np.dtype:
-        """dtype of the pinned keys: the pivot buffer's or the key array's words."""
-        if self.params.pivot_buffer != "none":
-            return np.dtype(st.pb.dtype)
-        return np.dtype(st.keys.dtype)
-
-    def _pin_sizes(self, st: LightweightState, reserved: int) -> tuple[int, int, int]:
-        """(pa, pbb, ps) of the pinning (see ``ao_key``/``front_key``) for the shared memory
-        left after ``reserved`` bytes."""
-        p = self.params
+    def _pinning(self, st: LightweightState, reserved: int) -> lw.PinRecord:
+        """The pinning (see ``ao_key``/``front_key``) for the shared memory left after
+        ``reserved`` bytes."""
+        p, lay = self.params, st.layout
         budget = p.pinning_bytes
         if budget is None:
-            budget = hardware(self.device).shared_optin_bytes - reserved - 1024
-        cap = max(budget, 0) // self._pin_dtype(st).itemsize
+            budget = hardware(self.device).shared_optin_bytes - reserved - PIN_HEADROOM_BYTES
+        cap = max(budget, 0) // np.dtype(st.plan.pin_dtype).itemsize
         n = st.n
         if cap <= 0 or n == 0:
-            return (0, 0, 0)
+            return lw.NO_PINNING
         if p.pivot_buffer != "none":
-            slots = int(st.pb.shape[0]) if st.levels else 0
+            slots = int(lay.pb.shape[0]) if lay.levels else 0
             offsets = st.pivot_plan.offsets().tolist() if st.pivot_plan else [0]
             if p.pinning == "full":
-                return (min(cap, slots), 0, 0)
-            return (max([o for o in offsets if o <= min(cap, slots)], default=0), 0, 0)
+                return _pins(min(cap, slots))
+            return _pins(max([o for o in offsets if o <= min(cap, slots)], default=0))
+        pad, k = int(lay.pad), int(lay.k)
         if p.layout == "eo":
-            total = n + st.pad
+            total = n + pad
             if p.pinning == "full":
-                return (min(cap, total), 0, 0)
-            k, full_levels = st.k, 0
-            while st.pad + k ** (full_levels + 1) - 1 <= min(cap, total):
+                return _pins(min(cap, total))
+            full_levels = 0
+            while pad + k ** (full_levels + 1) - 1 <= min(cap, total):
                 full_levels += 1
-            return (st.pad + k ** full_levels - 1 if full_levels else 0, 0, 0)
+            return _pins(pad + k ** full_levels - 1 if full_levels else 0)
         # AO+BS: keys of the first M steps sit at n-1 - j * (step0 >> (M-1))
-        log_step0 = st.step0.bit_length() - 1
+        log_step0 = int(lay.step0).bit_length() - 1
         m = min(cap.bit_length() - 1, log_step0 + 1)
         ps = log_step0 - (m - 1)
         pa = 1 << m
         pbb = min(cap - pa, 1 << m) if (p.pinning == "full" and ps > 0) else 0
-        return (pa, pbb, ps) if m >= 1 else (0, 0, 0)
+        return _pins(pa, pbb, ps) if m >= 1 else lw.NO_PINNING
 
     def pinned_keys(self) -> int:
         """How many keys the GPU lookups pin to shared memory per block (0 on the CPU)."""
         if self.device == "cpu" or self.params.pinning == "none":
             return 0
-        pa, pbb, _ = self._live().pin
-        return pa + pbb
+        pins = self._live().pins
+        return int(pins.pa + pins.pbb)
 
     @property
     def pivot_plan(self) -> Any:
@@ -281,64 +250,39 @@ class LightweightIndex(GpuIndex[LightweightState]):
     def _ranks(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
         """Sorted positions ``start .. stop-1`` of the keys in each ``[lo, hi]``."""
         xp = st.xp
-        start = self._locate(st, lo, _RANK, np.int64)
+        start = self._locate(st, lo, lw.RANK, np.int64)
         top = hi == np.iinfo(hi.dtype).max
-        stop = self._locate(st, hi + hi.dtype.type(1), _RANK, np.int64)  # hi + 1 wraps at the top
+        stop = self._locate(st, hi + hi.dtype.type(1), lw.RANK, np.int64)  # hi + 1 wraps at the top
         stop = xp.where(top, st.n, stop)
         return start, xp.maximum(stop, start)
 
-    def _eo_scan(self, st: LightweightState, lo: Any, hi: Any, fill: bool, values: Any,
-                 use_values: Any, offsets: Any, out: Any) -> None:
-        q = int(lo.shape[0])
-        args = (st.keys, st.rowids, st.stride, st.n, st.k, st.pad, lo, hi)
-        tpb = self.params.threads_per_block
-        if self.device == "cuda" and self.params.multi_thread_scan:
-            from indexzoo.native.lightweight_cuda import EO_SCAN_COOP
-
-            EO_SCAN_COOP(self.device, -(-q // 32) * 32, q, *args, values, use_values,
-                         np.bool_(fill), offsets, out, threads_per_block=tpb)
-        elif fill:
-            lw.EO_SCAN_FILL(self.device, q, *args, offsets, out, threads_per_block=tpb)
-        else:
-            lw.EO_SCAN_SUM(self.device, q, *args, values, use_values, out, threads_per_block=tpb)
-
-    def _runs(self, st: LightweightState, start: Any, stop: Any, fill: bool, values: Any,
-              use_values: Any, offsets: Any, out: Any) -> None:
-        q = int(start.shape[0])
-        tpb = self.params.threads_per_block
-        if self.device == "cuda" and self.params.multi_thread_scan:
-            from indexzoo.native.lightweight_cuda import RUNS_COOP
-
-            RUNS_COOP(self.device, -(-q // 32) * 32, q, st.rowids, st.stride, start, stop,
-                      values, use_values, np.bool_(fill), offsets, out, threads_per_block=tpb)
-        elif fill:
-            lw.RUN_FILL(self.device, q, st.rowids, st.stride, start, offsets, out,
-                        threads_per_block=tpb)
-        else:
-            lw.RUN_SUM(self.device, q, st.rowids, st.stride, start, stop, values,
-                       use_values, out, threads_per_block=tpb)
+    def _scan(self, op: Any, q: int, *args: Any) -> None:
+        """Run a range scan: one thread per range, or on the GPU with ``multi_thread_scan``
+        one warp serving 32 ranges together (§5.7)."""
+        op(self.device, q, *args, group=lw.WARP if self.params.multi_thread_scan else 1,
+           threads_per_block=self.params.threads_per_block)
 
     def _sum(self, st: LightweightState, lo: Any, hi: Any) -> Any:
-        out = st.xp.empty(lo.shape[0], dtype=np.uint64)
+        q = int(lo.shape[0])
+        out = st.xp.empty(q, dtype=np.uint64)
         values, use_values = values_arg(st.values, st.xp)
-        no_offsets = st.xp.zeros(1, dtype=np.int64)
         if self.params.layout == "eo":
-            self._eo_scan(st, lo, hi, False, values, use_values, no_offsets, out)
+            self._scan(lw.EO_SCAN_SUM, q, st.layout, lo, hi, values, use_values, out)
         else:
             start, stop = self._ranks(st, lo, hi)
-            self._runs(st, start, stop, False, values, use_values, no_offsets, out)
+            self._scan(lw.RUN_SUM, q, st.layout, start, stop, values, use_values, out)
         return out
 
     def _rowids_csr(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        q = int(lo.shape[0])
         start, stop = self._ranks(st, lo, hi)
         offsets = offsets_from_counts(stop - start)
         out = st.xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            values, use_values = values_arg(None, st.xp)
             if self.params.layout == "eo":
-                self._eo_scan(st, lo, hi, True, values, use_values, offsets, out)
+                self._scan(lw.EO_SCAN_FILL, q, st.layout, lo, hi, offsets, out)
             else:
-                self._runs(st, start, stop, True, values, use_values, offsets, out)
+                self._scan(lw.RUN_FILL, q, st.layout, start, offsets, out)
         return offsets, out
 
     def _count(self, st: LightweightState, lo: Any, hi: Any) -> Any:
@@ -347,7 +291,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
 
     # -------------------------------------------------------------- hooks
     def _point_rowid(self, st: LightweightState, q: Any) -> Any:
-        return self._locate(st, q, _POINT, st.rowid_dtype)
+        return self._locate(st, q, lw.POINT, st.rowid_dtype)
 
     def _point_count(self, st: LightweightState, q: Any) -> Any:
         return self._count(st, q, q)
@@ -359,7 +303,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
         return self._rowids_csr(st, q, q)
 
     def _range_rowid(self, st: LightweightState, lo: Any, hi: Any) -> Any:
-        first = self._locate(st, lo, _FIRST, st.rowid_dtype)
+        first = self._locate(st, lo, lw.FIRST, st.rowid_dtype)
         start, stop = self._ranks(st, lo, hi)
         return st.xp.where(stop > start, first, st.miss).astype(st.rowid_dtype)
 
@@ -373,8 +317,8 @@ class LightweightIndex(GpuIndex[LightweightState]):
         return self._rowids_csr(st, lo, hi)
 
 
-def _align(x: int, a: int) -> int:
-    return -(-x // a) * a
+def _pins(pa: int, pbb: int = 0, ps: int = 0) -> lw.PinRecord:
+    return lw.PinRecord(np.int64(pa), np.int64(pbb), np.int64(ps))
 
 
 def _preset_class(preset: str, doc: str) -> type[LightweightIndex]:

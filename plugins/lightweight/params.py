@@ -138,16 +138,17 @@ def preset_params(preset: str) -> type[LightweightParams]:
             fields[name] = (Literal["full", "coarse"],
                             Field(default=value, description=info.description))
         elif name in _SCHEME_FIELDS:
-            fields[name] = (Literal[value],  # type: ignore[valid-type]
+            fields[name] = (Literal[value],
                             Field(default=value, description=f"{info.description} Fixed by "
                                   f"the preset; use 'lightweight' to change it."))
         else:
-            fields[name] = (info.annotation, Field(default=value, description=info.description,
-                                                   **_bounds(info)))
+            fields[name] = (info.annotation,
+                            Field(default=value, description=info.description,  # type: ignore[call-overload]
+                                  **_bounds(info)))
     model = create_model(f"{preset.title().replace('-', '')}Params",  # type: ignore[call-overload]
                          __base__=LightweightParams, **fields)
     model.__doc__ = f"Parameters of the preset ``{preset}`` (the lightweight family)."
-    return model  # type: ignore[no-any-return]
+    return model
 
 
 def _bounds(info: object) -> dict[str, object]:

@@ -222,16 +222,16 @@ SIMULATOR = textwrap.dedent("""
                                         lookups_per_thread=r, schedule=sched, reorder=reorder,
                                         pinning=pin, pinning_bytes=24 * np.dtype(dtype).itemsize,
                                         memory_layout=ml).build(keys)
-                assert index._pin_sizes(index.state, 0)[0] > 0 or pin == "none"
-                modes = [(np.int64(1), np.int64), (np.int64(2), index.rowid_dtype)]
+                st = index.state
+                assert st.pins.pa > 0 or pin == "none"
+                modes = [(lw.RANK, np.int64), (lw.FIRST, index.rowid_dtype)]
                 if name != "eo-bs":  # interleaved EO searches skip the early exit: another copy
-                    modes.append((np.int64(0), index.rowid_dtype))
+                    modes.append((lw.POINT, index.rowid_dtype))
                 for mode, dt in modes:
                     got, want = np.empty(q.shape[0], dt), np.empty(q.shape[0], dt)
-                    index._drive(index.state, q, got, mode)  # the GPU driver, under the simulator
-                    lw.LOCATE_CPU[index.params.scheme]("cpu", q.shape[0], q, want, index.miss,
-                                                       mode, *index._layout(index.state),
-                                                       np.zeros(0, index.state.keys.dtype), 0, 0, 0)
+                    # the GPU driver under the simulator, and the CPU twin
+                    lw.locate("cuda", st.plan, st.layout, st.pins, q, got, st.miss, mode)
+                    lw.locate("cpu", st.plan, st.layout, st.pins, q, want, st.miss, mode)
                     assert np.array_equal(got, want), (name, sched, r, reorder, pin, ml, mode)
     print("driver agrees")
 """)
@@ -240,8 +240,9 @@ SIMULATOR = textwrap.dedent("""
 @pytest.mark.slow
 def test_the_gpu_driver_agrees_with_the_cpu_under_the_cuda_simulator() -> None:
     """Scheduling, lookups per thread, reordering (the shared-memory bitonic sort), pinning
-    and AoS/SoA of the GPU driver, for the binary-search schemes (the simulator has no warp
-    votes, so the K-ary kernels are checked on a real GPU by the test below)."""
+    and AoS/SoA of the GPU driver, for the binary-search schemes (the K-ary groups and the
+    multi-threaded scans need warp votes: ``tests/native/test_lightweight_coop.py`` runs them
+    with the simulator's intrinsics from ``tests/cudasim_warp.py``)."""
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     res = subprocess.run([sys.executable, "-c", SIMULATOR], capture_output=True, text=True,
                          env=env, timeout=900)
