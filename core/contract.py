@@ -274,10 +274,19 @@ class GpuIndex(abc.ABC, Generic[S]):
             inside = xp.nonzero(~outside)[0]
             part = self._run(st, kind, out, tuple(a[inside] for a in arrays), None)
             return results.scatter_result(part, inside, q, xp, st.rowid_dtype, st.miss)
+        if getattr(self.params, "sort_probes", False) and q > 1:
+            # sorted probes: lookups sorted by key (ranges by lo), answered, put back in the
+            # caller's order; the sort and the un-permute are part of the call
+            order = xp.argsort(arrays[0])
+            res = self._chunked(st, kind, out, tuple(a[order] for a in arrays))
+            return results.unpermute_result(res, order, xp)
+        return self._chunked(st, kind, out, arrays)
+
+    def _chunked(self, st: S, kind: str, out: Out, arrays: tuple[Any, ...]) -> LookupResult:
         step = self.params.max_batch
         parts = [self._dispatch(st, kind, out, tuple(a[s:s + step] for a in arrays))
-                 for s in range(0, q, step)]
-        return results.concat_results(parts, xp)
+                 for s in range(0, int(arrays[0].shape[0]), step)]
+        return results.concat_results(parts, st.xp)
 
     def _dispatch(self, st: S, kind: str, out: Out, arrays: tuple[Any, ...]) -> LookupResult:
         fused: Callable[..., Any] | None = getattr(self, f"_{kind}_{out}", None)

@@ -25,6 +25,7 @@ __all__ = [
     "rowid_from_csr",
     "scatter_result",
     "sum_from_csr",
+    "unpermute_result",
 ]
 
 Out = Literal["rowid", "count", "sum", "rowids"]
@@ -141,6 +142,26 @@ def scatter_result(part: LookupResult, inside: Any, q: int, xp: Any, rowid_dtype
         return replace(full, rowids=part.rowids)
     getattr(full, part.out)[inside] = getattr(part, part.out)
     return full
+
+
+def unpermute_result(res: LookupResult, order: Any, xp: Any) -> LookupResult:
+    """The result of lookups answered in the order ``order`` (lookup ``order[j]`` answered
+    ``j``-th), put back in the original order."""
+    q = int(order.shape[0])
+    if res.out != "rowids":
+        sorted_part = getattr(res, res.out)
+        back = xp.empty_like(sorted_part)
+        back[order] = sorted_part
+        return LookupResult(res.out, **{res.out: back})
+    counts_sorted = res.offsets[1:] - res.offsets[:-1]
+    inverse = xp.empty(q, dtype=OFFSET_DTYPE)
+    inverse[order] = xp.arange(q, dtype=OFFSET_DTYPE)
+    counts = counts_sorted[inverse]
+    offsets = xp.zeros(q + 1, dtype=OFFSET_DTYPE)
+    xp.cumsum(counts, out=offsets[1:])
+    skip = xp.repeat(res.offsets[:-1][inverse] - offsets[:-1], counts)
+    rowids = res.rowids[xp.arange(int(offsets[-1]), dtype=OFFSET_DTYPE) + skip]
+    return LookupResult("rowids", offsets=offsets, rowids=rowids)
 
 
 def concat_results(parts: list[LookupResult], xp: Any) -> LookupResult:

@@ -29,10 +29,18 @@ from numba.extending import register_jitable
 from indexzoo.devices import xp_of
 
 from . import geometry as geo
-from .keymap import EXTENDED_OFFSET, KeyCoder, bits_float
+from .keymap import (
+    EXTENDED_OFFSET,
+    KeyCoder,
+    bits_float,
+    point_of_x,
+    x_of_gap_above,
+    x_of_gap_below,
+    x_of_point,
+)
 
-__all__ = ["KIND", "SPHERE_RADIUS", "geometry_function", "perpendicular_raygen", "point_function",
-           "primitives"]
+__all__ = ["KIND", "SPHERE_RADIUS", "exact_key_box", "geometry_function", "perpendicular_raygen",
+           "point_function", "primitives"]
 
 SPHERE_RADIUS = 0.25
 KIND = {"triangle": geo.TRIANGLES, "sphere": geo.SPHERES, "aabb": geo.AABBS}
@@ -125,3 +133,42 @@ def geometry_function(coder: KeyCoder, primitive: str) -> Any:
         _, below, above, y, z = point(keys, i)
         return below, y - half, z - half, above, y + half, z + half
     return box
+
+
+@functools.cache
+def exact_key_box(key_of: Any) -> Any:
+    """The intersection program of AABB keys that compares the stored integer key exactly (the
+    RX artifact's): ``key_of(params, inst, prim)`` reads the primitive's key from the launch
+    record (which also holds ``x_kind``, ``x_bits`` and ``y_bits``). A perpendicular point ray
+    hits the box of exactly its key; a ray along x over the x parts ``[lo, hi]`` of one row hits
+    the boxes of the keys in that row and interval, at the key's point. The engine hands
+    intersection programs the ray but not its launch index, so the integer bounds are recovered
+    from the ray itself: every ray starts and ends in a gap, at coordinates that are exact
+    functions of the bounds (:mod:`.keyrays`), so the inverse is exact too."""
+
+    @register_jitable
+    def intersect(data, i, inst, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):
+        inf = np.float32(np.inf)
+        key = np.uint64(key_of(params, inst, prim))
+        x_kind = params.x_kind
+        xb = np.uint64(params.x_bits)
+        yb = np.uint64(params.y_bits)
+        if dz != np.float32(0.0):  # perpendicular point ray from (X(x), y, z - 0.5)
+            zq = np.uint64(oz + np.float32(0.5))
+            h = np.uint64(oy) | (zq << yb)
+            q = (h << xb) | x_of_point(ox, x_kind)
+            if key == q:
+                return np.float32(0.5), True
+            return inf, False
+        # a ray along x over the integer x parts [lo, hi] of the high part (y, z)
+        h = np.uint64(oy) | (np.uint64(oz) << yb)
+        if (key >> xb) != h:
+            return inf, False
+        kx = key & ((np.uint64(1) << xb) - np.uint64(1))
+        lo = x_of_gap_above(ox + tmin, x_kind)
+        hi = x_of_gap_below(ox + tmax, x_kind)
+        if kx < lo or kx > hi:
+            return inf, False
+        return point_of_x(kx, x_kind) - ox, True
+
+    return intersect

@@ -27,7 +27,7 @@ from indexzoo.devices import xp_of
 from .keymap import KeyCoder
 from .query import Rays
 
-__all__ = ["perpendicular_rays", "row_rays"]
+__all__ = ["occupied_row_rays", "occupied_rows", "perpendicular_rays", "row_rays"]
 
 
 def perpendicular_rays(coder: KeyCoder, keys: Any) -> Rays:
@@ -58,3 +58,32 @@ def row_rays(coder: KeyCoder, high: Any, x0: Any, x1: Any, zero: bool) -> Rays:
     # end - start is exact: both are multiples of 0.5 below 2^23 (offset rays are ruled out in
     # extended mode, where it would not be)
     return Rays(o, d, xp.zeros(r, np.float32), end - start)
+
+
+def occupied_rows(coder: KeyCoder, lo: Any, hi: Any, highs: Any) -> tuple[Any, Any]:
+    """RX's rays of the ranges ``[lo, hi]`` over the sorted distinct high parts ``highs`` of the
+    keys [§3.2]: one ray per occupied row from ``lo``'s to ``hi``'s (none for ``lo > hi``).
+    Returns ``(casts, first)``: the rays of each range and the index in ``highs`` of its first
+    row."""
+    xp = xp_of(lo)
+    _, hlo = coder.parts(lo)
+    _, hhi = coder.parts(hi)
+    first = xp.searchsorted(highs, hlo, side="left").astype(np.int64)
+    stop = xp.searchsorted(highs, hhi, side="right").astype(np.int64)
+    casts = xp.where(lo <= hi, xp.maximum(stop - first, 0), 0).astype(np.int64)
+    return casts, first
+
+
+def occupied_row_rays(coder: KeyCoder, lo: Any, hi: Any, highs: Any, first: Any, starts: Any,
+                      owner: Any, s: int, zero: bool) -> Rays:
+    """Rays ``s .. s + len(owner) - 1`` of :func:`occupied_rows`'s flat list (``starts``: its
+    CSR offsets, ``owner``: the range of each ray): on each row from ``lo``'s x part (or 0) to
+    ``hi``'s (or the last), as the RX artifact's loop does."""
+    xp = xp_of(owner)
+    j = first[owner] + (xp.arange(s, s + owner.shape[0], dtype=np.int64) - starts[owner])
+    h = highs[j]
+    xlo, hlo = coder.parts(lo[owner])
+    xhi, hhi = coder.parts(hi[owner])
+    x0 = xp.where(h == hlo, xlo, np.uint64(0))
+    x1 = xp.where(h == hhi, xhi, np.uint64(coder.x_max))
+    return row_rays(coder, h, x0, x1, zero)

@@ -21,9 +21,14 @@ The hit operations (:class:`HitOp`):
 * ``SUM``: ``values[rowID]`` (or the rowID) summed per lookup, uint64 wrapping;
 * ``COLLECT``: every match, as CSR (``offsets``, ``rowids``): a count pass, an exclusive scan
   of the per-ray counts, and a fill pass whose any-hit writes each rowID at its ray's offset
-  plus the ray's running count.
+  plus the ray's running count;
+* ``CLOSEST``: per lookup the match of the closest hit of its first ray that hits anything
+  (any-hit accepts matches, the closest-hit program records the closest; equal distances go
+  to the smaller primitive index): optimized RX's and cgRX's closest-hit lookups, whose
+  "rowID" is then a position in sorted keys to scan from.
 
-:func:`first`, :func:`count`, :func:`sum_values` and :func:`collect` run them. Every launch gets
+:func:`first`, :func:`count`, :func:`sum_values`, :func:`collect` and :func:`closest` run
+them. Every launch gets
 one flat named record (:func:`launch_record`); with it, the launch takes the engine's fast (CuPy)
 launch path on the GPU.
 """
@@ -49,8 +54,9 @@ from .trace import Programs as EnginePrograms
 from .trace import launch as engine_launch
 from .trace import trace as engine_trace
 
-__all__ = ["MISS", "NO_MATCH", "Generated", "HitOp", "QueryParams", "QueryPrograms", "RayBatch",
-           "Rays", "collect", "count", "first", "launch_record", "sum_values"]
+__all__ = ["MISS", "NO_MATCH", "FunctionBatch", "Generated", "HitOp", "QueryParams", "QueryPrograms",
+           "RayBatch",
+           "Rays", "closest", "collect", "count", "first", "launch_record", "sum_values"]
 
 #: ``first`` reports lookups without a match with this value (uint64).
 MISS = np.uint64(np.iinfo(np.uint64).max)
@@ -61,12 +67,16 @@ _U64 = np.uint64
 
 
 class HitOp(enum.IntEnum):
-    """What the layer's any-hit program does with a match."""
+    """What the layer's programs do with a match."""
 
     FIRST = 0
     COUNT = 1
     SUM = 2
     COLLECT = 3
+    CLOSEST = 4
+
+
+_ONE_MATCH = (HitOp.FIRST, HitOp.CLOSEST)
 
 
 class QueryParams(NamedTuple):
@@ -150,6 +160,37 @@ class RayBatch(abc.ABC):
         """The plugin's launch-parameter record (a ``NamedTuple``) for rays ``s .. e-1``."""
 
 
+@dataclass(frozen=True, eq=False)
+class FunctionBatch(RayBatch):
+    """A :class:`RayBatch` from functions: ``rays(s, e, owner)`` and ``record(s, e, owner)``
+    for rays ``s .. e-1`` whose lookups are ``owner``. ``casts``: the number of rays of each
+    lookup (int64), or None for one ray per lookup."""
+
+    n_queries: int
+    starts: Any
+    one_each: bool
+    make_rays: Any
+    make_record: Any
+
+    @classmethod
+    def of(cls, casts: Any, rays: Any, record: Any, n_queries: int | None = None,
+           xp: Any = None) -> FunctionBatch:
+        if casts is None:
+            assert n_queries is not None and xp is not None
+            return cls(n_queries, xp.arange(n_queries + 1, dtype=np.int64), True, rays, record)
+        xp = xp_of(casts)
+        starts = xp.zeros(casts.shape[0] + 1, dtype=np.int64)
+        xp.cumsum(casts, out=starts[1:])
+        n = int(casts.shape[0])
+        return cls(n, starts, int(starts[-1]) == n and bool((casts == 1).all()), rays, record)
+
+    def rays(self, s: int, e: int) -> Rays | Generated:
+        return self.make_rays(s, e, self.owners(s, e))
+
+    def record(self, s: int, e: int) -> Any:
+        return self.make_record(s, e, self.owners(s, e))
+
+
 @dataclass(frozen=True)
 class QueryPrograms:
     """The programs an index contributes: ``match`` (see the module docstring) and, for custom
@@ -159,8 +200,9 @@ class QueryPrograms:
     intersection: Any = None
 
 
-# the operations as plain ints: compile-time constants of the any-hit program
-_FIRST, _COUNT, _SUM = int(HitOp.FIRST), int(HitOp.COUNT), int(HitOp.SUM)
+# the operations as plain ints: compile-time constants of the programs
+_FIRST, _COUNT, _SUM, _CLOSEST = (int(HitOp.FIRST), int(HitOp.COUNT), int(HitOp.SUM),
+                                  int(HitOp.CLOSEST))
 
 
 @functools.cache
@@ -173,6 +215,8 @@ def _anyhit(match: Any) -> Any:
         if rowid < 0:
             return IGNORE
         op = params.op
+        if op == _CLOSEST:  # the closest-hit program records the closest accepted match
+            return ACCEPT
         if op == _FIRST:
             payload[ray, 0] = np.uint64(rowid)
             return ACCEPT
@@ -192,9 +236,20 @@ def _anyhit(match: Any) -> Any:
 
 
 @functools.cache
+def _closesthit(match: Any) -> Any:
+    """The layer's closest-hit program (run for CLOSEST only): the closest match."""
+
+    @register_jitable
+    def closesthit(ray, inst, prim, t, front, payload, params):
+        payload[ray, 0] = np.uint64(match(ray, inst, prim, t, front, params))
+
+    return closesthit
+
+
+@functools.cache
 def _engine_programs(programs: QueryPrograms, raygen: Any) -> EnginePrograms:
     return EnginePrograms(intersection=programs.intersection, anyhit=_anyhit(programs.match),
-                          raygen=raygen)
+                          closesthit=_closesthit(programs.match), raygen=raygen)
 
 
 @dataclass(frozen=True)
@@ -220,7 +275,7 @@ class _Launch:
     def run(self, s: int, e: int, op: HitOp, ray_offsets: Any = None, out: Any = None) -> Any:
         """Trace rays ``s .. e-1`` with operation ``op``; their payloads (uint64 per ray)."""
         xp, r = self.xp, e - s
-        payload = xp.full((r, 1), MISS, dtype=_U64) if op == HitOp.FIRST else \
+        payload = xp.full((r, 1), MISS, dtype=_U64) if op in _ONE_MATCH else \
             xp.zeros((r, 1), dtype=_U64)
         values, use_values = values_arg(self.values, xp)
         stand_in = _stand_ins(xp, self.rowid_dtype)
@@ -233,7 +288,8 @@ class _Launch:
             stand_in.out if out is None else out,
             rays.ray_data if isinstance(rays, Generated) else stand_in.ray_data,
             *record)
-        flags = DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
+        flags = 0 if op == HitOp.CLOSEST else \
+            DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
         if isinstance(rays, Generated):
             engine_launch(self.scene, r, _engine_programs(self.programs, rays.raygen),
                           flags=flags, payload=payload, params=params,
@@ -256,19 +312,20 @@ class _Launch:
         return q0, q1, a, b
 
     def reduce(self, op: HitOp) -> Any:
-        """Per lookup: the count (int64), the sum (uint64) or the first rowID (uint64, MISS)."""
+        """Per lookup: the count (int64), the sum (uint64), or the match of its first ray that
+        hits (FIRST, CLOSEST: uint64, MISS)."""
         xp, q = self.xp, self.batch.n_queries
-        if op == HitOp.FIRST:
+        if op in _ONE_MATCH:
             res = xp.full(q, MISS, dtype=_U64)
         else:
             res = xp.zeros(q, dtype=np.int64 if op == HitOp.COUNT else _U64)
         for s, e in self.chunks():
             pay = self.run(s, e, op)
             if self.batch.one_each:  # ray i is lookup i: its payload is the answer
-                res[s:e] = pay if op == HitOp.FIRST else pay.astype(res.dtype)
+                res[s:e] = pay if op in _ONE_MATCH else pay.astype(res.dtype)
                 continue
             q0, q1, a, b = self.segments(s, e)
-            if op == HitOp.FIRST:
+            if op in _ONE_MATCH:
                 hit = (pay != MISS).astype(np.int64)
                 ch = xp.zeros(e - s + 1, dtype=np.int64)
                 xp.cumsum(hit, out=ch[1:])
@@ -347,6 +404,14 @@ def first(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_ray
           threads_per_block: int = 128) -> Any:
     """Some matching rowID per lookup (uint64), :data:`MISS` for lookups without a match."""
     return _query(scene, batch, programs, None, max_rays, threads_per_block).reduce(HitOp.FIRST)
+
+
+def closest(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
+            threads_per_block: int = 128) -> Any:
+    """Per lookup the match of the closest hit of its first ray (in ray order) that hits a
+    match (uint64), :data:`MISS` for lookups whose rays hit no match."""
+    return _query(scene, batch, programs, None, max_rays, threads_per_block).reduce(
+        HitOp.CLOSEST)
 
 
 def count(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,

@@ -28,7 +28,8 @@ OptiX -> here
   :class:`Programs`, numba device functions (``register_jitable``), called with the ray index
   and the per-ray ``payload`` slots (a (rays, slots) uint64 array: OptiX's payload registers)::
 
-      intersection(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params) -> (t float32, front bool)
+      intersection(data, i, inst, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params)
+          -> (t float32, front bool)
       anyhit(ray, inst, prim, t, front, payload, params) -> ACCEPT | IGNORE | TERMINATE
       closesthit(ray, inst, prim, t, front, payload, params)
       miss(ray, payload, params)
@@ -55,6 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +73,7 @@ from .geometry import AABBS, SPHERES, TRIANGLES, hit_box, hit_sphere_c, hit_tria
 __all__ = [
     "ACCEPT", "CULL_BACK_FACING", "CULL_FRONT_FACING", "DISABLE_ANYHIT", "DISABLE_CLOSESTHIT",
     "IGNORE", "TERMINATE", "TERMINATE_ON_FIRST_HIT", "Gas", "Hits", "Ias", "Instance", "Programs",
-    "build_gas", "build_ias", "launch", "trace",
+    "build_gas", "build_ias", "build_sliced_ias", "launch", "trace",
 ]
 
 TERMINATE_ON_FIRST_HIT = 1
@@ -316,22 +318,37 @@ def build_ias(instances: list[Instance] | tuple[Instance, ...]) -> Ias:
     nodes = xp.concatenate([g.bvh.nodes[: g.bvh.n_nodes] for g in gases])
     data = xp.concatenate([g.data for g in gases]) if len(gases) > 1 else gases[0].data
     order = xp.concatenate([g.bvh.order.astype(np.int64) for g in gases])
-    n = len(instances)
+    roots = [_root_box(g.bvh) for g in gases]
+    entries = [(_affine(ins.transform), int(node_base[pool[id(ins.gas)]]),
+                int(data_base[pool[id(ins.gas)]]), gases[pool[id(ins.gas)]].bvh.n_nodes,
+                int(ins.instance_id), int(ins.mask), roots[pool[id(ins.gas)]])
+               for ins in instances]
+    top, table = _instance_table(xp, entries)
+    peak = int(nodes.nbytes + data.nbytes + order.nbytes) + top.peak_build_bytes + table.nbytes
+    return Ias(first.kind, first.radius, first.geometry, top, xp.asarray(table), nodes, data, order,
+               len(instances), peak)
+
+
+def _root_box(bvh: Bvh) -> np.ndarray:
+    root = bvh.nodes[0, :6]
+    return np.asarray(root.get() if hasattr(root, "get") else root, dtype=np.float64)
+
+
+def _instance_table(xp: Any, entries: list[tuple[Any, ...]]) -> tuple[Bvh, np.ndarray]:
+    """The top-level BVH over instances and their table, from one entry per instance:
+    (3x4 transform, node base, data base, node count, instance id, mask, root box)."""
+    n = len(entries)
     table = np.zeros((n, 16), dtype=np.float32)
     words = table.view(np.int32)
     lo = np.empty((n, 3), np.float32)
     hi = np.empty((n, 3), np.float32)
-    for k, ins in enumerate(instances):
-        m = _affine(ins.transform)
+    for k, (m, node_base, data_base, n_nodes, instance_id, mask, root) in enumerate(entries):
         inv = np.linalg.inv(np.vstack([m, [0, 0, 0, 1]]))[:3]
         table[k, :12] = inv.reshape(12)
-        gi = pool[id(ins.gas)]
-        words[k, 12] = node_base[gi]
-        words[k, 13] = data_base[gi]
-        words[k, 14] = gases[gi].bvh.n_nodes
-        words[k, 15] = (int(ins.instance_id) << 8) | int(ins.mask)
-        root = gases[gi].bvh.nodes[0, :6]
-        root = np.asarray(root.get() if hasattr(root, "get") else root, dtype=np.float64)
+        words[k, 12] = node_base
+        words[k, 13] = data_base
+        words[k, 14] = n_nodes
+        words[k, 15] = (instance_id << 8) | mask
         if not root[0] <= root[3]:  # an empty GAS: an empty box
             lo[k], hi[k] = np.inf, -np.inf
             continue
@@ -343,10 +360,58 @@ def build_ias(instances: list[Instance] | tuple[Instance, ...]) -> Ias:
     empty = ~(lo <= hi).all(axis=1)
     lo[empty], hi[empty] = 0, 0  # never reached: its node count is 0 below
     words[empty, 14] = 0
-    top = build_bvh(xp.asarray(lo), xp.asarray(hi), leaf_size=1)
-    peak = int(nodes.nbytes + data.nbytes + order.nbytes) + top.peak_build_bytes + table.nbytes
-    return Ias(first.kind, first.radius, first.geometry, top, xp.asarray(table), nodes, data, order,
-               n, peak)
+    return build_bvh(xp.asarray(lo), xp.asarray(hi), leaf_size=1), table
+
+
+def build_sliced_ias(kind: int, cuts: list[int], make: Any, radius: float = 0.0,
+                     leaf_size: int = 4, *, geometry: Any = None, compact: bool = True,
+                     held: int = 0) -> Ias:
+    """An IAS of one GAS per contiguous slice ``cuts[i] .. cuts[i+1]-1`` of the primitives,
+    instance ``i`` (identity transform) over slice ``i``; ``make(s, e)`` returns the primitives
+    (or, with ``geometry``, the records) of positions ``s .. e-1``.
+
+    The GASes are built one after another straight into the pooled buffers, the way OptiX
+    builds and compacts each sub-BVH into its own buffer and the IAS only references them: the
+    build's peak holds the pooled scene built so far and one slice's build, not every GAS twice.
+    ``held``: bytes the caller keeps alive meanwhile, added to the peak. Primitive indices
+    (``prim`` in programs) are local to the slice; ``inst`` names the slice.
+    """
+    if len(cuts) < 2 or any(b < a for a, b in itertools.pairwise(cuts)):
+        raise InvalidInput(f"cuts must be at least two non-decreasing positions, got {cuts}")
+    n = int(cuts[-1]) - int(cuts[0])
+    data: Any = None
+    order: Any = None
+    node_parts: list[Any] = []
+    entries = []
+    peak, node_base, xp = held, 0, None
+    for i, (s, e) in enumerate(itertools.pairwise(cuts)):
+        part = _check_data(kind, make(int(s), int(e)), radius, geometry)
+        xp = xp_of(part)
+        if data is None:  # the pooled buffers, filled slice by slice
+            data = xp.empty((n, *part.shape[1:]), dtype=part.dtype)
+            order = xp.empty(n, dtype=np.int64)
+        lo, hi = _bounds(kind, part, radius, geometry)
+        bvh = build_bvh(lo, hi, leaf_size=leaf_size, compact=compact)
+        del lo, hi
+        base = int(s) - int(cuts[0])
+        data[base:base + int(e) - int(s)] = part[bvh.order]
+        order[base:base + int(e) - int(s)] = bvh.order
+        nodes_i = bvh.nodes[: bvh.n_nodes]
+        node_parts.append(nodes_i)
+        built = sum(int(x.nbytes) for x in node_parts) + int(data.nbytes) + int(order.nbytes)
+        peak = max(peak, held + built + int(part.nbytes) * 2 + bvh.peak_build_bytes)
+        entries.append((np.eye(3, 4, dtype=np.float64), node_base, base, bvh.n_nodes, i, 0xFF,
+                        _root_box(bvh)))
+        node_base += bvh.n_nodes
+    assert xp is not None and data is not None and order is not None
+    nodes = xp.concatenate(node_parts) if len(node_parts) > 1 else node_parts[0].copy()
+    pooled = int(nodes.nbytes + data.nbytes + order.nbytes)
+    peak = max(peak, held + pooled + sum(int(x.nbytes) for x in node_parts))
+    del node_parts
+    top, table = _instance_table(xp, entries)
+    peak = max(peak, held + pooled + top.peak_build_bytes + int(table.nbytes))
+    return Ias(kind, float(radius), geometry, top, xp.asarray(table), nodes, data, order,
+               len(entries), peak)
 
 
 # --------------------------------------------------------------------------- programs
@@ -389,7 +454,7 @@ def _no_miss(ray, payload, params):
 
 
 @register_jitable
-def _no_intersection(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):
+def _no_intersection(data, i, inst, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):
     return np.float32(np.inf), False
 
 
@@ -443,8 +508,8 @@ def _walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
                     t, front = hit_sphere_c(g[0], g[1], g[2], radius, ox, oy, oz, dx, dy, dz,
                                             tmin, tmax)
                 elif custom:
-                    t, front = intersection(data, q, np.int64(order[q]), ox, oy, oz, dx, dy, dz,
-                                            tmin, tmax, params)
+                    t, front = intersection(data, q, inst, np.int64(order[q]), ox, oy, oz, dx, dy,
+                                            dz, tmin, tmax, params)
                 else:
                     t, front = hit_box(g[0], g[1], g[2], g[3], g[4], g[5], ox, oy, oz, dx, dy, dz,
                                        tmin, tmax)

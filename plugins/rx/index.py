@@ -91,8 +91,8 @@ from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.devices import to_numpy
 from indexzoo.native.rt import query
 from indexzoo.native.rt.keymap import KeyCoder
-from indexzoo.native.rt.keyprims import KIND, SPHERE_RADIUS, geometry_function, primitives
-from indexzoo.native.rt.trace import Gas, build_gas
+from indexzoo.native.rt.keyscene import key_gas
+from indexzoo.native.rt.trace import Gas
 
 from .params import RxParams
 from .programs import PROGRAMS
@@ -156,20 +156,9 @@ class RxIndex(GpuIndex[RxState]):
         n, kb = int(keys.shape[0]), int(keys.nbytes)
         wide = 0 if keys.dtype == _U64 else 8 * n  # the uint64 copy of uint32 keys
         generated = p.geometry == "generated"
-        if generated:  # the engine makes the primitives from the keys (its records)
-            data, geometry, peak = keys, geometry_function(coder, p.primitive), kb
-        else:
-            data, geometry = primitives(coder, p.primitive, keys), None
-            # conversion: the uint64 x and high parts, the float32 columns, the stacked rows
-            peak = kb + wide + 16 * n + 2 * int(data.nbytes)
-        radius = SPHERE_RADIUS if p.primitive == "sphere" else 0.0
-        if gas is None:
-            new_gas = build_gas(KIND[p.primitive], data, radius=radius, leaf_size=p.leaf_size,
-                                geometry=geometry, compact=p.compact)
-        else:
-            new_gas = gas.refit(data)  # a new Gas: the current one stays as it is
-        # the engine's build or refit (its peak counts the primitives or records)
-        peak = max(peak, kb + new_gas.footprint().peak_build_bytes)
+        built = key_gas(coder, p.primitive, p.geometry, keys, leaf_size=p.leaf_size,
+                        compact=p.compact, refit=gas)
+        new_gas, peak = built.gas, built.peak_bytes
         # generated triangles: the engine's records are the keys (in BVH order); the index
         # keeps no second copy and rebuilds the rowID-ordered column when an update needs it
         own = None if generated and p.primitive == "triangle" else keys

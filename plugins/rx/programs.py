@@ -14,12 +14,10 @@ some 2^22 long (it derives the entry from ``c / q`` with ``c = |o - centre|^2 - 
 r^2 = 1/16 drowns in |o - centre|^2), while the gaps between keys are 0.25 wide; triangles and
 AABBs need no such check.
 
-``rx_intersect`` is the intersection program of AABB scenes. As in the artifact it compares the
-stored integer key ``keys[prim]`` exactly (a point ray: equality; a range ray: lo <= key <= hi),
-so float rounding can never admit a neighbour. The artifact reads the query bounds through the
-launch index; the engine's intersection programs get the ray but not its index, so the bounds
-are recovered from the ray itself: every ray starts and ends in a gap, at coordinates that are
-exact functions of the bounds (``rays.py``), so the inverse is exact too.
+``rx_intersect`` is the intersection program of AABB scenes, the RX family's
+(:func:`indexzoo.native.rt.keyprims.exact_key_box`) over ``keys[prim]``: as in the artifact it
+compares the stored integer key exactly (a point ray: equality; a range ray: lo <= key <= hi),
+so float rounding can never admit a neighbour.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.rt.keymap import point_of_x, x_of_gap_above, x_of_gap_below, x_of_point
+from indexzoo.native.rt.keyprims import exact_key_box
 from indexzoo.native.rt.query import NO_MATCH, QueryPrograms
 
 __all__ = ["PROGRAMS", "RxRecord", "rx_intersect", "rx_match"]
@@ -57,29 +55,11 @@ def rx_match(ray, inst, prim, t, front, params):
 
 
 @register_jitable
-def rx_intersect(data, i, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, params):
-    inf = np.float32(np.inf)
-    key = np.uint64(params.keys[prim])
-    x_kind = params.x_kind
-    xb = np.uint64(params.x_bits)
-    yb = np.uint64(params.y_bits)
-    if dz != np.float32(0.0):  # perpendicular point ray from (X(x), y, z - 0.5)
-        zq = np.uint64(oz + np.float32(0.5))
-        h = np.uint64(oy) | (zq << yb)
-        q = (h << xb) | x_of_point(ox, x_kind)
-        if key == q:
-            return np.float32(0.5), True
-        return inf, False
-    # a ray along x over the integer x parts [lo, hi] of the high part (y, z)
-    h = np.uint64(oy) | (np.uint64(oz) << yb)
-    if (key >> xb) != h:
-        return inf, False
-    kx = key & ((np.uint64(1) << xb) - np.uint64(1))
-    lo = x_of_gap_above(ox + tmin, x_kind)
-    hi = x_of_gap_below(ox + tmax, x_kind)
-    if kx < lo or kx > hi:
-        return inf, False
-    return point_of_x(kx, x_kind) - ox, True
+def _key_of(params, inst, prim):
+    return params.keys[prim]
+
+
+rx_intersect = exact_key_box(_key_of)
 
 
 #: The programs of each primitive kind.

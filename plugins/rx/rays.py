@@ -28,7 +28,7 @@ import numpy as np
 from indexzoo.devices import xp_of
 from indexzoo.native.rt.keymap import KeyCoder
 from indexzoo.native.rt.keyprims import perpendicular_raygen
-from indexzoo.native.rt.keyrays import perpendicular_rays, row_rays
+from indexzoo.native.rt.keyrays import occupied_row_rays, occupied_rows, perpendicular_rays
 from indexzoo.native.rt.query import Generated, RayBatch, Rays
 
 from .programs import RxRecord
@@ -88,16 +88,8 @@ class Plan(RayBatch):
         return perpendicular_rays(self.coder, self.a[owner])
 
     def _ranges(self, owner: Any, s: int) -> Rays:
-        xp = xp_of(owner)
-        c = self.coder
-        j = self.first[owner] + (xp.arange(s, s + owner.shape[0], dtype=np.int64)
-                                 - self.starts[owner])
-        h = self.highs[j]
-        xlo, hlo = c.parts(self.a[owner])
-        xhi, hhi = c.parts(self.b[owner])
-        x0 = xp.where(h == hlo, xlo, _U64(0))
-        x1 = xp.where(h == hhi, xhi, _U64(c.x_max))
-        return row_rays(c, h, x0, x1, self.zero)
+        return occupied_row_rays(self.coder, self.a, self.b, self.highs, self.first, self.starts,
+                                 owner, s, self.zero)
 
 
 def _starts(counts: Any) -> Any:
@@ -117,14 +109,9 @@ def perpendicular_plan(coder: KeyCoder, q: Any) -> Plan:
 
 def range_plan(coder: KeyCoder, lo: Any, hi: Any, highs: Any, zero: bool) -> Plan:
     """Rays of the ranges ``[lo, hi]`` (``lo > hi``: none) over the sorted distinct high parts
-    ``highs`` of the keys."""
-    xp = xp_of(lo)
-    _, hlo = coder.parts(lo)
-    _, hhi = coder.parts(hi)
-    first = xp.searchsorted(highs, hlo, side="left").astype(np.int64)
-    stop = xp.searchsorted(highs, hhi, side="right").astype(np.int64)
-    counts = xp.where(lo <= hi, xp.maximum(stop - first, 0), 0).astype(np.int64)
-    starts = _starts(counts)
+    ``highs`` of the keys: one per occupied row."""
+    casts, first = occupied_rows(coder, lo, hi, highs)
+    starts = _starts(casts)
     n = int(lo.shape[0])
-    one_each = int(starts[-1]) == n and bool((counts <= 1).all())
+    one_each = int(starts[-1]) == n and bool((casts <= 1).all())
     return Plan(n, starts, coder, "range", zero, lo, hi, first, highs, one_each)

@@ -178,7 +178,7 @@ def test_face_culling_keeps_only_the_wanted_side() -> None:
 
 
 @register_jitable
-def _odd_boxes_only(boxes, i, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
+def _odd_boxes_only(boxes, i, inst, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
     if p % 2 == 0:
         return np.float32(np.inf), False
     return geo.hit_aabb_reference(boxes, i, ox, oy, oz, dx, dy, dz, tmin, tmax)
@@ -196,7 +196,7 @@ def test_a_custom_intersection_program_decides_what_custom_primitives_hit() -> N
 
 
 @register_jitable
-def _keyed_boxes(boxes, i, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
+def _keyed_boxes(boxes, i, inst, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
     keys, wanted = params  # launch parameters: an array and a scalar
     if keys[p] != wanted:
         return np.float32(np.inf), False

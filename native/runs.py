@@ -1,0 +1,50 @@
+"""Scans of sorted (key, rowID) pairs from a start position: what follows a closest-hit lookup
+in the RT family (optimized RX, Alg. 3 + 4; cgRX's in-bucket search and scan).
+
+A closest-hit ray finds a position ``start`` near the first key ``>= lo`` (exactly there for
+optimized RX; up to a bucket before it for cgRX, whose scan skips keys ``< lo``), or none
+(``start < 0``). From there the answer of the range ``[lo, hi]`` is the run of keys
+``lo <= key <= hi``: its first position and length (:data:`RUN_BOUNDS`, galloping, so long
+runs cost O(log m)), the sum of its values (:data:`RUN_SUM`), its rowIDs
+(:func:`indexzoo.native.csr.gather_runs`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.extending import register_jitable
+
+from .search import lower_bound_from, upper_bound_from
+from .targets import Kernel
+
+__all__ = ["RUN_BOUNDS", "RUN_SUM"]
+
+
+@register_jitable
+def run_bounds_item(i, keys, start, lo, hi, first, count):
+    """``first[i]``/``count[i]``: the run of keys in ``[lo[i], hi[i]]`` at or after
+    ``start[i]`` (count 0 when ``start[i] < 0`` or no key there qualifies)."""
+    s = start[i]
+    first[i] = 0
+    count[i] = 0
+    if s < 0 or lo[i] > hi[i]:
+        return
+    p = lower_bound_from(keys, s, lo[i])
+    if p < keys.shape[0] and keys[p] <= hi[i]:
+        first[i] = p
+        count[i] = upper_bound_from(keys, p, hi[i]) - p
+
+
+@register_jitable
+def run_sum_item(i, rowids, first, count, values, use_values, out):
+    """Sum over the run: of ``values[rowid]``, or of the rowIDs, uint64 wrapping."""
+    acc = np.uint64(0)
+    s = first[i]
+    for p in range(s, s + count[i]):
+        r = rowids[p]
+        acc += values[np.int64(r)] if use_values else np.uint64(r)
+    out[i] = acc
+
+
+RUN_BOUNDS = Kernel(run_bounds_item)
+RUN_SUM = Kernel(run_sum_item)

@@ -1,0 +1,466 @@
+"""``rx-opt``: optimized RX (Y. Wu, "Fast Database Join on Ray-tracing Core Equipped GPU", MSc
+thesis, University of Victoria, 2025, Ch. 3-5), on indexzoo's ray tracer and the RT query layer,
+with every optimization as a parameter and the thesis's final "optimized RTX" (§5.15) as the
+defaults.
+
+Thesis -> code
+--------------
+* Sorted keys (§4.1): (key, rowID) pairs radix-sorted at build (``sort_pairs``; the sort counts
+  in the build time); rowIDs are positions in the caller's array, so sums and rowIDs are the
+  caller's, not sorted positions.
+* Duplicate compression (§4.2, ``compress_duplicates``): one primitive per distinct key; the
+  first sorted position of every distinct key is kept (``first``), and a lookup scans the key's
+  run of duplicates from there.
+* Sub-BVHs under one IAS (Alg. 5, ``partitions``): contiguous slices of the sorted (distinct)
+  keys, one GAS each, built one after another (``build_sliced_ias``); a hit's position is the
+  slice's offset plus the primitive index (``programs.py``).
+* Closest hit + linear scan (Alg. 3 + 4, ``range_method="closest_scan"``): a closest-hit ray
+  finds the first key >= lo; a scan of the sorted pairs from there stops at the first key > hi
+  (``indexzoo.native.runs``: galloping, so a run of m keys costs O(log m) to delimit; sums and
+  rowIDs visit every match as Alg. 4 does). ``range_method="anyhit"`` is RX's: one ray per
+  occupied row, any-hit per hit.
+* Sorted probes (§3.4, ``sort_probes``): the contract's sorted-probe option; the sort and the
+  un-permute count in the lookup time.
+* Inverse mapping (Alg. 6, ``inverse_mapping``): a point batch builds a BVH over its distinct
+  probes and casts one ray per distinct key of the index; a key's hit names the probe with its
+  value, whose lookups get the key's run.
+
+Decisions where the thesis is ambiguous
+---------------------------------------
+* [AMBIG] Multi-row ranges (digest §3.2): at most two closest-hit rays per range. The sorted
+  distinct high parts of the keys (``highs``, kept from the build as rx keeps them) name the
+  first occupied row at or after lo's; ray 1 runs on it from lo's x part (or from 0 when lo's
+  own row is empty) to hi's x part (or the row's end); only if it misses, ray 2 runs on the next
+  occupied row from x = 0, if that row is not past hi's. The first key >= lo is in one of these
+  two rows, so no range needs more, whatever it spans.
+* [AMBIG] Point lookups: one perpendicular ray. With compression it stops at its first hit
+  (the one primitive of the key: ``FIRST``); without, the closest hit among the coincident
+  primitives of a key is the smallest primitive index, the first occurrence (the engine breaks
+  ties on it, as the thesis assumes), and the scan starts there.
+* [AMBIG] Without compression, partition cuts move to the start of a run of duplicates, so no
+  run spans two sub-BVHs (the closest hit of an IAS breaks ties on the primitive index within a
+  GAS, which would not name the first occurrence across two).
+* [AMBIG] Alg. 5 hard-codes one partition; the final configuration uses 2^4 = 16, the default.
+  ``partitions`` larger than the number of primitive keys gives one key per slice.
+* [AMBIG] Inverse mapping: probes are deduplicated (their distinct values become primitives,
+  their duplicates share a result), keys too (one ray per distinct key); ``auto`` inverts a
+  batch with fewer distinct probes than the index has distinct keys. The index's own BVH is
+  built either way (range lookups need it, and its footprint stays accounted from the build),
+  so the thesis's "build plus probe" comparison (Fig. 5.14) is measured here as probe time,
+  the per-batch BVH build included. Range lookups are never inverted (the thesis leaves that
+  open).
+* [AMBIG] ``range_method="anyhit"`` with compression: a hit stands for its key's whole run.
+* Every key mode, split and primitive of ``rx`` works as in ``rx``; ``update`` is not offered
+  (the thesis has none: build again). Spheres are confirmed against the ray's integer bounds as
+  in ``rx``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo.devices import xp_of
+from indexzoo.native.csr import gather_runs, offsets_from_counts
+from indexzoo.native.rt import query
+from indexzoo.native.rt.keymap import KeyCoder
+from indexzoo.native.rt.keyprims import KIND, SPHERE_RADIUS, geometry_function, perpendicular_raygen
+from indexzoo.native.rt.keyprims import primitives as key_primitives
+from indexzoo.native.rt.keyrays import (
+    occupied_row_rays,
+    occupied_rows,
+    perpendicular_rays,
+    row_rays,
+)
+from indexzoo.native.rt.keyscene import key_gas
+from indexzoo.native.rt.trace import Gas, Ias, build_sliced_ias
+from indexzoo.native.runs import RUN_BOUNDS, RUN_SUM
+from indexzoo.native.sort import sort_pairs
+from indexzoo.native.targets import values_arg
+
+from .params import RxOptParams
+from .programs import PROGRAMS, OptRxRecord
+
+__all__ = ["OptRxState", "RxOptIndex"]
+
+_U64 = np.uint64
+
+
+class OptRxState(BuildState):
+    """One build of ``rx-opt``."""
+
+    keys: Any      # sorted keys
+    rowids: Any    # their rowIDs
+    first: Any     # compression: first sorted position of each distinct key, then n (int64)
+    pkeys: Any     # the primitive keys: distinct sorted keys, or every sorted key
+    highs: Any     # sorted distinct high parts of the keys (occupied rows)
+    scene: Gas | Ias  # the BVH over the primitive keys: one GAS, or an IAS over partitions
+    part_offsets: Any  # int64: the position of each partition's first primitive
+    no_keys: Any   # a one-element stand-in for the keys where the programs read none
+    peak: int
+
+
+class RxOptIndex(GpuIndex[OptRxState]):
+    """Optimized RX: sorted keys, closest hit + scan, compressed duplicates, sub-BVHs, sorted
+    probes, inverse mapping."""
+
+    name: ClassVar[str] = "rx-opt"
+    Params: ClassVar[type[IndexParams]] = RxOptParams
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    params: RxOptParams
+
+    @property
+    def coder(self) -> KeyCoder:
+        p = self.params
+        return KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
+
+    # -------------------------------------------------------------- build
+    def _build(self, st: OptRxState, keys: Any) -> None:
+        p, coder, xp = self.params, self.coder, st.xp
+        coder.check_keys(keys, lambda i: f"key {int(keys[i])} at rowID {i}")
+        pairs = sort_pairs(keys, st.rowid_dtype)
+        st.keys, st.rowids = pairs.keys, pairs.rowids
+        n = int(keys.shape[0])
+        if p.compress_duplicates:
+            starts = _run_starts(xp, st.keys)
+            st.first = xp.concatenate([starts, xp.asarray([n], dtype=np.int64)])
+            st.pkeys = st.keys[starts]
+        else:
+            st.first = None
+            st.pkeys = st.keys
+        _, high = coder.parts(st.pkeys)
+        st.highs = high[_run_starts(xp, high)] if n else high
+        st.no_keys = xp.zeros(1, dtype=_U64)
+        held = int(st.keys.nbytes + st.rowids.nbytes + st.highs.nbytes) + (
+            0 if st.first is None else int(st.first.nbytes + st.pkeys.nbytes))
+        st.scene, st.part_offsets, scene_peak = self._scene(st.pkeys, held)
+        st.peak = max(pairs.peak_bytes, held, scene_peak)
+
+    def _cuts(self, pkeys: Any) -> list[int]:
+        """Contiguous slices of the primitive keys (Alg. 5), moved to run starts without
+        compression."""
+        m, parts = int(pkeys.shape[0]), self.params.partitions
+        size = -(-m // parts) if m else 1
+        cuts = [*range(0, m, size), m]
+        if not self.params.compress_duplicates and len(cuts) > 2:
+            xp = xp_of(pkeys)
+            inner = xp.searchsorted(pkeys, pkeys[xp.asarray(cuts[1:-1])], side="left")
+            cuts = [0, *sorted({int(c) for c in inner.tolist()} - {0}), m]
+        return cuts
+
+    def _scene(self, pkeys: Any, held: int) -> tuple[Gas | Ias, Any, int]:
+        p, coder = self.params, self.coder
+        xp = xp_of(pkeys)
+        cuts = self._cuts(pkeys)
+        if len(cuts) <= 2:
+            built = key_gas(coder, p.primitive, p.geometry, pkeys, leaf_size=p.leaf_size,
+                            compact=p.compact)
+            return built.gas, xp.zeros(1, dtype=np.int64), held + built.peak_bytes
+        generated = p.geometry == "generated"
+
+        def make(s: int, e: int) -> Any:
+            part = pkeys[s:e]
+            return part if generated else key_primitives(coder, p.primitive, part)
+
+        ias = build_sliced_ias(
+            KIND[p.primitive], cuts, make, SPHERE_RADIUS if p.primitive == "sphere" else 0.0,
+            p.leaf_size, geometry=geometry_function(coder, p.primitive) if generated else None,
+            compact=p.compact, held=held)
+        return ias, xp.asarray(cuts[:-1], dtype=np.int64), ias.peak_build_bytes
+
+    def _footprint(self, st: OptRxState) -> Footprint:
+        parts = {"keys": int(st.keys.nbytes), "rowids": int(st.rowids.nbytes),
+                 "high_parts": int(st.highs.nbytes)}
+        if st.first is not None:
+            parts["distinct_keys"] = int(st.pkeys.nbytes)
+            parts["first_positions"] = int(st.first.nbytes)
+        parts.update(st.scene.footprint().breakdown)
+        parts["partition_offsets"] = int(st.part_offsets.nbytes)
+        return Footprint(breakdown=parts, peak_build_bytes=max(st.peak, sum(parts.values())))
+
+    # -------------------------------------------------------------- tracing
+    def _record(self, st: OptRxState, offsets: Any, ray_lo: Callable[[Any], Any] | None,
+                ray_hi: Callable[[Any], Any] | None) -> Callable[[int, int, Any], OptRxRecord]:
+        """The launch record maker of a batch; ``ray_lo``/``ray_hi`` map the rays' lookups to
+        the integer bounds a sphere hit is confirmed against."""
+        p, c = self.params, self.coder
+        confirm = p.primitive == "sphere"
+        keys = st.no_keys if p.primitive == "triangle" else st.pkeys
+
+        def record(s: int, e: int, owner: Any) -> OptRxRecord:
+            if confirm and ray_lo is not None and ray_hi is not None:
+                lo = ray_lo(owner).astype(_U64, copy=False)
+                hi = ray_hi(owner).astype(_U64, copy=False)
+            else:
+                lo = hi = st.no_keys
+            return OptRxRecord(offsets, keys, np.int64(c.x_kind), np.int64(c.x_bits),
+                               np.int64(c.y_bits), lo, hi, np.bool_(confirm))
+
+        return record
+
+    def _trace(self, fn: Any, scene: Gas | Ias, batch: query.RayBatch) -> Any:
+        p = self.params
+        return fn(scene, batch, PROGRAMS[p.primitive], max_rays=p.max_rays,
+                  threads_per_block=p.threads_per_block)
+
+    def _positions(self, res: Any) -> Any:
+        """Query-layer results as int64 positions (-1: no hit)."""
+        xp = xp_of(res)
+        return xp.where(res == query.MISS, np.int64(-1), res.astype(np.int64))
+
+    def _start(self, st: OptRxState, pos: Any) -> Any:
+        """Sorted pair position where a primitive position's run starts (-1 stays -1)."""
+        if st.first is None:
+            return pos
+        xp = st.xp
+        return xp.where(pos >= 0, st.first[xp.maximum(pos, 0)], np.int64(-1))
+
+    # -------------------------------------------------------------- point lookups
+    def _point_batch(self, st: OptRxState, q: Any, offsets: Any) -> query.RayBatch:
+        coder, xp = self.coder, st.xp
+        legal = coder.legal(q)
+        n = int(q.shape[0])
+        record = self._record(st, offsets, lambda o: q[o], lambda o: q[o])
+        if bool(legal.all()):
+            raygen = perpendicular_raygen(coder)
+            return query.FunctionBatch.of(
+                None, lambda s, e, owner: query.Generated(raygen, q[s:e]), record,
+                n_queries=n, xp=xp)
+        return query.FunctionBatch.of(
+            legal.astype(np.int64), lambda s, e, owner: perpendicular_rays(coder, q[owner]),
+            record)
+
+    def _inverted(self, st: OptRxState, q: Any) -> bool:
+        mode = self.params.inverse_mapping
+        if mode == "off" or self.params.range_method == "anyhit":
+            return False
+        if mode == "on":
+            return True
+        return int(st.xp.unique(q).shape[0]) < int(st.pkeys.shape[0])
+
+    def _point_runs(self, st: OptRxState, q: Any) -> tuple[Any, Any]:
+        """(first sorted position, count) of every point lookup's run (count 0: a miss)."""
+        if self._inverted(st, q):
+            return self._inverse_runs(st, q)
+        scene, offsets = st.scene, st.part_offsets
+        batch = self._point_batch(st, q, offsets)
+        op = query.first if self.params.compress_duplicates else query.closest
+        start = self._start(st, self._positions(self._trace(op, scene, batch)))
+        return self._bounds(st, start, q, q)
+
+    def _inverse_runs(self, st: OptRxState, q: Any) -> tuple[Any, Any]:
+        """Alg. 6: a BVH over the batch's distinct probes, one ray per distinct key."""
+        p, coder, xp = self.params, self.coder, st.xp
+        n_q = int(q.shape[0])
+        first = xp.zeros(n_q, dtype=np.int64)
+        count = xp.zeros(n_q, dtype=np.int64)
+        probes, which = xp.unique(q, return_inverse=True)
+        legal = coder.legal(probes)
+        if not bool(legal.all()):  # probes no key can equal: they miss
+            probes = probes[legal]
+            remap = xp.full(legal.shape[0], -1, dtype=np.int64)
+            remap[legal] = xp.arange(int(probes.shape[0]), dtype=np.int64)
+            which = remap[which]
+        if probes.shape[0] == 0:
+            return first, count
+        gas = key_gas(coder, p.primitive, p.geometry, probes, leaf_size=p.leaf_size,
+                      compact=p.compact).gas
+        if st.first is None:
+            starts = _run_starts(xp, st.keys)
+            keys = st.keys[starts]
+            stops = xp.concatenate([starts[1:], xp.asarray([st.n], dtype=np.int64)])
+        else:
+            starts, stops, keys = st.first[:-1], st.first[1:], st.pkeys
+        confirm = p.primitive == "sphere"
+        zero = xp.zeros(1, dtype=np.int64)
+
+        def record(s: int, e: int, owner: Any) -> OptRxRecord:
+            lo = keys[owner].astype(_U64, copy=False) if confirm else st.no_keys
+            prim_keys = st.no_keys if p.primitive == "triangle" else probes
+            return OptRxRecord(zero, prim_keys, np.int64(coder.x_kind), np.int64(coder.x_bits),
+                               np.int64(coder.y_bits), lo, lo, np.bool_(confirm))
+
+        raygen = perpendicular_raygen(coder)
+        batch = query.FunctionBatch.of(
+            None, lambda s, e, owner: query.Generated(raygen, keys[s:e]), record,
+            n_queries=int(keys.shape[0]), xp=xp)
+        hit = self._positions(self._trace(query.first, gas, batch))  # key -> probe
+        run_of_probe = xp.full(int(probes.shape[0]), -1, dtype=np.int64)
+        found = xp.nonzero(hit >= 0)[0]
+        run_of_probe[hit[found]] = found
+        run = xp.where(which >= 0, run_of_probe[xp.maximum(which, 0)], -1)
+        ok = run >= 0
+        first[ok] = starts[run[ok]]
+        count[ok] = stops[run[ok]] - starts[run[ok]]
+        return first, count
+
+    # -------------------------------------------------------------- range lookups
+    def _range_runs(self, st: OptRxState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        """(first sorted position, count) of every range's keys: at most two closest-hit rays
+        (see the module docstring), then the scan."""
+        coder, xp, highs = self.coder, st.xp, st.highs
+        scene, offsets = st.scene, st.part_offsets
+        n_rows = int(highs.shape[0])
+        xlo, hlo = coder.parts(lo)
+        xhi, hhi = coder.parts(hi)
+        j = xp.searchsorted(highs, hlo, side="left").astype(np.int64)
+        row = highs[xp.minimum(j, max(n_rows - 1, 0))]
+        first_ray = (lo <= hi) & (j < n_rows) & (row <= hhi)
+        x0 = xp.where(row == hlo, xlo, _U64(0))
+        x1 = xp.where(row == hhi, xhi, _U64(coder.x_max))
+        pos = self._row_closest(st, scene, offsets, first_ray, row, x0, x1, lo, hi)
+        nxt = xp.minimum(j + 1, max(n_rows - 1, 0))
+        row2 = highs[nxt]
+        second = (pos < 0) & first_ray & (row == hlo) & (j + 1 < n_rows) & (row2 <= hhi)
+        if bool(second.any()):
+            x1b = xp.where(row2 == hhi, xhi, _U64(coder.x_max))
+            pos2 = self._row_closest(st, scene, offsets, second, row2, xp.zeros_like(x0), x1b,
+                                     lo, hi)
+            pos = xp.where(second, pos2, pos)
+        return self._bounds(st, self._start(st, pos), lo, hi)
+
+    def _row_closest(self, st: OptRxState, scene: Gas | Ias, offsets: Any, cast: Any, row: Any,
+                     x0: Any, x1: Any, lo: Any, hi: Any) -> Any:
+        """The closest hit's position of one ray per lookup where ``cast`` (-1 elsewhere)."""
+        coder, zero = self.coder, self.params.range_ray == "zero"
+        xp = st.xp
+        own = xp.nonzero(cast)[0]
+        out = xp.full(int(cast.shape[0]), -1, dtype=np.int64)
+        if own.shape[0] == 0:
+            return out
+        r, a, b = row[own], x0[own], x1[own]
+        batch = query.FunctionBatch.of(
+            None, lambda s, e, owner: row_rays(coder, r[s:e], a[s:e], b[s:e], zero),
+            self._record(st, offsets, lambda o: lo[own][o], lambda o: hi[own][o]),
+            n_queries=int(own.shape[0]), xp=xp)
+        out[own] = self._positions(self._trace(query.closest, scene, batch))
+        return out
+
+    def _bounds(self, st: OptRxState, start: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+        """The scan (Alg. 4): the run of keys in ``[lo, hi]`` from ``start``."""
+        xp, q = st.xp, int(start.shape[0])
+        first = xp.empty(q, dtype=np.int64)
+        count = xp.empty(q, dtype=np.int64)
+        RUN_BOUNDS(self.device, q, st.keys, start, lo, hi, first, count,
+                   threads_per_block=self.params.threads_per_block)
+        return first, count
+
+    # -------------------------------------------------------------- RX's any-hit ranges
+    def _anyhit_runs(self, st: OptRxState, lo: Any, hi: Any, point: bool) -> tuple[Any, Any,
+                                                                                    Any]:
+        """RX's method: every hit primitive by any-hit (one ray per occupied row, or one
+        perpendicular ray per point lookup); returns CSR offsets per lookup and, per hit, the
+        first sorted position and length of its run."""
+        coder, xp, p = self.coder, st.xp, self.params
+        scene, offsets = st.scene, st.part_offsets
+        if point:
+            batch = self._point_batch(st, lo, offsets)
+        else:
+            casts, first_row = occupied_rows(coder, lo, hi, st.highs)
+            starts = offsets_from_counts(casts)
+
+            def rays(s: int, e: int, owner: Any) -> query.Rays:
+                return occupied_row_rays(coder, lo, hi, st.highs, first_row, starts, owner, s,
+                                         p.range_ray == "zero")
+
+            batch = query.FunctionBatch(
+                int(lo.shape[0]), starts, False, rays,
+                self._record(st, offsets, lambda o: lo[o], lambda o: hi[o]))
+        hit_offsets, hits = self._trace_collect(scene, batch)
+        pos = hits.astype(np.int64)
+        if st.first is None:
+            return hit_offsets, pos, xp.ones(pos.shape[0], dtype=np.int64)
+        return hit_offsets, st.first[pos], st.first[pos + 1] - st.first[pos]
+
+    def _trace_collect(self, scene: Gas | Ias, batch: query.RayBatch) -> tuple[Any, Any]:
+        p = self.params
+        return query.collect(scene, batch, PROGRAMS[p.primitive], rowid_dtype=np.int64,
+                             max_rays=p.max_rays, threads_per_block=p.threads_per_block)
+
+    # -------------------------------------------------------------- answers from runs
+    def _runs(self, st: OptRxState, kind: str, args: tuple[Any, ...]) -> tuple[Any, Any]:
+        if kind == "point":
+            return self._point_runs(st, args[0])
+        return self._range_runs(st, *args)
+
+    def _answer(self, st: OptRxState, kind: str, out: str, *args: Any) -> Any:
+        xp, tpb = st.xp, self.params.threads_per_block
+        if self.params.range_method == "anyhit":
+            return self._answer_anyhit(st, kind, out, *args)
+        first, count = self._runs(st, kind, args)
+        if out == "count":
+            return count.astype(st.rowid_dtype)
+        if out == "rowid":
+            has = count > 0
+            return xp.where(has, st.rowids[xp.where(has, first, 0)], st.miss).astype(
+                st.rowid_dtype)
+        if out == "sum":
+            res = xp.empty(int(first.shape[0]), dtype=_U64)
+            values, use_values = values_arg(st.values, xp)
+            RUN_SUM(self.device, int(first.shape[0]), st.rowids, first, count, values,
+                    use_values, res, threads_per_block=tpb)
+            return res
+        return gather_runs(self.device, st.rowids, first, count, threads_per_block=tpb)
+
+    def _answer_anyhit(self, st: OptRxState, kind: str, out: str, *args: Any) -> Any:
+        xp = st.xp
+        lo, hi = (args[0], args[0]) if kind == "point" else args
+        hit_offsets, starts, lengths = self._anyhit_runs(st, lo, hi, kind == "point")
+        per_hit = offsets_from_counts(lengths)
+        counts = per_hit[hit_offsets[1:]] - per_hit[hit_offsets[:-1]]
+        if out == "count":
+            return counts.astype(st.rowid_dtype)
+        _, rows = gather_runs(self.device, st.rowids, starts, lengths,
+                              threads_per_block=self.params.threads_per_block)
+        offsets = offsets_from_counts(counts)
+        if out == "rowids":
+            return offsets, rows
+        if out == "rowid":
+            has = counts > 0
+            if rows.shape[0] == 0:
+                return xp.full(int(counts.shape[0]), st.miss, dtype=st.rowid_dtype)
+            return xp.where(has, rows[xp.where(has, offsets[:-1], 0)], st.miss).astype(
+                st.rowid_dtype)
+        picked = rows.astype(_U64) if st.values is None else st.values[rows]
+        prefix = xp.zeros(int(picked.shape[0]) + 1, dtype=_U64)
+        if picked.shape[0]:
+            xp.cumsum(picked, dtype=_U64, out=prefix[1:])
+        return prefix[offsets[1:]] - prefix[offsets[:-1]]
+
+    def _point_rowid(self, st: OptRxState, q: Any) -> Any:
+        return self._answer(st, "point", "rowid", q)
+
+    def _point_count(self, st: OptRxState, q: Any) -> Any:
+        return self._answer(st, "point", "count", q)
+
+    def _point_sum(self, st: OptRxState, q: Any) -> Any:
+        return self._answer(st, "point", "sum", q)
+
+    def _point_rowids(self, st: OptRxState, q: Any) -> tuple[Any, Any]:
+        return self._answer(st, "point", "rowids", q)
+
+    def _range_rowid(self, st: OptRxState, lo: Any, hi: Any) -> Any:
+        return self._answer(st, "range", "rowid", lo, hi)
+
+    def _range_count(self, st: OptRxState, lo: Any, hi: Any) -> Any:
+        return self._answer(st, "range", "count", lo, hi)
+
+    def _range_sum(self, st: OptRxState, lo: Any, hi: Any) -> Any:
+        return self._answer(st, "range", "sum", lo, hi)
+
+    def _range_rowids(self, st: OptRxState, lo: Any, hi: Any) -> tuple[Any, Any]:
+        return self._answer(st, "range", "rowids", lo, hi)
+
+
+def _run_starts(xp: Any, sorted_values: Any) -> Any:
+    """Positions where a run of equal values starts in a sorted array (int64)."""
+    n = int(sorted_values.shape[0])
+    if n == 0:
+        return xp.zeros(0, dtype=np.int64)
+    change = xp.empty(n, dtype=bool)
+    change[0] = True
+    change[1:] = sorted_values[1:] != sorted_values[:-1]
+    return xp.nonzero(change)[0].astype(np.int64)

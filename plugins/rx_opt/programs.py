@@ -1,0 +1,63 @@
+"""The programs of ``rx-opt`` over the RT query layer: a hit names a *position* in the sorted
+primitive keys (the distinct keys with compression, else every sorted key), found from the
+instance (the partition, thesis Alg. 5) and the primitive index within it.
+
+* ``optrx_match``: ``position = part_offsets[inst] + prim``; with ``confirm`` (sphere scenes) the
+  primitive's key must lie within the ray's integer bounds, as in ``rx``: the engine's float32
+  sphere test can report a sphere just beyond a long ray's end.
+* ``optrx_intersect``: the RX family's exact integer comparison for AABB keys
+  (:func:`indexzoo.native.rt.keyprims.exact_key_box`), reading the key at that position.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba.extending import register_jitable
+
+from indexzoo.native.rt.keyprims import exact_key_box
+from indexzoo.native.rt.query import NO_MATCH, QueryPrograms
+
+__all__ = ["PROGRAMS", "OptRxRecord", "optrx_intersect", "optrx_match"]
+
+
+class OptRxRecord(NamedTuple):
+    """rx-opt's launch parameters (fields of ``params`` in its programs)."""
+
+    part_offsets: Any  # int64 per instance: the position of its slice's first primitive
+    keys: Any          # the primitive keys in position order (AABB and sphere scenes)
+    x_kind: Any        # int64: the key map's x coordinates (see keymap.X_LINEAR/X_BITCAST)
+    x_bits: Any        # int64
+    y_bits: Any        # int64
+    ray_lo: Any        # uint64 per ray: the integer bounds a sphere hit is confirmed against
+    ray_hi: Any
+    confirm: Any       # bool
+
+
+@register_jitable
+def _position(params, inst, prim):
+    return params.part_offsets[inst] + np.int64(prim)
+
+
+@register_jitable
+def optrx_match(ray, inst, prim, t, front, params):
+    pos = _position(params, inst, prim)
+    if params.confirm:
+        key = params.keys[pos]
+        if key < params.ray_lo[ray] or key > params.ray_hi[ray]:
+            return NO_MATCH
+    return pos
+
+
+@register_jitable
+def _key_of(params, inst, prim):
+    return params.keys[_position(params, inst, prim)]
+
+
+optrx_intersect = exact_key_box(_key_of)
+
+#: The programs of each primitive kind.
+PROGRAMS = {"triangle": QueryPrograms(match=optrx_match),
+            "sphere": QueryPrograms(match=optrx_match),
+            "aabb": QueryPrograms(match=optrx_match, intersection=optrx_intersect)}

@@ -1,0 +1,201 @@
+"""``rx-opt`` (optimized RX) beyond the defaults' conformance suite: the suite for a sample of
+option combinations (every combination in the exhaustive tier), the invariants of the thesis
+digest's section 6 (option invariance, closest hit = first key >= lo, duplicate runs across
+partition boundaries, boundary keys, more partitions than keys), the ray budget of a range, and
+the footprint of partitions."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import assert_matches, reference
+
+import indexzoo
+from indexzoo import OUT_MODES, ConfigError
+from indexzoo.conformance import ConformanceSuite
+from indexzoo.native.rt import query
+
+# ============================================================================ the suite
+SAMPLE = [
+    dict(compress_duplicates=False, partitions=7),
+    dict(range_method="anyhit", partitions=1, sort_probes=False),
+    dict(primitive="aabb", inverse_mapping="on"),
+]
+EVERY = [dict(zip(("compress_duplicates", "partitions", "range_method", "sort_probes",
+                   "primitive"), combo, strict=True))
+         for combo in itertools.product([True, False], [1, 5], ["closest_scan", "anyhit"],
+                                        [True, False], ["triangle", "sphere", "aabb"])]
+
+
+def _suite(name: str, params: dict[str, Any], marks: list[Any]) -> None:
+    cls = type(name, (ConformanceSuite,), {"index": "rx-opt", "params": params,
+                                           "__module__": __name__})
+    for m in marks:
+        cls = m(cls)
+    globals()[name] = cls
+
+
+for _k, _p in enumerate(SAMPLE):
+    _suite(f"TestConformance_rx_opt_sample_{_k}", _p, [])
+for _k, _p in enumerate(EVERY):
+    _suite(f"TestConformance_rx_opt_every_{_k}", _p, [pytest.mark.exhaustive])
+
+
+# ============================================================================ invariants
+def _workload(seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    base = np.concatenate([
+        rng.integers(0, 2**64 - 1, 300, dtype=np.uint64, endpoint=True),
+        np.arange(2**23 - 20, 2**23 + 20, dtype=np.uint64),           # across a row boundary
+        np.arange(2**46 - 10, 2**46 + 10, dtype=np.uint64),           # across a plane boundary
+        np.array([0, 1, 2**32 - 1, 2**32, 2**64 - 2, 2**64 - 1], dtype=np.uint64),
+    ])
+    mult = rng.choice([1, 1, 1, 2, 3, 17], base.shape[0])
+    keys = np.repeat(base, mult)[rng.permutation(int(mult.sum()))]
+    q = np.concatenate([keys[:200], keys[:50] + np.uint64(1), np.array([5, 2**63], np.uint64)])
+    lo = np.concatenate([keys[:150], np.array([0, 2**23 - 3, 2**46 - 2, 7, 2**64 - 1],
+                                               np.uint64)])
+    width = rng.integers(0, 2**40, lo.shape[0], dtype=np.uint64)
+    hi = np.minimum(lo + width, np.uint64(2**64 - 1))
+    hi[lo.shape[0] - 2] = 3  # lo > hi: empty
+    return keys, q, lo, hi
+
+
+def _answers(index: Any, q: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[Any]:
+    out = []
+    for mode in OUT_MODES:
+        for res in (index.point(q, out=mode), index.range(lo, hi, out=mode)):
+            h = res.to_host()
+            if mode == "rowids":  # any order within a lookup: compare sorted segments
+                out.append([sorted(h.rowids[a:b].tolist())
+                            for a, b in zip(h.offsets[:-1], h.offsets[1:], strict=True)])
+            elif mode != "rowid":  # rowid: any match (checked against the reference below)
+                out.append(getattr(h, mode).tolist())
+    return out
+
+
+OPTIONS = [
+    {}, dict(compress_duplicates=False), dict(partitions=1), dict(partitions=4),
+    dict(partitions=256), dict(compress_duplicates=False, partitions=256),
+    dict(range_method="anyhit"), dict(sort_probes=False), dict(inverse_mapping="on"),
+    dict(inverse_mapping="auto"), dict(primitive="sphere"), dict(primitive="aabb"),
+    dict(geometry="generated", leaf_size=24), dict(range_ray="zero"),
+    dict(x_bits=22, y_bits=22, z_bits=20),
+]
+
+
+def test_every_option_gives_identical_answers(device: str) -> None:
+    """Digest 6.1: results are bit-identical across probe order, compression, partitions,
+    range method, inverse mapping, primitive, geometry and ray origin (and match the reference,
+    rowid included)."""
+    keys, q, lo, hi = _workload()
+    values = np.random.default_rng(1).integers(0, 2**64 - 1, keys.shape[0], dtype=np.uint64)
+    first = None
+    for opts in OPTIONS:
+        index = indexzoo.create("rx-opt", device=device, **opts).build(keys, values)
+        got = _answers(index, q, lo, hi)
+        if first is None:
+            first = got
+        assert got == first, opts
+        assert_matches({m: index.point(q, out=m) for m in OUT_MODES},
+                       reference(keys, q, q, values), int(index.miss))
+        assert_matches({m: index.range(lo, hi, out=m) for m in OUT_MODES},
+                       reference(keys, lo, hi, values), int(index.miss))
+
+
+@pytest.mark.parametrize("compress", [True, False])
+@pytest.mark.parametrize("partitions", [1, 3, 64])
+def test_the_closest_hit_is_the_first_key_at_or_above_lo(compress: bool, partitions: int) -> None:
+    """Digest 6.2: the traced position is the first sorted position with key >= lo (when that
+    key is <= hi); with duplicates, its first occurrence."""
+    keys, _, lo, hi = _workload(seed=5)
+    index = indexzoo.create("rx-opt", device="cpu", compress_duplicates=compress,
+                            partitions=partitions).build(keys)
+    st = index.state
+    first, count = index._range_runs(st, lo, hi)
+    sk = np.sort(keys)
+    want = np.searchsorted(sk, lo, side="left")
+    has = (want < sk.shape[0]) & (sk[np.minimum(want, sk.shape[0] - 1)] <= hi) & (lo <= hi)
+    np.testing.assert_array_equal(count > 0, has)
+    np.testing.assert_array_equal(first[has], want[has])
+
+
+def test_a_duplicate_run_across_partition_cuts_is_found_whole() -> None:
+    """Digest 6.3: runs of equal keys crossing where partitions would cut (without compression
+    the cuts move to run starts)."""
+    keys = np.repeat(np.arange(10, dtype=np.uint64) * 1000, [1, 50, 1, 1, 200, 1, 1, 1, 80, 1])
+    q = np.arange(10, dtype=np.uint64) * 1000
+    for compress in (True, False):
+        for parts in (2, 3, 7, 64):
+            index = indexzoo.create("rx-opt", device="cpu", compress_duplicates=compress,
+                                    partitions=parts).build(keys)
+            counts = index.point(q, out="count").count
+            assert counts.tolist() == [1, 50, 1, 1, 200, 1, 1, 1, 80, 1], (compress, parts)
+            if not compress:
+                cuts = index._cuts(index.state.pkeys)
+                sk = index.state.keys
+                assert all(c == 0 or sk[c] != sk[c - 1] for c in cuts[:-1]), cuts
+
+
+def test_more_partitions_than_keys_and_empty_builds() -> None:
+    for keys in (np.array([7], np.uint64), np.array([3, 3, 3], np.uint64),
+                 np.zeros(0, np.uint64)):
+        index = indexzoo.create("rx-opt", device="cpu", partitions=256).build(keys)
+        q = np.array([3, 7, 8], np.uint64)
+        assert index.point(q, out="count").count.tolist() == [
+            int((keys == x).sum()) for x in q]
+
+
+def test_a_range_casts_at_most_two_closest_hit_rays() -> None:
+    """Digest 3.2 [AMBIG]: however many rows a range spans, it casts one ray, and a second only
+    when the first row holds no key in range."""
+    rng = np.random.default_rng(8)
+    keys = rng.integers(0, 2**64 - 1, 2000, dtype=np.uint64)
+    index = indexzoo.create("rx-opt", device="cpu").build(keys)
+    traced: list[int] = []
+    plain = query.closest
+
+    def counting(scene: Any, batch: Any, programs: Any, **kw: Any) -> Any:
+        traced.append(batch.n_rays)
+        return plain(scene, batch, programs, **kw)
+
+    lo = np.array([0, 2**40, 2**63], np.uint64)
+    hi = np.array([2**64 - 1, 2**62, 2**64 - 1], np.uint64)
+    query.closest = counting  # type: ignore[assignment]
+    try:
+        index.range(lo, hi, out="count")
+    finally:
+        query.closest = plain  # type: ignore[assignment]
+    assert traced and sum(traced) <= 2 * lo.shape[0]
+
+
+def test_partitions_lower_the_build_peak() -> None:
+    """Alg. 5: sub-BVHs built one after another hold one slice's build at a time (thesis: a
+    third of the peak at 256)."""
+    keys = np.random.default_rng(2).integers(0, 2**64 - 1, 1 << 15, dtype=np.uint64)
+    peaks = {p: indexzoo.create("rx-opt", device="cpu", partitions=p, compact=True)
+             .build(keys).memory_footprint() for p in (1, 16, 256)}
+    assert peaks[256].peak_build_bytes < peaks[16].peak_build_bytes <= \
+        peaks[1].peak_build_bytes
+    for fp in peaks.values():
+        assert fp.peak_build_bytes >= fp.resident_bytes
+
+
+def test_compression_keeps_one_primitive_per_distinct_key() -> None:
+    keys = np.repeat(np.arange(100, dtype=np.uint64), 9)
+    on = indexzoo.create("rx-opt", device="cpu", partitions=1).build(keys).memory_footprint()
+    off = indexzoo.create("rx-opt", device="cpu", partitions=1,
+                          compress_duplicates=False).build(keys).memory_footprint()
+    assert on.breakdown["primitives"] * 9 == off.breakdown["primitives"]
+
+
+def test_bad_configurations_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="partitions"):
+        indexzoo.create("rx-opt", partitions=0)
+    with pytest.raises(ConfigError, match="inverse_mapping='on'"):
+        indexzoo.create("rx-opt", inverse_mapping="on", range_method="anyhit")
+    with pytest.raises(ConfigError, match="range_ray='zero'"):
+        indexzoo.create("rx-opt", key_mode="extended")
