@@ -12,12 +12,14 @@ means an index answered wrongly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -27,9 +29,12 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from . import interrupts
 from .devices import resolve_device, to_numpy
-from .errors import ConfigError, IndexZooError, MissingDependency
+from .display import shown, shown_path
+from .errors import ConfigError, MissingDependency
 from .registry import available, builtin, create
+from .resources import check_fits, estimate_workload
 from .results import LookupResult, Out
 from .timing import synchronize, time_call
 from .workloads import Dataset, Workload, generate
@@ -79,7 +84,7 @@ LATENCY_BATCHES = [1, 16, 256, 4096]
 def sweep_workloads(base: Workload, dim: str, device: str) -> list[Workload]:
     """``base`` with ``dim`` set to each value of the sweep (sizes capped on the CPU)."""
     if dim not in SWEEPS:
-        raise ConfigError(f"unknown sweep {dim!r}; allowed: {', '.join(SWEEPS)}")
+        raise ConfigError(f"unknown sweep {shown(dim, 40)}; allowed: {', '.join(SWEEPS)}")
     fname, values = SWEEPS[dim]
     out = []
     for v in values:
@@ -267,6 +272,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
     entries.sort(key=lambda e: e.name != PEER or bool(e.params))
     records: list[Record] = []
     for wi, w in enumerate(workloads, 1):
+        interrupts.check()
         gen = time_call(partial(generate, w, device), device, repeats=1, warmup=1)
         data = generate(w, device)
         log.write(f"[{wi}/{len(workloads)}] {w.describe()}: data generated in "
@@ -275,6 +281,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
         peer_tp: float | None = None
         peer_sig: np.ndarray | None = None
         for entry in entries:
+            interrupts.check()
             name = entry.title
             index = create(entry.name, device=device, **entry.params)
             if data.queries is None and not index.capabilities.range:
@@ -386,7 +393,7 @@ def plot(records: Sequence[Record], path: Path, title: str) -> None:
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
     plt.close(fig)
 
 
@@ -422,11 +429,12 @@ def _load_workload(path: str) -> Workload:
 
     from .config import format_validation, read_config_file
 
-    data = read_config_file(path)
+    data = read_config_file(path, what="workload file")
     try:
         return Workload.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise ConfigError(f"{path}: invalid workload: {format_validation(exc)}") from None
+        raise ConfigError(f"{shown_path(path)[1:-1]}: invalid workload: "
+                          f"{format_validation(exc)}") from None
 
 
 def _parse_assignment(text: str, flag: str) -> tuple[str, str, str]:
@@ -434,7 +442,7 @@ def _parse_assignment(text: str, flag: str) -> tuple[str, str, str]:
     left, sep, value = text.partition("=")
     name, dot, param = left.rpartition(".")
     if not (sep and dot and name and param and value):
-        raise ConfigError(f"{flag} {text!r}: expected NAME.PARAM=VALUE, "
+        raise ConfigError(f"{flag} {shown(text)}: expected NAME.PARAM=VALUE, "
                           "e.g. warpcore-hash.load_factor=0.5")
     return name, param, value
 
@@ -452,9 +460,21 @@ def _entries(names: list[str], sets: list[str], sweep: str | None) -> list[Entry
     from .registry import lookup
 
     fixed: dict[str, dict[str, Any]] = {}
+    given: dict[str, str] = {}
     for text in sets:
         name, param, value = _parse_assignment(text, "--set")
         fixed.setdefault(name, {})[param] = _value(value)
+        given.setdefault(name, text)
+    swept = _parse_assignment(sweep, "--param-sweep")[0] if sweep else None
+    selected = list(names) + ([swept] if swept and swept not in names else [])
+    if not selected:
+        raise ConfigError("--indexes: no index selected; give index names separated by commas, "
+                          "'builtin' or 'all' (see `indexzoo list`)")
+    for name, text in given.items():
+        if name not in selected:
+            raise ConfigError(
+                f"--set {shown(text)}: index {shown(name, 40)} is not among the selected indexes "
+                f"({', '.join(selected)}); add it to --indexes or drop the --set")
     entries = [Entry(n, dict(fixed.get(n, {}))) for n in names]
     if sweep:
         name, param, values = _parse_assignment(sweep, "--param-sweep")
@@ -469,6 +489,58 @@ def _entries(names: list[str], sets: list[str], sweep: str | None) -> list[Entry
     return entries
 
 
+def _prepare_output(folder: Path) -> bool:
+    """Make sure results can be written to ``folder`` before any work: create it, write and
+    remove a probe file. ConfigError if it cannot be; returns whether it was created."""
+    name = shown_path(folder)
+    try:
+        exists = folder.exists()
+        if exists and not folder.is_dir():
+            raise ConfigError(f"--output {name} exists and is not a directory")
+        folder.mkdir(parents=True, exist_ok=True)
+    except ConfigError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--output {name}: the directory cannot be created "
+                          f"({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".indexzoo-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"--output {name}: files cannot be written there "
+                          f"({exc.strerror or exc})") from None
+    return not exists
+
+
+def _remove_if_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only succeeds when empty
+
+
+def _write_results(records: Sequence[Record], env: dict[str, Any], stem: Path, title: str,
+                   with_plot: bool) -> list[Path]:
+    """Write the JSON (and the PNG) under temporary names, then rename them into place; on any
+    error or interrupt, nothing of this call stays behind."""
+    finals = [stem.with_suffix(".json")] + ([stem.with_suffix(".png")] if with_plot else [])
+    temps = [f.with_name(f".{f.stem}.part{f.suffix}") for f in finals]
+    placed: list[Path] = []
+    try:
+        write_json(records, env, temps[0])
+        if with_plot:
+            plot(records, temps[1], title)
+        interrupts.check()
+        for tmp, final in zip(temps, finals, strict=True):
+            os.replace(tmp, final)
+            placed.append(final)
+        interrupts.check()
+    except BaseException:
+        for f in (*temps, *placed):
+            f.unlink(missing_ok=True)
+        raise
+    return finals
+
+
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
@@ -476,6 +548,9 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     base = _load_workload(args.workload) if args.workload else PRESETS[args.preset]
     latency = args.latency or (not args.workload and args.preset == "latency")
     workloads = sweep_workloads(base, args.sweep, device) if args.sweep else [base]
+    if not workloads:
+        raise ConfigError(f"--sweep {args.sweep}: no value of the sweep applies to workload "
+                          f"{shown(base.name, 40)} on {device}")
     if args.indexes in ("all", "builtin"):
         names = list(available()) if args.indexes == "all" else builtin()
     else:
@@ -486,27 +561,42 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
 
             lookup(n)  # raises ConfigError naming the alternatives
     entries = _entries(names, args.set, args.param_sweep)
+    with_plot = not args.no_plot
+    if with_plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise MissingDependency("matplotlib", "bench", "writing benchmark plots") from None
+    folder = Path(args.output)
+    created = _prepare_output(folder)  # before any work: results are never lost at the end
+    try:
+        return _bench(args, out, device, workloads, entries, latency, folder, with_plot)
+    finally:
+        if created:
+            _remove_if_empty(folder)  # nothing was written (an error, an interrupt)
+
+
+def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[Workload],
+           entries: list[Entry], latency: bool, folder: Path, with_plot: bool) -> int:
+    biggest = max(workloads, key=lambda w: estimate_workload(w, args.out_mode).total)
+    check_fits(estimate_workload(biggest, args.out_mode), device,
+               f"the benchmark's largest workload ({biggest.describe()})")
     env = environment(device)
     sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
-    try:
-        records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
-                            latency=latency, sweep=args.sweep)
-    except MemoryError as exc:
-        raise IndexZooError(f"out of memory: {exc}") from None
+    records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
+                        latency=latency, sweep=args.sweep)
+    interrupts.check()
     out.write(format_table(records) + "\n")
-    folder = Path(args.output)
-    folder.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     label = (Path(args.workload).stem if args.workload else args.preset) + \
         (f"-{args.sweep}" if args.sweep else "") + \
         (f"-{args.param_sweep.split('=')[0].replace('.', '-')}" if args.param_sweep else "")
     stem = folder / f"{label}-{device}-{stamp}"
-    write_json(records, env, stem.with_suffix(".json"))
-    out.write(f"wrote {stem.with_suffix('.json')}\n")
-    if not args.no_plot and records:
-        plot(records, stem.with_suffix(".png"),
-             f"{label} on {env['device_name']} ({env['commit'][:10]})")
-        out.write(f"wrote {stem.with_suffix('.png')}\n")
+    written = _write_results(records, env, stem,
+                             f"{label} on {env['device_name']} ({env['commit'][:10]})",
+                             with_plot and bool(records))
+    for f in written:
+        out.write(f"wrote {f}\n")
     bad = [r for r in records if r.agrees_with_peer is False]
     if bad:
         sys.stderr.write("indexzoo bench: answers differ from the peer for: "

@@ -6,30 +6,49 @@
     indexzoo bench [--preset P]   compare indexes on a workload: table, JSON and plot
     indexzoo check NAME           run the conformance suite on one index
 
-Exit codes: 0 success, 2 usage or configuration error, 1 any other error.
+Exit codes: 0 success, 2 usage or configuration error, 1 any other error (out of memory
+included), 130 interrupted (Ctrl-C). Errors are one line on stderr: ``indexzoo: error: ...``
+for usage and configuration errors, ``indexzoo: <ErrorClass>: ...`` for the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import re
 import sys
 import typing
+import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from . import interrupts
 from .config import describe_bounds
+from .display import one_line
 from .errors import ConfigError, IndexZooError, InvalidInput
 from .registry import available, load_errors, lookup, providers
 
 __all__ = ["main"]
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+_RST_LITERAL = re.compile(r"``([^`]+)``")
+_RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
+
+
+def plain(text: str) -> str:
+    """Docstring text for a terminal: RST literals ``x`` become `x`, roles such as
+    :class:`~a.B` become `B` (`a.B` without the tilde)."""
+    text = _RST_LITERAL.sub(r"`\1`", text)
+    return _RST_ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`",
+                         text)
 
 
 def _describe(cls: Any) -> str:
     doc = (cls.__doc__ or "").strip()
-    return doc.splitlines()[0] if doc else ""
+    return plain(doc.splitlines()[0]) if doc else ""
 
 
 def _type_name(annotation: Any) -> str:
@@ -73,7 +92,7 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"  {fname}: {_type_name(field.annotation)} = {default!r}"
                   + (f"  ({bounds})" if bounds else "") + "\n")
         if field.description:
-            out.write(f"      {field.description}\n")
+            out.write(f"      {plain(field.description)}\n")
     return EXIT_OK
 
 
@@ -83,11 +102,22 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return run_spec(args.spec, out, device=args.device)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block; what was typed is shortened)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        text = one_line(message)
+        if len(text) > 300:
+            text = text[:200] + "..." + text[-80:]
+        self.exit(EXIT_USAGE, f"indexzoo: error: {text} (see `{self.prog} --help`)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="indexzoo",
         description="A zoo of GPU index structures behind one contract.",
-        epilog="Exit codes: 0 success, 2 usage or configuration error, 1 other error.",
+        epilog="Exit codes: 0 success, 2 usage or configuration error, 1 other error, "
+               "130 interrupted.",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("list", help="list the registered indexes")
@@ -121,25 +151,80 @@ def _add_check(sub: Any) -> None:
 _EXTRA_COMMANDS = [_add_bench, _add_check]
 
 
+def _out_of_memory(exc: BaseException) -> bool:
+    """MemoryError, CuPy's OutOfMemoryError or a CUDA out-of-memory error (the GPU modules are
+    looked up only if something imported them already: no import here)."""
+    if isinstance(exc, MemoryError):
+        return True
+    cupy = sys.modules.get("cupy")
+    oom = getattr(getattr(getattr(cupy, "cuda", None), "memory", None), "OutOfMemoryError", None)
+    if isinstance(oom, type) and isinstance(exc, oom):
+        return True
+    driver = sys.modules.get("numba.cuda.cudadrv.driver")
+    api_error = getattr(driver, "CudaAPIError", None)
+    return (isinstance(api_error, type) and isinstance(exc, api_error)
+            and getattr(exc, "code", None) == 2)  # CUDA_ERROR_OUT_OF_MEMORY
+
+
+def _error(text: str) -> None:
+    print(one_line(text), file=sys.stderr)
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """Warnings as one line each, like errors (a plugin that fails to load, for one)."""
+    with contextlib.suppress(Exception):
+        print(one_line(f"indexzoo: {category.__name__}: {message}"), file=file or sys.stderr)
+
+
+def _exit_now(code: int) -> typing.NoReturn:
+    """Leave at once, without finalizers: an interrupt that lands while numba compiles can
+    leave llvmlite objects whose disposal crashes (a segmentation fault freeing an LLVM module
+    the JIT already owns), once the interrupted frames are released or at interpreter exit.
+    Result files were removed on the way up; standard streams are flushed here."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Entry point of the ``indexzoo`` command; returns the exit code."""
+    """Entry point of the ``indexzoo`` command; returns the exit code.
+
+    Called without ``argv`` (the console script, reading ``sys.argv``), an interrupted command
+    ends the process at once with exit code 130 (see :func:`_exit_now`)."""
     out = out or sys.stdout
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: 2 for usage errors, 0 for --help
-        return int(exc.code or 0)
-    try:
-        return int(args.func(args, out))
-    except (ConfigError, InvalidInput) as exc:
-        print(f"indexzoo: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except IndexZooError as exc:
-        print(f"indexzoo: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("indexzoo: interrupted", file=sys.stderr)
-        return 130
+    with interrupts.handling_interrupts(), warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        try:
+            try:
+                try:
+                    args = _parser().parse_args(argv)
+                except SystemExit as exc:  # argparse: 2 for usage errors, 0 for --help
+                    return int(exc.code or 0)
+                code = int(args.func(args, out))
+                interrupts.check()  # an interrupt swallowed on the way still counts
+                return code
+            except KeyboardInterrupt:
+                raise
+            except Exception as exc:
+                if _out_of_memory(exc):
+                    detail = one_line(str(exc)) or type(exc).__name__
+                    _error(f"indexzoo: out of memory: {detail}")
+                    return EXIT_ERROR
+                raise
+        except KeyboardInterrupt:
+            interrupts.acknowledge()
+            _error("indexzoo: interrupted")
+            if argv is None:  # the command line owns this process
+                _exit_now(EXIT_INTERRUPTED)
+            return EXIT_INTERRUPTED
+        except (ConfigError, InvalidInput) as exc:
+            _error(f"indexzoo: error: {exc}")
+            return EXIT_USAGE
+        except IndexZooError as exc:
+            _error(f"indexzoo: {type(exc).__name__}: {exc}")
+            return EXIT_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,19 +8,31 @@ before any device work starts.
 
 from __future__ import annotations
 
+import difflib
 import json
+import numbers
+import os
+import stat
 import sys
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 import annotated_types
+import numpy as np
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
+from .display import one_line, shown, shown_path
 from .errors import ConfigError, MissingDependency
 
-__all__ = ["IndexParams", "IndexSpec", "describe_bounds", "format_validation", "load_spec",
-           "read_config_file", "validate_params"]
+__all__ = ["MAX_SPEC_BYTES", "IndexParams", "IndexSpec", "check_regular_file", "describe_bounds",
+           "format_validation", "load_spec", "read_config_file", "validate_params"]
+
+#: Spec and workload files larger than this are refused before they are parsed.
+MAX_SPEC_BYTES = 1 << 20
 
 P = TypeVar("P", bound="IndexParams")
 
@@ -40,6 +52,73 @@ class IndexParams(BaseModel):
             "bounded; results are joined in query order."
         ),
     )
+    sort_probes: bool = Field(
+        default=False,
+        description=(
+            "Sort each batch (point lookups by key, ranges by their lower bound) before the "
+            "index answers it, and return the answers in the caller's order: neighbouring "
+            "lookups then follow neighbouring paths. The sort and the un-permute are part of "
+            "the call's time."
+        ),
+    )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strict_types(cls, value: Any, info: ValidationInfo) -> Any:
+        """No bool where a number is expected, no text where a number is expected, no float
+        where an integer is expected (pydantic's lax mode would take ``True`` as 1)."""
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None:
+            problem = _type_problem(field.annotation, value)
+            if problem:
+                raise PydanticCustomError("strict_type", problem)
+        return value
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not _is_bool(value)
+
+
+def _expected(annotation: Any) -> tuple[str, Any] | None:
+    """(what is expected, a check of a value) for the annotations given strict types."""
+    if annotation is bool:
+        return "a boolean (true or false)", _is_bool
+    if annotation is int:
+        return "an integer", lambda v: isinstance(v, numbers.Integral) and not _is_bool(v)
+    if annotation is float:
+        return "a number", _is_number
+    if typing.get_origin(annotation) is typing.Literal:
+        options = typing.get_args(annotation)
+        if all(_is_number(o) for o in options):
+            listed = ", ".join(repr(o) for o in options)
+            return f"one of {listed}", _is_number
+    return None
+
+
+def _type_problem(annotation: Any, value: Any) -> str | None:
+    """Why ``value`` has the wrong type for ``annotation``, or None (pydantic checks the rest)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    members: tuple[Any, ...] = (annotation,)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = typing.get_args(annotation)
+    if value is None and type(None) in members:
+        return None
+    found = [_expected(m) for m in members if m is not type(None)]
+    checks = [c for c in found if c is not None]
+    if not checks or len(checks) != len(found):
+        return None  # an annotation without strict rules: pydantic decides
+    if any(check(value) for _, check in checks):
+        return None
+    wanted = " or ".join(what for what, _ in checks)
+    if type(None) in members:
+        wanted += " or null"
+    kind = "bool" if _is_bool(value) else "None" if value is None else type(value).__name__
+    return f"expected {wanted}, got {kind}"
 
 
 class IndexSpec(BaseModel):
@@ -68,36 +147,56 @@ def describe_bounds(field: Any) -> str:
     return ", ".join(parts)
 
 
+def _loc(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as ``a.b.0``; user-given names are shortened."""
+    return ".".join(p if isinstance(p, str) and len(p) <= 40 else
+                    (shown(p, 40) if isinstance(p, str) else str(p)) for p in loc)
+
+
 def format_validation(exc: pydantic.ValidationError) -> str:
-    """One line per problem: ``field = value: message`` (``field: missing`` when absent)."""
+    """One entry per problem: ``field = value: message`` (``field: missing`` when absent).
+
+    Values are shown shortened (:func:`indexzoo.display.shown`), whatever their size."""
     parts = []
-    for e in exc.errors():
-        loc = ".".join(map(str, e["loc"])) or "<top>"
+    errors = exc.errors(include_url=False, include_context=False)
+    for e in errors[:8]:
+        loc = _loc(e["loc"]) or "<top>"
         if e["type"] == "missing":
             parts.append(f"{loc}: missing (required)")
         elif e["type"] == "extra_forbidden":
-            parts.append(f"{loc}: unknown entry (value {e.get('input')!r})")
+            parts.append(f"{loc}: unknown entry (value {shown(e.get('input'))})")
         else:
-            parts.append(f"{loc} = {e.get('input')!r}: {e['msg']}")
+            parts.append(f"{loc} = {shown(e.get('input'))}: {one_line(e['msg'])}")
+    if len(errors) > 8:
+        parts.append(f"and {len(errors) - 8} more")
     return "; ".join(parts)
 
 
 def _config_error(index: str, cls: type[BaseModel], exc: pydantic.ValidationError) -> ConfigError:
     lines = []
-    for err in exc.errors():
+    errors = exc.errors(include_url=False, include_context=False)
+    for err in errors[:8]:
         field = ".".join(str(p) for p in err["loc"]) or "<params>"
+        name = shown(field, 40)
         if err["type"] == "extra_forbidden":
-            known = ", ".join(sorted(cls.model_fields))
-            lines.append(f"unknown parameter {field!r} (value {err['input']!r}); known: {known}")
+            known = sorted(cls.model_fields)
+            close = difflib.get_close_matches(field, known, n=1) if len(field) <= 100 else []
+            listed = ", ".join(known)
+            hint = f"; did you mean {close[0]!r}? (known: {listed})" if close else \
+                f"; known: {listed}"
+            lines.append(f"unknown parameter {name} (value {shown(err['input'])}){hint}")
             continue
         top = str(err["loc"][0]) if err["loc"] else ""
         info = cls.model_fields.get(top)
         allowed = describe_bounds(info) if info is not None else ""
         allowed = f" (allowed: {allowed})" if allowed else ""
         lines.append(
-            f"parameter {field!r} = {err.get('input')!r} is invalid: {err['msg']}{allowed}"
+            f"parameter {name} = {shown(err.get('input'))} is invalid: "
+            f"{one_line(err['msg'])}{allowed}"
         )
-    return ConfigError(f"index {index!r}: " + "; ".join(lines))
+    if len(errors) > 8:
+        lines.append(f"and {len(errors) - 8} more problems")
+    return ConfigError(f"index {shown(index, 40)}: " + "; ".join(lines))
 
 
 def validate_params(cls: type[P], params: Any, index: str) -> P:
@@ -110,7 +209,7 @@ def validate_params(cls: type[P], params: Any, index: str) -> P:
         params = params.model_dump()
     if not isinstance(params, dict):
         raise ConfigError(
-            f"index {index!r}: params must be a mapping of parameter names to values, "
+            f"index {shown(index, 40)}: params must be a mapping of parameter names to values, "
             f"got {type(params).__name__}"
         )
     try:
@@ -119,20 +218,109 @@ def validate_params(cls: type[P], params: Any, index: str) -> P:
         raise _config_error(index, cls, exc) from None
 
 
-def read_config_file(path: str | Path) -> Any:
-    """Parse a YAML (.yaml/.yml), TOML (.toml) or JSON (.json) file; ConfigError if unreadable."""
+def check_regular_file(path: Path, what: str) -> os.stat_result:
+    """The ``stat`` of ``path``, or ConfigError saying why it cannot be read as a file: it does
+    not exist, it is a directory, or it is not a regular file (a device such as /dev/zero, a
+    pipe, a socket: never read, since reading one may never end)."""
+    name = shown_path(path)
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise ConfigError(f"{what} {name} does not exist") from None
+    except OSError as exc:  # permission denied on a parent, name too long, a loop of links
+        raise ConfigError(f"{what} {name} cannot be read: {exc.strerror or exc}") from None
+    except ValueError:  # an embedded NUL byte
+        raise ConfigError(f"{what} {name} is not a valid path") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{what} {name} is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{what} {name} is not a regular file (a device, pipe or socket)")
+    return st
+
+
+def _read_bounded(p: Path, what: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of a regular file, or ConfigError (larger, unreadable)."""
+    st = check_regular_file(p, what)
+
+    def too_big(size: int) -> ConfigError:
+        return ConfigError(f"{what} {shown_path(p)} is {_size(size)}; the limit is "
+                           f"{_size(limit)}")
+
+    if st.st_size > limit:
+        raise too_big(st.st_size)
+    try:
+        with p.open("rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as exc:
+        raise ConfigError(f"{what} {shown_path(p)} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > limit:  # grew since stat
+        raise too_big(len(raw))
+    return raw
+
+
+def _size(n: int) -> str:
+    """``1.5 MiB (1572864 bytes)``; ``1 MiB (1048576 bytes)``; ``512 bytes``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            amount = f"{n // scale}" if n % scale == 0 else f"{n / scale:.1f}"
+            return f"{amount} {unit} ({n} bytes)"
+    return f"{n} bytes"
+
+
+class _AliasRefused(Exception):
+    def __init__(self, alias: str, line: int):
+        super().__init__(alias, line)
+        self.alias, self.line = alias, line
+
+
+def _yaml_load(text: str) -> Any:
+    """YAML through a SafeLoader that refuses aliases: a few hundred bytes of nested aliases
+    stand for billions of values ("billion laughs"), which every consumer would walk."""
+    try:
+        import yaml
+    except ImportError:
+        raise MissingDependency("pyyaml", "yaml", "reading YAML spec files") from None
+
+    class SpecLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()
+                raise _AliasRefused(str(event.anchor), event.start_mark.line + 1)
+            return super().compose_node(parent, index)
+
+    return yaml.load(text, Loader=SpecLoader)  # a SafeLoader: no Python objects
+
+
+def _parse_error(exc: Exception) -> str:
+    """One line from a parser's error: YAML's are several, with the offending text."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem is not None and mark is not None:  # yaml.MarkedYAMLError
+        context = getattr(exc, "context", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})"
+        return f"{problem}{where}" + (f", {context}" if context else "")
+    text = one_line(str(exc)) or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def read_config_file(path: str | Path, what: str = "spec file") -> Any:
+    """Parse a YAML (.yaml/.yml), TOML (.toml) or JSON (.json) file; ConfigError if unreadable.
+
+    Files must be regular files of at most :data:`MAX_SPEC_BYTES`, in UTF-8; YAML aliases
+    (``*name``) are refused.
+    """
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"spec file {str(p)!r} does not exist")
-    text = p.read_text(encoding="utf-8")
     suffix = p.suffix.lower()
+    raw = _read_bounded(p, what, MAX_SPEC_BYTES)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what} {shown_path(p)} is not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                          f"at offset {exc.start})") from None
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark
     try:
         if suffix in (".yaml", ".yml"):
-            try:
-                import yaml
-            except ImportError:
-                raise MissingDependency("pyyaml", "yaml", "reading YAML spec files") from None
-            return yaml.safe_load(text)
+            return _yaml_load(text)
         if suffix == ".toml":
             if sys.version_info >= (3, 11):
                 import tomllib
@@ -143,10 +331,16 @@ def read_config_file(path: str | Path) -> Any:
             return json.loads(text)
     except MissingDependency:
         raise
+    except _AliasRefused as exc:
+        raise ConfigError(
+            f"{what} {shown_path(p)}, line {exc.line}: YAML aliases (*name) are not allowed in "
+            f"spec files (found *{shown(exc.alias, 30)[1:-1]}); write the value out") from None
     except Exception as exc:  # each parser has its own error type
-        raise ConfigError(f"spec file {str(p)!r} is not valid {suffix[1:].upper()}: {exc}") from None
+        raise ConfigError(f"{what} {shown_path(p)} is not valid {suffix[1:].upper()}: "
+                          f"{_parse_error(exc)}") from None
     raise ConfigError(
-        f"spec file {str(p)!r}: unknown format {suffix!r}; use .yaml, .yml, .toml or .json"
+        f"{what} {shown_path(p)}: unknown format {shown(suffix, 20)}; "
+        "use .yaml, .yml, .toml or .json"
     )
 
 
@@ -160,19 +354,25 @@ def load_spec(path: str | Path) -> IndexSpec:
     The file holds ``index`` (the name), optionally ``params`` and ``device``, and may hold
     the entries that ``indexzoo run`` reads (``keys``, ``workload``, ``out``, ``repeats``).
     """
-    return spec_from_data(read_config_file(path), source=str(path))
+    return spec_from_data(read_config_file(path), source=shown_path(path)[1:-1])
+
+
+def check_sections(data: dict[Any, Any], source: str, allowed: tuple[str, ...]) -> None:
+    """ConfigError naming the top-level entries of ``data`` that are not in ``allowed``."""
+    unknown = sorted((k for k in data if k not in allowed), key=shown)
+    if unknown:
+        names = ", ".join(shown(k, 40) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        raise ConfigError(
+            f"{source}: unknown top-level entries [{names}]; allowed: {', '.join(allowed)}"
+        )
 
 
 def spec_from_data(data: Any, source: str = "<spec>") -> IndexSpec:
     """An :class:`IndexSpec` from parsed data (see :func:`load_spec`)."""
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping with an 'index' entry, got {data!r}")
-    unknown = sorted(set(data) - {"index", "params", "device", *RUN_SECTIONS})
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown top-level entries {unknown}; allowed: index, params, device, "
-            + ", ".join(RUN_SECTIONS)
-        )
+        raise ConfigError(f"{source}: expected a mapping with an 'index' entry, got "
+                          f"{type(data).__name__} {shown(data)}")
+    check_sections(data, source, ("index", "params", "device", *RUN_SECTIONS))
     fields = {k: data[k] for k in ("index", "params", "device") if k in data}
     try:
         return IndexSpec.model_validate(fields)

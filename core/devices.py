@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .display import shown
 from .errors import ConfigError, DeviceUnavailable
 
 __all__ = [
@@ -76,7 +77,7 @@ def resolve_device(device: str = "auto") -> str:
     """
     if not isinstance(device, str):
         raise ConfigError(
-            f"argument 'device': expected one of 'auto', 'cpu', 'cuda', got {device!r} "
+            f"argument 'device': expected one of 'auto', 'cpu', 'cuda', got {shown(device)} "
             f"of type {type(device).__name__}"
         )
     name = device.strip().lower()
@@ -88,7 +89,7 @@ def resolve_device(device: str = "auto") -> str:
         else:
             return "cuda" if cuda_status()[0] else "cpu"
     if name not in DEVICES:
-        raise ConfigError(f"{source}: unknown device {name!r}; allowed: 'auto', 'cpu', 'cuda'")
+        raise ConfigError(f"{source}: unknown device {shown(name, 40)}; allowed: 'auto', 'cpu', 'cuda'")
     if name == "cuda":
         usable, reason = cuda_status()
         if not usable:

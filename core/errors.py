@@ -18,6 +18,7 @@ __all__ = [
     "InvalidInput",
     "MissingDependency",
     "NotBuilt",
+    "ResourceError",
     "Unsupported",
 ]
 
@@ -52,6 +53,11 @@ class NotBuilt(IndexZooError, RuntimeError):
 class DeviceUnavailable(IndexZooError, RuntimeError):
     """The requested device cannot be used here; the message says why (no GPU, no driver,
     missing CuPy or numba-cuda, and which extra to install)."""
+
+
+class ResourceError(IndexZooError, RuntimeError):
+    """A run would need more memory (host or GPU) than is available; raised before anything
+    is allocated. The message says how much is needed, for what, and how much is free."""
 
 
 class MissingDependency(IndexZooError, ImportError):

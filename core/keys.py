@@ -44,9 +44,10 @@ from typing import Any, Literal
 import numpy as np
 
 from .devices import xp_of as _xp
+from .display import shown
 from .errors import InvalidInput, Unsupported
 
-__all__ = ["SUPPORTED_KEY_DTYPES", "KeyMap"]
+__all__ = ["SUPPORTED_KEY_DTYPES", "KeyMap", "UntypedEmpty"]
 
 Kind = Literal["unsigned", "signed", "float", "datetime", "bytes"]
 
@@ -57,6 +58,11 @@ SUPPORTED_KEY_DTYPES = (
 
 _U32 = np.dtype(np.uint32)
 _U64 = np.dtype(np.uint64)
+
+
+class UntypedEmpty(np.ndarray):
+    """An empty Python sequence given as lookups (``index.point([])``): it has no dtype of its
+    own, so it takes the key dtype (a plain empty array of the map's ``source``)."""
 
 
 
@@ -121,7 +127,7 @@ class KeyMap:
         try:
             dt = np.dtype(dtype)
         except TypeError as exc:
-            raise InvalidInput(f"argument {name!r}: {dtype!r} is not a dtype ({exc})") from None
+            raise InvalidInput(f"argument {name!r}: {shown(dtype)} is not a dtype ({exc})") from None
         kind = _kind_of(dt)
         if kind is None:
             raise _unsupported_dtype(dt, name)
@@ -256,6 +262,8 @@ class KeyMap:
         clamped/rounded inwards; flagged values make the range empty: for "lo" those above
         every key, for "hi" those below every key).
         """
+        if isinstance(q, UntypedEmpty):
+            return np.empty(0, self.source), None
         dt = q.dtype
         if dt == self.source:
             if self.kind in ("float", "datetime"):

@@ -12,6 +12,7 @@ import difflib
 import importlib.metadata
 import threading
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -21,6 +22,7 @@ import pluggy
 from . import hookspecs
 from .config import IndexSpec
 from .contract import GpuIndex, check_plugin_class
+from .display import shown
 from .errors import ConfigError, DuplicatePlugin
 
 __all__ = [
@@ -140,16 +142,16 @@ def load_errors() -> MappingProxyType[str, str]:
 def lookup(name: str) -> type[GpuIndex]:
     """The index class registered as ``name``, or ConfigError naming the alternatives."""
     if not isinstance(name, str):
-        raise ConfigError(f"index name must be a string, got {name!r}")
+        raise ConfigError(f"index name must be a string, got {type(name).__name__} {shown(name)}")
     table = _table()
     if name in table:
         return table[name].cls
     if name in _state.errors:
         raise ConfigError(f"index {name!r} could not be loaded: {_state.errors[name]}")
-    close = difflib.get_close_matches(name, list(table), n=1)
+    close = difflib.get_close_matches(name, list(table), n=1) if len(name) <= 100 else []
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ConfigError(
-        f"unknown index {name!r}{hint} Available: {', '.join(table) or 'none'}"
+        f"unknown index {shown(name, 40)}{hint} Available: {', '.join(table) or 'none'}"
     )
 
 
@@ -158,10 +160,18 @@ def create(index: str | IndexSpec | dict[str, Any], /, *, device: str | None = N
     """Make an index from a name and parameters, an :class:`IndexSpec`, or a spec dict.
 
     ``create("sorted-array", device="cuda", threads_per_block=512)``;
-    ``create(load_spec("index.yaml"))``. Keyword parameters override those of a spec.
-    Unknown names, unknown params and out-of-range values raise ConfigError before any
-    device work starts.
+    ``create("sorted-array", params={"threads_per_block": 512})`` (the spec file's shape);
+    ``create(load_spec("index.yaml"))``. Keyword parameters override those of ``params=``,
+    which override those of a spec. Unknown names, unknown params and out-of-range values
+    raise ConfigError before any device work starts.
     """
+    if "params" in params:  # the spec's shape: params={...}; no index has a parameter "params"
+        given = params.pop("params")
+        if given is not None and not isinstance(given, Mapping):
+            raise ConfigError(
+                f"params must be a mapping of parameter names to values, got "
+                f"{type(given).__name__} {shown(given)}")
+        params = {**(given or {}), **params}
     if isinstance(index, dict):
         from .config import spec_from_data
 
@@ -179,7 +189,7 @@ def register_plugin(plugin: Any, name: str | None = None) -> str:
         registered = pm.register(plugin, name=name)
         _state.table = None
         if registered is None:
-            raise ConfigError(f"plugin {name or plugin!r} is blocked and was not registered")
+            raise ConfigError(f"plugin {shown(name or plugin)} is blocked and was not registered")
         return registered
 
 
@@ -188,7 +198,7 @@ def unregister_plugin(name: str) -> None:
     with _state.lock:
         pm = plugin_manager()
         if pm.get_plugin(name) is None:
-            raise ConfigError(f"no plugin named {name!r} is registered")
+            raise ConfigError(f"no plugin named {shown(name)} is registered")
         pm.unregister(name=name)
         _state.table = None
 

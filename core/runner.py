@@ -18,6 +18,7 @@ A spec file (YAML, TOML or JSON) holds an index spec and what to run::
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,12 +26,15 @@ import numpy as np
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
-from .config import IndexSpec, format_validation, read_config_file
+from . import interrupts
+from .config import IndexSpec, check_regular_file, format_validation, read_config_file
 from .contract import GpuIndex
 from .devices import array_module, to_device, to_numpy
+from .display import one_line, shown, shown_path
 from .errors import ConfigError
 from .keys import KeyMap
 from .registry import create
+from .resources import check_fits, estimate_workload
 from .results import LookupResult, Out
 from .timing import synchronize, time_call
 from .workloads import Dataset, Workload, generate, generate_lookups
@@ -60,28 +64,169 @@ def load_run_spec(path: str | Path) -> RunSpec:
     try:
         spec = RunSpec.model_validate(data)
     except pydantic.ValidationError as exc:
-        raise ConfigError(f"{path}: invalid run spec: {format_validation(exc)}") from None
+        raise ConfigError(f"{shown_path(path)[1:-1]}: invalid run spec: "
+                          f"{format_validation(exc)}") from None
     if spec.keys is not None and not Path(spec.keys.path).is_absolute():
         spec = spec.model_copy(update={"keys": KeyFile(
             path=str(Path(path).parent / spec.keys.path), dtype=spec.keys.dtype)})
     return spec
 
 
-def load_keys(kf: KeyFile) -> np.ndarray:
-    """Keys from a .npy file or a text file with one key per line."""
-    p = Path(kf.path)
-    if not p.is_file():
-        raise ConfigError(f"key file {str(p)!r} does not exist")
+_LINE_LIMIT = 4096  # longest line of a text key file looked at when explaining an error
+
+
+def _text_dtype(kf: KeyFile) -> np.dtype:
     try:
-        if p.suffix == ".npy":
+        return np.dtype(kf.dtype)
+    except TypeError:
+        raise ConfigError(f"key file {shown_path(kf.path)}: dtype {shown(kf.dtype, 40)} is not "
+                          "a NumPy dtype; e.g. uint64, int32, float64") from None
+
+
+def _brief(exc: BaseException) -> str:
+    text = one_line(str(exc)) or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def load_keys(kf: KeyFile) -> np.ndarray:
+    """Keys from a .npy file or a text file with one key per line (a regular file: never a
+    directory or a device)."""
+    p = Path(kf.path)
+    check_regular_file(p, "key file")
+    name = shown_path(p)
+    if p.suffix.lower() == ".npy":
+        try:
             arr = np.load(p, allow_pickle=False)
-        else:
-            arr = np.loadtxt(p, dtype=np.dtype(kf.dtype), ndmin=1, delimiter=",")
-    except Exception as exc:
-        raise ConfigError(f"key file {str(p)!r} cannot be read: {exc}") from None
+        except MemoryError:
+            raise
+        except Exception as exc:
+            raise ConfigError(f"key file {name} is not a .npy file NumPy can read: "
+                              f"{_brief(exc)}") from None
+        if not isinstance(arr, np.ndarray):  # an .npz archive under a .npy name
+            arr.close()
+            raise ConfigError(f"key file {name} is an .npz archive, not a .npy array")
+    else:
+        arr = _load_text_keys(p, _text_dtype(kf), name)
     if arr.ndim != 1:
-        raise ConfigError(f"key file {str(p)!r} holds a {arr.ndim}-D array; expected 1-D")
+        raise ConfigError(f"key file {name} holds a {arr.ndim}-D array; expected 1-D")
+    if arr.shape[0] == 0:
+        raise ConfigError(f"key file {name} holds no keys")
     return arr
+
+
+def _load_text_keys(p: Path, dtype: np.dtype, name: str) -> np.ndarray:
+    try:
+        with warnings.catch_warnings():  # "input contained no data": reported as no keys
+            warnings.simplefilter("ignore", UserWarning)
+            return np.loadtxt(p, dtype=dtype, ndmin=1, delimiter=",", encoding="utf-8")
+    except MemoryError:
+        raise
+    except Exception as exc:
+        # NumPy's message quotes the offending text; say where it is instead, without it
+        why = _first_bad_line(p, dtype)
+        what = "integer" if dtype.kind in "iu" else "number" if dtype.kind == "f" else "key"
+        if why:
+            raise ConfigError(f"key file {name} is not a text file of {dtype} keys (one {what} "
+                              f"per line): {why}") from None
+        raise ConfigError(f"key file {name} cannot be read as text of {dtype} keys "
+                          f"({type(exc).__name__})") from None
+
+
+def _first_bad_line(p: Path, dtype: np.dtype) -> str | None:
+    """What is wrong with the first line NumPy cannot read, in words (no file content)."""
+    fields0: tuple[int, int] | None = None  # (line, number of values) of the first data line
+    try:
+        with p.open("rb") as f:
+            for no in range(1, 1 << 62):
+                raw = f.readline(_LINE_LIMIT + 1)
+                if not raw:
+                    return None
+                if len(raw) > _LINE_LIMIT and not raw.endswith(b"\n"):
+                    return f"line {no} is longer than {_LINE_LIMIT} characters"
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    return f"line {no} is not UTF-8 text"
+                line = line.split("#", 1)[0].strip()
+                if not line:
+                    continue
+                values = [v.strip() for v in line.split(",")]
+                for v in values:
+                    problem = _value_problem(v, dtype)
+                    if problem:
+                        return f"line {no} {problem}"
+                if fields0 is None:
+                    fields0 = (no, len(values))
+                elif len(values) != fields0[1]:
+                    return (f"line {no} holds {len(values)} comma-separated values, line "
+                            f"{fields0[0]} holds {fields0[1]}")
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    return None
+
+
+def _value_problem(v: str, dtype: np.dtype) -> str | None:
+    if not v:
+        return "has an empty value"
+    if dtype.kind in "iu":
+        try:
+            x = int(v, 10)
+        except ValueError:
+            return "is not an integer"
+        info = np.iinfo(dtype)
+        if not int(info.min) <= x <= int(info.max):
+            return f"is outside the range of {dtype} [{info.min}, {info.max}]"
+        return None
+    if dtype.kind == "f":
+        try:
+            float(v)
+        except ValueError:
+            return "is not a number"
+        return None
+    try:
+        dtype.type(v)
+    except (ValueError, TypeError, OverflowError):
+        return f"cannot be read as {dtype}"
+    return None
+
+
+def _key_file_size(kf: KeyFile) -> tuple[int, int] | None:
+    """(number of keys at most, bytes per key) of a key file, read cheaply (the .npy header,
+    or the number of lines); None if that fails (loading reports why)."""
+    p = Path(kf.path)
+    try:
+        check_regular_file(p, "key file")
+        with p.open("rb") as f:
+            if p.suffix.lower() == ".npy":
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _fortran, dtype = read(f)
+                return int(np.prod(shape, dtype=object)), int(dtype.itemsize)
+            lines, last = 0, b"\n"
+            while chunk := f.read(1 << 22):
+                interrupts.check()
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+            return lines + (last != b"\n"), int(_text_dtype(kf).itemsize)
+    except (ConfigError, OSError, ValueError, TypeError):
+        return None
+
+
+def check_memory(spec: RunSpec, device: str) -> None:
+    """ResourceError before anything is allocated if the run cannot fit (see
+    :mod:`indexzoo.resources`)."""
+    n_keys = key_bytes = None
+    what = f"this run ({spec.workload.describe()})"
+    if spec.keys is not None:
+        size = _key_file_size(spec.keys)
+        if size is None:
+            return
+        n_keys, key_bytes = size
+        what = (f"this run ({n_keys:,} keys from {shown_path(spec.keys.path)}, "
+                f"{spec.workload.n_lookups:,} lookups)")
+    check_fits(estimate_workload(spec.workload, spec.out, n_keys=n_keys, key_bytes=key_bytes),
+               device, what)
 
 
 def _dataset(spec: RunSpec, device: str) -> tuple[Any, Dataset]:
@@ -125,9 +270,11 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None) -> int
     spec = load_run_spec(path)
     index: GpuIndex = create(spec, device=device)
     dev = index.device
+    check_memory(spec, dev)
     t0 = time.perf_counter()
     keys, data = _dataset(spec, dev)
     synchronize(dev)
+    interrupts.check()
     prepare_s = time.perf_counter() - t0
     point = data.queries is not None
     out: Out = spec.out or ("rowid" if point else "count")
@@ -143,6 +290,7 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None) -> int
     t = time_call(lookups, dev, repeats=spec.repeats)
     results = lookups()
     synchronize(dev)
+    interrupts.check()
     hits = sum(_hits(r) for r in results)
     n = data.n_lookups
     kind = "point" if point else f"range ({spec.workload.range_hits} keys each)"

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .interrupts import check as _check_interrupt
+
 __all__ = ["Timing", "synchronize", "time_call"]
 
 
@@ -45,8 +47,12 @@ def synchronize(device: str) -> None:
 
 
 def time_call(fn: Callable[[], Any], device: str, repeats: int = 5, warmup: int = 1) -> Timing:
-    """Time ``fn()`` ``repeats`` times after ``warmup`` untimed calls."""
+    """Time ``fn()`` ``repeats`` times after ``warmup`` untimed calls.
+
+    Between calls, an interrupt that was swallowed on the way (see :mod:`indexzoo.interrupts`)
+    is raised again."""
     for _ in range(warmup):
+        _check_interrupt()
         fn()
     synchronize(device)
     out: list[float] = []
@@ -54,15 +60,19 @@ def time_call(fn: Callable[[], Any], device: str, repeats: int = 5, warmup: int 
         import cupy
 
         for _ in range(repeats):
+            _check_interrupt()
             start, end = cupy.cuda.Event(), cupy.cuda.Event()
             start.record()
             fn()
             end.record()
             end.synchronize()
             out.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+        _check_interrupt()
         return Timing(tuple(out))
     for _ in range(repeats):
+        _check_interrupt()
         t0 = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)
+    _check_interrupt()
     return Timing(tuple(out))

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 
 from .devices import coerce, device_of, to_device
+from .display import int_text, shown
 from .errors import IndexZooError, InvalidInput, Unsupported
+from .keys import UntypedEmpty
 from .results import OUT_MODES, Out
 
 __all__ = ["as_1d", "check_out", "prepare_values"]
@@ -19,17 +21,68 @@ def _describe(obj: Any) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}".replace("builtins.", "")
 
 
+#: Lookup arguments: an empty Python sequence given for them takes the index's key dtype.
+LOOKUP_ARGS = frozenset({"queries", "lo", "hi", "new_keys"})
+
+_I64_MIN, _U64_END = -(1 << 63), 1 << 64
+
+
+def _from_sequence(seq: list[Any] | tuple[Any, ...], name: str) -> np.ndarray:
+    """A Python list or tuple as a NumPy array, keeping integer semantics.
+
+    NumPy turns ``[3, 2**63 + 1]`` into float64 (losing the value) and integers beyond 2^64
+    into dtype object; here Python integers stay integers: uint64 when all lie in [0, 2^64),
+    int64 when all lie in [-2^63, 2^63), else InvalidInput stating the range. An empty
+    sequence has no dtype: keys and values become uint64, lookups take the index's key dtype
+    (:class:`~indexzoo.keys.UntypedEmpty`). Anything else is read as NumPy reads it.
+    """
+    if len(seq) == 0:
+        return np.empty(0, np.uint64).view(UntypedEmpty) if name in LOOKUP_ARGS else \
+            np.empty(0, np.uint64)
+    try:
+        arr = np.asarray(seq)
+    except (OverflowError, ValueError, TypeError):
+        arr = None  # e.g. a NumPy version that refuses integers beyond int64
+    if arr is not None and arr.ndim == 1 and arr.dtype == np.int64:
+        # NumPy's default for Python ints; no value negative: uint64, as for larger integers
+        if all(type(x) is int for x in seq) and int(arr.min()) >= 0:
+            return arr.astype(np.uint64)
+        return arr
+    if arr is not None and (arr.dtype.kind not in "fO" or arr.ndim != 1):
+        return arr
+    if not all(isinstance(x, (int, np.integer)) for x in seq):
+        if arr is None:
+            return np.asarray(seq)  # raises the error as_1d reports
+        return arr  # floats stay floats; objects are refused by as_1d
+    ints = [int(x) for x in seq]
+    lo, hi = min(ints), max(ints)
+    if lo >= 0 and hi < _U64_END:
+        return np.array(ints, dtype=np.uint64)
+    if lo >= _I64_MIN and hi < -_I64_MIN:
+        return np.array(ints, dtype=np.int64)
+    raise InvalidInput(
+        f"argument {name!r}: the sequence holds integers from {int_text(lo)} to {int_text(hi)}; "
+        "the largest key type covers [-2^63, 2^63) (int64) or [0, 2^64) (uint64)"
+    )
+
+
 def as_1d(obj: Any, name: str) -> Any:
-    """``obj`` as a 1-D NumPy or CuPy array on the device where it lives."""
+    """``obj`` as a 1-D NumPy or CuPy array on the device where it lives.
+
+    Python lists and tuples of integers keep integer semantics (see :func:`_from_sequence`).
+    """
     if obj is None:
         raise InvalidInput(f"argument {name!r}: expected a 1-D array, got None")
     try:
-        arr = coerce(obj)
+        arr = _from_sequence(obj, name) if isinstance(obj, (list, tuple)) else coerce(obj)
     except IndexZooError:  # e.g. DeviceUnavailable for GPU input without CuPy
+        raise
+    except MemoryError:
         raise
     except Exception as exc:
         raise InvalidInput(
-            f"argument {name!r}: cannot read {_describe(obj)} as an array ({exc})"
+            f"argument {name!r}: cannot read {_describe(obj)} as an array "
+            f"({shown(str(exc), 120)[1:-1]})"
         ) from None
     if arr.ndim != 1:
         hint = "; wrap a single value in a list" if arr.ndim == 0 else ""
@@ -49,7 +102,7 @@ def check_out(out: Any, offered: tuple[str, ...], index_name: str) -> Out:
     """Validate an ``out`` argument against the modes an index offers."""
     if not isinstance(out, str) or out not in OUT_MODES:
         raise InvalidInput(
-            f"argument 'out': {out!r} is not an out mode; allowed: "
+            f"argument 'out': {shown(out)} is not an out mode; allowed: "
             + ", ".join(repr(m) for m in OUT_MODES)
         )
     if out not in offered:

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -65,6 +68,14 @@ def test_bad_arguments_exit_2() -> None:
     assert run("bench", "--preset", "nope")[0] == 2
 
 
+@pytest.mark.parametrize("argv", [["frobnicate" * 10_000], [], ["bench", "--preset", "nope"],
+                                  ["bench", "--repeats", "many"], ["run"]])
+def test_usage_errors_are_one_shortened_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(*argv)[0] == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("indexzoo: error: ") and "--help" in line and len(line) < 400
+
+
 def test_run_with_a_generated_workload(tmp_path: Path) -> None:
     spec = tmp_path / "run.yaml"
     spec.write_text("index: sorted-array\ndevice: cpu\nworkload:\n  n_keys: 4096\n"
@@ -118,3 +129,356 @@ def test_bench_writes_table_json_and_plot(tmp_path: Path) -> None:
     assert {r["index"] for r in data["records"]} == set(indexzoo.registry.builtin())
     assert all(r["agrees_with_peer"] for r in data["records"])
     assert data["environment"]["device"] == "cpu"
+
+
+# ---------------------------------------------------------------------- hostile or broken input
+def _one_error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("indexzoo: "), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def laughs() -> str:
+    """The "billion laughs": 9 levels of 9 aliases each stand for 9^9 strings."""
+    lines = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    for prev, cur in itertools.pairwise("abcdefghi"):
+        lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+_LAUGHS_CHILD = """
+import sys, indexzoo
+from indexzoo.cli import main
+print("ready", flush=True)
+try:
+    indexzoo.load_spec(sys.argv[1])
+    print("load_spec: no error", flush=True)
+except indexzoo.ConfigError as exc:
+    print("load_spec: ConfigError:", exc, flush=True)
+print("run:", main(["run", sys.argv[1]]), flush=True)
+"""
+
+
+def test_billion_laughs_spec_fails_within_a_second(tmp_path: Path) -> None:
+    spec = tmp_path / "laughs.yaml"
+    spec.write_text(laughs())
+    assert len(spec.read_bytes()) < 400
+    child = subprocess.Popen([sys.executable, "-c", _LAUGHS_CHILD, str(spec)], bufsize=0,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # unbuffered
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == b"ready"  # imports done: the clock starts
+        raw_out, raw_err = child.communicate(timeout=1.0)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        pytest.fail("the billion-laughs spec did not fail within a second")
+    out, err = raw_out.decode(), raw_err.decode()
+    assert "load_spec: ConfigError:" in out and "YAML aliases (*name) are not allowed" in out
+    assert "line 2" in out  # the first alias
+    assert "run: 2" in out
+    assert "YAML aliases" in _one_error_line(err)
+
+
+def test_yaml_anchors_without_aliases_are_fine(tmp_path: Path) -> None:
+    spec = tmp_path / "a.yaml"
+    spec.write_text("index: &name sorted-array\ndevice: cpu\n")
+    assert indexzoo.load_spec(spec).index == "sorted-array"
+
+
+def test_spec_files_over_the_size_limit_are_refused_unread(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "big.yaml"
+    spec.write_text("index: sorted-array\n# " + "x" * (1 << 20) + "\n")
+    assert run("run", str(spec))[0] == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "big.yaml' is 1.0 MiB (1048599 bytes); the limit is 1 MiB (1048576 bytes)" in line
+
+
+def test_spec_file_that_is_not_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "latin1.yaml"
+    spec.write_bytes(b"index: caf\xe9\n")
+    assert run("run", str(spec))[0] == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.endswith("latin1.yaml' is not UTF-8 text (byte 0xe9 at offset 10)")
+
+
+@pytest.mark.parametrize("data", [
+    {"index": "q" * 100_000, "device": "cpu"},
+    {"index": "sorted-array", "device": "cpu", "params": {"threads_per_block": "7" * 100_000}},
+    {"index": "sorted-array", "device": "cpu", "params": {"k" * 100_000: 1}},
+    {"index": "sorted-array", "z" * 100_000: 1},
+    {"index": "sorted-array", "device": "d" * 100_000},
+    {"index": "sorted-array", "workload": {"n_keys": [[1] * 1000] * 100}},
+    list(range(100_000)),
+])
+def test_error_messages_show_user_data_shortened(tmp_path: Path, data: Any,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(data))
+    assert run("run", str(spec))[0] == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert len(line) < 600, line[:300]
+
+
+def test_yaml_syntax_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("index: sorted-array\n  params: [1\n")
+    assert run("run", str(spec))[0] == 2
+    assert "is not valid YAML" in _one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("make", ["directory", "device"])
+def test_spec_path_that_is_no_regular_file(tmp_path: Path, make: str,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    if make == "directory":
+        path, why = tmp_path / "dir.yaml", "is a directory"
+        path.mkdir()
+    else:
+        path, why = Path("/dev/null"), "is not a regular file"
+        if not path.exists():
+            pytest.skip("no /dev/null here")
+    assert run("run", str(path))[0] == 2
+    assert why in _one_error_line(capsys.readouterr().err)
+
+
+# ---------------------------------------------------------------------- memory
+def _tiny_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexzoo import resources
+
+    monkeypatch.setattr(resources, "available_memory", lambda device: (1 << 30, "a test's 1 GiB"))
+
+
+def _forbid(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
+    def fail(*a: Any, **k: Any) -> Any:
+        raise AssertionError(f"{name} ran although the run was to be refused first")
+
+    monkeypatch.setattr(module, name, fail)
+
+
+def test_run_that_cannot_fit_is_refused_before_allocating(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo import runner
+
+    _tiny_memory(monkeypatch)
+    _forbid(monkeypatch, runner, "generate")
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: sorted-array\ndevice: cpu\nworkload: {n_keys: 33554432, n_lookups: 1024}\n")
+    assert run("run", str(spec))[0] == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("indexzoo: ResourceError: this run")
+    assert "needs about 3.5 GB of host memory" in line and "only 1.1 GB is available" in line
+    assert "index allowance 2.1 GB" in line
+
+
+def test_run_at_the_documented_maxima_is_refused_not_a_memory_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.resources import available_memory
+
+    avail = available_memory("cpu")
+    if avail is None or avail[0] > 1 << 40:
+        pytest.skip("this host's free memory is unknown or above 1 TiB")
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: sorted-array\ndevice: cpu\n"
+                    "workload: {n_keys: 8589934592, n_lookups: 17179869184}\n")
+    assert run("run", str(spec))[0] == 1
+    assert "ResourceError" in _one_error_line(capsys.readouterr().err)
+
+
+def test_bench_that_cannot_fit_is_refused_before_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo import bench
+
+    _tiny_memory(monkeypatch)
+    _forbid(monkeypatch, bench, "run_bench")
+    out = tmp_path / "out"
+    assert run("bench", "--preset", "paper", "--device", "cpu", "--output", str(out))[0] == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert "ResourceError: the benchmark's largest workload (paper:" in line
+    assert not out.exists()
+
+
+def test_memory_error_anywhere_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo import runner
+
+    def boom(*a: Any, **k: Any) -> int:
+        raise MemoryError("Unable to allocate 64.0 GiB for an array with shape (8589934592,)")
+
+    monkeypatch.setattr(runner, "run_spec", boom)
+    assert run("run", "whatever.yaml")[0] == 1
+    assert _one_error_line(capsys.readouterr().err) == (
+        "indexzoo: out of memory: Unable to allocate 64.0 GiB for an array with shape (8589934592,)")
+
+
+def test_cupy_out_of_memory_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import types
+
+    from indexzoo import runner
+
+    class OutOfMemoryError(Exception):  # CuPy's, looked up in sys.modules: cupy is not imported
+        pass
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError)))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+
+    def boom(*a: Any, **k: Any) -> int:
+        raise OutOfMemoryError("Out of memory allocating 8,589,934,592 bytes")
+
+    monkeypatch.setattr(runner, "run_spec", boom)
+    assert run("run", "whatever.yaml")[0] == 1
+    assert _one_error_line(capsys.readouterr().err) == (
+        "indexzoo: out of memory: Out of memory allocating 8,589,934,592 bytes")
+
+
+# ---------------------------------------------------------------------- bench --output
+@pytest.mark.parametrize("case", ["file", "under-a-file", "read-only"])
+def test_unusable_bench_output_fails_before_any_work(tmp_path: Path, case: str,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo import bench
+
+    _forbid(monkeypatch, bench, "run_bench")
+    blocker = tmp_path / "taken"
+    blocker.write_text("not a directory")
+    if case == "file":
+        target, why = blocker, "exists and is not a directory"
+    elif case == "under-a-file":
+        target, why = blocker / "results", "the directory cannot be created"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write into read-only directories")
+        target, why = tmp_path / "ro", "files cannot be written there"
+        target.mkdir()
+        target.chmod(0o500)
+    assert run("bench", "--preset", "tiny", "--device", "cpu", "--output", str(target))[0] == 2
+    assert why in _one_error_line(capsys.readouterr().err)
+
+
+# ---------------------------------------------------------------------- key files
+def test_text_key_file_error_says_where_without_the_content(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    keys = tmp_path / "passwd"
+    keys.write_text("root:x:0:0:root:/root:/bin/bash\nsecret-user:x:1000:1000::/home:/bin/sh\n")
+    spec = tmp_path / "run.yaml"
+    spec.write_text(f"index: sorted-array\ndevice: cpu\nkeys: {keys}\n")
+    assert run("run", str(spec))[0] == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line == (f"indexzoo: error: key file {str(keys)!r} is not a text file of uint64 keys "
+                    "(one integer per line): line 1 is not an integer")
+
+
+@pytest.mark.parametrize("text, why", [
+    ("1\n2\n-3\n", "line 3 is outside the range of uint64 [0, 18446744073709551615]"),
+    ("1\n\n# a comment\n2.5\n", "line 4 is not an integer"),
+])
+def test_text_key_file_errors_name_the_line(tmp_path: Path, text: str, why: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    keys = tmp_path / "keys.txt"
+    keys.write_text(text)
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: sorted-array\ndevice: cpu\nkeys: keys.txt\n")
+    assert run("run", str(spec))[0] == 2
+    assert _one_error_line(capsys.readouterr().err).endswith(why)
+
+
+@pytest.mark.parametrize("case", ["directory", "device", "empty-text", "empty-npy"])
+def test_key_file_that_is_no_file_or_holds_no_keys(tmp_path: Path, case: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "keys.txt"
+    why = "holds no keys"
+    if case == "directory":
+        path.mkdir()
+        why = "is a directory"
+    elif case == "device":
+        path = Path("/dev/zero")
+        if not path.exists():
+            pytest.skip("no /dev/zero here")
+        why = "is not a regular file"
+    elif case == "empty-text":
+        path.write_text("# no keys, only a comment\n\n")
+    else:
+        path = tmp_path / "keys.npy"
+        np.save(path, np.zeros(0, np.uint64))
+    spec = tmp_path / "run.yaml"
+    spec.write_text(f"index: sorted-array\ndevice: cpu\nkeys: {path}\n")
+    assert run("run", str(spec))[0] == 2
+    assert _one_error_line(capsys.readouterr().err).startswith(
+        f"indexzoo: error: key file {str(path)!r} {why}")
+
+
+# ---------------------------------------------------------------------- bench selections
+def test_bench_set_for_an_index_not_selected_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo import bench
+
+    _forbid(monkeypatch, bench, "run_bench")
+    code, _ = run("bench", "--preset", "tiny", "--device", "cpu", "--indexes", "sorted-array",
+                  "--set", "btree.node_width=8", "--output", str(tmp_path / "out"))
+    assert code == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "--set 'btree.node_width=8': index 'btree' is not among the selected indexes " \
+           "(sorted-array)" in line
+
+
+@pytest.mark.parametrize("selection", ["", " , "])
+def test_bench_with_no_index_selected_is_an_error(tmp_path: Path, selection: str,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo import bench
+
+    _forbid(monkeypatch, bench, "run_bench")
+    code, _ = run("bench", "--preset", "tiny", "--device", "cpu", "--indexes", selection,
+                  "--output", str(tmp_path / "out"))
+    assert code == 2
+    assert "no index selected" in _one_error_line(capsys.readouterr().err)
+
+
+def test_bench_set_with_a_bool_for_an_integer_is_an_error(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = run("bench", "--preset", "tiny", "--device", "cpu", "--indexes", "sorted-array",
+                  "--set", "sorted-array.max_batch=true", "--output", str(tmp_path / "out"))
+    assert code == 2
+    assert "'max_batch' = True is invalid: expected an integer, got bool" in \
+        _one_error_line(capsys.readouterr().err)
+
+
+def test_list_and_info_render_docstring_literals_plainly() -> None:
+    code, text = run("list")
+    assert code == 0 and "``" not in text
+    assert "numpy/cupy `searchsorted` over sorted" in text
+    for name in indexzoo.available():
+        assert "``" not in run("info", name)[1]
+
+
+def test_a_plugin_that_fails_to_load_is_one_warning_line(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.metadata as md
+
+    from indexzoo import registry
+
+    real = md.entry_points
+
+    class BrokenEP:
+        name, value, group, dist = "broken", "no_such_module_xyz", "indexzoo", None
+
+        def load(self) -> Any:
+            raise ImportError("No module named 'no_such_module_xyz'")
+
+    def fake_entry_points(**kw: Any) -> Any:
+        eps = list(real(**kw))
+        return [*eps, BrokenEP()] if kw.get("group") == "indexzoo" else eps
+
+    monkeypatch.setattr(md, "entry_points", fake_entry_points)
+    registry.reset()
+    try:
+        code, text = run("list")
+    finally:
+        registry.reset()
+    assert code == 0 and "(failed to load)" in text
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("indexzoo: UserWarning: indexzoo plugin 'broken' failed to load")

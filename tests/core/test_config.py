@@ -3,14 +3,19 @@ TOML and JSON select and configure an index."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from pathlib import Path
+from typing import Any, Literal
 
+import numpy as np
 import pydantic
 import pytest
 
 import indexzoo
-from indexzoo import ConfigError, IndexSpec
+from indexzoo import ConfigError, IndexParams, IndexSpec
+from indexzoo.config import spec_from_data, validate_params
 
 
 def test_unknown_index_names_the_alternatives() -> None:
@@ -20,7 +25,7 @@ def test_unknown_index_names_the_alternatives() -> None:
 
 def test_unknown_parameter_names_it_and_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=r"unknown parameter 'blocksize' \(value 64\); known: "
-                                          r"max_batch, threads_per_block"):
+                                          r"max_batch, sort_probes, threads_per_block"):
         indexzoo.create("sorted-array", device="cpu", blocksize=64)
 
 
@@ -104,3 +109,111 @@ def test_spec_without_index_name_is_rejected(tmp_path: Path) -> None:
     path.write_text(json.dumps({"params": {}}))
     with pytest.raises(ConfigError, match=r"index: missing \(required\)"):
         indexzoo.load_spec(path)
+
+
+# ---------------------------------------------------------------------- hostile spec files
+LAUGHS = "".join(
+    ['a: &a ["x","x","x","x","x","x","x","x","x"]\n']
+    + [f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, c in itertools.pairwise("abcdefghi")]
+)
+
+
+def test_yaml_aliases_are_refused_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "laughs.yaml"
+    path.write_text(LAUGHS)
+    with pytest.raises(ConfigError, match=r"line 2: YAML aliases \(\*name\) are not allowed in spec "
+                                          r"files \(found \*a\)"):
+        indexzoo.load_spec(path)
+
+
+def test_yaml_merge_keys_are_aliases_too(tmp_path: Path) -> None:
+    path = tmp_path / "merge.yaml"
+    path.write_text("base: &base {device: cpu}\nindex: sorted-array\nparams:\n  <<: *base\n")
+    with pytest.raises(ConfigError, match="line 4: YAML aliases"):
+        indexzoo.load_spec(path)
+
+
+def test_spec_size_is_bounded_before_reading(tmp_path: Path) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({**SPEC, "pad": "x" * (2 << 20)}))
+    with pytest.raises(ConfigError, match=r"is 2\.0 MiB \(\d+ bytes\); the limit is 1 MiB "
+                                          r"\(1048576 bytes\)"):
+        indexzoo.load_spec(path)
+
+
+def test_spec_that_is_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "spec.toml"
+    path.write_bytes(b'index = "sorted-array"\ndevice = "\xff"\n')
+    with pytest.raises(ConfigError, match=r"is not UTF-8 text \(byte 0xff at offset 33\)"):
+        indexzoo.load_spec(path)
+
+
+def test_spec_path_that_is_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is a directory"):
+        indexzoo.load_spec(tmp_path)
+
+
+def test_values_in_messages_are_shortened() -> None:
+    with pytest.raises(ConfigError) as err:
+        indexzoo.create("sorted-array", device="cpu", threads_per_block="9" * 1_000_000)
+    assert len(str(err.value)) < 300
+    nested: Any = ["x"] * 9
+    for _ in range(8):
+        nested = [nested] * 9  # 9^9 strings in 9 x 9 list objects
+    with pytest.raises(ConfigError) as err:
+        indexzoo.create("sorted-array", device="cpu", max_batch=nested)
+    assert len(str(err.value)) < 300
+    with pytest.raises(ConfigError) as err:
+        spec_from_data(nested)
+    assert len(str(err.value)) < 300
+
+
+# ---------------------------------------------------------------------- strict parameter types
+class StrictParams(IndexParams):
+    count: int = 4
+    share: float = 0.5
+    flag: bool = True
+    fill: Literal[0.5, 1.0] = 1.0
+    width: Literal[8, 16, 32] = 16
+    levels: int | None = None
+    mode: Literal["a", "b"] = "a"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("max_batch", True, "expected an integer, got bool"),
+    ("count", False, "expected an integer, got bool"),
+    ("count", "4", "expected an integer, got str"),
+    ("count", 4.0, "expected an integer, got float"),
+    ("share", True, "expected a number, got bool"),
+    ("share", "0.5", "expected a number, got str"),
+    ("flag", 1, "expected a boolean (true or false), got int"),
+    ("flag", "yes", "expected a boolean (true or false), got str"),
+    ("fill", True, "expected one of 0.5, 1.0, got bool"),
+    ("width", True, "expected one of 8, 16, 32, got bool"),
+    ("width", "16", "expected one of 8, 16, 32, got str"),
+    ("levels", True, "expected an integer or null, got bool"),
+])
+def test_parameters_have_strict_types(field: str, value: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(f"parameter '{field}' = {value!r} is invalid: "
+                                                     f"{message}")):
+        validate_params(StrictParams, {field: value}, "strict")
+
+
+@pytest.mark.parametrize("field, value, stored", [
+    ("count", 7, 7), ("count", np.int64(7), 7), ("share", 1, 1.0), ("share", np.float32(0.25), 0.25),
+    ("flag", False, False), ("flag", np.bool_(False), False), ("fill", 1, 1.0), ("fill", 0.5, 0.5),
+    ("width", 8, 8), ("levels", None, None), ("levels", -3, -3), ("mode", "b", "b"),
+])
+def test_strict_types_keep_what_is_right(field: str, value: Any, stored: Any) -> None:
+    assert getattr(validate_params(StrictParams, {field: value}, "strict"), field) == stored
+
+
+def test_every_plugin_validates_its_defaults() -> None:
+    for name, cls in indexzoo.available().items():
+        assert cls.Params() is not None, name
+
+
+def test_misspelt_parameter_gets_a_did_you_mean() -> None:
+    with pytest.raises(ConfigError, match=r"unknown parameter 'thread_per_block' \(value 64\); did "
+                                          r"you mean 'threads_per_block'\?"):
+        indexzoo.create("sorted-array", device="cpu", thread_per_block=64)

@@ -195,3 +195,76 @@ def test_nan_lookups_are_rejected() -> None:
     km = KeyMap.for_dtype("float64")
     with pytest.raises(InvalidInput, match="NaN"):
         km.encode_points(np.array([1.0, np.nan]))
+
+
+# ---------------------------------------------------------------------- Python sequences
+def _index(keys: object) -> indexzoo.GpuIndex:
+    return indexzoo.create("sorted-array", device="cpu").build(keys)
+
+
+@pytest.mark.parametrize("keys, dtype", [
+    ([3, 2**63 + 1], "uint64"),
+    ([7, 3, 9], "uint64"),
+    ([-7, 3], "int64"),
+    ((2**64 - 1, 0), "uint64"),
+    ([-1, 2**62], "int64"),
+    ([-(2**63), 2**63 - 1], "int64"),
+    ([True, False], "bool"),
+    ([1.5, 2], "float64"),
+    ([], "uint64"),
+])
+def test_python_sequences_keep_integer_semantics(keys: list[object], dtype: str) -> None:
+    index = _index(keys)
+    assert index.key_dtype == np.dtype(dtype)
+    if keys:
+        assert index.point(list(keys), out="count").count.tolist() == [1] * len(keys)
+
+
+@pytest.mark.parametrize("seq, lo, hi", [
+    ([3, 2**64 + 1], "3", "18446744073709551617"),
+    ([-1, 2**63], "-1", "9223372036854775808"),
+    ([-(2**63) - 1, 5], "-9223372036854775809", "5"),
+])
+def test_python_integers_beyond_every_key_type_state_the_range(seq: list[int], lo: str, hi: str) -> None:
+    msg = (rf"argument 'keys': the sequence holds integers from {lo} to {hi}; the largest key type "
+           r"covers \[-2\^63, 2\^63\) \(int64\) or \[0, 2\^64\) \(uint64\)")
+    with pytest.raises(InvalidInput, match=msg):
+        _index(seq)
+    index = _index([1, 2])
+    with pytest.raises(InvalidInput, match=msg.replace("'keys'", "'queries'")):
+        index.point(seq)
+    with pytest.raises(InvalidInput, match=msg.replace("'keys'", "'lo'")):
+        index.range(seq, [0] * len(seq))
+    with pytest.raises(InvalidInput, match=msg.replace("'keys'", "'values'")):
+        indexzoo.create("sorted-array", device="cpu").build([1, 2], values=seq)
+
+
+def test_huge_python_integers_are_named_by_their_size() -> None:
+    with pytest.raises(InvalidInput, match=r"from 1 to <int of 33220 bits>"):
+        _index([1, 10**10000])
+
+
+def test_python_lookups_beyond_int64_compare_by_value() -> None:
+    index = _index(np.array([3, 2**63 + 1, 2**64 - 1], dtype=np.uint64))
+    assert index.point([2**63 + 1, 4, 2**64 - 1]).rowid.tolist() == [1, int(index.miss), 2]
+    assert index.range([2**63], [2**64 - 1]).count.tolist() == [2]
+    signed = _index(np.array([-5, 7], dtype=np.int64))
+    assert signed.point([2**63 + 1, 7]).rowid.tolist() == [int(signed.miss), 1]
+    summed = indexzoo.create("sorted-array", device="cpu").build([1, 2], values=[2**63 + 1, 1])
+    assert summed.point([1], out="sum").sum.tolist() == [2**63 + 1]
+
+
+@pytest.mark.parametrize("keys", [
+    np.array([1.5, 2.5]), np.array([-3, 4], dtype=np.int8), np.array([b"ab"], dtype="S2"),
+    np.array(["2020-01-01"], dtype="datetime64[s]"), np.array([1, 2], dtype=np.uint32),
+])
+def test_empty_python_lookups_take_the_key_dtype(keys: np.ndarray) -> None:
+    index = _index(keys)
+    for out in ("rowid", "count"):
+        assert len(getattr(index.point([], out=out), out)) == 0
+        assert len(getattr(index.range([], (), out=out), out)) == 0
+
+
+def test_empty_ndarray_lookups_of_another_dtype_are_still_checked() -> None:
+    with pytest.raises(InvalidInput, match="cannot be compared"):
+        _index(np.array([1, 2], dtype=np.uint64)).point(np.array([], dtype="U3"))

@@ -106,3 +106,26 @@ def test_broken_entry_point_does_not_hide_the_others(clean_registry: None,
     assert "no_such_module_xyz" in indexzoo.load_errors()["broken"]
     with pytest.raises(ConfigError, match="'broken' could not be loaded"):
         indexzoo.create("broken")
+
+
+def test_create_takes_params_as_in_a_spec_file() -> None:
+    index = indexzoo.create("sorted-array", params={"threads_per_block": 128}, device="cpu")
+    assert index.params.threads_per_block == 128
+    both = indexzoo.create("sorted-array", params={"threads_per_block": 128, "max_batch": 64},
+                           device="cpu", threads_per_block=512)
+    assert (both.params.threads_per_block, both.params.max_batch) == (512, 64)
+    spec = indexzoo.IndexSpec(index="sorted-array", params={"max_batch": 32}, device="cpu")
+    merged = indexzoo.create(spec, params={"threads_per_block": 64})
+    assert (merged.params.threads_per_block, merged.params.max_batch) == (64, 32)
+
+
+def test_create_with_params_that_are_not_a_mapping_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"params must be a mapping of parameter names to values, "
+                                          r"got list \[256\]"):
+        indexzoo.create("sorted-array", params=[256], device="cpu")
+
+
+def test_unknown_index_name_is_shortened_in_the_message() -> None:
+    with pytest.raises(ConfigError) as err:
+        indexzoo.create("x" * 1_000_000, device="cpu")
+    assert len(str(err.value)) < 400

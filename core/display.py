@@ -1,0 +1,68 @@
+"""Bounded renderings of user data for error messages.
+
+An error message that quotes what the user gave must stay short whatever was given: a spec
+value can be a string of a megabyte, a list nested a thousand deep, or an integer of a
+million digits (whose ``repr`` Python refuses). :func:`shown` renders any value in at most
+about ``limit`` characters, at a cost bounded by the limits, never by the value's size.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Any
+
+__all__ = ["int_text", "one_line", "shown", "shown_path"]
+
+_LIMIT = 60
+
+
+class _Repr(reprlib.Repr):
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxtuple = self.maxlist = self.maxarray = self.maxset = self.maxfrozenset = 4
+        self.maxdeque = 4
+        self.maxdict = 4
+        self.maxstring = 48
+        self.maxlong = 40
+        self.maxother = 48
+
+    def repr_int(self, x: int, level: int) -> str:
+        return int_text(x)
+
+
+_REPR = _Repr()
+
+
+def int_text(x: int) -> str:
+    """``str(x)`` for integers up to 128 bits, ``<int of N bits>`` (signed) beyond."""
+    n = abs(int(x)).bit_length()
+    if n <= 128:
+        return str(int(x))
+    return f"<{'negative ' if x < 0 else ''}int of {n} bits>"
+
+
+def shown(value: Any, limit: int = _LIMIT) -> str:
+    """A ``repr``-like rendering of ``value`` in at most about ``limit`` characters."""
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # a hostile __repr__, or one that refuses (huge ints inside objects)
+        text = f"<{type(value).__name__}>"
+    text = one_line(text)
+    if len(text) > limit:
+        keep = max(limit - 3, 8)
+        text = text[: keep - keep // 3] + "..." + text[len(text) - keep // 3:]
+    return text
+
+
+def shown_path(path: Any) -> str:
+    """A file path as quoted text, shortened in the middle past 160 characters."""
+    s = str(path)
+    return repr(s) if len(s) <= 160 else repr(s[:100] + "..." + s[-50:])
+
+
+def one_line(text: str) -> str:
+    """``text`` with its lines joined by ``"; "`` (blank lines dropped)."""
+    if "\n" not in text and "\r" not in text:
+        return text
+    return "; ".join(part.strip() for part in text.splitlines() if part.strip())

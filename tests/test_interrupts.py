@@ -1,0 +1,139 @@
+"""Ctrl-C stops ``indexzoo`` at any moment: exit code 130, the one line "indexzoo: interrupted",
+no result files; also when the KeyboardInterrupt is swallowed on the way (numba compiles
+through llvmlite, whose ctypes callbacks drop exceptions)."""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexzoo import bench, cli
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
+                                reason="POSIX signals")
+
+
+def _interrupted_only(err: str) -> None:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert lines and lines[-1] == "indexzoo: interrupted", err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+@ctypes.CFUNCTYPE(None)
+def _callback_hit_by_ctrl_c() -> None:
+    """A Python callback called from C, hit by Ctrl-C: ctypes drops the KeyboardInterrupt,
+    as it does in llvmlite's object-cache callback at the end of every numba compilation."""
+    signal.raise_signal(signal.SIGINT)
+    for _ in range(1000):  # the handler runs here, inside the callback
+        pass
+
+
+def test_interrupt_swallowed_in_a_ctypes_callback_still_stops_the_command(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    before = signal.getsignal(signal.SIGINT)
+    finished = []
+
+    def job(args: Any, out: Any) -> int:
+        _callback_hit_by_ctrl_c()  # the interrupt is lost here without indexzoo's handler
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        finished.append(True)
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_list", job)
+    t0 = time.monotonic()
+    code = cli.main(["list"], out=io.StringIO())
+    assert code == 130 and not finished
+    assert time.monotonic() - t0 < 2.0
+    _interrupted_only(capsys.readouterr().err)
+    assert signal.getsignal(signal.SIGINT) is before  # the previous handler is back
+
+
+def _small_workload(tmp_path: Path) -> Path:
+    wl = tmp_path / "small.yaml"
+    wl.write_text("name: small\nn_keys: 4096\nn_lookups: 4096\n")
+    return wl
+
+
+def test_interrupt_while_results_are_written_leaves_no_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def interrupted_plot(*a: Any, **k: Any) -> None:  # the JSON is written by now
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench, "plot", interrupted_plot)
+    out = tmp_path / "out"
+    code = cli.main(["bench", "--workload", str(_small_workload(tmp_path)), "--device", "cpu",
+                     "--indexes", "searchsorted", "--repeats", "1", "--output", str(out)],
+                    out=io.StringIO())
+    assert code == 130
+    _interrupted_only(capsys.readouterr().err)
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+_CHILD = """
+import sys
+from indexzoo.cli import main
+print("ready", flush=True)
+sys.exit(main())  # as the console script does: arguments from sys.argv
+"""
+
+
+def _interrupt(args: list[str], wait_for: str, stream: str, cwd: Path) -> tuple[int, str]:
+    """Start ``indexzoo ARGS``, wait until ``stream`` shows ``wait_for``, send SIGINT."""
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, *args], cwd=cwd, bufsize=0,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # unbuffered
+    pipe = child.stdout if stream == "stdout" else child.stderr
+    assert pipe is not None
+    seen = []
+    try:
+        while wait_for.encode() not in (line := pipe.readline()):
+            if not line:
+                pytest.fail(f"the child ended before printing {wait_for!r}: {b''.join(seen)!r}")
+            seen.append(line)
+        seen.append(line)
+        time.sleep(0.2)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=15)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    text = err.decode()
+    return child.returncode, b"".join(seen).decode() + text if stream == "stderr" else text
+
+
+def test_ctrl_c_stops_bench_mid_run_without_result_files(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, err = _interrupt(["bench", "--workload", str(_small_workload(tmp_path)), "--device",
+                            "cpu", "--indexes", "searchsorted", "--repeats", "100000000",
+                            "--output", str(out)], "data generated", "stderr", tmp_path)
+    assert code == 130
+    _interrupted_only(err)
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_ctrl_c_stops_run(tmp_path: Path) -> None:
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: searchsorted\ndevice: cpu\nworkload: {n_keys: 4096, n_lookups: 1048576}\n"
+                    "repeats: 1000\n")
+    code, err = _interrupt(["run", str(spec)], "ready", "stdout", tmp_path)
+    assert code == 130
+    _interrupted_only(err)
+
+
+def test_ctrl_c_stops_check(tmp_path: Path) -> None:
+    pytest.importorskip("hypothesis")
+    code, err = _interrupt(["check", "searchsorted", "--device", "cpu"], "indexzoo check",
+                           "stdout", tmp_path)
+    assert code == 130
+    _interrupted_only(err)
