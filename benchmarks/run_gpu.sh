@@ -10,6 +10,12 @@
 #   sweep:PRESET:DIM     indexzoo bench --preset PRESET --sweep DIM --device cuda
 #   psweep:PRESET:NAME.PARAM=V1,V2,...   indexzoo bench --param-sweep on a preset
 #   pytest-bench:P1,P2   the pytest-benchmark suites on those presets, JSON saved
+#   gputests             the project's tests that run on the GPU (-k cuda, and the gpu marker)
+#   benchi:PRESET:INDEXES[:OUT]   bench on chosen indexes (and out mode)
+#   before:PRESET:INDEXES         the same bench with the tree in .gpu/before (an older commit,
+#                                 unpacked with `git archive`), for before/after in one session
+#   overhead:LOOKUPS[:INDEXES]    benchmarks/host_overhead.py on cuda (and in .gpu/before with
+#                                 before-overhead:LOOKUPS:INDEXES)
 # Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUTDIR STEP...}
@@ -21,6 +27,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --f
 echo "${INDEXZOO_COMMIT:-unknown}" > "$out/commit.txt"
 python3 -m pip install -q --no-build-isolation --no-deps --no-index ./tests/example_plugin \
   > /dev/null 2>&1
+noplot=""
+python3 -c "import matplotlib" 2>/dev/null || noplot="--no-plot"
+before_path=".gpu/before/site${PYTHONPATH:+:$PYTHONPATH}"
 for step in "$@"; do
   echo "=== $step ($(date -u +%H:%M:%S))"
   case $step in
@@ -56,6 +65,29 @@ for step in "$@"; do
       python3 -m pytest -q -p no:cacheprovider benchmarks --bench-device cuda \
         --bench-presets "$presets" --benchmark-json "$out/pytest-benchmark.json" \
         2>&1 | tail -n 30 | tee "$out/pytest-benchmark.txt" ;;
+    gputests)
+      python3 -m pytest -q -p no:cacheprovider tests -k "cuda or gpu or Gpu or GPU" 2>&1 \
+        | tail -n 30 | tee "$out/pytest-gpu.txt" ;;
+    benchi:*)
+      rest=${step#benchi:}; preset=${rest%%:*}; rest=${rest#*:}; idx=${rest%%:*}
+      mode=""; [ "$rest" != "$idx" ] && mode="--out-mode ${rest#*:}"
+      python3 -m indexzoo.cli bench --preset "$preset" --indexes "$idx" $mode --device cuda \
+        --output "$out" $noplot 2>&1 | tee -a "$out/bench-$preset.txt" ;;
+    before:*)
+      rest=${step#before:}; preset=${rest%%:*}; idx=${rest#*:}
+      mkdir -p "$out/before"
+      PYTHONPATH="$before_path" python3 -m indexzoo.cli bench --preset "$preset" --indexes "$idx" \
+        --device cuda --output "$out/before" --no-plot 2>&1 | tee -a "$out/before-$preset.txt" ;;
+    overhead:*)
+      rest=${step#overhead:}; n=${rest%%:*}; idx=${rest#*:}
+      [ "$idx" = "$rest" ] && idx="sorted-array,warpcore-hash,btree,ao-pb-bs,eo-ks,searchsorted,rx,rx-opt"
+      python3 benchmarks/host_overhead.py --device cuda --lookups "$n" --indexes "$idx" --peer \
+        --json "$out/overhead-$n.json" 2>&1 | tee -a "$out/overhead.txt" ;;
+    before-overhead:*)
+      rest=${step#before-overhead:}; n=${rest%%:*}; idx=${rest#*:}
+      PYTHONPATH="$before_path" python3 benchmarks/host_overhead.py --device cuda --lookups "$n" \
+        --indexes "$idx" --peer --json "$out/before-overhead-$n.json" 2>&1 \
+        | tee -a "$out/before-overhead.txt" ;;
     *)
       echo "unknown step $step" ;;
   esac

@@ -575,6 +575,19 @@ def check_chunked_batches_give_the_same_answers(ctx: Context) -> None:
     verify(ctx, ctx.new(max_batch=64).build(keys), keys, points=q, rng=r, label="max_batch=64")
 
 
+@check("order")
+def check_sorted_probes_answer_in_the_callers_order(ctx: Context) -> None:
+    """With sort_probes the index answers a sorted batch and puts every answer back in the
+    caller's order (every out mode, duplicates, misses, a batch cut into chunks)."""
+    keys = make_keys("duplicates" if ctx.caps.duplicates else "clustered", 2000, 9,
+                     duplicates=ctx.caps.duplicates).keys
+    q = lookups(keys, 700, 9)
+    r = ranges(keys, 500, 9)
+    for extra in ({}, {"max_batch": 97}):
+        index = ctx.new(sort_probes=True, **extra).build(keys)
+        verify(ctx, index, keys, points=q, rng=r, label=f"sort_probes {extra}")
+
+
 # ====================================================================== bad input
 def _bad_calls(ctx: Context, keys: np.ndarray
                ) -> list[tuple[str, Callable[[GpuIndex], Any], type[Exception]]]:

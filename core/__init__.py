@@ -21,9 +21,11 @@ from .errors import (
     InvalidInput,
     MissingDependency,
     NotBuilt,
+    ResourceError,
     Unsupported,
 )
 from .hookspecs import hookimpl
+from .join import JoinResult, join
 from .keys import KeyMap
 from .registry import available, create, load_errors, providers, register_plugin
 from .results import OUT_MODES, LookupResult, Out
@@ -44,16 +46,19 @@ __all__ = [
     "IndexSpec",
     "IndexZooError",
     "InvalidInput",
+    "JoinResult",
     "KeyMap",
     "LookupResult",
     "MissingDependency",
     "NotBuilt",
     "Out",
+    "ResourceError",
     "Unsupported",
     "__version__",
     "available",
     "create",
     "hookimpl",
+    "join",
     "load_errors",
     "load_spec",
     "providers",

@@ -274,7 +274,7 @@ class GpuIndex(abc.ABC, Generic[S]):
             inside = xp.nonzero(~outside)[0]
             part = self._run(st, kind, out, tuple(a[inside] for a in arrays), None)
             return results.scatter_result(part, inside, q, xp, st.rowid_dtype, st.miss)
-        if getattr(self.params, "sort_probes", False) and q > 1:
+        if self.params.sort_probes and q > 1:
             # sorted probes: lookups sorted by key (ranges by lo), answered, put back in the
             # caller's order; the sort and the un-permute are part of the call
             order = xp.argsort(arrays[0])

@@ -1,5 +1,5 @@
-"""Packaging and project hygiene: every package folder is installed, the README's test command
-is the one CI runs."""
+"""Packaging and project hygiene: every package folder is installed, the README's commands are
+the ones CI runs."""
 
 from __future__ import annotations
 
@@ -36,10 +36,22 @@ def _readme_command(kind: str) -> str:
     return m.group(1).strip()
 
 
-def test_ci_runs_the_readme_test_command_verbatim() -> None:
-    command = _readme_command("test")
-    ci = (ROOT / ".ci" / "run").read_text()
-    assert command in ci, f"README test command not found in .ci/run:\n{command}"
+def test_ci_runs_the_readme_commands_verbatim_before_upgrading_pip() -> None:
+    """CI reads both commands from the README (so they cannot drift apart) and runs them, in
+    fresh venvs, before anything installs or upgrades a package."""
+    import subprocess
+
+    ci = ROOT / ".ci" / "run"
+    text = ci.read_text()
+    extract = text[text.index("readme_command() {"):text.index("\n}\n") + 3]
+    for kind in ("main", "test"):
+        got = subprocess.run(["bash", "-c", f"{extract}\nreadme_command {kind}-command"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        assert got == _readme_command(kind)
+    first_install = min(i for i in (text.find("pip install"), text.find("--upgrade")) if i >= 0)
+    assert text.index('bash -c "$main_cmd"') < first_install
+    assert text.index('bash -c "$test_cmd"') < first_install
+    assert "--upgrade pip" not in text
 
 
 def test_readme_main_job_runs_the_comparison() -> None:

@@ -1,0 +1,90 @@
+"""Fixed cost per call: small batches of lookups, back to back, on one device.
+
+    python benchmarks/host_overhead.py --device cuda --lookups 1024 --indexes sorted-array,rx
+    python benchmarks/host_overhead.py --device cpu --lookups 4096 --peer
+
+Each index is built on ``--keys`` uniform uint64 keys and answers ``--calls`` batches of
+``--lookups`` hits, one call after another; the figure is the wall time of the whole loop over
+the number of calls (on the GPU the loop ends with a synchronisation), after a warm-up loop.
+For batches this small the device work takes a few microseconds, so the figure is the host's
+cost of one call: validation, the key map, dispatch, launches. ``--peer`` adds NumPy's or
+CuPy's ``searchsorted`` over the sorted keys (positions only) in the same run. Prints one line
+per index, and writes JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+import indexzoo
+from indexzoo.timing import synchronize
+
+
+def per_call(fn: Any, device: str, calls: int, rounds: int = 5) -> list[float]:
+    """Seconds per call of ``calls`` back-to-back calls, for each of ``rounds`` rounds."""
+    for _ in range(max(calls // 10, 3)):
+        fn()
+    synchronize(device)
+    out = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        synchronize(device)
+        out.append((time.perf_counter() - t0) / calls)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--keys", type=int, default=1 << 20)
+    ap.add_argument("--lookups", type=int, default=1 << 12)
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--indexes", default="sorted-array,btree,ao-bs,eo-bs,ao-pb-bs,eo-ks,ao-pb-ks,"
+                                         "warpcore-hash,searchsorted,rx,rx-opt")
+    ap.add_argument("--out", default="rowid")
+    ap.add_argument("--peer", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    xp: Any = np
+    if args.device == "cuda":
+        import cupy
+
+        xp = cupy
+    rng = np.random.default_rng(7)
+    host_keys = rng.integers(0, 2**64 - 1, args.keys, dtype=np.uint64, endpoint=True)
+    keys = xp.asarray(host_keys)
+    q = xp.asarray(host_keys[rng.integers(0, args.keys, args.lookups)])
+    rows = []
+    if args.peer:
+        sk = xp.sort(keys)
+        t = per_call(lambda: xp.searchsorted(sk, q), args.device, args.calls)
+        rows.append({"index": f"{xp.__name__}.searchsorted (positions)", "seconds": t})
+    for name in args.indexes.split(","):
+        index = indexzoo.create(name, device=args.device).build(keys)
+        t = per_call(lambda index=index: index.point(q, out=args.out), args.device, args.calls)
+        rows.append({"index": name, "seconds": t})
+    base = statistics.median(rows[0]["seconds"]) if args.peer else None
+    print(f"device {args.device}, {args.keys} keys, {args.lookups} lookups per call, "
+          f"out={args.out}, median of 5 rounds of {args.calls} calls")
+    for r in rows:
+        med = statistics.median(r["seconds"])
+        ratio = f"  {med / base:6.2f}x the peer" if base else ""
+        print(f"  {r['index']:<34} {med * 1e6:10.1f} us/call  (rounds {min(r['seconds']) * 1e6:.1f}"
+              f"..{max(r['seconds']) * 1e6:.1f}){ratio}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
