@@ -37,6 +37,7 @@ for step in "$@"; do
       python3 -m pytest -q -p no:cacheprovider 2>&1 | tail -n 25 | tee "$out/pytest-cuda.txt" ;;
     conformance)
       python3 -m pytest -q -p no:cacheprovider tests/conformance/test_builtin_conformance.py \
+        tests/docs/test_examples.py -k "not verbatim" \
         --indexzoo-device=cuda 2>&1 | tail -n 25 | tee "$out/conformance-cuda.txt" ;;
     check:*)
       name=${step#check:}
