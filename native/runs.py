@@ -11,11 +11,13 @@ runs cost O(log m)), the sum of its values (:data:`RUN_SUM`), its rowIDs
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba.extending import register_jitable
 
 from .search import lower_bound_from, upper_bound_from
-from .targets import Kernel
+from .targets import GroupKernel, Kernel
 
 __all__ = ["RUN_BOUNDS", "RUN_SUM"]
 
@@ -36,8 +38,9 @@ def run_bounds_item(i, keys, start, lo, hi, first, count):
 
 
 @register_jitable
-def run_sum_item(i, rowids, first, count, values, use_values, out):
-    """Sum over the run: of ``values[rowid]``, or of the rowIDs, uint64 wrapping."""
+def run_sum_item(i, rowids, first, count, values, use_values, out, group):
+    """Sum over the run: of ``values[rowid]``, or of the rowIDs, uint64 wrapping (``group``:
+    the threads per run of the collaborative GPU scan; one here)."""
     acc = np.uint64(0)
     s = first[i]
     for p in range(s, s + count[i]):
@@ -46,5 +49,13 @@ def run_sum_item(i, rowids, first, count, values, use_values, out):
     out[i] = acc
 
 
+def _cooperative() -> Any:
+    from . import runs_cuda  # imports numba.cuda: only on the GPU path
+
+    return runs_cuda
+
+
 RUN_BOUNDS = Kernel(run_bounds_item)
-RUN_SUM = Kernel(run_sum_item)
+#: ``RUN_SUM(device, n, rowids, first, count, values, use_values, out, G, group=G)``: one
+#: thread per run on the CPU, G threads per run on the GPU (the collaborative scan).
+RUN_SUM = GroupKernel(run_sum_item, lambda: _cooperative().run_sum_group)

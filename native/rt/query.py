@@ -56,7 +56,8 @@ from .trace import trace as engine_trace
 
 __all__ = ["MISS", "NO_MATCH", "FunctionBatch", "Generated", "HitOp", "QueryParams", "QueryPrograms",
            "RayBatch",
-           "Rays", "closest", "collect", "count", "first", "launch_record", "sum_values"]
+           "Rays", "closest", "closest_rays", "collect", "count", "first", "launch_record",
+           "sum_values"]
 
 #: ``first`` reports lookups without a match with this value (uint64).
 MISS = np.uint64(np.iinfo(np.uint64).max)
@@ -272,8 +273,10 @@ class _Launch:
         n, step = self.batch.n_rays, self.max_rays
         return ((s, min(s + step, n)) for s in range(0, n, step))
 
-    def run(self, s: int, e: int, op: HitOp, ray_offsets: Any = None, out: Any = None) -> Any:
-        """Trace rays ``s .. e-1`` with operation ``op``; their payloads (uint64 per ray)."""
+    def run(self, s: int, e: int, op: HitOp, ray_offsets: Any = None, out: Any = None,
+            hits: list[Any] | None = None) -> Any:
+        """Trace rays ``s .. e-1`` with operation ``op``; their payloads (uint64 per ray).
+        ``hits``: a list that receives the engine's per-ray closest hits (t, front)."""
         xp, r = self.xp, e - s
         payload = xp.full((r, 1), MISS, dtype=_U64) if op in _ONE_MATCH else \
             xp.zeros((r, 1), dtype=_U64)
@@ -291,14 +294,16 @@ class _Launch:
         flags = 0 if op == HitOp.CLOSEST else \
             DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
         if isinstance(rays, Generated):
-            engine_launch(self.scene, r, _engine_programs(self.programs, rays.raygen),
-                          flags=flags, payload=payload, params=params,
-                          threads_per_block=self.threads_per_block)
+            got = engine_launch(self.scene, r, _engine_programs(self.programs, rays.raygen),
+                                flags=flags, payload=payload, params=params,
+                                threads_per_block=self.threads_per_block)
         else:
-            engine_trace(self.scene, rays.origins, rays.directions, rays.tmin, rays.tmax,
-                         programs=_engine_programs(self.programs, None), flags=flags,
-                         payload=payload, params=params,
-                         threads_per_block=self.threads_per_block)
+            got = engine_trace(self.scene, rays.origins, rays.directions, rays.tmin, rays.tmax,
+                               programs=_engine_programs(self.programs, None), flags=flags,
+                               payload=payload, params=params,
+                               threads_per_block=self.threads_per_block)
+        if hits is not None:
+            hits.append(got)
         return payload[:, 0]
 
     def segments(self, s: int, e: int) -> tuple[int, int, Any, Any]:
@@ -412,6 +417,26 @@ def closest(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_r
     match (uint64), :data:`MISS` for lookups whose rays hit no match."""
     return _query(scene, batch, programs, None, max_rays, threads_per_block).reduce(
         HitOp.CLOSEST)
+
+
+def closest_rays(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *,
+                 max_rays: int, threads_per_block: int = 128) -> tuple[Any, Any, Any]:
+    """Per ray of a batch: the match of its closest hit (uint64, :data:`MISS` without one), the
+    hit's distance ``t`` (float32, inf) and whether it hit a front face (bool): for indexes
+    whose next ray depends on where and what the last one hit (cgRX's successor search)."""
+    run = _query(scene, batch, programs, None, max_rays, threads_per_block)
+    xp = run.xp
+    matches, ts, fronts = [], [], []
+    for s, e in run.chunks():
+        got: list[Any] = []
+        matches.append(run.run(s, e, HitOp.CLOSEST, hits=got))
+        ts.append(got[0].t)
+        fronts.append(got[0].front)
+    if not matches:
+        n = batch.n_rays
+        return (xp.full(n, MISS, dtype=_U64), xp.full(n, np.inf, dtype=np.float32),
+                xp.zeros(n, dtype=bool))
+    return xp.concatenate(matches), xp.concatenate(ts), xp.concatenate(fronts)
 
 
 def count(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,

@@ -401,7 +401,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
             res = xp.empty(int(first.shape[0]), dtype=_U64)
             values, use_values = values_arg(st.values, xp)
             RUN_SUM(self.device, int(first.shape[0]), st.rowids, first, count, values,
-                    use_values, res, threads_per_block=tpb)
+                    use_values, res, np.int64(1), threads_per_block=tpb)
             return res
         return gather_runs(self.device, st.rowids, first, count, threads_per_block=tpb)
 

@@ -67,6 +67,42 @@ def test_btree_group_kernels_agree_with_their_scalar_bodies_in_the_simulator() -
     assert "simulator agrees" in res.stdout
 
 
+RUNS_SCRIPT = textwrap.dedent("""
+    import cudasim_warp
+    cudasim_warp.install()
+    import numpy as np
+    from indexzoo.native.runs import RUN_SUM
+
+    rng = np.random.default_rng(3)
+    rowids = rng.permutation(500).astype(np.uint32)
+    values = rng.integers(0, 2**64 - 1, 500, dtype=np.uint64, endpoint=True)
+    first = rng.integers(0, 400, 20).astype(np.int64)
+    count = rng.integers(0, 100, 20).astype(np.int64)
+    count[:3] = [0, 1, 33]
+    for group in (1, 4, 16, 32):
+        for vals, use in ((values, np.bool_(True)), (values[:1], np.bool_(False))):
+            outs = []
+            for device, g in (("cpu", 1), ("cuda", group)):
+                out = np.empty(20, np.uint64)
+                RUN_SUM(device, 20, rowids, first, count, vals, use, out, np.int64(g), group=g,
+                        threads_per_block=32)
+                outs.append(out)
+            assert np.array_equal(outs[0], outs[1]), group
+    print("simulator agrees")
+""")
+
+
+def test_the_collaborative_run_sum_agrees_with_one_thread_in_the_simulator() -> None:
+    """cgRX's collaborative scan: G lanes share a run and add their parts."""
+    tests = str(Path(__file__).parents[1])
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
+    res = subprocess.run([sys.executable, "-c", RUNS_SCRIPT], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "simulator agrees" in res.stdout
+
+
 def test_an_operation_without_a_cooperative_body_runs_groups_of_one_only() -> None:
     from numba.extending import register_jitable
 

@@ -1,0 +1,51 @@
+"""Parameters of ``cgrx`` (digest 001 §2.2) and its presets: ``cgrx-5x4`` (32-key buckets,
+16-thread scan groups) and ``cgrx-8x4`` (256-key buckets, 16 threads), the thesis's two
+configurations (Table 5.4)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from indexzoo.native.targets import KernelParams
+
+__all__ = ["PRESETS", "CgrxParams"]
+
+
+class CgrxParams(KernelParams):
+    """Bucket size, scan group and the scene's BVH options."""
+
+    bucket_log: int = Field(
+        default=5, ge=0, le=10,
+        description="log2 of the keys per bucket: one triangle stands for 2^bucket_log sorted "
+                    "keys (cgRX5x4: 5, cgRX8x4: 8).")
+    scan_group_log: int = Field(
+        default=4, ge=0, le=5,
+        description="log2 of the GPU threads that scan one lookup's run together (the "
+                    "collaborative scan; 0: one thread). The CPU scans with one.")
+    leaf_size: int = Field(
+        default=8, ge=1, le=32,
+        description="Triangles per BVH leaf of the software ray tracer (OptiX's BVH is opaque).")
+    geometry: Literal["generated", "stored"] = Field(
+        default="generated",
+        description="generated: the engine makes each triangle from a 12-byte record during "
+                    "traversal; stored: the scene keeps its vertices (36 bytes a triangle), as "
+                    "OptiX's GAS does. Same triangles, same answers.")
+    compact: bool = Field(
+        default=True, description="Compact the BVH's node buffer after the build.")
+    max_rays: int = Field(
+        default=1 << 24, ge=1, le=1 << 40,
+        description="Most rays traced in one launch (a phase of the successor search is "
+                    "traced in launches of at most this many).")
+    sort_probes: bool = Field(
+        default=True,
+        description="Sort each batch before tracing, answers back in the caller's order (the "
+                    "thesis's comparison sorts cgRX's probes).")
+
+
+#: The thesis's named configurations.
+PRESETS: dict[str, dict[str, object]] = {
+    "cgrx-5x4": dict(bucket_log=5, scan_group_log=4),
+    "cgrx-8x4": dict(bucket_log=8, scan_group_log=4),
+}

@@ -1,0 +1,252 @@
+"""``cgrx`` beyond the conformance suite: every ray path of the successor search (digest 001 §6.7)
+forced by a key set built for it, and seen to run; duplicate runs across buckets; equal
+representatives; identical answers across bucket sizes and scan groups; the presets; the
+footprint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import assert_matches, reference
+
+import indexzoo
+from indexzoo import OUT_MODES, ConfigError
+from indexzoo.conformance import ConformanceSuite
+from indexzoo.plugins.cgrx import CgrxIndex
+
+_X, _Y = 23, 23  # 64-bit keys: x 23 bits, y 23 bits, z 18 bits
+
+
+def key(x: int, y: int = 0, z: int = 0) -> int:
+    return (z << (_X + _Y)) | (y << _X) | x
+
+
+def keys_of(*points: tuple[int, ...]) -> np.ndarray:
+    return np.array([key(*p) for p in points], dtype=np.uint64)
+
+
+class Trace:
+    """Records every phase of the successor search: (axis, hits, front faces)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.phases: list[tuple[str, int, int]] = []
+        plain = CgrxIndex._cast
+
+        def cast(index: Any, st: Any, origins: Any, direction: int) -> Any:
+            h, front = plain(index, st, origins, direction)
+            self.phases.append(("xyz"[direction], int((h >= 0).sum()),
+                                int((front & (h >= 0)).sum())))
+            return h, front
+
+        monkeypatch.setattr(CgrxIndex, "_cast", cast)
+
+    @property
+    def axes(self) -> str:
+        return "".join(a for a, _, _ in self.phases)
+
+
+def check(keys: np.ndarray, lo: list[int], hi: list[int] | None = None, **params: Any) -> Any:
+    """Every out mode of points and ranges agrees with the reference."""
+    index = indexzoo.create("cgrx", device="cpu", sort_probes=False, **params).build(keys)
+    lo_a = np.array(lo, dtype=np.uint64)
+    hi_a = np.array(hi if hi is not None else [2**64 - 1] * len(lo), dtype=np.uint64)
+    assert_matches({m: index.range(lo_a, hi_a, out=m) for m in OUT_MODES},
+                   reference(keys, lo_a, hi_a), int(index.miss))
+    assert_matches({m: index.point(lo_a, out=m) for m in OUT_MODES},
+                   reference(keys, lo_a, lo_a), int(index.miss))
+    return index
+
+
+def traced(monkeypatch: pytest.MonkeyPatch, keys: np.ndarray, lo: list[int],
+           **params: Any) -> Trace:
+    """The phases of one range lookup batch ``[lo, max]`` (built before tracing)."""
+    index = indexzoo.create("cgrx", device="cpu", sort_probes=False, **params).build(keys)
+    trace = Trace(monkeypatch)
+    index.range(np.array(lo, np.uint64), np.full(len(lo), 2**64 - 1, np.uint64), out="count")
+    return trace
+
+
+# ============================================================================ ray paths
+def test_successor_in_the_same_row_needs_one_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = keys_of((10,), (20,), (30,), (5, 1))
+    check(keys, [key(15)], bucket_log=0)
+    assert traced(monkeypatch, keys, [key(15)], bucket_log=0).phases == [("x", 1, 0)]
+
+
+def test_a_moved_representative_starts_the_scan_a_bucket_early(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # bucket 0 = {row 0: x=10}; bucket 1 starts in row 5: representative 0 moves to the end of
+    # row 0 (and is flipped: the only representative there)
+    keys = keys_of((10,), (3, 5))
+    index = check(keys, [key(50)], bucket_log=0)
+    assert index.scene_counts["moved"] == 1 and index.scene_counts["flipped"] == 1
+    # the +x ray meets the moved, flipped representative at the row end (a front face)
+    assert traced(monkeypatch, keys, [key(50)], bucket_log=0).phases == [("x", 1, 1)]
+
+
+def test_an_end_of_row_triangle_stands_for_the_next_bucket(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # buckets of 2: {x=10, x=20} | {x=30, row 5: x=3}; representative 0 (x=20) is the last
+    # representative of row 0, not moved (bucket 1 starts in row 0): an end-of-row triangle
+    keys = keys_of((10,), (20,), (30,), (3, 5))
+    index = check(keys, [key(25), key(30)], bucket_log=1)
+    assert index.scene_counts["end_of_row"] >= 1
+    assert traced(monkeypatch, keys, [key(25)], bucket_log=1).phases == [("x", 1, 0)]
+
+
+def test_a_flipped_only_representative_answers_the_plus_y_ray(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # lo in row 1 (empty): the +y ray meets row 3's only representative, moved and flipped
+    keys = keys_of((5, 0), (7, 3), (1, 9))
+    check(keys, [key(0, 1)], bucket_log=0)
+    trace = traced(monkeypatch, keys, [key(0, 1)], bucket_log=0)
+    assert trace.phases == [("x", 0, 0), ("y", 1, 1)]  # the front face answers: no third ray
+
+
+def test_a_marker_with_other_representatives_leads_to_a_row_search(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # row 3 holds x=7 and x=9; x=9 is moved (bucket after it starts in row 9) but not flipped
+    keys = keys_of((5, 0), (7, 3), (9, 3), (1, 9))
+    check(keys, [key(0, 1)], bucket_log=0)
+    trace = traced(monkeypatch, keys, [key(0, 1)], bucket_log=0)
+    assert trace.phases == [("x", 0, 0), ("y", 1, 0), ("x", 1, 0)]  # back face: search row 3
+
+
+def test_an_empty_plane_before_a_populated_one_takes_the_plus_z_ray(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = keys_of((4, 2, 0), (6, 7, 0), (8, 3, 2), (9, 5, 2))
+    check(keys, [key(0, 0, 1), key(0, 9, 1), key(7, 7, 0)], bucket_log=0)
+    trace = traced(monkeypatch, keys, [key(0, 0, 1)], bucket_log=0)
+    assert trace.axes in ("xyzy", "xyzyx")  # +x, +y miss in plane 1; +z to plane 2, +y (+x)
+    assert trace.phases[2] == ("z", 1, 0)
+
+
+def test_the_last_row_of_a_plane_marks_it_for_the_plus_z_ray(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    top = (1 << _Y) - 1  # the plane's last row: no end-of-plane triangle, the row end marks it
+    keys = keys_of((4, 2, 0), (3, top, 2), (7, top, 2))
+    check(keys, [key(0, 0, 1), key(5, top, 2), key(0, top, 2)], bucket_log=0)
+    check(keys, [key(0, 0, 1)], bucket_log=1)
+
+
+@pytest.mark.parametrize("points", [
+    [(x,) for x in (1, 5, 9, 400, 2**23 - 1)],                     # one row: no markers
+    [(x, y) for x, y in ((1, 0), (5, 2), (9, 7), (0, 2**23 - 1))],  # one plane, several rows
+])
+def test_single_row_and_single_plane_key_sets(points: list[tuple[int, ...]],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = keys_of(*points)
+    index = check(keys, [int(k) + d for k in keys for d in (-1, 0, 1) if 0 <= int(k) + d
+                         < 2**64] + [0], bucket_log=0)
+    counts = index.scene_counts
+    if len({p[1] if len(p) > 1 else 0 for p in points}) == 1:
+        assert counts["moved"] == counts["end_of_row"] == counts["end_of_plane"] == 0
+    else:
+        assert counts["end_of_plane"] == 0
+    assert "z" not in traced(monkeypatch, keys, [int(keys[2]) - 1], bucket_log=0).axes
+
+
+def test_32_bit_keys_use_the_19_13_split() -> None:
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 2**32, 5000, dtype=np.uint64).astype(np.uint32)
+    keys[:50] = (np.arange(50, dtype=np.uint32) << 19) | 0x7FFFF  # last slots of 50 rows
+    lo = np.concatenate([keys[:300], keys[:300] + 1, rng.integers(0, 2**32, 200)]).astype(
+        np.uint32)
+    hi = lo + np.uint32(1 << 20)
+    hi = np.where(hi < lo, np.uint32(2**32 - 1), hi)
+    for b in (0, 3, 8):
+        index = indexzoo.create("cgrx", device="cpu", bucket_log=b).build(keys)
+        assert index.state.coder.x_bits == 19
+        assert_matches({m: index.range(lo, hi, out=m) for m in OUT_MODES},
+                       reference(keys, lo, hi), int(index.miss))
+
+
+# ============================================================================ duplicates
+def test_duplicate_runs_across_buckets_and_equal_representatives() -> None:
+    rng = np.random.default_rng(9)
+    base = rng.integers(0, 2**64 - 1, 60, dtype=np.uint64)
+    keys = np.repeat(base, rng.choice([1, 2, 33, 300], base.shape[0]))
+    keys = keys[rng.permutation(keys.shape[0])]
+    q = np.concatenate([base, base + np.uint64(1)])
+    for b in (0, 1, 5, 8):
+        for g in (0, 4):
+            index = indexzoo.create("cgrx", device="cpu", bucket_log=b,
+                                    scan_group_log=g).build(keys)
+            assert_matches({m: index.point(q, out=m) for m in OUT_MODES},
+                           reference(keys, q, q), int(index.miss))
+
+
+def test_answers_are_identical_across_bucket_sizes_and_scan_groups() -> None:
+    rng = np.random.default_rng(4)
+    keys = np.concatenate([rng.integers(0, 2**64 - 1, 3000, dtype=np.uint64),
+                           np.arange(2**46 - 40, 2**46 + 40, dtype=np.uint64),
+                           np.arange(2**23 - 40, 2**23 + 40, dtype=np.uint64)])
+    lo = np.sort(rng.integers(0, 2**64 - 1, (2, 500), dtype=np.uint64), axis=0)
+    first = None
+    for b in range(0, 11, 2):
+        for g in (0, 2, 5):
+            index = indexzoo.create("cgrx", device="cpu", bucket_log=b, scan_group_log=g)
+            index.build(keys)
+            got = [index.range(lo[0], lo[1], out=m).to_host() for m in ("count", "sum")]
+            sig = [got[0].count.tolist(), got[1].sum.tolist()]
+            first = first or sig
+            assert sig == first, (b, g)
+
+
+# ============================================================================ presets, memory
+def test_presets_and_bounds() -> None:
+    assert indexzoo.create("cgrx-5x4").params.bucket_log == 5
+    assert indexzoo.create("cgrx-8x4").params.bucket_log == 8
+    assert indexzoo.create("cgrx-8x4").params.scan_group_log == 4
+    for bad in ({"bucket_log": 11}, {"scan_group_log": 6}):
+        with pytest.raises(ConfigError):
+            indexzoo.create("cgrx", **bad)
+
+
+def test_the_scene_is_small_next_to_the_sorted_pairs() -> None:
+    """Resident = pairs + a BVH over about N/B triangles (the issue's target: at most 1.1x
+    sorted-array at B = 32)."""
+    keys = np.random.default_rng(5).integers(0, 2**64 - 1, 1 << 16, dtype=np.uint64)
+    cg = indexzoo.create("cgrx-5x4", device="cpu").build(keys).memory_footprint()
+    sa = indexzoo.create("sorted-array", device="cpu").build(keys).memory_footprint()
+    scene = cg.resident_bytes - sa.resident_bytes
+    assert cg.breakdown["keys"] == sa.breakdown["keys"]
+    assert 0 < scene < 0.5 * sa.resident_bytes
+    assert cg.peak_build_bytes >= cg.resident_bytes
+
+
+class TestConformance_cgrx_8x4_no_group(ConformanceSuite):
+    index = "cgrx-8x4"
+    params = {"scan_group_log": 0, "sort_probes": False}
+
+
+def test_stored_triangles_front_faces_agree_with_the_flipped_predicate() -> None:
+    """Stored triangles carry the artifact's flipped winding; the search asks the keys
+    (``flipped_ids``): both must say the same for every triangle a ray along y meets."""
+    from indexzoo.native.rt import query
+    from indexzoo.plugins.cgrx.index import PROGRAMS, CgRecord
+    from indexzoo.plugins.cgrx.scene import flipped_ids
+
+    rng = np.random.default_rng(6)
+    keys = np.sort(rng.integers(0, 2**40, 3000, dtype=np.uint64))
+    index = indexzoo.create("cgrx", device="cpu", bucket_log=2, geometry="stored").build(keys)
+    st = index.state
+    sc = st.scene
+    coder = st.coder
+    rows = np.unique(keys >> np.uint64(coder.x_bits))
+    _, y, z = coder.fields(rows << np.uint64(coder.x_bits))
+    origins = np.stack([np.full(rows.shape[0], coder.row_marker_x, np.float32),
+                        coder.y_coord(y) - np.float32(2**14), coder.z_coord(z)], axis=1)
+    d = np.zeros_like(origins)
+    d[:, 1] = 1
+    batch = query.FunctionBatch.of(
+        None, lambda s, e, o: query.Rays(origins[s:e], d[s:e], np.float32(0),
+                                         np.float32(np.inf)),
+        lambda s, e, o: CgRecord(sc.ids), n_queries=rows.shape[0], xp=np)
+    h, _, front = query.closest_rays(sc.gas, batch, PROGRAMS, max_rays=1 << 20)
+    hit = h != query.MISS
+    assert hit.sum() > 10 and front[hit].sum() > 0
+    derived = flipped_ids(keys, h[hit].astype(np.int64), sc.n_buckets, 4, coder.x_bits)
+    np.testing.assert_array_equal(front[hit], derived)
