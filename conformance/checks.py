@@ -40,7 +40,8 @@ __all__ = ["CHECKS", "GROUPS", "Check", "Context", "applicable", "skip_reason", 
 
 Size = Literal["small", "large"]
 
-GROUPS = ("contract", "differential", "out_modes", "ranges", "extremes", "sizes", "dtypes",
+GROUPS = ("contract", "differential", "out_modes", "ranges", "columns", "extremes", "sizes",
+          "dtypes",
           "order", "bad_input", "ownership", "concurrency", "footprint", "capabilities")
 
 
@@ -79,6 +80,8 @@ def check(group: str, needs: Iterable[str] = ()) -> Callable[[Callable[[Context]
 
 
 def has(caps: Capabilities, need: str) -> bool:
+    if need == "multi":
+        return caps.dims > 1
     if need in ("uint32", "uint64"):
         return need in caps.key_dtypes
     if need in OUT_MODES:
@@ -87,6 +90,8 @@ def has(caps: Capabilities, need: str) -> bool:
 
 
 def _lacks(need: str) -> str:
+    if need == "multi":
+        return "the index takes one key column (capabilities.dims = 1)"
     if need in ("uint32", "uint64"):
         return f"the index does not take {need} keys (capabilities.key_dtypes)"
     if need in OUT_MODES:
@@ -186,14 +191,28 @@ def verify(ctx: Context, index: GpuIndex, keys: np.ndarray, *, values: Any = Non
         rng = _within_budget(oracle, ctx.max_matches, *rng)  # type: ignore[assignment]
     problems: list[str] = []
     for mode in modes or ctx.modes:
-        if points is not None and ctx.caps.point:
-            res = index.point(points, out=mode)
-            problems += compare(res, oracle.point(points), oracle, mode, index, f"{label} point")
-        if rng is not None and ctx.caps.range:
-            res = index.range(rng[0], rng[1], out=mode)
-            problems += compare(res, oracle.range(*rng), oracle, mode, index, f"{label} range")
+        p, r = points, rng
+        if mode == "bitmap":  # N bits per lookup: fewer lookups
+            keep = bitmap_lookups(oracle.keys.shape[0])
+            p = None if p is None else p[:keep]
+            r = None if r is None else (r[0][:keep], r[1][:keep])
+        if p is not None and ctx.caps.point:
+            res = index.point(p, out=mode)
+            problems += compare(res, oracle.point(p), oracle, mode, index, f"{label} point")
+        if r is not None and ctx.caps.range:
+            res = index.range(r[0], r[1], out=mode)
+            problems += compare(res, oracle.range(*r), oracle, mode, index, f"{label} range")
     if problems:
         raise AssertionError(f"{ctx.name}: " + "\n".join(problems))
+
+
+#: Bytes of expected bitmaps one verified batch may hold.
+BITMAP_BUDGET = 1 << 23
+
+
+def bitmap_lookups(n: int) -> int:
+    """How many lookups of an index of ``n`` rows fit ``BITMAP_BUDGET`` as bitmaps."""
+    return max(1, BITMAP_BUDGET // max(n, 1))
 
 
 def _within_budget(oracle: Oracle, budget: int, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -215,7 +234,8 @@ def _snapshot(index: GpuIndex, points: np.ndarray, rng: tuple[np.ndarray, np.nda
             results.append(index.range(rng[0], rng[1], out=mode))
         for r in results:
             h = r.to_host()
-            out += [a for a in (h.rowid, h.count, h.sum, h.offsets, h.rowids) if a is not None]
+            out += [a for a in (h.rowid, h.count, h.sum, h.offsets, h.rowids, h.bitmap)
+                    if a is not None]
     return out
 
 
@@ -324,6 +344,20 @@ def check_rowids_lists_every_match_once(ctx: Context) -> None:
     index = ctx.new().build(keys)
     verify(ctx, index, keys, points=lookups(keys, 500, 3), rng=ranges(keys, 300, 3),
            modes=["rowids"], label="rowids")
+
+
+@check("out_modes", needs=("bitmap",))
+def check_bitmaps_are_packed_lsb_first_with_zero_padding(ctx: Context) -> None:
+    """out="bitmap": one row of ceil(n/32) uint32 words per lookup, rowID r at bit r % 32 of
+    word r // 32, padding bits zero (n = 1, 31, 32, 33, 63, 64, 65, 100 and 1000)."""
+    for n in (1, 31, 32, 33, 63, 64, 65, 100, 1000):
+        keys = make_keys("duplicates" if ctx.caps.duplicates else "dense", n, n,
+                         duplicates=ctx.caps.duplicates).keys.astype(np.uint32)
+        index = ctx.new().build(keys)
+        top = np.uint32(2**32 - 1)
+        verify(ctx, index, keys, points=np.concatenate([keys[:40], [top]]).astype(np.uint32),
+               rng=(np.array([0, 0, 5, top], np.uint32), np.array([top, 0, 3, top], np.uint32)),
+               label=f"n={n}", modes=["bitmap"])
 
 
 @check("out_modes")
@@ -592,8 +626,12 @@ def check_sorted_probes_answer_in_the_callers_order(ctx: Context) -> None:
 def _bad_calls(ctx: Context, keys: np.ndarray
                ) -> list[tuple[str, Callable[[GpuIndex], Any], type[Exception]]]:
     q = np.array([1, 2], dtype=keys.dtype)
+    d = ctx.caps.dims
+    too_wide = ((f"keys of {d + 1} columns", lambda i: i.build(np.zeros((4, d + 1), keys.dtype)))
+                if d > 1 else ("2-D keys", lambda i: i.build(np.zeros((4, 2), keys.dtype))))
     calls: list[tuple[str, Callable[[GpuIndex], Any], type[Exception]]] = [
-        ("2-D keys", lambda i: i.build(np.zeros((4, 2), keys.dtype)), InvalidInput),
+        (*too_wide, InvalidInput),
+        ("3-D keys", lambda i: i.build(np.zeros((4, 2, 2), keys.dtype)), InvalidInput),
         ("NaN keys", lambda i: i.build(np.array([1.0, np.nan])), InvalidInput),
         ("object keys", lambda i: i.build(np.array([1, "x"], dtype=object)), InvalidInput),
         ("values of another length", lambda i: i.build(keys, np.arange(3)), InvalidInput),
@@ -855,3 +893,7 @@ def check_missing_capabilities_raise_unsupported(ctx: Context) -> None:
                                  ) from exc
         raise AssertionError(f"{label}: not declared in capabilities, yet no Unsupported")
     verify(ctx, index, keys, points=q, rng=(q, q), label="after unsupported calls")
+
+
+# the multi-column checks register themselves in the "columns" group
+from . import multicolumn as _multicolumn  # noqa: E402,F401

@@ -16,7 +16,7 @@ import numpy as np
 from indexzoo import LookupResult
 from indexzoo.devices import to_numpy
 
-__all__ = ["Expected", "Oracle", "compare"]
+__all__ = ["ColumnsOracle", "Expected", "Oracle", "compare", "compare_mask", "packed"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,56 @@ class Oracle:
     def sets(self, exp: Expected) -> list[np.ndarray]:
         return [np.sort(self.rowids[a:b]) for a, b in zip(exp.start, exp.stop, strict=True)]
 
+    def bitmap(self, exp: Expected) -> np.ndarray:
+        """The contract's packed bits of the expected matches."""
+        q, n = exp.start.shape[0], self.keys.shape[0]
+        seg = np.repeat(np.arange(q, dtype=np.int64), exp.count)
+        pos = np.repeat(exp.start - np.concatenate([[0], np.cumsum(exp.count)[:-1]]),
+                        exp.count) + np.arange(seg.shape[0], dtype=np.int64)
+        mask = np.zeros((q, n), dtype=bool)
+        mask[seg, self.rowids[pos]] = True
+        return packed(mask)
+
+
+def packed(mask: np.ndarray) -> np.ndarray:
+    """(Q, ceil(N/32)) uint32 words of a (Q, N) boolean mask: rowID r is bit r % 32 (least
+    significant first) of word r // 32; the bits past N are zero. Written independently of
+    indexzoo's own derivation, from NumPy's packbits."""
+    q, n = mask.shape
+    words = (n + 31) // 32
+    padded = np.zeros((q, words * 32), dtype=bool)
+    padded[:, :n] = mask
+    return np.packbits(padded, axis=1, bitorder="little").view("<u4").reshape(q, words)
+
+
+class ColumnsOracle:
+    """Exact lookups over d key columns (rowID = row position), by brute force: a row
+    matches a lookup when every constrained column lies in its bounds (points: equals)."""
+
+    def __init__(self, columns: list[np.ndarray], values: Any = None):
+        self.columns = [np.asarray(to_numpy(c)) for c in columns]
+        n = self.columns[0].shape[0]
+        self.n = n
+        self.values = (np.arange(n, dtype=np.uint64) if values is None
+                       else np.asarray(to_numpy(values)).astype(np.uint64))
+
+    def range(self, lo: list[Any], hi: list[Any]) -> np.ndarray:
+        """(Q, N) match mask; ``None`` leaves that side of a column unconstrained."""
+        q = next(int(np.asarray(c).shape[0]) for c in [*lo, *hi] if c is not None)
+        mask = np.ones((q, self.n), dtype=bool)
+        for col, a, b in zip(self.columns, lo, hi, strict=True):
+            if a is not None:
+                mask &= col[None, :] >= np.asarray(a)[:, None]
+            if b is not None:
+                mask &= col[None, :] <= np.asarray(b)[:, None]
+        return mask
+
+    def point(self, q: list[Any]) -> np.ndarray:
+        return self.range(q, q)
+
+    def sums(self, mask: np.ndarray) -> np.ndarray:
+        return np.where(mask, self.values[None, :], np.uint64(0)).sum(axis=1, dtype=np.uint64)
+
 
 def _fmt(values: Any) -> str:
     return np.array2string(np.asarray(values), threshold=8, edgeitems=3)
@@ -92,6 +142,8 @@ def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, inde
                 f"{_fmt(i)} (lo {_fmt(exp.lo[i])}, hi {_fmt(exp.hi[i])}): got {_fmt(got[i])}, "
                 f"expected {_fmt(wanted)}")
 
+    if mode == "bitmap":
+        return _compare_bitmap(h, oracle.bitmap(exp), oracle.keys.shape[0], where, exp)
     if mode == "rowid":
         r = h.rowid
         if r.shape != (q,) or r.dtype != index.rowid_dtype:
@@ -144,4 +196,90 @@ def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, inde
                                 f"{_fmt(np.sort(oracle.rowids[exp.start[qs[0]]:exp.stop[qs[0]]]))}")
             if got.size > 1 and (np.diff(got) == 0).any():
                 problems.append(f"{where}: a rowid is reported twice for one lookup")
+    return problems
+
+
+def _compare_bitmap(h: LookupResult, want: np.ndarray, n: int, where: str,
+                    exp: Expected | None) -> list[str]:
+    q, words = want.shape
+    b = h.bitmap
+    if b is None or b.shape != (q, words) or b.dtype != np.uint32:
+        got = "None" if b is None else f"shape {b.shape} dtype {b.dtype}"
+        return [f"{where}: bitmap has {got}, expected ({q}, {words}) uint32 (ceil({n}/32) "
+                "words per lookup)"]
+    if n % 32 and words and (b[:, -1] >> np.uint32(n % 32)).any():
+        return [f"{where}: bits past row {n - 1} are set (padding bits must be zero)"]
+    bad = np.nonzero((b != want).any(axis=1))[0]
+    if not bad.size:
+        return []
+    i = int(bad[0])
+    got_rows = np.flatnonzero(np.unpackbits(b[i].view(np.uint8), bitorder="little"))
+    want_rows = np.flatnonzero(np.unpackbits(want[i].view(np.uint8), bitorder="little"))
+    bounds = f" (lo {exp.lo[i]}, hi {exp.hi[i]})" if exp is not None else ""
+    return [f"{where}: wrong bitmap rows for {bad.size} of {q} lookups; first lookup {i}"
+            f"{bounds}: set rows {_fmt(got_rows)}, expected {_fmt(want_rows)} (bit order: "
+            "row r is bit r % 32 of word r // 32, least significant bit first)"]
+
+
+def compare_mask(result: LookupResult, mask: np.ndarray, oracle: ColumnsOracle, mode: str,
+                 index: Any, label: str) -> list[str]:
+    """Problems with ``result`` against a (Q, N) match mask (multi-column lookups)."""
+    q, n = mask.shape
+    where = f"{label}, out={mode!r}"
+    if not isinstance(result, LookupResult):
+        return [f"{where}: expected a LookupResult, got {type(result).__name__}"]
+    if result.out != mode:
+        return [f"{where}: result.out is {result.out!r}"]
+    if result.device != index.device:
+        return [f"{where}: result is on {result.device!r}, the index on {index.device!r}"]
+    h = result.to_host()
+    count = mask.sum(axis=1)
+
+    def bad_rows(bad: np.ndarray, what: str, got: Any, want: Any) -> list[str]:
+        idx = np.nonzero(bad)[0]
+        if not idx.size:
+            return []
+        i = idx[:5]
+        return [f"{where}: {what} wrong for {idx.size} of {q} lookups; first at positions "
+                f"{_fmt(i)}: got {_fmt(np.asarray(got)[i])}, expected {_fmt(np.asarray(want)[i])}"]
+
+    if mode == "bitmap":
+        return _compare_bitmap(h, packed(mask), n, where, None)
+    if mode == "rowid":
+        r = h.rowid
+        if r.shape != (q,) or r.dtype != index.rowid_dtype:
+            return [f"{where}: rowid has shape {r.shape} dtype {r.dtype}, expected ({q},) "
+                    f"{index.rowid_dtype}"]
+        miss = int(index.miss)
+        ok = np.where(count == 0, r == miss,
+                      (r < n) & mask[np.arange(q), np.minimum(r, max(n - 1, 0)).astype(np.int64)]
+                      if n else False)
+        return bad_rows(~ok, "rowid (a match, or the miss value)", r, count)
+    if mode == "count":
+        c = h.count
+        if c.shape != (q,) or c.dtype != index.rowid_dtype:
+            return [f"{where}: count has shape {c.shape} dtype {c.dtype}, expected ({q},) "
+                    f"{index.rowid_dtype}"]
+        return bad_rows(c.astype(np.int64) != count, "count", c, count)
+    if mode == "sum":
+        s, want = h.sum, oracle.sums(mask)
+        if s.shape != (q,) or s.dtype != np.uint64:
+            return [f"{where}: sum has shape {s.shape} dtype {s.dtype}, expected ({q},) uint64"]
+        return bad_rows(s != want, "sum", s, want)
+    off, rows = h.offsets, h.rowids
+    if off is None or rows is None or off.shape != (q + 1,) or off.dtype != np.int64:
+        return [f"{where}: offsets must be int64 of length {q + 1}"]
+    if off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != rows.shape[0]:
+        return [f"{where}: offsets are not a CSR index over {rows.shape[0]} rowids"]
+    if rows.dtype != index.rowid_dtype:
+        return [f"{where}: rowids dtype {rows.dtype}, expected {index.rowid_dtype}"]
+    got = np.zeros((q, n), dtype=np.int64)
+    seg = np.repeat(np.arange(q, dtype=np.int64), np.diff(off))
+    if (rows.astype(np.int64) >= n).any():
+        return [f"{where}: rowids beyond the {n} rows"]
+    np.add.at(got, (seg, rows.astype(np.int64)), 1)
+    problems = bad_rows((got != mask).any(axis=1), "rowid sets (count shown)",
+                        np.diff(off), count)
+    if (got > 1).any():
+        problems.append(f"{where}: a rowid is reported twice for one lookup")
     return problems

@@ -9,18 +9,25 @@ same for every index:
 * the order-preserving key map (plugins only see uint32 or uint64 keys);
 * lookups outside the key dtype's range, and lookups on an empty index;
 * chunking of batches larger than ``params.max_batch``;
-* ``"rowid"``, ``"count"`` and ``"sum"`` derived from ``"rowids"`` where the plugin has no
-  fused version;
+* the out modes a plugin has no fused version of, derived from ``"rowids"`` (or from
+  ``"bitmap"`` for a plugin whose lookups produce bitmaps);
+* multi-column input (``capabilities.dims > 1``): columns through one key map each, bounds
+  left unconstrained, shapes checked (see :mod:`indexzoo.columns`);
 * a build that fails leaves the previous build in place.
 
 Hooks (``Q`` lookups of the index's key dtype, on the index's device)::
 
-    _build(keys)                 keys: uint32/uint64 array (the index's own copy), rowID = position
-    _point_rowids(q)  -> (offsets, rowids)      required if capabilities.point
-    _range_rowids(lo, hi) -> (offsets, rowids)  required if capabilities.range
-    _point_rowid / _point_count / _point_sum(q) -> array         optional, fused
-    _range_rowid / _range_count / _range_sum(lo, hi) -> array    optional, fused
-    _footprint() -> Footprint
+    _build(st, keys)             keys: uint32/uint64 array (the index's own copy), rowID = position
+    _point_rowids(st, q)  -> (offsets, rowids)      required if capabilities.point
+    _range_rowids(st, lo, hi) -> (offsets, rowids)  required if capabilities.range ...
+    _range_bitmap(st, lo, hi) -> words              ... or this one
+    _point_<mode>(st, q), _range_<mode>(st, lo, hi) optional, fused (mode: rowid, count, sum,
+                                                    bitmap)
+    _footprint(st) -> Footprint
+
+A multi-column plugin (``dims > 1``) gets ``keys`` of shape (N, d) in Fortran order (each
+column contiguous), ``q``, ``lo`` and ``hi`` of shape (Q, d), all of one native dtype; an
+unconstrained column has ``lo = 0`` and ``hi`` = the native maximum.
 """
 
 from __future__ import annotations
@@ -33,13 +40,13 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from . import results
+from . import columns, results
 from .config import IndexParams, validate_params
 from .devices import array_module, device_of, resolve_device, to_device
 from .errors import InvalidInput, NotBuilt, Unsupported
 from .keys import KeyMap
 from .results import OUT_MODES, LookupResult, Out
-from .state import BuildState, rowid_dtype_for
+from .state import BuildState, describe_columns, rowid_dtype_for
 from .validation import as_1d, check_out, prepare_values, same_length
 
 __all__ = ["BuildState", "Capabilities", "Footprint", "GpuIndex"]
@@ -60,6 +67,9 @@ class Capabilities(BaseModel):
     duplicates: bool = True
     updates: bool = False
     key_dtypes: tuple[KeyDtypeName, ...] = ("uint32", "uint64")
+    #: the most key columns one build may have (1: a one-column index, whose keys and lookups
+    #: are 1-D); an index with dims > 1 takes 1 to dims columns, answers being the AND over
+    #: the columns' predicates
     dims: int = Field(default=1, ge=1)
     devices: tuple[DeviceName, ...] = ("cpu", "cuda")
     out_modes: tuple[Out, ...] = OUT_MODES
@@ -171,8 +181,14 @@ class GpuIndex(abc.ABC, Generic[S]):
 
     @property
     def key_dtype(self) -> np.dtype:
-        """The dtype of the keys the index was built on (before the key map)."""
+        """The dtype of the keys the index was built on (before the key map; of the first
+        column for a multi-column index)."""
         return self._live().keymap.source
+
+    @property
+    def key_dtypes(self) -> tuple[np.dtype, ...]:
+        """The dtype of each key column the index was built on."""
+        return tuple(k.source for k in self._live().keymaps)
 
     @property
     def native_key_dtype(self) -> np.dtype:
@@ -192,7 +208,7 @@ class GpuIndex(abc.ABC, Generic[S]):
 
     def __repr__(self) -> str:
         st = self._state
-        what = "not built" if st is None else f"{st.n} keys of {st.keymap.source}"
+        what = "not built" if st is None else f"{st.n} {describe_columns(st.keymaps)}"
         return f"<{type(self).__name__} {self.name!r} on {self.device}: {what}>"
 
     # ------------------------------------------------------------------ build
@@ -203,6 +219,8 @@ class GpuIndex(abc.ABC, Generic[S]):
         changes no answer. On any error the index keeps its previous build (or stays
         unbuilt); lookups running meanwhile on other threads answer from the previous build.
         """
+        if self.capabilities.dims > 1:
+            return self._build_columns(keys, values)
         arr = as_1d(keys, "keys")
         keymap = KeyMap.for_dtype(arr.dtype, name="keys")
         keymap = keymap.with_target(self._native_dtype(keymap))
@@ -217,9 +235,37 @@ class GpuIndex(abc.ABC, Generic[S]):
         self._publish(st)
         return self
 
-    def _new_state(self, keymap: KeyMap, n: int, values: Any) -> S:
+    def _build_columns(self, keys: Any, values: Any) -> GpuIndex[S]:
+        """``build`` of a multi-column index: the plugin gets an (N, d) Fortran-order array."""
+        cols = columns.as_columns(keys, "keys")
+        d = len(cols)
+        if d > self.capabilities.dims:
+            raise InvalidInput(f"argument 'keys': {d} columns; index {self.name!r} takes at "
+                               f"most {self.capabilities.dims}")
+        names = ["keys" if d == 1 else f"keys[{j}]" for j in range(d)]
+        maps = [KeyMap.for_dtype(c.dtype, name=nm) for c, nm in zip(cols, names, strict=True)]
+        # one native dtype for all columns: that of the widest column's map
+        target = self._native_dtype(max(maps, key=lambda m: m.target.itemsize))
+        keymaps = tuple(m.with_target(target) for m in maps)
+        vals = None if values is None else prepare_values(values, cols[0], self.device)
+        n = int(cols[0].shape[0])
+        ukeys = self.xp.empty((n, d), dtype=target, order="F")
+        for j, (c, m, nm) in enumerate(zip(cols, keymaps, names, strict=True)):
+            ukeys[:, j] = to_device(m.encode(c, name=nm, copy=False), self.device)
+        if not self.capabilities.duplicates and n > 1:
+            host = np.asarray(to_device(ukeys, "cpu"))
+            if np.unique(host, axis=0).shape[0] != n:
+                raise Unsupported(f"index {self.name!r} does not support duplicate rows")
+        st = self._new_state(keymaps[0], n, vals, keymaps)
+        self._build(st, ukeys)
+        self._publish(st)
+        return self
+
+    def _new_state(self, keymap: KeyMap, n: int, values: Any,
+                   keymaps: tuple[KeyMap, ...] | None = None) -> S:
         """A fresh state of the plugin's class with the base's fields set."""
-        return typing.cast(S, self.State(keymap=keymap, n=n, values=values, device=self.device))
+        return typing.cast(S, self.State(keymap=keymap, n=n, values=values, device=self.device,
+                                         keymaps=keymaps))
 
     def _publish(self, st: S) -> None:
         st.seal()
@@ -242,6 +288,9 @@ class GpuIndex(abc.ABC, Generic[S]):
         st = self._live()
         self._require("point", "point lookups")
         mode = check_out(out, self.capabilities.out_modes, self.name)
+        if self.capabilities.dims > 1:
+            enc, outside = self._point_columns(st, queries)
+            return self._run(st, "point", mode, (enc,), outside)
         q = as_1d(queries, "queries")
         enc, outside = st.keymap.encode_points(q, name="queries")
         enc = to_device(enc, self.device)
@@ -254,11 +303,63 @@ class GpuIndex(abc.ABC, Generic[S]):
         st = self._live()
         self._require("range", "range lookups")
         mode = check_out(out, self.capabilities.out_modes, self.name)
+        if self.capabilities.dims > 1:
+            return self._run(st, "range", mode, self._range_columns(st, lo, hi), None)
         a, b = as_1d(lo, "lo"), as_1d(hi, "hi")
         same_length(a, b, "lo", "hi")
         elo, ehi = st.keymap.encode_ranges(a, b)
         return self._run(st, "range", mode, (to_device(elo, self.device),
                                               to_device(ehi, self.device)), None)
+
+    def _point_columns(self, st: S, queries: Any) -> tuple[Any, Any]:
+        """(Q, d) encoded point lookups of a multi-column index and the mask of lookups that
+        cannot match (None when all can)."""
+        cols = columns.as_columns(queries, "queries")
+        columns.column_count(cols, "queries", st.dims, "the index")
+        xp = st.xp
+        enc, outside = [], None
+        for j, (c, m) in enumerate(zip(cols, st.keymaps, strict=True)):
+            e, out = m.encode_points(c, name="queries" if st.dims == 1 else f"queries[{j}]")
+            enc.append(to_device(e, self.device))
+            if out is not None:
+                out = to_device(out, self.device)
+                outside = out if outside is None else outside | out
+        return xp.stack(enc, axis=1), outside
+
+    def _range_columns(self, st: S, lo: Any, hi: Any) -> tuple[Any, Any]:
+        """(Q, d) encoded inclusive bounds of a multi-column index; a None column is
+        unconstrained on that side, and a side that leaves no key makes the range empty."""
+        lo_cols = columns.as_columns(lo, "lo", allow_none=True)
+        hi_cols = columns.as_columns(hi, "hi", allow_none=True)
+        columns.column_count(lo_cols, "lo", st.dims, "the index")
+        columns.column_count(hi_cols, "hi", st.dims, "the index")
+        q_lo = {int(c.shape[0]) for c in lo_cols if c is not None}
+        q_hi = {int(c.shape[0]) for c in hi_cols if c is not None}
+        if q_lo != q_hi:
+            raise InvalidInput(f"arguments 'lo' and 'hi' must have the same length, got "
+                               f"{q_lo.pop()} and {q_hi.pop()}")
+        q, xp, target = q_lo.pop(), st.xp, st.native_dtype
+        elo, ehi = xp.empty((q, st.dims), target), xp.empty((q, st.dims), target)
+        for j, m in enumerate(st.keymaps):
+            sfx = "" if st.dims == 1 else f"[{j}]"
+            a, b, empty = lo_cols[j], hi_cols[j], None
+            if a is None:
+                elo[:, j] = 0
+            else:
+                ea, empty = m.encode_bound(a, "lo", name=f"lo{sfx}")
+                elo[:, j] = to_device(ea, self.device)
+            if b is None:
+                ehi[:, j] = np.iinfo(target).max
+            else:
+                eb, out_b = m.encode_bound(b, "hi", name=f"hi{sfx}")
+                ehi[:, j] = to_device(eb, self.device)
+                if out_b is not None:
+                    empty = out_b if empty is None else empty | out_b
+            if empty is not None:
+                e = to_device(empty, self.device)
+                elo[:, j] = xp.where(e, target.type(1), elo[:, j])
+                ehi[:, j] = xp.where(e, target.type(0), ehi[:, j])
+        return elo, ehi
 
     def _require(self, capability: str, what: str) -> None:
         if not getattr(self.capabilities, capability):
@@ -269,15 +370,17 @@ class GpuIndex(abc.ABC, Generic[S]):
              outside: Any) -> LookupResult:
         xp, q = st.xp, int(arrays[0].shape[0])
         if st.n == 0 or q == 0:
-            return results.empty_result(out, q, xp, st.rowid_dtype, st.miss)
+            return results.empty_result(out, q, xp, st.rowid_dtype, st.miss, st.n)
         if outside is not None:
             inside = xp.nonzero(~outside)[0]
             part = self._run(st, kind, out, tuple(a[inside] for a in arrays), None)
-            return results.scatter_result(part, inside, q, xp, st.rowid_dtype, st.miss)
+            return results.scatter_result(part, inside, q, xp, st.rowid_dtype, st.miss, st.n)
         if self.params.sort_probes and q > 1:
-            # sorted probes: lookups sorted by key (ranges by lo), answered, put back in the
-            # caller's order; the sort and the un-permute are part of the call
-            order = xp.argsort(arrays[0])
+            # sorted probes: lookups sorted by key (ranges by lo; the first column's for a
+            # multi-column index), answered, put back in the caller's order; the sort and the
+            # un-permute are part of the call
+            first = arrays[0] if arrays[0].ndim == 1 else arrays[0][:, 0]
+            order = xp.argsort(first)
             res = self._chunked(st, kind, out, tuple(a[order] for a in arrays))
             return results.unpermute_result(res, order, xp)
         return self._chunked(st, kind, out, arrays)
@@ -289,19 +392,41 @@ class GpuIndex(abc.ABC, Generic[S]):
         return results.concat_results(parts, st.xp)
 
     def _dispatch(self, st: S, kind: str, out: Out, arrays: tuple[Any, ...]) -> LookupResult:
-        fused: Callable[..., Any] | None = getattr(self, f"_{kind}_{out}", None)
+        fused: Callable[..., Any] | None = self._hook(kind, out)
         if fused is not None:
             if out == "rowids":
                 offsets, rowids = fused(st, *arrays)
                 return LookupResult(out, offsets=offsets, rowids=rowids)
             return LookupResult(out, **{out: fused(st, *arrays)})
-        offsets, rowids = getattr(self, f"_{kind}_rowids")(st, *arrays)
+        bitmap_hook = self._hook(kind, "bitmap")
+        if self._hook(kind, "rowids") is None and bitmap_hook is not None:
+            words = bitmap_hook(st, *arrays)  # the plugin's lookups produce bitmaps
+            if out == "count":
+                return LookupResult(out, count=results.count_from_bitmap(words, st.rowid_dtype))
+            offsets, rowids = results.csr_from_bitmap(words, st.rowid_dtype)
+        else:
+            offsets, rowids = getattr(self, f"_{kind}_rowids")(st, *arrays)
+        if out == "rowids":
+            return LookupResult(out, offsets=offsets, rowids=rowids)
         if out == "rowid":
             return LookupResult(out, rowid=results.rowid_from_csr(
                 offsets, rowids, st.miss, st.rowid_dtype))
         if out == "count":
             return LookupResult(out, count=results.count_from_csr(offsets, st.rowid_dtype))
+        if out == "bitmap":
+            return LookupResult(out, bitmap=results.bitmap_from_csr(offsets, rowids, st.n))
         return LookupResult(out, sum=results.sum_from_csr(offsets, rowids, st.values))
+
+    def _hook(self, kind: str, out: str) -> Callable[..., Any] | None:
+        """The plugin's ``_{kind}_{out}`` hook, or None where it has none (the base's
+        ``_point_rowids``/``_range_rowids`` placeholders count as none)."""
+        fn = getattr(self, f"_{kind}_{out}", None)
+        if fn is None:
+            return None
+        if out == "rowids" and getattr(type(self), f"_{kind}_rowids") is getattr(
+                GpuIndex, f"_{kind}_rowids"):
+            return None
+        return typing.cast(Callable[..., Any], fn)
 
     # ------------------------------------------------------------------ memory
     def memory_footprint(self) -> Footprint:
@@ -326,6 +451,9 @@ class GpuIndex(abc.ABC, Generic[S]):
         st = self._live()
         if not self.capabilities.updates:
             raise Unsupported(f"index {self.name!r} does not support updates; build again")
+        if st.dims > 1:
+            raise Unsupported("updates of multi-column indexes are not part of the contract; "
+                              "build again")
         pos = as_1d(positions, "positions")
         new = as_1d(new_keys, "new_keys")
         same_length(pos, new, "positions", "new_keys")

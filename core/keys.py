@@ -244,16 +244,26 @@ class KeyMap:
         Bounds outside the key dtype are clamped; a range that lies wholly outside becomes
         the empty range ``(1, 0)``; inexact float bounds round inwards.
         """
-        clo, lo_out = self._convert(lo, "lo", mode="lo")
-        chi, hi_out = self._convert(hi, "hi", mode="hi")
-        elo = self.encode(clo, name="lo", copy=False)
-        ehi = self.encode(chi, name="hi", copy=False)
+        elo, lo_out = self.encode_bound(lo, "lo")
+        ehi, hi_out = self.encode_bound(hi, "hi")
         if lo_out is None and hi_out is None:
             return elo, ehi
         xp = _xp(elo)
         empty = lo_out if hi_out is None else (hi_out if lo_out is None else lo_out | hi_out)
         one, zero = self.target.type(1), self.target.type(0)
         return xp.where(empty, one, elo), xp.where(empty, zero, ehi)
+
+    def encode_bound(self, b: Any, side: str, *, name: str | None = None,
+                     ) -> tuple[Any, Any | None]:
+        """Encode one side (``"lo"`` or ``"hi"``) of inclusive ranges.
+
+        Returns ``(encoded, empty)``: bounds outside the key dtype are clamped and inexact
+        float bounds round inwards; ``empty`` is None or a mask of bounds that leave no key
+        on their side (a lower bound above every key, an upper bound below every key).
+        """
+        what = side if name is None else name
+        conv, out = self._convert(b, what, mode=side)
+        return self.encode(conv, name=what, copy=False), out
 
     def _convert(self, q: Any, name: str, mode: str) -> tuple[Any, Any | None]:
         """Bring lookups to ``source`` dtype.

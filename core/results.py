@@ -1,9 +1,10 @@
 """What a lookup returns: :class:`LookupResult`, and the derivations the base class uses.
 
 A plugin implements at least the ``"rowids"`` mode of a lookup (CSR ``offsets`` and
-``rowids``); the base class derives ``"rowid"``, ``"count"`` and ``"sum"`` from it when the
-plugin has no fused version. The helpers here are written against the array API that NumPy
-and CuPy share, so they run on either device unchanged.
+``rowids``) or the ``"bitmap"`` mode (one row of packed bits per lookup); the base class
+derives the other modes from it when the plugin has no fused version. The helpers here are
+written against the array API that NumPy and CuPy share, so they run on either device
+unchanged.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ __all__ = [
     "OUT_MODES",
     "LookupResult",
     "Out",
+    "bitmap_from_csr",
+    "bitmap_words",
     "concat_results",
+    "count_from_bitmap",
     "count_from_csr",
+    "csr_from_bitmap",
     "empty_result",
     "rowid_from_csr",
     "scatter_result",
@@ -28,12 +33,18 @@ __all__ = [
     "unpermute_result",
 ]
 
-Out = Literal["rowid", "count", "sum", "rowids"]
+Out = Literal["rowid", "count", "sum", "rowids", "bitmap"]
 OUT_MODES: tuple[Out, ...] = get_args(Out)
 
 SUM_DTYPE = np.dtype(np.uint64)
 OFFSET_DTYPE = np.dtype(np.int64)
+WORD_DTYPE = np.dtype(np.uint32)
+WORD_BITS = 32
 
+
+def bitmap_words(n: int) -> int:
+    """Words per bitmap row of an index of ``n`` rows: ``ceil(n / 32)``."""
+    return (int(n) + WORD_BITS - 1) // WORD_BITS
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,11 @@ class LookupResult:
     * ``sum``: sum of the values of all matches per query, uint64, wrapping modulo 2^64.
     * ``offsets``/``rowids``: every match, as CSR: the matches of query ``i`` are
       ``rowids[offsets[i]:offsets[i+1]]`` in any order; ``offsets`` is int64 of length Q+1.
+    * ``bitmap``: every match, as packed bits: a (Q, ceil(N/32)) uint32 array, row ``i`` for
+      query ``i``; rowID ``r`` is bit ``r % 32`` (least significant first) of word ``r // 32``,
+      so on a little-endian machine ``bitmap[i].view(np.uint8)`` equals
+      ``np.packbits(mask, bitorder="little")`` of the query's boolean row mask; the bits past
+      row N-1 are zero.
     """
 
     out: Out
@@ -55,6 +71,7 @@ class LookupResult:
     sum: Any = None
     offsets: Any = None
     rowids: Any = None
+    bitmap: Any = None
 
     def __repr__(self) -> str:
         shown = ("offsets", "rowids") if self.out == "rowids" else (self.out,)
@@ -82,9 +99,17 @@ class LookupResult:
                                 if f.name != "out"})
 
     def matches(self, i: int) -> np.ndarray:
-        """The rowIDs matching query ``i`` (``"rowids"`` mode), as a NumPy array."""
+        """The rowIDs matching query ``i`` (``"rowids"`` or ``"bitmap"`` mode), as a NumPy
+        array (ascending for a bitmap)."""
+        if self.out == "bitmap":
+            row = self.bitmap[i]
+            row = row if isinstance(row, np.ndarray) else row.get()
+            bits = np.unpackbits(np.ascontiguousarray(row).astype("<u4").view(np.uint8),
+                                 bitorder="little")
+            return np.flatnonzero(bits).astype(np.int64)
         if self.out != "rowids":
-            raise ValueError(f"matches() needs out='rowids', this result has out={self.out!r}")
+            raise ValueError(f"matches() needs out='rowids' or 'bitmap', this result has "
+                             f"out={self.out!r}")
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
         part = self.rowids[a:b]
         return part.copy() if isinstance(part, np.ndarray) else part.get()
@@ -117,9 +142,68 @@ def sum_from_csr(offsets: Any, rowids: Any, values: Any | None) -> Any:
     return prefix[offsets[1:]] - prefix[offsets[:-1]]
 
 
+def bitmap_from_csr(offsets: Any, rowids: Any, n: int) -> Any:
+    """Packed bits (see :class:`LookupResult`) from CSR matches over ``n`` rows.
+
+    The rowIDs of one query are distinct (the contract), so the bits that land in one word
+    are distinct powers of two and adding them is OR-ing them."""
+    xp = _xp(offsets)
+    q, words = int(offsets.shape[0]) - 1, bitmap_words(n)
+    out = xp.zeros((q, words), dtype=WORD_DTYPE)
+    total = int(rowids.shape[0])
+    if total == 0 or words == 0:
+        return out
+    seg = xp.repeat(xp.arange(q, dtype=OFFSET_DTYPE), offsets[1:] - offsets[:-1])
+    r = rowids.astype(OFFSET_DTYPE)
+    flat = seg * words + (r >> 5)
+    bits = xp.left_shift(xp.ones(total, dtype=WORD_DTYPE), (r & 31).astype(WORD_DTYPE))
+    if xp is np:
+        np.bitwise_or.at(out.reshape(-1), flat, bits)
+    else:
+        import cupyx  # only reached with CuPy arrays
+
+        cupyx.scatter_add(out.reshape(-1), flat, bits)
+    return out
+
+
+def _bits_of(words: Any) -> Any:
+    """(Q, 32 * W) uint8 0/1 matrix of a bitmap (row-major, LSB-first within each word)."""
+    xp = _xp(words)
+    as_bytes = xp.ascontiguousarray(words).astype("<u4", copy=False).view(xp.uint8)
+    # CuPy's unpackbits has no axis: unpack flat, then one row per query
+    return xp.unpackbits(as_bytes.reshape(-1), bitorder="little").reshape(words.shape[0], -1)
+
+
+def csr_from_bitmap(words: Any, rowid_dtype: Any) -> tuple[Any, Any]:
+    """CSR ``(offsets, rowids)`` of a bitmap, rowIDs ascending within each query."""
+    xp = _xp(words)
+    q = int(words.shape[0])
+    if q == 0 or int(words.shape[1]) == 0:
+        return xp.zeros(q + 1, dtype=OFFSET_DTYPE), xp.zeros(0, dtype=rowid_dtype)
+    qi, r = xp.nonzero(_bits_of(words))  # row-major: by query, then by rowID
+    counts = xp.bincount(qi, minlength=q).astype(OFFSET_DTYPE)
+    offsets = xp.zeros(q + 1, dtype=OFFSET_DTYPE)
+    xp.cumsum(counts, out=offsets[1:])
+    return offsets, r.astype(rowid_dtype)
+
+
+def count_from_bitmap(words: Any, dtype: Any) -> Any:
+    """Set bits per row of a bitmap."""
+    xp = _xp(words)
+    if int(words.shape[1]) == 0:
+        return xp.zeros(int(words.shape[0]), dtype=dtype)
+    popcount = getattr(xp, "bitwise_count", None)  # NumPy >= 2.0
+    if popcount is not None:
+        return popcount(words).sum(axis=1, dtype=np.int64).astype(dtype)
+    return _bits_of(words).sum(axis=1, dtype=np.int64).astype(dtype)
+
+
 # ---------------------------------------------------------------------- assembly
-def empty_result(out: Out, q: int, xp: Any, rowid_dtype: Any, miss: Any) -> LookupResult:
-    """The result of ``q`` lookups that all miss."""
+def empty_result(out: Out, q: int, xp: Any, rowid_dtype: Any, miss: Any,
+                 n: int = 0) -> LookupResult:
+    """The result of ``q`` lookups that all miss (``n``: rows of the index, for bitmaps)."""
+    if out == "bitmap":
+        return LookupResult(out, bitmap=xp.zeros((q, bitmap_words(n)), dtype=WORD_DTYPE))
     if out == "rowid":
         return LookupResult(out, rowid=xp.full(q, miss, dtype=rowid_dtype))
     if out == "count":
@@ -131,10 +215,10 @@ def empty_result(out: Out, q: int, xp: Any, rowid_dtype: Any, miss: Any) -> Look
 
 
 def scatter_result(part: LookupResult, inside: Any, q: int, xp: Any, rowid_dtype: Any,
-                   miss: Any) -> LookupResult:
+                   miss: Any, n: int = 0) -> LookupResult:
     """Spread the result of the lookups at positions ``inside`` (increasing) over ``q``
     lookups; the others miss."""
-    full = empty_result(part.out, q, xp, rowid_dtype, miss)
+    full = empty_result(part.out, q, xp, rowid_dtype, miss, n)
     if part.out == "rowids":
         counts = xp.zeros(q, dtype=OFFSET_DTYPE)
         counts[inside] = part.offsets[1:] - part.offsets[:-1]

@@ -262,6 +262,8 @@ def _hits(res: LookupResult) -> int:
         return int((host.count > 0).sum())
     if res.out == "rowids":
         return int((np.diff(host.offsets) > 0).sum())
+    if res.out == "bitmap":
+        return int(host.bitmap.any(axis=1).sum())
     return -1  # sums do not tell hits from misses
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from .devices import array_module
 from .keys import KeyMap
 
-__all__ = ["BuildState", "rowid_dtype_for"]
+__all__ = ["BuildState", "describe_columns", "rowid_dtype_for"]
 
 #: Indexes holding this many keys or more use uint64 rowIDs (a uint32 rowID could equal the
 #: uint32 miss value).
@@ -38,19 +38,28 @@ def rowid_dtype_for(n: int) -> np.dtype:
 class BuildState:
     """One build of an index: the base's fields and, in a plugin's subclass, the plugin's.
 
-    * ``keymap``: the order-preserving map of the user's key dtype onto the native one;
-    * ``n``: number of keys (rowIDs are ``0 .. n-1``);
+    * ``keymap``: the order-preserving map of the user's key dtype onto the native one (of
+      the first column for a multi-column index);
+    * ``keymaps``: one key map per column (``(keymap,)`` for a one-column index); every
+      column maps onto the same native dtype;
+    * ``dims``: number of columns of this build;
+    * ``n``: number of keys (rows of a multi-column index; rowIDs are ``0 .. n-1``);
     * ``values``: the index's own uint64 copy of the build's values, or None (sums of rowIDs);
     * ``device``, ``xp`` (NumPy or CuPy), ``rowid_dtype`` and ``miss`` (derived from ``n``).
     """
 
     keymap: KeyMap
+    keymaps: tuple[KeyMap, ...]
     n: int
     values: Any
     device: str
 
-    def __init__(self, *, keymap: KeyMap, n: int, values: Any, device: str) -> None:
+    def __init__(self, *, keymap: KeyMap, n: int, values: Any, device: str,
+                 keymaps: tuple[KeyMap, ...] | None = None) -> None:
         self.keymap = keymap
+        self.keymaps = (keymap,) if keymaps is None else tuple(keymaps)
+        if self.keymaps[0] is not keymap:
+            raise ValueError("keymaps[0] must be keymap")
         self.n = int(n)
         self.values = values
         self.device = device
@@ -61,6 +70,11 @@ class BuildState:
     def xp(self) -> ModuleType:
         """The array module of the state's device."""
         return array_module(self.device)
+
+    @property
+    def dims(self) -> int:
+        """Number of key columns of this build."""
+        return len(self.keymaps)
 
     @property
     def native_dtype(self) -> np.dtype:
@@ -79,4 +93,11 @@ class BuildState:
         object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__}: {self.n} keys of {self.keymap.source} on {self.device}>"
+        return f"<{type(self).__name__}: {self.n} {describe_columns(self.keymaps)} on {self.device}>"
+
+
+def describe_columns(keymaps: tuple[KeyMap, ...]) -> str:
+    """``keys of int64`` or ``rows of (int64, float32)``."""
+    if len(keymaps) == 1:
+        return f"keys of {keymaps[0].source}"
+    return "rows of (" + ", ".join(str(k.source) for k in keymaps) + ")"

@@ -28,9 +28,23 @@ def reference(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray,
 
 
 def rowid_sets(res: LookupResult) -> list[np.ndarray]:
+    """The matches of each lookup, sorted (from CSR rowids or from a bitmap)."""
     h = res.to_host()
+    if h.out == "bitmap":
+        return [h.matches(i) for i in range(len(h))]
     return [np.sort(h.rowids[h.offsets[i]:h.offsets[i + 1]]).astype(np.int64)
             for i in range(len(h.offsets) - 1)]
+
+
+def bitmap_of(sets: list[np.ndarray], n: int) -> np.ndarray:
+    """The contract's packed bits of these rowID sets over ``n`` rows (LSB-first)."""
+    words = (n + 31) // 32
+    out = np.zeros((len(sets), words), dtype=np.uint32)
+    for i, s in enumerate(sets):
+        mask = np.zeros(words * 32, dtype=bool)
+        mask[np.asarray(s, dtype=np.int64)] = True
+        out[i] = np.packbits(mask, bitorder="little").view("<u4")
+    return out
 
 
 def assert_matches(res_by_mode: dict[str, LookupResult], ref: dict[str, Any], miss: int) -> None:
@@ -45,6 +59,10 @@ def assert_matches(res_by_mode: dict[str, LookupResult], ref: dict[str, Any], mi
             np.testing.assert_array_equal(h.count.astype(np.int64), ref["count"])
         elif mode == "sum":
             np.testing.assert_array_equal(h.sum, ref["sum"])
+        elif mode == "bitmap":
+            n = int(h.bitmap.shape[1]) * 32
+            want = bitmap_of(ref["sets"], n)
+            np.testing.assert_array_equal(h.bitmap, want)
         else:
             got = rowid_sets(res)
             for i, s in enumerate(ref["sets"]):
@@ -55,7 +73,7 @@ def assert_identical(a: LookupResult, b: LookupResult, label: str = "") -> None:
     """Bit-identical results (e.g. the CPU twin and the GPU kernels of one index)."""
     ha, hb = a.to_host(), b.to_host()
     assert ha.out == hb.out, (ha.out, hb.out)
-    for attr in ("rowid", "count", "sum", "offsets", "rowids"):
+    for attr in ("rowid", "count", "sum", "offsets", "rowids", "bitmap"):
         if getattr(ha, attr) is not None:
             np.testing.assert_array_equal(getattr(ha, attr), getattr(hb, attr),
                                           err_msg=f"{label} {attr}")

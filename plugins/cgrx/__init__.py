@@ -16,7 +16,7 @@ from .params import PRESETS, CgrxParams
 __all__ = ["PRESETS", "PRESET_CLASSES", "CgrxIndex", "CgrxParams"]
 
 
-def _preset(name: str, values: dict[str, object]) -> type[CgrxIndex]:
+def _preset(name: str, values: dict[str, int]) -> type[CgrxIndex]:
     fields: dict[str, Any] = {
         k: (int, Field(default=v, description=CgrxParams.model_fields[k].description))
         for k, v in values.items()}

@@ -45,7 +45,7 @@ class CgrxParams(KernelParams):
 
 
 #: The thesis's named configurations.
-PRESETS: dict[str, dict[str, object]] = {
+PRESETS: dict[str, dict[str, int]] = {
     "cgrx-5x4": dict(bucket_log=5, scan_group_log=4),
     "cgrx-8x4": dict(bucket_log=8, scan_group_log=4),
 }

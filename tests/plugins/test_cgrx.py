@@ -5,7 +5,7 @@ footprint."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -219,7 +219,7 @@ def test_the_scene_is_small_next_to_the_sorted_pairs() -> None:
 
 class TestConformance_cgrx_8x4_no_group(ConformanceSuite):
     index = "cgrx-8x4"
-    params = {"scan_group_log": 0, "sort_probes": False}
+    params: ClassVar[dict[str, Any]] = {"scan_group_log": 0, "sort_probes": False}
 
 
 def test_stored_triangles_front_faces_agree_with_the_flipped_predicate() -> None:
