@@ -118,17 +118,25 @@ def _fmt(values: Any) -> str:
     return np.array2string(np.asarray(values), threshold=8, edgeitems=3)
 
 
-def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, index: Any,
-            label: str) -> list[str]:
-    """Problems with ``result`` (empty when it is exactly right)."""
-    q = exp.start.shape[0]
-    where = f"{label}, out={mode!r}"
+def _wrong_kind(result: Any, mode: str, index: Any, where: str) -> list[str]:
+    """A problem when ``result`` is no LookupResult of ``mode`` on the index's device."""
     if not isinstance(result, LookupResult):
         return [f"{where}: expected a LookupResult, got {type(result).__name__}"]
     if result.out != mode:
         return [f"{where}: result.out is {result.out!r}"]
     if result.device != index.device:
         return [f"{where}: result is on {result.device!r}, the index on {index.device!r}"]
+    return []
+
+
+def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, index: Any,
+            label: str) -> list[str]:
+    """Problems with ``result`` (empty when it is exactly right)."""
+    q = exp.start.shape[0]
+    where = f"{label}, out={mode!r}"
+    wrong = _wrong_kind(result, mode, index, where)
+    if wrong:
+        return wrong
     h = result.to_host()
     problems: list[str] = []
 
@@ -226,12 +234,9 @@ def compare_mask(result: LookupResult, mask: np.ndarray, oracle: ColumnsOracle, 
     """Problems with ``result`` against a (Q, N) match mask (multi-column lookups)."""
     q, n = mask.shape
     where = f"{label}, out={mode!r}"
-    if not isinstance(result, LookupResult):
-        return [f"{where}: expected a LookupResult, got {type(result).__name__}"]
-    if result.out != mode:
-        return [f"{where}: result.out is {result.out!r}"]
-    if result.device != index.device:
-        return [f"{where}: result is on {result.device!r}, the index on {index.device!r}"]
+    wrong = _wrong_kind(result, mode, index, where)
+    if wrong:
+        return wrong
     h = result.to_host()
     count = mask.sum(axis=1)
 
