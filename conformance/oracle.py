@@ -129,6 +129,18 @@ def _wrong_kind(result: Any, mode: str, index: Any, where: str) -> list[str]:
     return []
 
 
+def _csr_problems(h: LookupResult, q: int, index: Any, where: str) -> list[str]:
+    """A problem when ``h``'s offsets and rowids are no CSR lists of ``q`` lookups."""
+    off, rows = h.offsets, h.rowids
+    if off is None or rows is None or off.shape != (q + 1,) or off.dtype != np.int64:
+        return [f"{where}: offsets must be int64 of length {q + 1}"]
+    if off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != rows.shape[0]:
+        return [f"{where}: offsets are not a CSR index over {rows.shape[0]} rowids"]
+    if rows.dtype != index.rowid_dtype:
+        return [f"{where}: rowids dtype {rows.dtype}, expected {index.rowid_dtype}"]
+    return []
+
+
 def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, index: Any,
             label: str) -> list[str]:
     """Problems with ``result`` (empty when it is exactly right)."""
@@ -180,12 +192,9 @@ def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, inde
         first_bad(s != oracle.sums(exp), s, oracle.sums(exp), "sum")
     else:
         off, rows = h.offsets, h.rowids
-        if off is None or rows is None or off.shape != (q + 1,) or off.dtype != np.int64:
-            return [f"{where}: offsets must be int64 of length {q + 1}"]
-        if off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != rows.shape[0]:
-            return [f"{where}: offsets are not a CSR index over {rows.shape[0]} rowids"]
-        if rows.dtype != index.rowid_dtype:
-            return [f"{where}: rowids dtype {rows.dtype}, expected {index.rowid_dtype}"]
+        bad_csr = _csr_problems(h, q, index, where)
+        if bad_csr:
+            return bad_csr
         got_count = np.diff(off)
         first_bad(got_count != exp.count, got_count, exp.count, "number of rowids")
         if not problems:
@@ -272,12 +281,9 @@ def compare_mask(result: LookupResult, mask: np.ndarray, oracle: ColumnsOracle, 
             return [f"{where}: sum has shape {s.shape} dtype {s.dtype}, expected ({q},) uint64"]
         return bad_rows(s != want, "sum", s, want)
     off, rows = h.offsets, h.rowids
-    if off is None or rows is None or off.shape != (q + 1,) or off.dtype != np.int64:
-        return [f"{where}: offsets must be int64 of length {q + 1}"]
-    if off[0] != 0 or (np.diff(off) < 0).any() or off[-1] != rows.shape[0]:
-        return [f"{where}: offsets are not a CSR index over {rows.shape[0]} rowids"]
-    if rows.dtype != index.rowid_dtype:
-        return [f"{where}: rowids dtype {rows.dtype}, expected {index.rowid_dtype}"]
+    bad_csr = _csr_problems(h, q, index, where)
+    if bad_csr:
+        return bad_csr
     got = np.zeros((q, n), dtype=np.int64)
     seg = np.repeat(np.arange(q, dtype=np.int64), np.diff(off))
     if (rows.astype(np.int64) >= n).any():

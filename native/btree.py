@@ -30,6 +30,7 @@ from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
 
+from .search import bisect
 from .targets import GroupKernel
 
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "SUM", "BTree", "TreeRecord", "build_btree"]
@@ -158,16 +159,7 @@ def build_btree(sorted_keys: Any, sorted_rowids: Any, width: int, leaf_fill: flo
 def _first(keys, base, count, x, strict):
     """The first slot ``i < count`` of the node at ``base`` whose key is ``>= x`` (``> x``
     if ``strict``), or ``count``: a binary search over the node's sorted slots."""
-    lo = 0
-    hi = count
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        k = keys[base + mid]
-        if k < x or (strict and k == x):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return bisect(keys, base, base + count, x, strict) - base
 
 
 @register_jitable

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
+from .csr import gather_runs
 from .search import lower_bound_from, upper_bound_from
-from .targets import GroupKernel, Kernel
+from .targets import GroupKernel, Kernel, values_arg
 
-__all__ = ["RUN_BOUNDS", "RUN_SUM"]
+__all__ = ["RUN_BOUNDS", "RUN_SUM", "answer_runs"]
 
 
 @register_jitable
@@ -59,3 +60,24 @@ RUN_BOUNDS = Kernel(run_bounds_item)
 #: ``RUN_SUM(device, n, rowids, first, count, values, use_values, out, G, group=G)``: one
 #: thread per run on the CPU, G threads per run on the GPU (the collaborative scan).
 RUN_SUM = GroupKernel(run_sum_item, lambda: _cooperative().run_sum_group)
+
+
+def answer_runs(device: str, out: str, rowids: Any, first: Any, count: Any, values: Any,
+                rowid_dtype: Any, miss: Any, *, group: int = 1,
+                threads_per_block: int = 256) -> Any:
+    """The ``out``-mode answer (``rowid``, ``count``, ``sum`` or ``rowids`` as CSR) of runs
+    ``rowids[first[i]:first[i] + count[i]]`` of sorted pairs, one run per lookup; sums with
+    ``group`` threads per run on the GPU."""
+    xp = np if device == "cpu" else __import__("cupy")
+    if out == "count":
+        return count.astype(rowid_dtype)
+    if out == "rowid":
+        has = count > 0
+        return xp.where(has, rowids[xp.where(has, first, 0)], miss).astype(rowid_dtype)
+    if out == "sum":
+        res = xp.empty(int(first.shape[0]), dtype=np.uint64)
+        vals, use_values = values_arg(values, xp)
+        RUN_SUM(device, int(first.shape[0]), rowids, first, count, vals, use_values, res,
+                np.int64(group), group=group, threads_per_block=threads_per_block)
+        return res
+    return gather_runs(device, rowids, first, count, threads_per_block=threads_per_block)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from numba.extending import register_jitable
 
-__all__ = ["lower_bound", "lower_bound_from", "range_bounds", "upper_bound_from"]
+__all__ = ["bisect", "lower_bound", "lower_bound_from", "range_bounds", "upper_bound_from"]
 
 
 @register_jitable
-def _bisect(keys, lo, hi, x, strict):
+def bisect(keys, lo, hi, x, strict):
     """First position in ``[lo, hi)`` whose key is ``>= x`` (``> x`` if ``strict``), or ``hi``,
     by halving ``[lo, hi)`` until it is empty."""
     while lo < hi:
@@ -43,7 +43,7 @@ def _gallop(keys, start, x, strict):
             break
         lo = probe + 1
         step <<= 1
-    return _bisect(keys, lo, hi, x, strict)
+    return bisect(keys, lo, hi, x, strict)
 
 
 @register_jitable
@@ -52,7 +52,7 @@ def lower_bound(keys, x):
 
     The naive binary search of the RX paper's SA baseline: halve ``[lo, hi)`` until empty.
     """
-    return _bisect(keys, 0, keys.shape[0], x, False)
+    return bisect(keys, 0, keys.shape[0], x, False)
 
 
 @register_jitable

@@ -57,11 +57,9 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
-from indexzoo.native.csr import gather_runs
 from indexzoo.native.rt import query
-from indexzoo.native.runs import RUN_BOUNDS, RUN_SUM
+from indexzoo.native.runs import RUN_BOUNDS, answer_runs
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import values_arg
 
 from .coords import EX, EY, EZ, CgCoder
 from .params import CgrxParams
@@ -254,23 +252,10 @@ class CgrxIndex(GpuIndex[CgrxState]):
         return first, count
 
     def _answer(self, st: CgrxState, out: str, lo: Any, hi: Any) -> Any:
-        xp, p = st.xp, self.params
         first, count = self._runs(st, lo, hi)
-        if out == "count":
-            return count.astype(st.rowid_dtype)
-        if out == "rowid":
-            has = count > 0
-            return xp.where(has, st.rowids[xp.where(has, first, 0)], st.miss).astype(
-                st.rowid_dtype)
-        if out == "sum":
-            res = xp.empty(int(first.shape[0]), dtype=_U64)
-            values, use_values = values_arg(st.values, xp)
-            group = 1 << p.scan_group_log
-            RUN_SUM(self.device, int(first.shape[0]), st.rowids, first, count, values,
-                    use_values, res, np.int64(group), group=group,
-                    threads_per_block=p.threads_per_block)
-            return res
-        return gather_runs(self.device, st.rowids, first, count,
+        p = self.params
+        return answer_runs(self.device, out, st.rowids, first, count, st.values,
+                           st.rowid_dtype, st.miss, group=1 << p.scan_group_log,
                            threads_per_block=p.threads_per_block)
 
     def _point_rowid(self, st: CgrxState, q: Any) -> Any:

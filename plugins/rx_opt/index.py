@@ -77,9 +77,8 @@ from indexzoo.native.rt.keyrays import (
 )
 from indexzoo.native.rt.keyscene import key_gas
 from indexzoo.native.rt.trace import Gas, Ias, build_sliced_ias
-from indexzoo.native.runs import RUN_BOUNDS, RUN_SUM
+from indexzoo.native.runs import RUN_BOUNDS, answer_runs
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import values_arg
 
 from .params import RxOptParams
 from .programs import PROGRAMS, OptRxRecord
@@ -387,23 +386,12 @@ class RxOptIndex(GpuIndex[OptRxState]):
         return self._range_runs(st, *args)
 
     def _answer(self, st: OptRxState, kind: str, out: str, *args: Any) -> Any:
-        xp, tpb = st.xp, self.params.threads_per_block
+        tpb = self.params.threads_per_block
         if self.params.range_method == "anyhit":
             return self._answer_anyhit(st, kind, out, *args)
         first, count = self._runs(st, kind, args)
-        if out == "count":
-            return count.astype(st.rowid_dtype)
-        if out == "rowid":
-            has = count > 0
-            return xp.where(has, st.rowids[xp.where(has, first, 0)], st.miss).astype(
-                st.rowid_dtype)
-        if out == "sum":
-            res = xp.empty(int(first.shape[0]), dtype=_U64)
-            values, use_values = values_arg(st.values, xp)
-            RUN_SUM(self.device, int(first.shape[0]), st.rowids, first, count, values,
-                    use_values, res, np.int64(1), threads_per_block=tpb)
-            return res
-        return gather_runs(self.device, st.rowids, first, count, threads_per_block=tpb)
+        return answer_runs(self.device, out, st.rowids, first, count, st.values,
+                           st.rowid_dtype, st.miss, threads_per_block=tpb)
 
     def _answer_anyhit(self, st: OptRxState, kind: str, out: str, *args: Any) -> Any:
         xp = st.xp
