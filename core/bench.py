@@ -1,12 +1,15 @@
 """``indexzoo bench``: run workloads over chosen indexes on one device; print a table, write
-JSON and a plot.
+JSON and plots (:mod:`indexzoo.plots`).
 
 Every figure comes with its ratio to the ``searchsorted`` peer measured in the same run, on
 the same data. Data generation and the build are timed apart from the lookups; lookups are
-timed after a warm-up (median of ``repeats``; CUDA events on the GPU, ``perf_counter`` on
-the CPU). After timing, each index answers the workload once more with ``out="count"``
-(untimed), and its answers are compared with the peer's: a table row marked ``MISMATCH``
-means an index answered wrongly.
+timed after a warm-up, ``repeats`` times, in interleaved rounds over all indexes of a workload
+(:func:`time_interleaved`; CUDA events on the GPU, ``perf_counter`` on the CPU). The table
+ranks the indexes by the median, states each spread as ``±x%`` (half the range of the
+repetitions, relative to the median) and warns, under the table, about indexes whose
+ranges overlap (their order is not reliable); the JSON keeps every repetition. Each index
+also answers the workload with ``out="count"`` (untimed), compared with the peer's answers:
+a row marked ``NO`` in ``agrees`` means an index answered wrongly.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import contextlib
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import subprocess
@@ -34,12 +38,13 @@ from .devices import resolve_device, to_numpy
 from .display import shown, shown_path
 from .errors import ConfigError, MissingDependency
 from .registry import available, builtin, create
-from .resources import check_fits, estimate_workload
+from .resources import available_memory, check_fits, estimate_workload
 from .results import LookupResult, Out
-from .timing import synchronize, time_call
+from .timing import Timing, synchronize, time_call, time_once
 from .workloads import Dataset, Workload, generate
 
-__all__ = ["PEER", "PRESETS", "SWEEPS", "Entry", "Record", "add_cli", "environment", "run_bench"]
+__all__ = ["PEER", "PRESETS", "SWEEPS", "Entry", "Record", "add_cli", "environment", "format_table",
+           "format_warnings", "overlap_groups", "run_bench", "time_interleaved"]
 
 PEER = "searchsorted"
 
@@ -144,10 +149,29 @@ class Record:
     param_value: Any = None
     params: dict[str, Any] = field(default_factory=dict)
     workload_spec: dict[str, Any] = field(default_factory=dict)
+    lookup_seconds: list[float] = field(default_factory=list)  # every timed repetition
+    build_seconds: list[float] = field(default_factory=list)
+    timing: str = "interleaved"  # or "sequential": repetitions back to back (see run_bench)
 
     @property
     def throughput_per_byte(self) -> float:
         return self.throughput / self.resident_bytes if self.resident_bytes else float("nan")
+
+    @property
+    def lookup_timing(self) -> Timing:
+        return Timing(tuple(self.lookup_seconds) or (self.lookup_s,))
+
+    @property
+    def throughput_range(self) -> tuple[float, float]:
+        """(slowest, fastest) throughput over the repetitions."""
+        t = self.lookup_timing
+        return (self.n_lookups / t.slowest if t.slowest > 0 else float("inf"),
+                self.n_lookups / t.fastest if t.fastest > 0 else float("inf"))
+
+    @property
+    def half_spread(self) -> float:
+        """The ``±`` of the throughput: (max - min) / median / 2 of the repetitions' seconds."""
+        return self.lookup_timing.half_spread
 
 
 def _git_commit() -> str:
@@ -261,10 +285,87 @@ def _latency(index: Any, data: Dataset, device: str, repeats: int) -> dict[str, 
     return res
 
 
+#: Calls shorter than this are preceded, in interleaved timing, by one untimed call of the same
+#: index, so that its data is back in the caches as when repetitions run back to back.
+REWARM_BELOW_S = 0.2
+#: A repetition lasts at least this long: a shorter call is repeated within one repetition
+#: (as many times as fill it, at most :data:`MAX_CALLS`) and the mean per call is kept, so
+#: that timer resolution and scheduling noise do not dominate short calls.
+MIN_REPETITION_S = 0.01
+MAX_CALLS = 1000
+
+
+@dataclass
+class Contender:
+    """One built index waiting for (or done with) its timed lookups."""
+
+    entry: Entry
+    index: Any
+    run: Any  # the timed call (None once released)
+    build: Timing
+    params: dict[str, Any] = field(default_factory=dict)
+    seconds: list[float] = field(default_factory=list)  # per call, one per repetition
+    order: str = "interleaved"
+    calls: int = 1  # calls per repetition
+
+    def calibrate(self, device: str) -> None:
+        """Warm up (compile, fill caches) and pick the calls per repetition."""
+        self.run()
+        synchronize(device)
+        t = time_once(self.run, device)
+        self.calls = MAX_CALLS if t <= 0 else max(1, min(MAX_CALLS, math.ceil(MIN_REPETITION_S / t)))
+
+    def repetition(self, device: str) -> float:
+        """Seconds per call of one timed repetition."""
+        if self.calls == 1:
+            return time_once(self.run, device)
+        run, calls = self.run, self.calls
+        return time_once(lambda: [run() for _ in range(calls)], device) / calls
+
+    @property
+    def name(self) -> str:
+        return self.entry.title
+
+
+def time_interleaved(contenders: Sequence[Contender], device: str, repeats: int,
+                     log: TextIO | None = None) -> None:
+    """Time every contender ``repeats`` times, in rounds: each round times each contender once,
+    starting one further along the list than the round before. A machine that gets slower
+    for a while (another process, a clock change) then slows every contender alike, instead
+    of all repetitions of the one that happened to run then; the spreads show it. Contenders
+    must be warmed up (compiled) already; a contender whose calls take under
+    :data:`REWARM_BELOW_S` gets one untimed call before each timed one (always in round 1)."""
+    live = [c for c in contenders if c.order == "interleaved"]
+    for r in range(repeats):
+        k = r % len(live) if live else 0
+        for c in live[k:] + live[:k]:
+            interrupts.check()
+            if not c.seconds or c.seconds[-1] * c.calls < REWARM_BELOW_S:
+                c.run()
+                synchronize(device)
+            c.seconds.append(c.repetition(device))
+        if log is not None and live:
+            log.write(f"    round {r + 1}/{repeats} timed\n")
+
+
+def _keep_built(reserve: int, device: str) -> bool:
+    """Whether one more built index may stay alive for interleaved timing: the memory still
+    available must cover the workload's own estimate (the memory check's figure) again."""
+    avail = available_memory(device)
+    return avail is None or avail[0] >= reserve
+
+
 def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], device: str,
               repeats: int = 5, out: Out | None = None, latency: bool = False,
-              progress: TextIO | None = None, sweep: str | None = None) -> list[Record]:
-    """Run every index configuration on every workload; the peer runs first on each."""
+              progress: TextIO | None = None, sweep: str | None = None,
+              interleave: bool = True) -> list[Record]:
+    """Run every index configuration on every workload; the peer runs first on each.
+
+    Per workload, every index is built (``repeats`` timed builds), warmed up and checked
+    against the peer; then the lookups of all of them are timed in ``repeats`` interleaved
+    rounds (:func:`time_interleaved`). An index that would leave less memory than the
+    workload's estimate is timed right after its build (``timing: sequential``) and released;
+    ``interleave=False`` does that for every index."""
     log = progress or sys.stderr
     entries = [e if isinstance(e, Entry) else Entry(e) for e in indexes]
     if PEER in available() and not any(e.name == PEER and not e.params for e in entries):
@@ -278,8 +379,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
         log.write(f"[{wi}/{len(workloads)}] {w.describe()}: data generated in "
                   f"{gen.median * 1e3:.1f} ms\n")
         mode: Out = out or ("rowid" if data.queries is not None else "count")
-        peer_tp: float | None = None
-        peer_sig: np.ndarray | None = None
+        reserve = estimate_workload(w, mode).total
+        done: list[tuple[Contender, Any, np.ndarray | None, dict[str, float]]] = []
         for entry in entries:
             interrupts.check()
             name = entry.title
@@ -292,42 +393,78 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 continue
             build = time_call(_build_fn(index, data.keys), device, repeats=repeats)
             fp = index.memory_footprint()
-            t = time_call(_lookup_fn(index, data, mode), device, repeats=repeats)
             sig = _count_signature(index, data)
+            c = Contender(entry, index, _lookup_fn(index, data, mode), build,
+                          index.params.model_dump())
+            c.calibrate(device)
+            lat = _latency(index, data, device, repeats) if latency else {}
+            if not (interleave and _keep_built(reserve, device)):
+                c.order = "sequential"
+                c.seconds = [c.repetition(device) for _ in range(repeats)]
+                c.index = c.run = None  # release the index: only its figures are kept
+            log.write(f"    {name:<16} built in {build.median * 1e3:8.2f} ms, resident "
+                      f"{fp.resident_bytes / 1e6:.1f} MB"
+                      + (", timed at once (memory)" if c.order == "sequential" and interleave
+                         else "") + "\n")
+            done.append((c, fp, sig, lat))
+            del index
+        time_interleaved([d[0] for d in done], device, repeats,
+                         log if len(done) > 1 and interleave else None)
+        peer_tp: float | None = None
+        peer_sig: np.ndarray | None = None
+        for c, _fp, sig, _lat in done:
+            if c.entry.name == PEER and not c.entry.params:
+                t = Timing(tuple(c.seconds))
+                peer_tp = data.n_lookups / t.median if t.median > 0 else float("inf")
+                peer_sig = sig
+        for c, fp, sig, lat in done:
+            t = Timing(tuple(c.seconds))
             tp = data.n_lookups / t.median if t.median > 0 else float("inf")
-            if entry.name == PEER and not entry.params:
-                peer_tp, peer_sig = tp, sig
             agrees = None if sig is None or peer_sig is None else bool(np.array_equal(sig, peer_sig))
             rec = Record(
-                index=name, workload=w.name, device=device, n_keys=w.n_keys,
+                index=c.name, workload=w.name, device=device, n_keys=w.n_keys,
                 n_lookups=data.n_lookups, out=mode, lookup_s=t.median,
-                lookup_spread=t.spread, throughput=tp, build_s=build.median,
+                lookup_spread=t.spread, throughput=tp, build_s=c.build.median,
                 resident_bytes=fp.resident_bytes, peak_build_bytes=fp.peak_build_bytes,
                 ratio_to_peer=(tp / peer_tp) if peer_tp else None, agrees_with_peer=agrees,
                 sweep=sweep, sweep_value=getattr(w, SWEEPS[sweep][0]) if sweep else None,
-                params=index.params.model_dump(), workload_spec=w.model_dump(),
-                generate_s=gen.median, index_name=entry.name, param=entry.param,
-                param_value=entry.value,
+                params=c.params, workload_spec=w.model_dump(),
+                generate_s=gen.median, index_name=c.entry.name, param=c.entry.param,
+                param_value=c.entry.value, latency_us=lat,
+                lookup_seconds=list(c.seconds), build_seconds=list(c.build.seconds),
+                timing=c.order,
             )
-            if latency:
-                rec.latency_us = _latency(index, data, device, repeats)
             records.append(rec)
             flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
-            log.write(f"    {name:<16} {tp / 1e6:10.1f} M lookups/s  build "
-                      f"{build.median * 1e3:8.2f} ms{flag}\n")
-            del index
+            log.write(f"    {c.name:<16} {tp / 1e6:10.1f} M lookups/s {_pm(t)}{flag}\n")
+        del done
     return records
 
 
 # ---------------------------------------------------------------------- output
+def _pm(t: Timing) -> str:
+    """``±4%``: half the range of the repetitions relative to their median; empty for one."""
+    if len(t.seconds) < 2:
+        return ""
+    h = t.half_spread * 100
+    return f"±{h:.0f}%" if h >= 1 or h == 0 else f"±{h:.1f}%"
+
+
+def _ranked(records: Sequence[Record]) -> list[Record]:
+    """Records grouped by workload (in run order), fastest first within each."""
+    order = {w: i for i, w in enumerate(dict.fromkeys(r.workload for r in records))}
+    return sorted(records, key=lambda r: (order[r.workload], -r.throughput))
+
+
 def format_table(records: Sequence[Record]) -> str:
-    """A plain-text table, one row per (workload, index)."""
-    head = ["workload", "index", "M lookups/s", f"x {PEER}", "build ms", "resident MB",
-            "peak MB", "lookups/s/B", "agrees"]
+    """A plain-text table, one row per (workload, index), fastest first per workload; the
+    spread of each throughput next to it."""
+    head = ["workload", "index", "M lookups/s", "spread", f"x {PEER}", "build ms",
+            "resident MB", "peak MB", "lookups/s/B", "agrees"]
     rows = []
-    for r in records:
+    for r in _ranked(records):
         rows.append([
-            r.workload, r.index, f"{r.throughput / 1e6:.1f}",
+            r.workload, r.index, f"{r.throughput / 1e6:.1f}", _pm(r.lookup_timing) or "-",
             "-" if r.ratio_to_peer is None else f"{r.ratio_to_peer:.2f}",
             f"{r.build_s * 1e3:.2f}", f"{r.resident_bytes / 1e6:.1f}",
             f"{r.peak_build_bytes / 1e6:.1f}", f"{r.throughput_per_byte:.3g}",
@@ -338,68 +475,75 @@ def format_table(records: Sequence[Record]) -> str:
                 f"{k}: {v:.0f}" for k, v in r.latency_us.items())
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
               for i, h in enumerate(head)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)),
+    right = {2, 3, 4, 5, 6, 7, 8}
+
+    def cell(text: str, i: int) -> str:
+        return text.rjust(widths[i]) if i in right else text.ljust(widths[i])
+
+    lines = ["  ".join(cell(h, i) for i, h in enumerate(head)).rstrip(),
              "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    lines += ["  ".join(cell(c, i) for i, c in enumerate(row)).rstrip() for row in rows]
     return "\n".join(lines)
+
+
+def overlap_groups(records: Sequence[Record]) -> list[list[Record]]:
+    """Records of one workload whose throughput ranges (slowest to fastest repetition)
+    overlap, chained: in a group, each record's range meets the range of another member, so
+    the group's order in a ranked table may change from run to run. Groups of two or more,
+    fastest first; records of a single repetition state no range and are left out."""
+    groups: list[list[Record]] = []
+    for w in dict.fromkeys(r.workload for r in records):
+        rows = sorted((r for r in records if r.workload == w and len(r.lookup_seconds) > 1),
+                      key=lambda r: -r.throughput_range[1])
+        current: list[Record] = []
+        low = float("inf")
+        for r in rows:
+            lo, hi = r.throughput_range
+            if current and hi >= low:
+                current.append(r)
+                low = min(low, lo)
+                continue
+            if len(current) > 1:
+                groups.append(sorted(current, key=lambda r: -r.throughput))
+            current, low = [r], lo
+        if len(current) > 1:
+            groups.append(sorted(current, key=lambda r: -r.throughput))
+    return groups
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def format_warnings(records: Sequence[Record]) -> list[str]:
+    """Lines for under the table: the indexes this run cannot order (their spreads overlap),
+    and a note when the figures come from one repetition each."""
+    lines = []
+    several = len({r.workload for r in records}) > 1
+    groups = overlap_groups(records)
+    for w in dict.fromkeys(g[0].workload for g in groups):
+        sets = [_and([r.index for r in g]) for g in groups if g[0].workload == w]
+        where = f" ({w})" if several else ""
+        lines.append(f"warning{where}: the spreads of {'; of '.join(sets)} overlap, so their "
+                     "order in this table is not reliable")
+    if records and max(len(r.lookup_seconds) for r in records) < 2:
+        lines.append("note: one timed repetition per figure, so no spread is stated and the "
+                     "order of close figures is unverified (use --repeats 5)")
+    return lines
 
 
 def write_json(records: Sequence[Record], env: dict[str, Any], path: Path) -> None:
     payload = {"environment": env, "records": [
-        {**asdict(r), "throughput_per_byte": r.throughput_per_byte} for r in records]}
+        {**asdict(r), "throughput_per_byte": r.throughput_per_byte,
+         "half_spread": r.half_spread,
+         "throughput_slowest": r.throughput_range[0],
+         "throughput_fastest": r.throughput_range[1]} for r in records]}
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
-
-
-def plot(records: Sequence[Record], path: Path, title: str) -> None:
-    """Bar chart of throughput per index, or lines over a sweep's values."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise MissingDependency("matplotlib", "bench", "writing benchmark plots") from None
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    names = list(dict.fromkeys(r.index for r in records))
-    sweep = records[0].sweep if records else None
-    param = next((r.param for r in records if r.param), None)
-    if param and not sweep:
-        swept = [r for r in records if r.param == param]
-        xs = [str(r.param_value) for r in swept]
-        ax.plot(xs, [r.throughput / 1e6 for r in swept], marker="o", label=swept[0].index_name)
-        for r in records:
-            if r.param != param:
-                ax.axhline(r.throughput / 1e6, linestyle="--", color="grey", label=r.index)
-        ax.set_xlabel(f"{swept[0].index_name}: {param}")
-        ax.legend()
-    elif sweep:
-        for n in names:
-            pts = [(r.sweep_value, r.throughput / 1e6) for r in records if r.index == n]
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
-        ax.set_xlabel(SWEEPS[sweep][0])
-        if sweep not in ("hit_rate", "zipf"):
-            ax.set_xscale("log", base=2)
-        ax.legend()
-    else:
-        workloads = list(dict.fromkeys(r.workload for r in records))
-        width = 0.8 / max(len(names), 1)
-        for i, n in enumerate(names):
-            vals = [next((r.throughput / 1e6 for r in records
-                          if r.index == n and r.workload == w), 0.0) for w in workloads]
-            ax.bar(np.arange(len(workloads)) + i * width, vals, width, label=n)
-        ax.set_xticks(np.arange(len(workloads)) + width * (len(names) - 1) / 2, workloads)
-        ax.legend()
-    ax.set_ylabel("M lookups / s")
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, format="png")
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------------- CLI
 def add_cli(sub: Any) -> None:
-    s = sub.add_parser("bench", help="compare indexes on a workload: table, JSON and plot")
+    s = sub.add_parser("bench", help="compare indexes on a workload: table, JSON and plots")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--preset", default="quick", choices=sorted(PRESETS),
                    help="named workload (default: quick)")
@@ -413,14 +557,19 @@ def add_cli(sub: Any) -> None:
                    help="a parameter of one index, e.g. warpcore-hash.load_factor=0.5 (repeatable)")
     s.add_argument("--param-sweep", metavar="NAME.PARAM=V1,V2,...",
                    help="run one index once per value of one of its parameters")
-    s.add_argument("--repeats", type=int, default=5, help="timed runs per figure (median)")
+    s.add_argument("--repeats", type=int, default=5,
+                   help="timed runs per figure (default 5): the table shows their median and "
+                   "spread")
+    s.add_argument("--sequential", action="store_true",
+                   help="time each index's repetitions back to back instead of in interleaved "
+                   "rounds over all indexes")
     s.add_argument("--out-mode", dest="out_mode", choices=("rowid", "count", "sum", "rowids"),
                    help="what lookups return (default: rowid for points, count for ranges)")
     s.add_argument("--latency", action="store_true",
                    help="also time single calls of 1..4096 lookups (wall time per call)")
     s.add_argument("--output", default="bench-results", metavar="DIR",
                    help="folder for the JSON and PNG (default: bench-results)")
-    s.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    s.add_argument("--no-plot", action="store_true", help="skip the PNGs")
     s.set_defaults(func=cmd_bench)
 
 
@@ -518,17 +667,22 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()  # only succeeds when empty
 
 
-def _write_results(records: Sequence[Record], env: dict[str, Any], stem: Path, title: str,
+def _write_results(records: Sequence[Record], env: dict[str, Any], stem: Path, label: str,
                    with_plot: bool) -> list[Path]:
-    """Write the JSON (and the PNG) under temporary names, then rename them into place; on any
+    """Write the JSON (and the PNGs) under temporary names, then rename them into place; on any
     error or interrupt, nothing of this call stays behind."""
-    finals = [stem.with_suffix(".json")] + ([stem.with_suffix(".png")] if with_plot else [])
+    from .plots import PlotInfo, plot_files
+
+    info = PlotInfo(label, str(env.get("device_name", "")), str(env.get("commit", "")))
+    pngs = plot_files(records, stem, info) if with_plot else []
+    finals = [stem.with_suffix(".json")] + [f for f, _ in pngs]
     temps = [f.with_name(f".{f.stem}.part{f.suffix}") for f in finals]
     placed: list[Path] = []
     try:
         write_json(records, env, temps[0])
-        if with_plot:
-            plot(records, temps[1], title)
+        for (_final, draw), tmp in zip(pngs, temps[1:], strict=True):
+            interrupts.check()
+            draw(tmp)
         interrupts.check()
         for tmp, final in zip(temps, finals, strict=True):
             os.replace(tmp, final)
@@ -584,17 +738,17 @@ def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[W
     env = environment(device)
     sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
     records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
-                        latency=latency, sweep=args.sweep)
+                        latency=latency, sweep=args.sweep, interleave=not args.sequential)
     interrupts.check()
     out.write(format_table(records) + "\n")
+    for line in format_warnings(records):
+        out.write(line + "\n")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     label = (Path(args.workload).stem if args.workload else args.preset) + \
         (f"-{args.sweep}" if args.sweep else "") + \
         (f"-{args.param_sweep.split('=')[0].replace('.', '-')}" if args.param_sweep else "")
     stem = folder / f"{label}-{device}-{stamp}"
-    written = _write_results(records, env, stem,
-                             f"{label} on {env['device_name']} ({env['commit'][:10]})",
-                             with_plot and bool(records))
+    written = _write_results(records, env, stem, label, with_plot and bool(records))
     for f in written:
         out.write(f"wrote {f}\n")
     bad = [r for r in records if r.agrees_with_peer is False]

@@ -3,8 +3,10 @@
     indexzoo list                 registered indexes: name, capabilities, description
     indexzoo info NAME            an index's parameters (types, defaults, bounds, docs)
     indexzoo run SPEC_FILE        build from a key file or a workload, run lookups, summarise
-    indexzoo bench [--preset P]   compare indexes on a workload: table, JSON and plot
+    indexzoo bench [--preset P]   compare indexes on a workload: table, JSON and plots
     indexzoo check NAME           run the conformance suite on one index
+    indexzoo recommend KEYS_FILE  measure the installed indexes on your keys; write the winner
+    indexzoo doctor               devices, driver, CUDA libraries, OptiX, threading, indexes
 
 Exit codes: 0 success, 2 usage or configuration error, 1 any other error (out of memory
 included), 130 interrupted (Ctrl-C). Errors are one line on stderr: ``indexzoo: error: ...``
@@ -79,6 +81,12 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
+    if args.system:
+        if args.name is not None:
+            raise ConfigError("info: give an index NAME or --system, not both")
+        return cmd_doctor(args, out)
+    if args.name is None:
+        raise ConfigError("info: give an index NAME (see `indexzoo list`) or --system")
     cls = lookup(args.name)
     caps = cls.capabilities
     out.write(f"{cls.name}: {_describe(cls)}\n")
@@ -94,6 +102,12 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
         if field.description:
             out.write(f"      {plain(field.description)}\n")
     return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
+    from .doctor import report
+
+    return report(out)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
@@ -124,8 +138,13 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_list)
     s = sub.add_parser("info", help="show an index's parameters and capabilities")
-    s.add_argument("name", help="registered index name (see `indexzoo list`)")
+    s.add_argument("name", nargs="?", help="registered index name (see `indexzoo list`)")
+    s.add_argument("--system", action="store_true",
+                   help="show this machine's devices and libraries instead (= `indexzoo doctor`)")
     s.set_defaults(func=cmd_info)
+    s = sub.add_parser("doctor", help="what this machine offers: devices, NVIDIA driver and "
+                       "CUDA version, CuPy, numba-cuda, OptiX, threading layer, indexes")
+    s.set_defaults(func=cmd_doctor)
     s = sub.add_parser("run", help="build and query one index as a spec file says")
     s.add_argument("spec", help="YAML, TOML or JSON spec file")
     s.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
@@ -148,7 +167,13 @@ def _add_check(sub: Any) -> None:
     add_cli(sub)
 
 
-_EXTRA_COMMANDS = [_add_bench, _add_check]
+def _add_recommend(sub: Any) -> None:
+    from .recommend import add_cli
+
+    add_cli(sub)
+
+
+_EXTRA_COMMANDS = [_add_bench, _add_check, _add_recommend]
 
 
 def _out_of_memory(exc: BaseException) -> bool:

@@ -5,6 +5,11 @@ then ``repeats`` times, each timed alone; report the median. On the GPU the even
 the region on the current stream and the host waits for the end event, so asynchronous
 launches are counted to their completion, and host overhead between launches shows up as
 GPU idle time inside the region, as a user would see it.
+
+A :class:`Timing` keeps every repetition's seconds, so a figure can be stated with its spread:
+:attr:`Timing.half_spread` is half the range of the repetitions relative to their median,
+``(max - min) / median / 2``, printed as ``±x%``; two figures whose ranges
+(:meth:`Timing.overlaps`) overlap cannot be ordered with confidence.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 from .interrupts import check as _check_interrupt
 
-__all__ = ["Timing", "synchronize", "time_call"]
+__all__ = ["Timing", "synchronize", "time_call", "time_once"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,25 @@ class Timing:
         m = self.median
         return (max(self.seconds) - min(self.seconds)) / m if m > 0 else 0.0
 
+    @property
+    def half_spread(self) -> float:
+        """(max - min) / median / 2: the ``±`` of a figure, as a fraction of its median."""
+        return self.spread / 2
+
+    @property
+    def fastest(self) -> float:
+        return min(self.seconds)
+
+    @property
+    def slowest(self) -> float:
+        return max(self.seconds)
+
+    def overlaps(self, other: Timing) -> bool:
+        """Whether the ranges [fastest, slowest] of the two timings share a point: then the
+        order of their medians may change from run to run. Timings of one repetition each
+        state no range, and overlap only when they are equal."""
+        return self.fastest <= other.slowest and other.fastest <= self.slowest
+
 
 def synchronize(device: str) -> None:
     """Wait until the device has finished everything queued so far."""
@@ -44,6 +68,24 @@ def synchronize(device: str) -> None:
 
         cupy.cuda.get_current_stream().synchronize()
         cupy.cuda.runtime.deviceSynchronize()
+
+
+def time_once(fn: Callable[[], Any], device: str) -> float:
+    """Seconds of one call of ``fn()`` (CUDA events on the GPU, ``perf_counter`` on the CPU);
+    the caller warms up and synchronises before."""
+    _check_interrupt()
+    if device == "cuda":
+        import cupy
+
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return float(cupy.cuda.get_elapsed_time(start, end)) / 1e3
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def time_call(fn: Callable[[], Any], device: str, repeats: int = 5, warmup: int = 1) -> Timing:
@@ -55,24 +97,6 @@ def time_call(fn: Callable[[], Any], device: str, repeats: int = 5, warmup: int 
         _check_interrupt()
         fn()
     synchronize(device)
-    out: list[float] = []
-    if device == "cuda":
-        import cupy
-
-        for _ in range(repeats):
-            _check_interrupt()
-            start, end = cupy.cuda.Event(), cupy.cuda.Event()
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            out.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-        _check_interrupt()
-        return Timing(tuple(out))
-    for _ in range(repeats):
-        _check_interrupt()
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
+    out = [time_once(fn, device) for _ in range(repeats)]
     _check_interrupt()
     return Timing(tuple(out))

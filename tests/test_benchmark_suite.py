@@ -60,7 +60,8 @@ def test_bench_sweep_writes_a_line_plot(tmp_path: Path) -> None:
     values = sorted({r["sweep_value"] for r in data["records"]})
     assert values == [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
     assert all(r["generate_s"] is not None for r in data["records"])
-    assert list(tmp_path.glob("w-hit_rate-cpu-*.png"))
+    assert len(list(tmp_path.glob("w-hit_rate-cpu-*.png"))) == 2  # lines, and the last Pareto
+    assert list(tmp_path.glob("w-hit_rate-cpu-*-pareto.png"))
 
 
 def test_bench_param_sweep_and_set(tmp_path: Path) -> None:
@@ -77,6 +78,7 @@ def test_bench_param_sweep_and_set(tmp_path: Path) -> None:
     assert by_label["sorted-array"]["params"]["threads_per_block"] == 64
     assert by_label["warpcore-hash load_factor=0.9"]["param_value"] == 0.9
     assert by_label["warpcore-hash load_factor=0.5"]["agrees_with_peer"] is True
+    assert len(list(tmp_path.glob("w-warpcore-hash-load_factor-cpu-*.png"))) == 2
     assert main(["bench", "--workload", str(wl), "--set", "sorted-array.bogus=1"],
                 out=io.StringIO()) == 2
     assert main(["bench", "--workload", str(wl), "--set", "nodot=1"], out=io.StringIO()) == 2

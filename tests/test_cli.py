@@ -66,6 +66,9 @@ def test_bad_arguments_exit_2() -> None:
     assert run("frobnicate")[0] == 2
     assert run()[0] == 2
     assert run("bench", "--preset", "nope")[0] == 2
+    assert run("recommend")[0] == 2
+    assert run("recommend", "keys.npy", "--memory-budget", "a lot")[0] == 2
+    assert run("info")[0] == 2
 
 
 @pytest.mark.parametrize("argv", [["frobnicate" * 10_000], [], ["bench", "--preset", "nope"],
@@ -122,12 +125,14 @@ def test_bench_writes_table_json_and_plot(tmp_path: Path) -> None:
                      "--output", str(tmp_path / "out"))
     assert code == 0, text
     assert "x searchsorted" in text and "sorted-array" in text
+    assert "note: one timed repetition per figure, so no spread is stated" in text
     jsons = list((tmp_path / "out").glob("small-cpu-*.json"))
     pngs = list((tmp_path / "out").glob("small-cpu-*.png"))
     assert len(jsons) == 1 and len(pngs) == 1
     data = json.loads(jsons[0].read_text())
     assert {r["index"] for r in data["records"]} == set(indexzoo.registry.builtin())
     assert all(r["agrees_with_peer"] for r in data["records"])
+    assert all(len(r["lookup_seconds"]) == 1 for r in data["records"])
     assert data["environment"]["device"] == "cpu"
 
 

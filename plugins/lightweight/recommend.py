@@ -1,4 +1,5 @@
-"""The paper's decision tree (§6.1) for picking a lightweight index, with the device's real L2.
+"""The paper's decision tree (§6.1) for picking a lightweight index, with the device's real L2,
+and the same tree corrected where our GPU measurements contradict it.
 
     "If ascending order is not a strict requirement, or if we need to ensure the smallest
     possible memory footprint, always use Eytzinger search. If the input size exceeds L2 size,
@@ -11,6 +12,22 @@
 [AMBIG] "switch to a PB approach" next to "never use PB with BS" is read as: switch to AO+PB+KS.
 "Too large" and "exceeds L2" are read as: the index's bytes (keys + 4-byte rowIDs, or 8-byte
 rowIDs beyond 2^32 keys) exceed the L2.
+
+``tree="paper"`` walks that tree as written. ``tree="measured"`` changes the branches beyond
+the L2 where the H200 measurements (``docs/plugins/lightweight.md``, commit 3190937 and
+bbce817) contradict it:
+
+* unordered point lookups beyond L2: ``ao-pb-bs``, not ``eo-ks`` with K=9 (2^26 uint64 keys:
+  7.86 G lookups/s, 2.31x searchsorted, against 0.85x for eo-ks K=9: 2.7x faster);
+* ordered lookups, short rebuilds and mixed workloads beyond L2: ``ao-pb-bs``, not ``ao-pb-ks``
+  (points: 7.86 against 4.64 G lookups/s; builds equal; 2^6-key ranges equal);
+* many small range lookups beyond L2: stay with ``ao-bs`` (2^14-key sums: 27.5 against 16.0 M
+  ranges/s for ao-pb-ks; 2^6-key ranges equal).
+
+Within the L2 both trees agree (eo-bs, the measured winner at 2^22 keys; ao-bs for order and
+ranges). ``tree="auto"`` (the default) takes the measured tree on ``cuda`` and the paper's on
+the CPU, where the K-ary schemes are one-thread emulations and the GPU measurements say
+nothing (``indexzoo recommend`` measures instead of trusting either).
 """
 
 from __future__ import annotations
@@ -22,21 +39,27 @@ from indexzoo.devices import resolve_device
 
 from .hardware import hardware
 
-__all__ = ["recommend"]
+__all__ = ["TREES", "recommend"]
 
 Workload = Literal["point", "range", "mixed"]
+Tree = Literal["auto", "paper", "measured"]
+TREES = ("auto", "paper", "measured")
 
 
 def recommend(n: int, key_bytes: int = 4, workload: Workload = "point", device: str = "auto", *,
               ordered: bool = False, fast_rebuild: bool = False,
-              l2_bytes: int | None = None) -> IndexSpec:
-    """The lightweight index the paper's decision tree picks, as an :class:`IndexSpec`
+              l2_bytes: int | None = None, tree: Tree = "auto") -> IndexSpec:
+    """The lightweight index the decision tree picks, as an :class:`IndexSpec`
     (``indexzoo.create(spec)`` builds it). ``workload``: ``point`` lookups only, many small
     ``range`` lookups, or ``mixed``. ``ordered``: results must come from an ascending array.
-    ``l2_bytes`` overrides the device's L2 size.
+    ``l2_bytes`` overrides the device's L2 size. ``tree``: ``paper`` (§6.1 as written),
+    ``measured`` (corrected beyond the L2 by our H200 measurements, see the module docstring)
+    or ``auto`` (measured on ``cuda``, paper on the CPU).
 
     >>> recommend(1 << 20, 4, "point", "cpu", l2_bytes=50 << 20).index
     'eo-bs'
+    >>> recommend(1 << 26, 8, "point", "cpu", l2_bytes=50 << 20, tree="measured").index
+    'ao-pb-bs'
     """
     if n < 0:
         raise ConfigError(f"n must be >= 0, got {n}")
@@ -44,12 +67,17 @@ def recommend(n: int, key_bytes: int = 4, workload: Workload = "point", device: 
         raise ConfigError(f"key_bytes must be 4 or 8, got {key_bytes}")
     if workload not in ("point", "range", "mixed"):
         raise ConfigError(f"workload must be 'point', 'range' or 'mixed', got {workload!r}")
+    if tree not in TREES:
+        raise ConfigError(f"tree must be one of {', '.join(map(repr, TREES))}, got {tree!r}")
     dev = resolve_device(device)
+    measured = tree == "measured" or (tree == "auto" and dev == "cuda")
     l2 = l2_bytes if l2_bytes is not None else hardware(dev).l2_bytes
     size = n * (key_bytes + (4 if n < (1 << 32) - 1 else 8))
     large = size > l2
     params: dict[str, object] = {}
-    if ordered or fast_rebuild or workload == "range":
+    if measured and large:
+        name = "ao-bs" if workload == "range" else "ao-pb-bs"
+    elif ordered or fast_rebuild or workload == "range":
         name = "ao-pb-ks" if large else "ao-bs"
     else:
         name = "eo-ks" if large else "eo-bs"

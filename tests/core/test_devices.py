@@ -122,3 +122,177 @@ def test_cuda_array_interface_producers_are_accepted() -> None:
     np.testing.assert_array_equal(res.count, [2, 0])
     on_cpu = indexzoo.create("sorted-array", device="cpu").build(keys)
     assert on_cpu.point([4]).device == "cpu"
+
+
+# ---------------------------------------------------------------------- GPU set-up hints
+SMI_12 = """\
+Mon Nov 23 12:00:00 2026
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |
+|-----------------------------------------+------------------------+----------------------+
+"""
+SMI_13 = SMI_12.replace("550.54.14", "580.65.06").replace("CUDA Version: 12.4",
+                                                           "CUDA Version: 13.0")
+PROC_575 = ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build  "
+            "(dvs-builder@U16-I2-C03-12-4)  Sat May 24 00:00:00 UTC 2025\nGCC version:  gcc 12\n")
+
+
+def fake_machine(monkeypatch: pytest.MonkeyPatch, *, smi: str | None = None,
+                 proc: str | None = None, libcuda: int | None = None,
+                 usable: tuple[bool, str] | None = None) -> None:
+    """Replace the driver probes (and, if given, cuda_status) with a made-up machine."""
+    def nvidia_smi(*args: str) -> str | None:
+        if smi is None:
+            return None
+        return "NVIDIA H100 80GB HBM3\n" if args else smi
+
+    monkeypatch.setattr(devices, "_nvidia_smi_on_path", lambda: smi is not None)
+    monkeypatch.setattr(devices, "_nvidia_smi", nvidia_smi)
+    monkeypatch.setattr(devices, "_proc_driver_version", lambda: proc)
+    monkeypatch.setattr(devices, "_libcuda_version", lambda: libcuda)
+    if usable is not None:
+        monkeypatch.setattr(devices, "cuda_status", lambda: usable)
+    monkeypatch.setattr(devices, "_hint_given", [])
+    monkeypatch.delenv(devices.ENV_VAR, raising=False)
+    devices.nvidia_driver.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_driver_cache() -> Any:
+    devices.nvidia_driver.cache_clear()
+    yield
+    devices.nvidia_driver.cache_clear()
+
+
+NO_CUPY = (False, "CuPy is not installed; pip install 'indexzoo[cuda12]'")
+
+
+@pytest.mark.parametrize("smi, extra, cuda", [(SMI_12, "cuda12", "12.4"), (SMI_13, "cuda13", "13.0")])
+def test_driver_cuda_version_comes_from_nvidia_smi(monkeypatch: pytest.MonkeyPatch, smi: str,
+                                                   extra: str, cuda: str) -> None:
+    fake_machine(monkeypatch, smi=smi, usable=NO_CUPY)
+    info = devices.nvidia_driver()
+    assert info.found and info.cuda_text == cuda and info.cuda_source == "nvidia-smi"
+    assert info.gpus == ("NVIDIA H100 80GB HBM3",)
+    assert devices.install_command() == f"pip install 'indexzoo[{extra}]'"
+    hint = devices.gpu_setup_hint()
+    assert hint is not None and "\n" not in hint
+    assert "an NVIDIA driver is installed (nvidia-smi on the PATH" in hint
+    assert f"CUDA {cuda} per nvidia-smi" in hint and "CuPy is not installed" in hint
+    assert hint.endswith(f"running on the CPU. Fix: pip install 'indexzoo[{extra}]'")
+
+
+def test_driver_version_maps_to_cuda_without_nvidia_smi(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_machine(monkeypatch, proc=PROC_575, usable=NO_CUPY)
+    info = devices.nvidia_driver()
+    assert info.evidence == ("/proc/driver/nvidia/version",)
+    assert info.driver_version == "575.57.08" and info.cuda_version == (12, 0)
+    assert "compatibility table" in info.cuda_source
+    assert devices.install_command() == "pip install 'indexzoo[cuda12]'"
+    assert devices.cuda_for_driver("580.65.06") == (13, 0)
+    assert devices.cuda_for_driver("470.1") == (11, 0) and devices.cuda_for_driver("x") is None
+
+
+def test_libcuda_alone_gives_the_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_machine(monkeypatch, libcuda=13010, usable=NO_CUPY)
+    info = devices.nvidia_driver()
+    assert info.evidence == ("libcuda.so.1 loadable",) and info.cuda_version == (13, 1)
+    assert devices.install_command() == "pip install 'indexzoo[cuda13]'"
+
+
+def test_an_old_driver_is_told_to_upgrade(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_machine(monkeypatch, proc=PROC_575.replace("575.57.08", "470.256.02"), usable=NO_CUPY)
+    assert "driver >= 525 (CUDA 12)" in devices.install_command()
+
+
+def test_no_driver_no_hint_and_no_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    fake_machine(monkeypatch, usable=NO_CUPY)
+    assert not devices.nvidia_driver().found and devices.gpu_setup_hint() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_device("auto") == "cpu"
+
+
+def test_usable_gpu_needs_no_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_machine(monkeypatch, smi=SMI_12, usable=(True, "1 fake GPU"))
+    assert devices.gpu_setup_hint() is None
+
+
+def test_auto_warns_once_with_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    fake_machine(monkeypatch, smi=SMI_13, usable=NO_CUPY)
+    with pytest.warns(devices.GpuSetupWarning, match=r"Fix: pip install 'indexzoo\[cuda13\]'"):
+        assert resolve_device("auto") == "cpu"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_device("auto") == "cpu"  # once per process
+        assert resolve_device("cpu") == "cpu"
+
+
+def test_explicit_cpu_never_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    fake_machine(monkeypatch, smi=SMI_12, usable=NO_CUPY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_device("cpu") == "cpu"
+        monkeypatch.setenv(devices.ENV_VAR, "cpu")
+        assert resolve_device("auto") == "cpu"
+
+
+class _FailingImport:
+    """A meta-path finder that makes one module fail to import as a broken install would."""
+
+    def __init__(self, name: str, exc: Exception):
+        self.name, self.exc = name, exc
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname == self.name:
+            raise self.exc
+        return None
+
+
+@pytest.mark.parametrize("exc, says", [
+    (ModuleNotFoundError("No module named 'cupy'", name="cupy"), "CuPy is not installed"),
+    (ImportError("libcudart.so.12: cannot open shared object file"),
+     "CuPy cannot be imported (ImportError: libcudart.so.12: cannot open shared object file)"),
+])
+def test_cupy_import_failing_is_explained(monkeypatch: pytest.MonkeyPatch, exc: Exception,
+                                          says: str) -> None:
+    import sys
+
+    fake_machine(monkeypatch, smi=SMI_12)
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_FailingImport("cupy", exc), *sys.meta_path])
+    usable, reason = devices.cuda_status.__wrapped__()
+    assert not usable and reason == f"{says}; pip install 'indexzoo[cuda12]'"
+    monkeypatch.setattr(devices, "cuda_status", lambda: (usable, reason))
+    hint = devices.gpu_setup_hint()
+    assert hint is not None and f"cannot use the GPU: {says}; running on the CPU" in hint
+
+
+def test_cuda_asked_for_names_the_matching_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_machine(monkeypatch, smi=SMI_13)
+    monkeypatch.setattr(devices, "cuda_status", lambda: (
+        False, f"CuPy is not installed; {devices.install_command()}"))
+    with pytest.raises(DeviceUnavailable, match=r"indexzoo\[cuda13\]'$"):
+        resolve_device("cuda")
+
+
+def test_cli_says_it_once_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from indexzoo.cli import main
+
+    fake_machine(monkeypatch, smi=SMI_12, usable=NO_CUPY)
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: sorted-array\ndevice: auto\nworkload: {n_keys: 256, n_lookups: 64}\n"
+                    "repeats: 1\n")
+    assert main(["run", str(spec)], out=io.StringIO()) == 0
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("indexzoo: GpuSetupWarning: an NVIDIA driver")
+    assert err[0].endswith("Fix: pip install 'indexzoo[cuda12]'")

@@ -1,0 +1,164 @@
+"""``indexzoo doctor`` (also ``indexzoo info --system``): what this machine offers indexzoo.
+
+It prints the devices and whether each is usable (and why not), the NVIDIA driver and the
+CUDA version it runs, the installed CuPy and numba-cuda (or "not installed") with the
+command that installs the matching extra, OptiX (the ``pyoptix`` module and
+``OptiX_INSTALL_DIR``), numba's threading layer for CPU kernels, and what each registered
+index can use here. Every probe is a function of :mod:`indexzoo.devices` or of this module,
+so tests replace them to fake a machine; none needs a GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import os
+import platform
+from typing import TextIO
+
+from . import devices
+from .registry import available, load_errors
+
+__all__ = ["THREADING_NOTE", "optix_status", "package_version", "report", "threading_layer"]
+
+#: Why the workqueue layer matters (see indexzoo.native.targets).
+THREADING_NOTE = (
+    "the workqueue layer is not thread-safe, so indexzoo serialises concurrent CPU lookups "
+    "on one lock (indexzoo.native.targets.WORKQUEUE_LOCK); install TBB (pip install tbb) or "
+    "use OpenMP to run them concurrently")
+
+_CUPY_DISTS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
+
+
+def package_version(*dists: str) -> tuple[str, str] | None:
+    """(distribution, version) of the first of ``dists`` that is installed (metadata only:
+    nothing is imported), or None."""
+    for d in dists:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return d, importlib.metadata.version(d)
+    return None
+
+
+def optix_status() -> tuple[bool, str, str | None]:
+    """(``pyoptix`` importable, why not or its version, ``OptiX_INSTALL_DIR`` or None)."""
+    where = os.environ.get("OptiX_INSTALL_DIR")  # noqa: SIM112 (OptiX's own spelling)
+    try:
+        mod = importlib.import_module("pyoptix")
+    except Exception as exc:  # ImportError, or a broken install's own error
+        why = "not installed" if isinstance(exc, ModuleNotFoundError) and \
+            exc.name == "pyoptix" else f"{type(exc).__name__}: {devices._short(exc)}"
+        return False, why, where
+    return True, str(getattr(mod, "__version__", "version unknown")), where
+
+
+def threading_layer() -> tuple[str, str]:
+    """(numba's threading layer, as chosen when a parallel CPU kernel runs; how it was set)."""
+    import numba
+
+    from indexzoo.native.targets import call_parallel
+
+    @numba.njit(parallel=True)
+    def _probe(n: int) -> int:  # pragma: no cover - compiled
+        s = 0
+        for i in numba.prange(n):
+            s += i
+        return s
+
+    wanted = os.environ.get("NUMBA_THREADING_LAYER", "default")
+    try:
+        call_parallel(_probe, 64)
+        layer = str(numba.threading_layer())
+    except Exception as exc:
+        return f"unknown ({type(exc).__name__}: {devices._short(exc)})", wanted
+    return layer, wanted
+
+
+def _rows(rows: list[tuple[str, str]], out: TextIO, indent: str = "  ") -> None:
+    w = max((len(k) for k, _ in rows), default=0)
+    for k, v in rows:
+        out.write(f"{indent}{k:<{w}}  {v}\n")
+
+
+def report(out: TextIO) -> int:
+    """Write the report to ``out``; returns 0."""
+    import numba
+    import numpy as np
+
+    import indexzoo
+
+    from .bench import device_name
+
+    out.write(f"indexzoo {indexzoo.__version__} (Python {platform.python_version()}, numpy "
+              f"{np.__version__}, numba {numba.__version__}) on {platform.platform()}\n")
+
+    cuda_ok, cuda_why = devices.cuda_status()
+    usable = ["cpu"] + (["cuda"] if cuda_ok else [])
+    env = os.environ.get(devices.ENV_VAR)
+    out.write("\ndevices\n")
+    chosen = (env or "").strip().lower()
+    if chosen in ("", "auto"):
+        auto = ("cuda" if cuda_ok else "cpu") + f" ({devices.ENV_VAR} is not set)"
+    else:
+        auto = f"{chosen} ({devices.ENV_VAR}={env!r})"
+    _rows([("cpu", f"usable: {device_name('cpu')}"),
+           ("cuda", ("usable: " if cuda_ok else "not usable: ") + cuda_why),
+           ("auto", f"means {auto}")], out)
+
+    info = devices.nvidia_driver()
+    out.write("\nNVIDIA driver\n")
+    if info.found:
+        rows = [("found", ", ".join(info.evidence)),
+                ("driver", info.driver_version or "version unknown"),
+                ("CUDA", f"{info.cuda_text}" + (f" (from {info.cuda_source})"
+                                                 if info.cuda_source else ""))]
+        if info.gpus:
+            rows.append(("GPUs", "; ".join(info.gpus)))
+        _rows(rows, out)
+    else:
+        _rows([("not found", "no nvidia-smi on the PATH, no /proc/driver/nvidia/version, "
+                "libcuda.so.1 not loadable")], out)
+
+    out.write("\nGPU libraries\n")
+    cupy = package_version(*_CUPY_DISTS)
+    ncuda = package_version("numba-cuda")
+    rows = [("CuPy", f"{cupy[1]} ({cupy[0]})" if cupy else "not installed"),
+            ("numba-cuda", ncuda[1] if ncuda else "not installed")]
+    if not cuda_ok:
+        rows.append(("install", devices.install_command(info)))
+    _rows(rows, out)
+
+    out.write("\nOptiX\n")
+    ok, why, where = optix_status()
+    _rows([("pyoptix", f"importable ({why})" if ok else f"not importable ({why})"),
+           ("OptiX_INSTALL_DIR", (where + ("" if os.path.isdir(where) else
+                                           " (not a directory)")) if where else "not set"),
+           ("note", "indexzoo's ray-tracing indexes (rx, rx-opt, cgrx) run on its own software "
+                    "ray tracer; OptiX is not required")], out)
+
+    out.write("\nCPU kernels\n")
+    layer, wanted = threading_layer()
+    rows = [("threading layer", f"{layer} (NUMBA_THREADING_LAYER={wanted})"),
+            ("threads", str(numba.config.NUMBA_NUM_THREADS))]
+    if layer == "workqueue":
+        rows.append(("note", THREADING_NOTE))
+    _rows(rows, out)
+
+    out.write("\nindexes (devices each can run on, and which of them are usable here)\n")
+    table = [("index", "devices", "usable here")]
+    for name, cls in available().items():
+        devs = cls.capabilities.devices
+        here = [d for d in devs if d in usable]
+        missing = [d for d in devs if d not in usable]
+        text = " ".join(here) if here else "none"
+        if missing:
+            text += f" (not {' '.join(missing)}: unusable here)"
+        table.append((name, " ".join(devs), text))
+    w0 = max(len(r[0]) for r in table)
+    w1 = max(len(r[1]) for r in table)
+    for a, b, c in table:
+        out.write(f"  {a:<{w0}}  {b:<{w1}}  {c}\n")
+    for name, why in load_errors().items():
+        out.write(f"  {name:<{w0}}  {'(failed to load)':<{w1}}  {why}\n")
+    return 0
+

@@ -1,0 +1,168 @@
+"""Bench results a user can trust: spreads in the table, warnings for indexes whose order is
+not reliable, interleaved repetitions, every repetition in the JSON, and plots that answer
+"which index" (Pareto front, sweeps; distinct colours). No timing is asserted."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from indexzoo.bench import (
+    Contender,
+    Entry,
+    Record,
+    format_table,
+    format_warnings,
+    overlap_groups,
+    time_interleaved,
+)
+from indexzoo.cli import main
+from indexzoo.plots import PlotInfo, pareto_front, pareto_plot, plot_files, styles, sweep_plot
+from indexzoo.timing import Timing
+
+
+def rec(name: str, seconds: list[float], n: int = 1000, resident: int = 10_000,
+        workload: str = "w", **kw: Any) -> Record:
+    t = Timing(tuple(seconds))
+    return Record(index=name, workload=workload, device="cpu", n_keys=100, n_lookups=n,
+                  out="rowid", lookup_s=t.median, lookup_spread=t.spread,
+                  throughput=n / t.median, build_s=0.001, resident_bytes=resident,
+                  peak_build_bytes=resident, lookup_seconds=list(seconds),
+                  workload_spec={"n_keys": 100, "n_lookups": n, "hit_rate": 1.0,
+                                 "key_bits": 64, "distribution": "uniform"}, **kw)
+
+
+# ---------------------------------------------------------------------- timing
+def test_timing_states_half_the_range_and_overlaps() -> None:
+    a = Timing((1.0, 1.1, 0.9))
+    assert a.median == 1.0 and a.half_spread == pytest.approx(0.1)
+    assert a.overlaps(Timing((1.05, 1.3))) and not a.overlaps(Timing((1.2, 1.3)))
+    assert Timing((2.0,)).half_spread == 0.0
+
+
+def test_table_ranks_fastest_first_with_the_spread() -> None:
+    rows = [rec("slow", [1.0, 1.04, 0.96]), rec("fast", [0.5, 0.5, 0.5])]
+    text = format_table(rows)
+    lines = text.splitlines()
+    assert "spread" in lines[0]
+    assert lines[2].split()[1] == "fast" and lines[3].split()[1] == "slow"
+    assert "±4%" in lines[3] and "±0%" in lines[2]
+
+
+def test_overlapping_spreads_are_named_under_the_table() -> None:
+    rows = [rec("a", [1.0, 1.2, 0.9]), rec("b", [1.1, 1.3, 1.15]), rec("c", [0.2, 0.21, 0.22]),
+            rec("d", [5.0, 5.1, 5.2])]
+    groups = overlap_groups(rows)
+    assert [[r.index for r in g] for g in groups] == [["a", "b"]]
+    lines = format_warnings(rows)
+    assert lines == ["warning: the spreads of a and b overlap, so their order in this table "
+                     "is not reliable"]
+
+
+def test_overlap_groups_chain_and_stay_within_a_workload() -> None:
+    rows = [rec("a", [1.0, 1.1]), rec("b", [1.08, 1.2]), rec("c", [1.18, 1.3]),
+            rec("a", [1.0, 1.1], workload="v"), rec("b", [5.0, 5.1], workload="v")]
+    assert [[r.index for r in g] for g in overlap_groups(rows)] == [["a", "b", "c"]]
+    assert format_warnings(rows)[0].startswith("warning (w): the spreads of a, b and c overlap")
+
+
+def test_one_repetition_gets_a_note_instead_of_a_spread() -> None:
+    rows = [rec("a", [1.0]), rec("b", [1.0])]
+    assert overlap_groups(rows) == []
+    assert format_warnings(rows)[0].startswith("note: one timed repetition")
+    assert " - " in format_table(rows).splitlines()[2] + " "
+
+
+def test_interleaved_rounds_rotate_and_rewarm_short_calls() -> None:
+    calls: list[str] = []
+
+    def contender(name: str) -> Contender:
+        return Contender(Entry(name), None, lambda: calls.append(name), Timing((0.0,)))
+
+    cs = [contender("a"), contender("b"), contender("c")]
+    time_interleaved(cs, "cpu", repeats=3)
+    assert all(len(c.seconds) == 3 for c in cs)
+    # every timed call of these fast contenders follows one untimed call of the same one
+    assert calls == ["a", "a", "b", "b", "c", "c", "b", "b", "c", "c", "a", "a",
+                     "c", "c", "a", "a", "b", "b"]
+
+
+# ---------------------------------------------------------------------- plots
+def test_pareto_front_keeps_what_nothing_beats_on_both() -> None:
+    pts = [(10.0, 5.0), (12.0, 9.0), (10.0, 4.0), (30.0, 9.0), (50.0, 20.0), (5.0, 1.0)]
+    assert pareto_front(pts) == [5, 0, 1, 4]
+
+
+def test_styles_never_share_a_colour() -> None:
+    for n in (3, 16, 20, 33):
+        st = styles([f"i{k}" for k in range(n)])
+        assert len({s.color for s in st.values()}) == n
+    st16 = styles([f"i{k}" for k in range(16)])
+    assert len({(s.color, s.marker) for s in st16.values()}) == 16
+
+
+def test_pareto_plot_marks_the_front_and_goes_log_beyond_20x(tmp_path: Path) -> None:
+    rows = [rec("small-slow", [1.0, 1.1], resident=1_000_000),
+            rec("big-fast", [0.01, 0.011], resident=200_000_000),
+            rec("dominated", [2.0, 2.1], resident=300_000_000),
+            rec("mid", [0.5, 0.55], resident=1_500_000)]
+    facts = pareto_plot(rows, tmp_path / "p.png", PlotInfo("w", "Some GPU", "abc123def4567"))
+    assert (tmp_path / "p.png").stat().st_size > 10_000
+    assert facts["front"] == ["small-slow", "mid", "big-fast"]
+    assert facts["xscale"] == "log" and facts["yscale"] == "log"
+    assert "(MB" in facts["xlabel"] and "k lookups/s" in facts["ylabel"]
+    assert "Some GPU" in facts["title"] and "abc123def456" in facts["title"]
+    assert len(set(facts["colors"].values())) == 4
+
+
+def test_pareto_plot_stays_linear_within_20x(tmp_path: Path) -> None:
+    rows = [rec("a", [1.0], resident=10_000_000), rec("b", [0.5], resident=30_000_000)]
+    facts = pareto_plot(rows, tmp_path / "p.png", PlotInfo("w", "cpu", "c"))
+    assert facts["xscale"] == "linear" and facts["yscale"] == "linear"
+
+
+def test_sweep_plot_uses_log2_for_powers_of_two(tmp_path: Path) -> None:
+    rows = []
+    for k in (10, 11, 12, 13):
+        rows.append(rec("fast", [0.001, 0.0011], n=1 << k, workload=f"w:{k}",
+                        sweep="keys", sweep_value=1 << k))
+        rows.append(rec("slow", [0.1 * k, 0.11 * k], n=1 << k, workload=f"w:{k}",
+                        sweep="keys", sweep_value=1 << k))
+    facts = sweep_plot(rows, tmp_path / "s.png", PlotInfo("w-keys", "cpu", "c"))
+    assert facts["xscale"] == "log" and facts["yscale"] == "log"
+    assert facts["legend"] == ["fast", "slow"] and facts["xlabel"] == "keys in the build"
+    files = [p.name for p, _ in plot_files(rows, tmp_path / "run", PlotInfo("w", "cpu", "c"))]
+    assert files == ["run.png", "run-pareto.png"]
+
+
+def test_param_sweep_plot_has_one_line_and_the_others_flat(tmp_path: Path) -> None:
+    rows = [rec("sorted-array", [1.0, 1.0])] + [
+        rec(f"wh lf={v}", [v, v], index_name="wh", param="lf", param_value=v)
+        for v in (0.5, 0.7, 0.9)]
+    facts = sweep_plot(rows, tmp_path / "s.png", PlotInfo("w", "cpu", "c"))
+    assert facts["xscale"] == "linear" and facts["xlabel"] == "wh: parameter lf"
+    assert facts["legend"] == ["wh (lf)", "sorted-array (not swept)"]
+
+
+# ---------------------------------------------------------------------- the command
+def test_bench_table_json_and_plots_carry_the_spread(tmp_path: Path) -> None:
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps({"name": "spread", "n_keys": 2048, "n_lookups": 2048}))
+    out = io.StringIO()
+    code = main(["bench", "--workload", str(wl), "--device", "cpu", "--repeats", "3",
+                 "--indexes", "sorted-array,warpcore-hash,btree", "--output", str(tmp_path)],
+                out=out)
+    text = out.getvalue()
+    assert code == 0, text
+    table = text.splitlines()
+    assert "spread" in table[0] and all("±" in line for line in table[2:6])
+    data = json.loads(next(tmp_path.glob("w-cpu-*.json")).read_text())
+    for r in data["records"]:
+        assert len(r["lookup_seconds"]) == 3 and len(r["build_seconds"]) == 3
+        assert r["timing"] == "interleaved"
+        assert r["throughput_slowest"] <= r["throughput"] <= r["throughput_fastest"]
+    assert len(list(tmp_path.glob("w-cpu-*.png"))) == 1

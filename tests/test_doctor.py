@@ -1,0 +1,106 @@
+"""`indexzoo doctor` (= `indexzoo info --system`) on made-up machines: every probe is replaced,
+so no test needs a GPU, a driver, CuPy or OptiX."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import io
+import os
+from typing import Any
+
+import pytest
+
+from indexzoo import devices, doctor
+from indexzoo.cli import main
+
+SMI = """\
+| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |
+"""
+
+
+@pytest.fixture
+def machine(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A machine with an NVIDIA driver (CUDA 12.4) but no CuPy; OptiX dir set, no pyoptix;
+    numba on its workqueue layer."""
+    def setup(*, driver: bool = True, usable: bool = False,
+              layer: str = "workqueue") -> None:
+        monkeypatch.setattr(devices, "_nvidia_smi_on_path", lambda: driver)
+        monkeypatch.setattr(devices, "_nvidia_smi", lambda *a: (
+            None if not driver else "NVIDIA H100 80GB HBM3\n" if a else SMI))
+        monkeypatch.setattr(devices, "_proc_driver_version", lambda: None)
+        monkeypatch.setattr(devices, "_libcuda_version", lambda: None)
+        monkeypatch.setattr(devices, "cuda_status", lambda: (
+            (True, "1 CUDA GPU(s) visible; using device 0, NVIDIA H100 80GB HBM3") if usable
+            else (False, f"CuPy is not installed; {devices.install_command()}")))
+        monkeypatch.setattr(doctor, "threading_layer", lambda: (layer, "default"))
+        monkeypatch.setenv("OptiX_INSTALL_DIR", "/nonexistent/optix")
+        monkeypatch.delenv(devices.ENV_VAR, raising=False)
+        devices.nvidia_driver.cache_clear()
+
+    yield setup
+    devices.nvidia_driver.cache_clear()
+
+
+def report() -> str:
+    out = io.StringIO()
+    assert main(["doctor"], out=out) == 0
+    return out.getvalue()
+
+
+def test_driver_without_cupy(machine: Any) -> None:
+    machine()
+    text = report()
+    assert "cuda  not usable: CuPy is not installed; pip install 'indexzoo[cuda12]'" in text
+    assert "auto  means cpu (INDEXZOO_DEVICE is not set)" in text
+    assert "found   nvidia-smi on the PATH" in text
+    assert "driver  550.54.14" in text and "CUDA    12.4 (from nvidia-smi)" in text
+    assert "GPUs    NVIDIA H100 80GB HBM3" in text
+    assert "CuPy        not installed" in text
+    assert "install     pip install 'indexzoo[cuda12]'" in text
+    assert "pyoptix            not importable (not installed)" in text
+    assert "OptiX_INSTALL_DIR  /nonexistent/optix (not a directory)" in text
+    assert "threading layer  workqueue (NUMBA_THREADING_LAYER=default)" in text
+    assert "WORKQUEUE_LOCK" in text and "serialises concurrent CPU lookups" in text
+    rows = {line.split()[0]: line for line in text.split("indexes (devices")[1].splitlines()[1:]}
+    assert rows["sorted-array"].split()[1:] == ["cpu", "cuda", "cpu", "(not", "cuda:",
+                                               "unusable", "here)"]
+    assert "numba-cuda" in text
+
+
+def test_no_driver_and_a_thread_safe_layer(machine: Any) -> None:
+    machine(driver=False, layer="tbb")
+    text = report()
+    assert "not found  no nvidia-smi on the PATH" in text
+    assert "threading layer  tbb" in text and "WORKQUEUE_LOCK" not in text
+
+
+def test_usable_gpu(machine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    machine(usable=True)
+    monkeypatch.setattr(doctor, "package_version", lambda *d: (d[0], "13.6.0"))
+    text = report()
+    assert "cuda  usable: 1 CUDA GPU(s) visible" in text and "  install  " not in text
+    assert "CuPy        13.6.0 (cupy-cuda13x)" in text
+    rows = {line.split()[0]: line for line in text.split("indexes (devices")[1].splitlines()[1:]}
+    assert rows["sorted-array"].split()[1:] == ["cpu", "cuda", "cpu", "cuda"]
+
+
+def test_info_system_is_the_same_report(machine: Any) -> None:
+    machine()
+    out = io.StringIO()
+    assert main(["info", "--system"], out=out) == 0
+    assert out.getvalue() == report()
+
+
+def test_info_needs_a_name_or_system(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info"], out=io.StringIO()) == 2
+    assert "give an index NAME" in capsys.readouterr().err
+    assert main(["info", "sorted-array", "--system"], out=io.StringIO()) == 2
+
+
+def test_probes_without_fakes_work_here() -> None:
+    ok, why, _where = doctor.optix_status()
+    assert isinstance(ok, bool) and why
+    found = doctor.package_version("numpy")
+    assert found is not None and found[1] == importlib.metadata.version("numpy")
+    assert doctor.package_version("no-such-dist-xyz") is None
+    assert os.environ.get("OptiX_INSTALL_DIR") != "/nonexistent/optix"  # noqa: SIM112
