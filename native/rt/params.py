@@ -13,13 +13,32 @@ from pydantic import Field, model_validator
 
 from indexzoo.native.targets import KernelParams
 
-__all__ = ["KeyMode", "KeySceneParams", "Primitive"]
+__all__ = ["KeyMode", "KeySceneParams", "Primitive", "SceneParams"]
 
 KeyMode = Literal["naive", "extended", "3d"]
 Primitive = Literal["triangle", "sphere", "aabb"]
 
 
-class KeySceneParams(KernelParams):
+class SceneParams(KernelParams):
+    """What every index on the ray-tracing engine sets: BVH leaves, compaction, rays per
+    launch."""
+
+    leaf_size: int = Field(
+        default=4, ge=1, le=32,
+        description="Primitives per BVH leaf of the software ray tracer (not a paper "
+                    "dimension: OptiX's BVH is opaque).")
+    compact: bool = Field(
+        default=True,
+        description="Compact the acceleration structure after the build: cut the BVH's "
+                    "worst-case node buffer to the records used (optixAccelCompact).")
+    max_rays: int = Field(
+        default=1 << 24, ge=1, le=1 << 40,
+        description="Most rays traced in one launch; a batch needing more is traced in "
+                    "launches of at most this many rays, so memory stays bounded whatever the "
+                    "lookups span.")
+
+
+class KeySceneParams(SceneParams):
     """Key mode, primitive, geometry, BVH leaves, compaction and range rays of an RX-family
     index (see :mod:`indexzoo.native.rt.keymap`, :mod:`~indexzoo.native.rt.keyprims`,
     :mod:`~indexzoo.native.rt.keyrays`)."""
@@ -61,15 +80,6 @@ class KeySceneParams(KernelParams):
                     "the paper's setting); generated: the engine keeps only the keys and makes "
                     "each primitive from its key during traversal (no OptiX equivalent: 8 B per "
                     "key instead of 12-36, same answers).")
-    leaf_size: int = Field(
-        default=4, ge=1, le=32,
-        description="Primitives per BVH leaf of the software ray tracer (not a paper "
-                    "dimension: OptiX's BVH is opaque).")
-    max_rays: int = Field(
-        default=1 << 24, ge=1, le=1 << 40,
-        description="Most rays traced in one launch; a batch needing more (3D ranges cast "
-                    "several rays each) is traced in launches of at most this many rays, so "
-                    "memory stays bounded whatever the ranges span.")
 
     @model_validator(mode="after")
     def _consistent_scene(self) -> KeySceneParams:

@@ -8,12 +8,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from indexzoo.native.targets import KernelParams
+from indexzoo.native.rt.params import SceneParams
 
 __all__ = ["PRESETS", "CgrxParams"]
 
 
-class CgrxParams(KernelParams):
+class CgrxParams(SceneParams):
     """Bucket size, scan group and the scene's BVH options."""
 
     bucket_log: int = Field(
@@ -32,12 +32,6 @@ class CgrxParams(KernelParams):
         description="generated: the engine makes each triangle from a 12-byte record during "
                     "traversal; stored: the scene keeps its vertices (36 bytes a triangle), as "
                     "OptiX's GAS does. Same triangles, same answers.")
-    compact: bool = Field(
-        default=True, description="Compact the BVH's node buffer after the build.")
-    max_rays: int = Field(
-        default=1 << 24, ge=1, le=1 << 40,
-        description="Most rays traced in one launch (a phase of the successor search is "
-                    "traced in launches of at most this many).")
     sort_probes: bool = Field(
         default=True,
         description="Sort each batch before tracing, answers back in the caller's order (the "
