@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from indexzoo import bench, cli
+from indexzoo import cli
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
                                 reason="POSIX signals")
@@ -67,10 +67,15 @@ def _small_workload(tmp_path: Path) -> Path:
 
 def test_interrupt_while_results_are_written_leaves_no_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    def interrupted_plot(*a: Any, **k: Any) -> None:  # the JSON is written by now
+    from indexzoo import plots
+
+    def interrupted_draw(path: Path) -> None:  # the JSON is written by now
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(bench, "plot", interrupted_plot)
+    def plot_files(records: Any, stem: Path, info: Any) -> list[tuple[Path, Any]]:
+        return [(stem.with_suffix(".png"), interrupted_draw)]
+
+    monkeypatch.setattr(plots, "plot_files", plot_files)
     out = tmp_path / "out"
     code = cli.main(["bench", "--workload", str(_small_workload(tmp_path)), "--device", "cpu",
                      "--indexes", "searchsorted", "--repeats", "1", "--output", str(out)],
