@@ -16,6 +16,10 @@
 #                                 unpacked with `git archive`), for before/after in one session
 #   overhead:LOOKUPS[:INDEXES]    benchmarks/host_overhead.py on cuda (and in .gpu/before with
 #                                 before-overhead:LOOKUPS:INDEXES)
+#   rtscan:ROWS[:SECTIONS]        benchmarks/rtscan_targets.py on cuda (sections comma-separated;
+#                                 default all but tpch)
+#   tpch:SF                       TPC-H lineitem at scale factor SF by tpchgen-cli (its wheel and
+#                                 pyarrow's sent with device-wheels.sh), then the tpch section
 # Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUTDIR STEP...}
@@ -89,6 +93,19 @@ for step in "$@"; do
       PYTHONPATH="$before_path" python3 benchmarks/host_overhead.py --device cuda --lookups "$n" \
         --indexes "$idx" --peer --json "$out/before-overhead-$n.json" 2>&1 \
         | tee -a "$out/before-overhead.txt" ;;
+    rtscan:*)
+      rest=${step#rtscan:}; rows=${rest%%:*}; sections=${rest#*:}
+      [ "$sections" = "$rest" ] && \
+        sections="uniform,skew,small,selection,vectors,spacing,predicates,build"
+      python3 benchmarks/rtscan_targets.py --device cuda --rows "$rows" --only "$sections" \
+        --out "$out/rtscan-$rows.json" 2>&1 | tee -a "$out/rtscan.txt" ;;
+    tpch:*)
+      sf=${step#tpch:}; dir="/tmp/tpch-sf$sf"; mkdir -p "$dir"
+      python3 -m tpchgen_cli -s "$sf" -T lineitem -o "$dir" 2>/dev/null \
+        || tpchgen-cli -s "$sf" -T lineitem -o "$dir" 2>&1 | tail -n 3
+      ls -la "$dir" | tee "$out/tpch-files.txt"
+      python3 benchmarks/rtscan_targets.py --device cuda --only tpch --tpch "$dir/lineitem.tbl" \
+        --out "$out/rtscan-tpch-sf$sf.json" 2>&1 | tee -a "$out/rtscan-tpch.txt" ;;
     *)
       echo "unknown step $step" ;;
   esac

@@ -25,10 +25,17 @@ The hit operations (:class:`HitOp`):
 * ``CLOSEST``: per lookup the match of the closest hit of its first ray that hits anything
   (any-hit accepts matches, the closest-hit program records the closest; equal distances go
   to the smaller primitive index): optimized RX's and cgRX's closest-hit lookups, whose
-  "rowID" is then a position in sorted keys to scan from.
+  "rowID" is then a position in sorted keys to scan from;
+* ``BITMAP``: every match writes one bit of its lookup's row of a packed bitmap (rowID ``r`` is
+  bit ``r % 32`` of word ``r // 32``): a ``match`` result ``r >= 0`` sets bit ``r`` (atomic OR),
+  a result :func:`clear_bit` ``(r)`` clears it (atomic AND-NOT); repeated hits on one primitive
+  write the same bit again, so the result does not depend on how many rays meet it (RTScan's
+  refine, which writes ``bit := exact predicate`` over an approximate bitmap). The atomics are
+  the device's (:func:`bit_writers`): numba-cuda's on the GPU, an LLVM ``atomicrmw`` on the CPU,
+  whose kernels run in parallel threads too.
 
-:func:`first`, :func:`count`, :func:`sum_values`, :func:`collect` and :func:`closest` run
-them. Every launch gets
+:func:`first`, :func:`count`, :func:`sum_values`, :func:`collect`, :func:`closest` and
+:func:`mark_bits` run them. Every launch gets
 one flat named record (:func:`launch_record`); with it, the launch takes the engine's fast (CuPy)
 launch path on the GPU.
 """
@@ -56,8 +63,8 @@ from .trace import trace as engine_trace
 
 __all__ = ["MISS", "NO_MATCH", "FunctionBatch", "Generated", "HitOp", "QueryParams", "QueryPrograms",
            "RayBatch",
-           "Rays", "closest", "closest_rays", "collect", "count", "first", "launch_record",
-           "sum_values"]
+           "Rays", "bit_writers", "clear_bit", "closest", "closest_rays", "collect", "count",
+           "first", "launch_record", "mark_bits", "sum_values"]
 
 #: ``first`` reports lookups without a match with this value (uint64).
 MISS = np.uint64(np.iinfo(np.uint64).max)
@@ -75,6 +82,7 @@ class HitOp(enum.IntEnum):
     SUM = 2
     COLLECT = 3
     CLOSEST = 4
+    BITMAP = 5
 
 
 _ONE_MATCH = (HitOp.FIRST, HitOp.CLOSEST)
@@ -253,6 +261,109 @@ def _engine_programs(programs: QueryPrograms, raygen: Any) -> EnginePrograms:
                           closesthit=_closesthit(programs.match), raygen=raygen)
 
 
+# ------------------------------------------------------------------ BITMAP: bits set or cleared
+@register_jitable
+def clear_bit(rowid):
+    """What a ``match`` program returns to clear bit ``rowid`` under ``BITMAP`` (``rowid``
+    itself sets it, :data:`NO_MATCH` ignores the hit)."""
+    return np.int64(-2) - np.int64(rowid)
+
+
+def _atomic_rmw(op: str) -> Any:
+    """A CPU intrinsic ``f(array, index, value) -> old``: LLVM's ``atomicrmw <op>`` on one
+    element of an integer array (numba has no CPU atomics; its parallel loops race without)."""
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def rmw(typingctx, arr, idx, val):
+        if not (isinstance(arr, types.Array) and isinstance(arr.dtype, types.Integer)
+                and isinstance(idx, types.Integer) and isinstance(val, types.Integer)):
+            return None
+        sig = arr.dtype(arr, idx, val)
+
+        def codegen(context, builder, signature, args):
+            aryty, idxty, valty = signature.args
+            ary, i, v = args
+            a = context.make_array(aryty)(context, builder, ary)
+            i = context.cast(builder, i, idxty, types.intp)
+            v = context.cast(builder, v, valty, aryty.dtype)
+            ptr = cgutils.get_item_pointer(context, builder, aryty, a, [i], wraparound=False)
+            return builder.atomic_rmw(op, ptr, v, "monotonic")
+
+        return sig, codegen
+
+    return rmw
+
+
+#: numba.cuda, once :func:`bit_writers` made the GPU's writers (CPU programs never import it).
+cuda: Any = None
+
+
+@functools.cache
+def bit_writers(device: str) -> tuple[Any, Any]:
+    """``(set_bit, unset_bit)``: jitable ``f(words, base, r)`` that atomically set or clear bit
+    ``r % 32`` of ``words[base + r // 32]`` (uint32 words), for ``device`` ("cpu": LLVM
+    ``atomicrmw``; "cuda": ``cuda.atomic.or_`` / ``and_``, numba.cuda imported here only)."""
+    one, full = np.uint32(1), np.uint32(0xFFFFFFFF)
+    if device == "cpu":
+        a_or, a_and = _atomic_rmw("or"), _atomic_rmw("and")
+
+        @register_jitable
+        def set_bit(words, base, r):
+            a_or(words, base + (r >> 5), np.uint32(one << np.uint32(r & 31)))
+
+        @register_jitable
+        def unset_bit(words, base, r):
+            a_and(words, base + (r >> 5), np.uint32(full ^ np.uint32(one << np.uint32(r & 31))))
+
+        return set_bit, unset_bit
+    global cuda
+    if cuda is None:  # a module global (not a closure cell), as numba-cuda kernels read them
+        from numba import cuda as numba_cuda
+
+        cuda = numba_cuda
+
+    @register_jitable
+    def set_bit_cuda(words, base, r):
+        cuda.atomic.or_(words, base + (r >> 5), np.uint32(one << np.uint32(r & 31)))
+
+    @register_jitable
+    def unset_bit_cuda(words, base, r):
+        cuda.atomic.and_(words, base + (r >> 5),
+                         np.uint32(full ^ np.uint32(one << np.uint32(r & 31))))
+
+    return set_bit_cuda, unset_bit_cuda
+
+
+@functools.cache
+def _bitmap_anyhit(match: Any, device: str) -> Any:
+    """``BITMAP``'s any-hit program: the match's bit set or cleared in the ray's bitmap row
+    (``params.ray_offsets[ray]``: the row's first word in ``params.out``); every hit ignored,
+    so the ray meets every primitive on its way."""
+    set_bit, unset_bit = bit_writers(device)
+
+    @register_jitable
+    def anyhit(ray, inst, prim, t, front, payload, params):
+        r = np.int64(match(ray, inst, prim, t, front, params))
+        if r == NO_MATCH:
+            return IGNORE
+        base = np.int64(params.ray_offsets[ray])
+        if r >= 0:
+            set_bit(params.out, base, r)
+        else:
+            unset_bit(params.out, base, np.int64(-2) - r)
+        return IGNORE
+
+    return anyhit
+
+
+@functools.cache
+def _bitmap_programs(programs: QueryPrograms, raygen: Any, device: str) -> EnginePrograms:
+    return EnginePrograms(intersection=programs.intersection,
+                          anyhit=_bitmap_anyhit(programs.match, device), raygen=raygen)
+
+
 @dataclass(frozen=True)
 class _Launch:
     """What every launch of one query shares."""
@@ -264,6 +375,7 @@ class _Launch:
     max_rays: int
     threads_per_block: int
     rowid_dtype: Any
+    device: str | None = None  # None: the arrays' own ("cuda" with NumPy: the simulator)
 
     @property
     def xp(self) -> Any:
@@ -293,15 +405,20 @@ class _Launch:
             *record)
         flags = 0 if op == HitOp.CLOSEST else \
             DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
+        raygen = rays.raygen if isinstance(rays, Generated) else None
+        if op == HitOp.BITMAP:
+            device = self.device or ("cpu" if xp is np else "cuda")
+            programs = _bitmap_programs(self.programs, raygen, device)
+        else:
+            programs = _engine_programs(self.programs, raygen)
         if isinstance(rays, Generated):
-            got = engine_launch(self.scene, r, _engine_programs(self.programs, rays.raygen),
-                                flags=flags, payload=payload, params=params,
-                                threads_per_block=self.threads_per_block)
+            got = engine_launch(self.scene, r, programs, flags=flags, payload=payload,
+                                params=params, threads_per_block=self.threads_per_block,
+                                device=self.device)
         else:
             got = engine_trace(self.scene, rays.origins, rays.directions, rays.tmin, rays.tmax,
-                               programs=_engine_programs(self.programs, None), flags=flags,
-                               payload=payload, params=params,
-                               threads_per_block=self.threads_per_block)
+                               programs=programs, flags=flags, payload=payload, params=params,
+                               threads_per_block=self.threads_per_block, device=self.device)
         if hits is not None:
             hits.append(got)
         return payload[:, 0]
@@ -400,9 +517,10 @@ def _stand_ins(xp: Any, rowid_dtype: Any) -> _StandIns:
 
 
 def _query(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, values: Any,
-           max_rays: int, threads_per_block: int, rowid_dtype: Any = np.uint32) -> _Launch:
+           max_rays: int, threads_per_block: int, rowid_dtype: Any = np.uint32,
+           device: str | None = None) -> _Launch:
     return _Launch(scene, batch, programs, values, int(max_rays), int(threads_per_block),
-                   np.dtype(rowid_dtype))
+                   np.dtype(rowid_dtype), device)
 
 
 def first(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
@@ -458,3 +576,24 @@ def collect(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, rowid
     order within a lookup)."""
     return _query(scene, batch, programs, None, max_rays, threads_per_block,
                   rowid_dtype).collect()
+
+
+def mark_bits(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, words: Any, *,
+              targets: Any = None, max_rays: int, threads_per_block: int = 128,
+              device: str | None = None) -> None:
+    """``BITMAP``: every match of lookup ``i`` sets (``match`` returns the rowID) or clears
+    (``match`` returns :func:`clear_bit` of it) its bit in row ``targets[i]`` of ``words``
+    (C-contiguous (rows, W) uint32 on the scene's device; ``targets``: int64 per lookup,
+    default the lookup itself), in place. Several lookups may share a row; bits no match
+    writes keep their value. ``device="cuda"`` with NumPy arrays runs numba's CUDA simulator
+    (tests only)."""
+    if words.ndim != 2 or words.dtype != np.uint32 or not words.flags.c_contiguous:
+        raise TypeError("mark_bits needs a C-contiguous (rows, W) uint32 array of words")
+    run = _query(scene, batch, programs, None, max_rays, threads_per_block, np.uint32, device)
+    xp, width = run.xp, np.int64(words.shape[1])
+    flat = words.reshape(-1)
+    for s, e in run.chunks():
+        owner = batch.owners(s, e)
+        row = owner if targets is None else targets[owner]
+        run.run(s, e, HitOp.BITMAP, ray_offsets=xp.ascontiguousarray(
+            row.astype(np.int64) * width), out=flat)

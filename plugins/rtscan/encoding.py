@@ -1,0 +1,103 @@
+"""Uniform encoding (paper §4.2, digest 003 §1.5): per column a stable argsort; a row's code is
+its 0-based rank, duplicates taking consecutive codes; the mapping table rewrites predicates.
+
+For one column of N values:
+
+* ``order``: ``order[r]`` is the row of rank ``r`` (a stable argsort: equal values keep their
+  row order, so a value's rows are ascending within its run);
+* ``ranks``: ``ranks[order[r]] = r`` (the code, only kept when encoding is on);
+* the mapping table: ``uniq`` (the distinct values, ascending) and ``starts`` (the first rank of
+  each, then N), so value ``uniq[k]`` owns the ranks ``starts[k] .. starts[k+1] - 1``.
+
+A predicate ``lo <= x <= hi`` becomes the rank interval ``[x0, x1)``: ``x0`` is the first rank
+of the first value ``>= lo``, ``x1 - 1`` the last rank of the last value ``<= hi`` (the paper's
+``x < v -> x < lo_v``, ``x > v -> x > hi_v``, ``x = v -> lo_v <= x <= hi_v``); an absent value
+takes the next value's first rank, past the end N. Empty when ``x0 >= x1``. The rank interval
+holds exactly the rows that satisfy the predicate, whether or not the codes are kept: the
+sieve and the direct refine work in ranks for every configuration.
+
+Everything here is NumPy/CuPy bulk primitives (argsort, comparisons, searchsorted, gathers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from indexzoo.devices import xp_of
+
+__all__ = ["ColumnTables", "build_tables", "rank_bounds", "rank_dtype"]
+
+
+def rank_dtype(n: int) -> np.dtype:
+    """uint32 ranks (and rows) below 2^32 rows, else uint64."""
+    return np.dtype(np.uint32 if n <= (1 << 32) else np.uint64)
+
+
+@dataclass(frozen=True)
+class ColumnTables:
+    """The encoding of every column of one build."""
+
+    order: Any          # (N, d) Fortran order: row of each rank, per column
+    ranks: Any          # (N, d) Fortran order: rank of each row (codes), or None
+    uniq: tuple[Any, ...]    # per column: distinct values, ascending (native dtype)
+    starts: tuple[Any, ...]  # per column: first rank of each distinct value, then N
+    peak_bytes: int     # most bytes held at once while encoding (outputs included)
+
+    @property
+    def n(self) -> int:
+        return int(self.order.shape[0])
+
+    def nbytes(self) -> dict[str, int]:
+        parts = {"order": int(self.order.nbytes),
+                 "mapping_values": sum(int(u.nbytes) for u in self.uniq),
+                 "mapping_starts": sum(int(s.nbytes) for s in self.starts)}
+        if self.ranks is not None:
+            parts["codes"] = int(self.ranks.nbytes)
+        return parts
+
+
+def _argsort(xp: Any, col: Any) -> Any:
+    return xp.argsort(col, kind="stable") if xp is np else xp.argsort(col)  # CUB radix: stable
+
+
+def build_tables(keys: Any, keep_ranks: bool) -> ColumnTables:
+    """The orders, mapping tables and (with ``keep_ranks``) codes of the (N, d) ``keys``."""
+    xp = xp_of(keys)
+    n, d = int(keys.shape[0]), int(keys.shape[1])
+    rdt = rank_dtype(n)
+    order = xp.empty((n, d), dtype=rdt, order="F")
+    ranks = xp.empty((n, d), dtype=rdt, order="F") if keep_ranks else None
+    uniq, starts = [], []
+    isz = keys.dtype.itemsize
+    held = int(order.nbytes) + (0 if ranks is None else int(ranks.nbytes))
+    peak = held + n * (2 * (isz + 8))  # one column's sort: permutation and double buffers
+    for j in range(d):
+        col = keys[:, j]
+        perm = _argsort(xp, col)
+        srt = col[perm]
+        order[:, j] = perm
+        if ranks is not None:
+            ranks[perm, j] = xp.arange(n, dtype=rdt)
+        del perm
+        new = xp.ones(n, dtype=bool)
+        if n > 1:
+            new[1:] = srt[1:] != srt[:-1]
+        first = xp.flatnonzero(new)
+        uniq.append(xp.ascontiguousarray(srt[first]))
+        starts.append(xp.concatenate([first, xp.asarray([n], dtype=first.dtype)]).astype(rdt))
+        held += int(uniq[-1].nbytes) + int(starts[-1].nbytes)
+        peak = max(peak, held + n * (8 + isz + 1) + int(first.nbytes))
+    return ColumnTables(order, ranks, tuple(uniq), tuple(starts), peak)
+
+
+def rank_bounds(uniq: Any, starts: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """The rank interval ``[x0, x1)`` (int64) of ``lo <= x <= hi`` for each pair of bounds."""
+    xp = xp_of(uniq)
+    lo = lo.astype(uniq.dtype, copy=False)
+    hi = hi.astype(uniq.dtype, copy=False)
+    x0 = starts[xp.searchsorted(uniq, lo, side="left")].astype(np.int64)
+    x1 = starts[xp.searchsorted(uniq, hi, side="right")].astype(np.int64)
+    return x0, x1

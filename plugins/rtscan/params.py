@@ -1,0 +1,108 @@
+"""Parameters of ``rtscan`` (digest 003 §2) and its presets: the paper's RTc1 and RTc3 and the
+ablations of its §5 (no encoding, no sieving) plus ``rtscan-direct``, the CUDA-core refine.
+
+Geometry is in units of the cube width ``w`` (paper §5.10, Fig. 29): the ray interval, the
+spacing between ray segments and the segment length are fractions or multiples of ``w``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from indexzoo.native.targets import KernelParams
+
+__all__ = ["MAX_SIEVE_VECTORS", "MIN_SIEVE_VECTORS", "PRESETS", "RtscanParams"]
+
+MIN_SIEVE_VECTORS = 16
+MAX_SIEVE_VECTORS = 128
+
+
+class RtscanParams(KernelParams):
+    """Uniform encoding, data sieving, Matrix RT Refine (or the direct refine), column groups."""
+
+    encoding: bool = Field(
+        default=True,
+        description="Uniform encoding [§4.2]: each column's values become their ranks 0..N-1 "
+                    "(duplicates get consecutive ranks), so every axis of the scene is [0, N) "
+                    "and uniform; off: the values themselves are the coordinates (the paper's "
+                    "no-encoding ablation).")
+    sieve_vectors: int = Field(
+        default=128, ge=0, le=MAX_SIEVE_VECTORS,
+        description="Data sieving [§4.3]: K equi-depth bins per column, K-1 stored bit "
+                    "vectors [x < border] (borders moved to the start of their value's run); "
+                    f"0: no sieving (the whole query box is refined). K is 0 or "
+                    f"{MIN_SIEVE_VECTORS}..{MAX_SIEVE_VECTORS}.")
+    selection: Literal["auto", "positive", "negative"] = Field(
+        default="auto",
+        description="Which sieving vector approximates each side of a predicate [§4.3.3]: "
+                    "positive = the one inside the predicate (refine sets bits), negative = "
+                    "the one around it (refine clears bits); auto = the nearer border, a tie "
+                    "going to negative, as the paper.")
+    refine: Literal["rt", "direct"] = Field(
+        default="rt",
+        description="rt: Matrix RT Refine [§4.4], cubes in a BVH and a grid of short rays; "
+                    "direct: the rows of each uncertain slab gathered by rank (order[a:b]) "
+                    "and checked on CUDA cores, no BVH (our fair CUDA-core variant).")
+    group_size: int = Field(
+        default=3, ge=1, le=3,
+        description="Columns per RT job (one BVH each) [§4.1]; groups are ANDed on CUDA "
+                    "cores. 3: the paper; 2: the (2+2) layout of §5.9; 1: RTc1.")
+    cube_width: int | None = Field(
+        default=None, ge=1,
+        description="Cube width w before epsilon, in coordinate units; null: chosen from the "
+                    "data, ceil((R^g / (14.4 N))^(1/g)) for a group of g columns spanning R "
+                    "coordinates, about one row per ray cell (the paper's tuned 8.3e4 at "
+                    "N = 1e8, R = N, g = 3).")
+    ray_interval: float = Field(
+        default=1.0, gt=0.0, le=1.0,
+        description="Spacing of the ray grid across the ray direction, as a fraction of w "
+                    "(Fig. 29: 0.25w..w); at most w, so every cube is met.")
+    ray_spacing: float = Field(
+        default=1.0, ge=0.0, le=1.0,
+        description="Gap between consecutive ray segments along the ray direction, as a "
+                    "fraction of w (Fig. 29: 0..w); at most w, so cubes bridge the gaps.")
+    ray_length: float = Field(
+        default=13.4, ge=0.0, le=1e6,
+        description="Length of each ray segment, as a multiple of w (the paper's 1.1e6 for "
+                    "w = 8.3e4); 0: one ray per grid point through the whole box (RTc3).")
+    ray_axis: Literal["longest", "x", "y", "z"] = Field(
+        default="longest",
+        description="Direction of the rays: along the box's longest side (the artifact), or "
+                    "along one axis for every box (x, y, z: the group's first, second, third "
+                    "column; along an unused axis the rays are as long as a cube is wide, "
+                    "the paper's 1- and 2-predicate layouts).")
+    eps: float | None = Field(
+        default=None, ge=0.0,
+        description="Epsilon added to the cube width [§4.4.4]; null: 2^(K-23) for coordinates "
+                    "below 2^K, K > 23 (0 below), the paper's rule. A smaller value can miss "
+                    "rows (tests show it); kept for that experiment.")
+    leaf_size: int = Field(
+        default=4, ge=1, le=32,
+        description="Cubes per BVH leaf of the software ray tracer (OptiX's BVH is opaque).")
+    max_rays: int = Field(
+        default=1 << 22, ge=1, le=1 << 40,
+        description="Most rays traced in one launch (a refine needing more is traced in "
+                    "launches of at most this many).")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RtscanParams:
+        k = self.sieve_vectors
+        if k and k < MIN_SIEVE_VECTORS:
+            raise ValueError(f"sieve_vectors must be 0 (no sieving) or "
+                             f"{MIN_SIEVE_VECTORS}..{MAX_SIEVE_VECTORS}, got {k}")
+        if self.selection != "auto" and k == 0:
+            raise ValueError(f"selection={self.selection!r} picks sieving vectors; it needs "
+                             "sieve_vectors > 0")
+        return self
+
+
+#: The paper's variants, registered as indexes of their own (digest 003 §2).
+PRESETS: dict[str, dict[str, object]] = {
+    "rtc1": dict(group_size=1, encoding=False, sieve_vectors=0),
+    "rtc3": dict(group_size=3, encoding=False, sieve_vectors=0, ray_length=0.0, ray_axis="z"),
+    "rtscan-noenc": dict(encoding=False),
+    "rtscan-nosieve": dict(sieve_vectors=0),
+    "rtscan-direct": dict(refine="direct"),
+}
