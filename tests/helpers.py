@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,3 +81,15 @@ def assert_identical(a: LookupResult, b: LookupResult, label: str = "") -> None:
         if getattr(ha, attr) is not None:
             np.testing.assert_array_equal(getattr(ha, attr), getattr(hb, attr),
                                           err_msg=f"{label} {attr}")
+
+
+def agrees_in_the_simulator(script: str, marker: str = "simulator agrees") -> None:
+    """Run ``script`` in a fresh interpreter with numba's CUDA simulator switched on (the tests
+    folder importable, for ``cudasim_warp``); it must exit 0 and print ``marker``."""
+    tests = str(Path(__file__).parent)
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert marker in res.stdout, res.stdout

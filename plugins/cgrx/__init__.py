@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, create_model
-
 from indexzoo.hookspecs import hookimpl
+from indexzoo.presets import preset_class
 
 from .index import CgrxIndex
 from .params import PRESETS, CgrxParams
@@ -16,22 +15,14 @@ from .params import PRESETS, CgrxParams
 __all__ = ["PRESETS", "PRESET_CLASSES", "CgrxIndex", "CgrxParams"]
 
 
-def _preset(name: str, values: dict[str, int]) -> type[CgrxIndex]:
-    fields: dict[str, Any] = {
-        k: (int, Field(default=v, description=CgrxParams.model_fields[k].description))
-        for k, v in values.items()}
-    params = create_model(f"{name.title().replace('-', '')}Params", __base__=CgrxParams,
-                          **fields)
-    doc = (f"cgRX with 2^{values['bucket_log']}-key buckets and "
-           f"{1 << int(values['scan_group_log'])}-thread scan groups (the thesis's "
-           f"{name.replace('cgrx-', 'cgRX')}).")
-    attrs: dict[str, Any] = {"name": name, "Params": params, "__doc__": doc,
-                             "__module__": __name__}
-    cls: type[CgrxIndex] = type(f"Cgrx_{name.replace('-', '_')}", (CgrxIndex,), attrs)
-    return cls
+def _doc(name: str, values: dict[str, int]) -> str:
+    return (f"cgRX with 2^{values['bucket_log']}-key buckets and "
+            f"{1 << int(values['scan_group_log'])}-thread scan groups (the thesis's "
+            f"{name.replace('cgrx-', 'cgRX')}).")
 
 
-PRESET_CLASSES: dict[str, type[CgrxIndex]] = {n: _preset(n, v) for n, v in PRESETS.items()}
+PRESET_CLASSES: dict[str, type[CgrxIndex]] = {
+    n: preset_class(CgrxIndex, n, v, _doc(n, v), __name__) for n, v in PRESETS.items()}
 
 
 @hookimpl

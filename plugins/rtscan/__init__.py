@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import create_model
-from pydantic.fields import FieldInfo
-
 from indexzoo.hookspecs import hookimpl
+from indexzoo.presets import preset_class
 
 from .index import RtscanIndex, RtscanState
 from .params import PRESETS, RtscanParams
@@ -31,22 +29,8 @@ _DOCS = {
 }
 
 
-def _preset(name: str, values: dict[str, object]) -> type[RtscanIndex]:
-    """An index class named ``name`` whose parameters default to ``values`` (bounds and
-    descriptions kept)."""
-    base = RtscanParams.model_fields
-    fields: dict[str, Any] = {k: (base[k].annotation, FieldInfo.merge_field_infos(base[k],
-                                                                                  default=v))
-                              for k, v in values.items()}
-    params = create_model(f"{name.title().replace('-', '')}Params", __base__=RtscanParams,
-                          **fields)
-    attrs: dict[str, Any] = {"name": name, "Params": params, "__doc__": _DOCS[name],
-                             "__module__": __name__}
-    cls: type[RtscanIndex] = type(f"Rtscan_{name.replace('-', '_')}", (RtscanIndex,), attrs)
-    return cls
-
-
-PRESET_CLASSES: dict[str, type[RtscanIndex]] = {n: _preset(n, v) for n, v in PRESETS.items()}
+PRESET_CLASSES: dict[str, type[RtscanIndex]] = {
+    n: preset_class(RtscanIndex, n, v, _DOCS[n], __name__) for n, v in PRESETS.items()}
 
 
 @hookimpl

@@ -3,11 +3,9 @@ needed): the same bodies give the same answers through ``cuda.jit`` as through `
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
+
+from helpers import agrees_in_the_simulator
 
 SCRIPT = textwrap.dedent("""
     import numpy as np
@@ -50,17 +48,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _agrees_in_the_simulator(script: str) -> None:
-    """Run ``script`` in a fresh interpreter with numba's CUDA simulator switched on."""
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "simulator agrees" in res.stdout
 
 
 def test_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
-    _agrees_in_the_simulator(SCRIPT)
+    agrees_in_the_simulator(SCRIPT)
 
 
 RT_SCRIPT = textwrap.dedent("""
@@ -113,7 +104,7 @@ RT_SCRIPT = textwrap.dedent("""
 def test_ray_tracing_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
     """GAS (stored and generated), IAS, an any-hit program and a ray-generation launch through
     ``cuda.jit``."""
-    _agrees_in_the_simulator(RT_SCRIPT)
+    agrees_in_the_simulator(RT_SCRIPT)
 
 
 HASH_SCRIPT = textwrap.dedent('''
@@ -240,5 +231,4 @@ def test_cooperative_hash_kernels_agree_with_the_cpu_twin_in_the_simulator() -> 
     intrinsics from ``tests/cudasim_warp.py``) against the CPU twin, for G = 1, 4, 8, 32, both
     layouts, with and without the move to a table for the distinct keys; the build's
     compare-and-swap races are widened so both lost-race paths run."""
-    tests = str(Path(__file__).resolve().parents[1])
-    _agrees_in_the_simulator(f"import sys; sys.path.insert(0, {tests!r})\n" + HASH_SCRIPT)
+    agrees_in_the_simulator(HASH_SCRIPT)

@@ -4,14 +4,11 @@ cooperative bodies, run under numba's CUDA simulator, answer like the scalar one
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import agrees_in_the_simulator
 
 from indexzoo.native.targets import GroupKernel
 
@@ -58,13 +55,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_btree_group_kernels_agree_with_their_scalar_bodies_in_the_simulator() -> None:
-    tests = str(Path(__file__).parents[1])
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "simulator agrees" in res.stdout
+    agrees_in_the_simulator(SCRIPT)
 
 
 RUNS_SCRIPT = textwrap.dedent("""
@@ -94,13 +85,7 @@ RUNS_SCRIPT = textwrap.dedent("""
 
 def test_the_collaborative_run_sum_agrees_with_one_thread_in_the_simulator() -> None:
     """cgRX's collaborative scan: G lanes share a run and add their parts."""
-    tests = str(Path(__file__).parents[1])
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
-    res = subprocess.run([sys.executable, "-c", RUNS_SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "simulator agrees" in res.stdout
+    agrees_in_the_simulator(RUNS_SCRIPT)
 
 
 def test_an_operation_without_a_cooperative_body_runs_groups_of_one_only() -> None:

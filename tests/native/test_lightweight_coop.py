@@ -7,13 +7,10 @@ their ``GroupKernel``\\ s with ``group=WARP``; each against the CPU twin, which
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+from helpers import agrees_in_the_simulator
 
 SCRIPT = textwrap.dedent("""
     import cudasim_warp
@@ -110,10 +107,4 @@ SCRIPT = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_cooperative_searches_and_scans_agree_with_the_cpu_twins_in_the_simulator() -> None:
-    tests = str(Path(__file__).parents[1])
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "cooperative kernels agree" in res.stdout
+    agrees_in_the_simulator(SCRIPT, "cooperative kernels agree")

@@ -5,14 +5,11 @@ scalar body under numba's CUDA simulator."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import agrees_in_the_simulator
 
 from indexzoo import InvalidInput
 from indexzoo.native.scan import scan_bitmap, scan_bitmaps
@@ -80,10 +77,4 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_the_warp_body_agrees_with_the_scalar_body_in_the_simulator() -> None:
-    tests = str(Path(__file__).parents[1])
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
-    res = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, timeout=600)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "simulator agrees" in res.stdout
+    agrees_in_the_simulator(SCRIPT)
