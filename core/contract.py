@@ -43,8 +43,9 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 from . import columns, results
 from .config import IndexParams, validate_params
 from .devices import array_module, device_of, resolve_device, to_device
-from .errors import InvalidInput, NotBuilt, Unsupported
+from .errors import InvalidInput, NotBuilt, ResourceError, Unsupported
 from .keys import KeyMap
+from .resources import available_memory
 from .results import OUT_MODES, LookupResult, Out
 from .state import BuildState, describe_columns, rowid_dtype_for
 from .validation import as_1d, check_out, prepare_values, same_length
@@ -54,6 +55,10 @@ __all__ = ["BuildState", "Capabilities", "Footprint", "GpuIndex"]
 S = TypeVar("S", bound=BuildState)
 
 KeyDtypeName = Literal["uint32", "uint64"]
+
+#: Bytes of bitmaps one chunk of lookups may produce when the base derives another out mode
+#: from a plugin's bitmaps.
+BITMAP_CHUNK_BYTES = 1 << 26
 DeviceName = Literal["cpu", "cuda"]
 
 
@@ -369,6 +374,8 @@ class GpuIndex(abc.ABC, Generic[S]):
     def _run(self, st: S, kind: str, out: Out, arrays: tuple[Any, ...],
              outside: Any) -> LookupResult:
         xp, q = st.xp, int(arrays[0].shape[0])
+        if out == "bitmap":
+            self._check_bitmap_size(st, q)
         if st.n == 0 or q == 0:
             return results.empty_result(out, q, xp, st.rowid_dtype, st.miss, st.n)
         if outside is not None:
@@ -400,7 +407,15 @@ class GpuIndex(abc.ABC, Generic[S]):
             return LookupResult(out, **{out: fused(st, *arrays)})
         bitmap_hook = self._hook(kind, "bitmap")
         if self._hook(kind, "rowids") is None and bitmap_hook is not None:
-            words = bitmap_hook(st, *arrays)  # the plugin's lookups produce bitmaps
+            # the plugin's lookups produce bitmaps: derive from chunks of lookups whose bitmaps
+            # stay within BITMAP_CHUNK_BYTES
+            step = max(1, BITMAP_CHUNK_BYTES // max(4 * results.bitmap_words(st.n), 1))
+            q = int(arrays[0].shape[0])
+            if q > step:
+                return results.concat_results(
+                    [self._dispatch(st, kind, out, tuple(a[s:s + step] for a in arrays))
+                     for s in range(0, q, step)], st.xp)
+            words = bitmap_hook(st, *arrays)
             if out == "count":
                 return LookupResult(out, count=results.count_from_bitmap(words, st.rowid_dtype))
             offsets, rowids = results.csr_from_bitmap(words, st.rowid_dtype)
@@ -416,6 +431,17 @@ class GpuIndex(abc.ABC, Generic[S]):
         if out == "bitmap":
             return LookupResult(out, bitmap=results.bitmap_from_csr(offsets, rowids, st.n))
         return LookupResult(out, sum=results.sum_from_csr(offsets, rowids, st.values))
+
+    def _check_bitmap_size(self, st: S, q: int) -> None:
+        """ResourceError before answering ``q`` lookups as bitmaps that cannot fit."""
+        need = 4 * q * results.bitmap_words(st.n)
+        avail = available_memory(self.device)
+        if avail is not None and need > avail[0]:
+            raise ResourceError(
+                f"out='bitmap' for {q:,} lookups over {st.n:,} rows needs {need / 1e9:.1f} GB "
+                f"(one row of ceil(N/32) words per lookup), but only {avail[0] / 1e9:.1f} GB "
+                f"is available ({avail[1]}); ask for fewer lookups at once, or for "
+                "out='count'/'rowids'")
 
     def _hook(self, kind: str, out: str) -> Callable[..., Any] | None:
         """The plugin's ``_{kind}_{out}`` hook, or None where it has none (the base's

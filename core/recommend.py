@@ -52,7 +52,7 @@ from .devices import resolve_device, to_device, to_numpy
 from .display import one_line, shown, shown_path
 from .errors import ConfigError
 from .keys import KeyMap
-from .registry import available, builtin, create
+from .registry import available, builtin, create, selection
 from .results import Out
 from .timing import Timing, synchronize, time_once
 from .workloads import Workload, generate, generate_lookups, mix64
@@ -617,7 +617,10 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     target = Path(args.out)
     _check_output(target, args.force)
     if args.indexes in ("all", "builtin"):
-        names = list(available()) if args.indexes == "all" else builtin()
+        names, multi = selection(args.indexes)
+        if multi:
+            out.write(f"note: left out the multi-column indexes {', '.join(multi)} (one-column "
+                      "workload; name them with --indexes to include them)\n")
     else:
         from .registry import lookup
 

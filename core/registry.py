@@ -37,6 +37,7 @@ __all__ = [
     "providers",
     "register_plugin",
     "reset",
+    "selection",
     "unregister_plugin",
 ]
 
@@ -131,6 +132,17 @@ def providers() -> MappingProxyType[str, str]:
 def builtin() -> list[str]:
     """Names of the indexes that ship with indexzoo itself."""
     return [n for n, r in _table().items() if r.distribution == "indexzoo"]
+
+
+def selection(which: str) -> tuple[list[str], list[str]]:
+    """The indexes ``which`` ("all": every registered one, "builtin": those shipped with
+    indexzoo) names for one-column workloads (bench, recommend), and the multi-column indexes
+    left out of it (``capabilities.dims > 1``: their range answers are N-bit bitmaps, their
+    workloads have several columns; naming them includes them)."""
+    names = list(available()) if which == "all" else builtin()
+    table = available()
+    multi = [n for n in names if table[n].capabilities.dims > 1]
+    return [n for n in names if n not in multi], multi
 
 
 def load_errors() -> MappingProxyType[str, str]:

@@ -11,18 +11,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
 from indexzoo.hookspecs import hookimpl
 from indexzoo.native.scan import scan_bitmaps
 from indexzoo.native.targets import KernelParams
-from indexzoo.results import count_from_bitmap, csr_from_bitmap
 
 __all__ = ["FusedScanIndex"]
-
-#: Bytes of bitmaps one internal chunk of lookups may produce (rowids, counts).
-CHUNK_BYTES = 1 << 26
 
 
 class ScanState(BuildState):
@@ -49,30 +43,8 @@ class FusedScanIndex(GpuIndex[ScanState]):
         return scan_bitmaps(st.keys, lo, hi, device=self.device,
                             threads_per_block=self.params.threads_per_block)
 
-    def _chunks(self, st: ScanState, lo: Any, hi: Any) -> Any:
-        """Bitmaps of consecutive chunks of lookups, each at most CHUNK_BYTES."""
-        step = max(1, CHUNK_BYTES // max(4 * ((st.n + 31) // 32), 1))
-        for s in range(0, int(lo.shape[0]), step):
-            yield self._range_bitmap(st, lo[s:s + step], hi[s:s + step])
-
-    def _rowids(self, st: ScanState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        xp = st.xp
-        parts = [csr_from_bitmap(w, st.rowid_dtype) for w in self._chunks(st, lo, hi)]
-        offsets, base = [xp.zeros(1, dtype=np.int64)], 0
-        for off, _ in parts:
-            offsets.append(off[1:] + base)
-            base += int(off[-1])
-        return xp.concatenate(offsets), xp.concatenate([r for _, r in parts])
-
-    def _range_rowids(self, st: ScanState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._rowids(st, lo, hi)
-
-    def _point_rowids(self, st: ScanState, q: Any) -> tuple[Any, Any]:
-        return self._rowids(st, q, q)
-
-    def _range_count(self, st: ScanState, lo: Any, hi: Any) -> Any:
-        return st.xp.concatenate([count_from_bitmap(w, st.rowid_dtype)
-                                  for w in self._chunks(st, lo, hi)])
+    def _point_bitmap(self, st: ScanState, q: Any) -> Any:
+        return self._range_bitmap(st, q, q)
 
 
 @hookimpl

@@ -146,3 +146,16 @@ def test_sorted_probes_sort_by_the_first_column() -> None:
     q = [np.array([9, 1, 3], np.uint32), np.array([4, 3, -2], np.int64)]
     res = idx.point(q, out="rowids")
     assert [res.matches(i).tolist() for i in range(3)] == [[5], [1], [0]]
+
+
+def test_bitmaps_that_cannot_fit_raise_resource_error_before_any_work(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexzoo import ResourceError, contract
+
+    idx = ColumnScan().build([A, B])
+    monkeypatch.setattr(contract, "available_memory", lambda device: (64, "a test's 64 B"))
+    with pytest.raises(ResourceError, match="out='bitmap' for 100 lookups over 8 rows"):
+        idx.range([np.zeros(100, np.uint32), None], [None, np.zeros(100, np.int64)],
+                  out="bitmap")
+    assert idx.range([np.zeros(100, np.uint32), None], [None, np.zeros(100, np.int64)],
+                     out="count").count.shape == (100,)  # other modes go by chunks

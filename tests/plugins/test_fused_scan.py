@@ -1,5 +1,6 @@
-"""``fused-scan``: rowIDs and counts of batches cut into chunks (bounded bitmap memory) equal
-those of one chunk; the conformance suite certifies the rest."""
+"""``fused-scan``: the base class derives rowIDs and counts from its bitmaps in chunks of
+lookups (bounded bitmap memory) with the answers of one chunk; the conformance suite certifies
+the rest."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 import indexzoo
-from indexzoo.plugins import fused_scan
+from indexzoo import contract
 
 
 def test_chunked_lookups_answer_like_one_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -17,11 +18,15 @@ def test_chunked_lookups_answer_like_one_chunk(monkeypatch: pytest.MonkeyPatch) 
     hi = [a + rng.integers(0, 30, 77).astype(np.uint32) for a in lo]
     index = indexzoo.create("fused-scan", device="cpu").build(cols)
     whole = [index.range(lo, hi, out=m).to_host() for m in ("rowids", "count")]
-    monkeypatch.setattr(fused_scan, "CHUNK_BYTES", 4 * 32 * 3)  # three lookups per chunk
+    points = index.point([c[:50] for c in cols], out="rowids").to_host()
+    monkeypatch.setattr(contract, "BITMAP_CHUNK_BYTES", 4 * 32 * 3)  # three lookups a chunk
     parts = [index.range(lo, hi, out=m).to_host() for m in ("rowids", "count")]
     np.testing.assert_array_equal(whole[0].offsets, parts[0].offsets)
     np.testing.assert_array_equal(whole[0].rowids, parts[0].rowids)
     np.testing.assert_array_equal(whole[1].count, parts[1].count)
+    chunked_points = index.point([c[:50] for c in cols], out="rowids").to_host()
+    np.testing.assert_array_equal(points.offsets, chunked_points.offsets)
+    np.testing.assert_array_equal(points.rowids, chunked_points.rowids)
     mask = np.ones((77, 1000), bool)
     for c, a, b in zip(cols, lo, hi, strict=True):
         mask &= (c[None, :] >= a[:, None]) & (c[None, :] <= b[:, None])
