@@ -4,6 +4,7 @@
 # Steps:
 #   tests                the project's tests (GPU tests and the cuda device included)
 #   conformance          the conformance suite for every built-in index, --indexzoo-device=cuda
+#   conformance-par      the same, the docs examples and the GPU tests, in parallel processes
 #   check:NAME           indexzoo check NAME --device cuda --size large
 #   bench:PRESET         indexzoo bench --preset PRESET --device cuda
 #   benchsum:PRESET      the same with --out-mode sum
@@ -43,6 +44,30 @@ for step in "$@"; do
       python3 -m pytest -q -p no:cacheprovider tests/conformance/test_builtin_conformance.py \
         tests/docs/test_examples.py -k "not verbatim" \
         --indexzoo-device=cuda 2>&1 | tail -n 25 | tee "$out/conformance-cuda.txt" ;;
+    conformance-par)
+      # the same suite split over processes: compiling kernels is CPU-bound and the machine has
+      # 16 cores; each group gets its own log, the summaries are gathered at the end
+      f=tests/conformance/test_builtin_conformance.py
+      groups=("rx sorted-array searchsorted linear-scan" "rx-opt ao-bs eo-bs"
+              "cgrx cgrx-5x4 cgrx-8x4" "rtscan rtc1 rtc3"
+              "rtscan-direct rtscan-noenc rtscan-nosieve fused-scan"
+              "btree warpcore-hash lightweight ao-pb-bs ao-pb-ks eo-ks")
+      i=0
+      for g in "${groups[@]}"; do
+        ids=""; for n in $g; do ids="$ids $f::TestConformance_${n//-/_}"; done
+        timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider $ids \
+          --indexzoo-device=cuda > "$out/conformance-cuda-g$i.txt" 2>&1 &
+        i=$((i + 1))
+      done
+      timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider \
+        tests/docs/test_examples.py -k "not verbatim" --indexzoo-device=cuda \
+        > "$out/conformance-cuda-docs.txt" 2>&1 &
+      timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider tests \
+        -k "cuda or gpu" > "$out/pytest-gpu.txt" 2>&1 &
+      wait
+      for f in "$out"/conformance-cuda-*.txt "$out/pytest-gpu.txt"; do
+        echo "--- $(basename "$f")"; grep -E "^(FAILED|ERROR)|passed|failed|error" "$f" | tail -n 12
+      done | tee "$out/conformance-cuda.txt" ;;
     check:*)
       name=${step#check:}
       python3 -m indexzoo.cli check "$name" --device cuda --size large \

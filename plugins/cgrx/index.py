@@ -177,9 +177,12 @@ class CgrxIndex(GpuIndex[CgrxState]):
         q = int(lo.shape[0])
         bucket = xp.full(q, -1, dtype=np.int64)
         lo64 = lo.astype(_U64)
-        first_rep = st.keys[min((1 << self.params.bucket_log), st.n) - 1]
-        bucket[lo64 <= _U64(first_rep)] = 0
-        todo = xp.nonzero((lo64 > _U64(first_rep)) & (lo64 <= _U64(st.keys[-1])))[0]
+        # one-element slices, not scalars: on CuPy a device scalar cannot become np.uint64
+        k = min((1 << self.params.bucket_log), st.n)
+        first_rep = st.keys[k - 1:k].astype(_U64)
+        last = st.keys[-1:].astype(_U64)
+        bucket[lo64 <= first_rep] = 0
+        todo = xp.nonzero((lo64 > first_rep) & (lo64 <= last))[0]
         if todo.shape[0] == 0:
             return bucket
         x, y, z = coder.fields(lo64[todo])
