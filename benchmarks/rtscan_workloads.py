@@ -157,13 +157,36 @@ def _decimal(chars: np.ndarray, scale: int) -> np.ndarray:
     return val * 10 ** (scale - np.where(has_dot, frac, 0))
 
 
+def _parse_tbl_lines(buf: np.ndarray, path: Path) -> tuple[np.ndarray, ...]:
+    """Q6's columns (shipdate days, discount hundredths, quantity) of whole ``.tbl`` lines."""
+    need = max(_TBL_FIELDS.values())
+    nl = np.flatnonzero(buf == ord("\n"))
+    starts = np.concatenate([[0], nl + 1])
+    starts = starts[starts < buf.shape[0]]
+    pipes = np.flatnonzero(buf == ord("|"))
+    first = np.searchsorted(pipes, starts)  # each line's first '|'
+    if (first + need >= pipes.shape[0]).any():
+        raise ValueError(f"{path}: a line with fewer than {need + 1} fields")
+
+    def field(k: int, width: int) -> np.ndarray:
+        beg = starts if k == 0 else pipes[first + k - 1] + 1
+        return _field_bytes(buf, beg, width)
+
+    d = field(_TBL_FIELDS["l_shipdate"], 10).astype(np.int64) - ord("0")
+    year = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
+    month = d[:, 5] * 10 + d[:, 6]
+    day = d[:, 8] * 10 + d[:, 9]
+    months = ((year - 1970) * 12 + month - 1).astype("datetime64[M]")
+    days = months.astype("datetime64[D]") + (day - 1).astype("timedelta64[D]")
+    return (days.astype(np.int64).astype(np.uint32),
+            _decimal(field(_TBL_FIELDS["l_discount"], 8), 2).astype(np.uint32),
+            _decimal(field(_TBL_FIELDS["l_quantity"], 10), 0).astype(np.uint32))
+
+
 def _read_tbl_numpy(path: Path, chunk: int = 1 << 28) -> list[np.ndarray]:
     """Q6's columns of a ``.tbl`` lineitem file, parsed with vectorized NumPy in chunks of
     whole lines (the csv module takes minutes on SF 10's 60 million lines)."""
-    ship: list[np.ndarray] = []
-    disc: list[np.ndarray] = []
-    qty: list[np.ndarray] = []
-    need = max(_TBL_FIELDS.values())
+    parts: list[tuple[np.ndarray, ...]] = []
     with path.open("rb") as f:
         rest = b""
         while True:
@@ -172,36 +195,14 @@ def _read_tbl_numpy(path: Path, chunk: int = 1 << 28) -> list[np.ndarray]:
             if not blob:
                 break
             cut = blob.rfind(b"\n") + 1 if data else len(blob)
-            if cut == 0:
-                rest = blob
-                continue
-            buf = np.frombuffer(blob[:cut], dtype=np.uint8)
             rest = blob[cut:]
-            nl = np.flatnonzero(buf == ord("\n"))
-            starts = np.concatenate([[0], nl + 1])
-            starts = starts[starts < buf.shape[0]]
-            pipes = np.flatnonzero(buf == ord("|"))
-            # the k-th '|' of each line: lines hold at least `need` of them
-            first = np.searchsorted(pipes, starts)
-            if (first + need >= pipes.shape[0]).any():
-                raise ValueError(f"{path}: a line with fewer than {need + 1} fields")
-
-            def field(k: int, width: int) -> np.ndarray:
-                beg = starts if k == 0 else pipes[first + k - 1] + 1
-                return _field_bytes(buf, beg, width)
-
-            d = field(_TBL_FIELDS["l_shipdate"], 10).astype(np.int64) - ord("0")
-            year = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
-            month = d[:, 5] * 10 + d[:, 6]
-            day = d[:, 8] * 10 + d[:, 9]
-            months = ((year - 1970) * 12 + month - 1).astype("datetime64[M]")
-            days = months.astype("datetime64[D]") + (day - 1).astype("timedelta64[D]")
-            ship.append(days.astype(np.int64).astype(np.uint32))
-            disc.append(_decimal(field(_TBL_FIELDS["l_discount"], 8), 2).astype(np.uint32))
-            qty.append(_decimal(field(_TBL_FIELDS["l_quantity"], 10), 0).astype(np.uint32))
+            if cut:
+                parts.append(_parse_tbl_lines(np.frombuffer(blob[:cut], dtype=np.uint8), path))
             if not data:
                 break
-    return [np.concatenate(ship), np.concatenate(disc), np.concatenate(qty)]
+    if not parts:
+        raise ValueError(f"{path}: no lines")
+    return [np.concatenate([p[j] for p in parts]) for j in range(3)]
 
 
 def _from_arrow(ship: object, disc: object, qty: object) -> list[np.ndarray]:

@@ -121,7 +121,7 @@ for step in "$@"; do
     rtscan:*)
       rest=${step#rtscan:}; rows=${rest%%:*}; sections=${rest#*:}
       [ "$sections" = "$rest" ] && \
-        sections="uniform,skew,small,selection,vectors,spacing,predicates,build"
+        sections="uniform,skew,small,selection,vectors,spacing,predicates"
       python3 benchmarks/rtscan_targets.py --device cuda --rows "$rows" --only "$sections" \
         --out "$out/rtscan-$rows.json" 2>&1 | tee -a "$out/rtscan.txt" ;;
     tpch:*)

@@ -141,15 +141,36 @@ def _csr_problems(h: LookupResult, q: int, index: Any, where: str) -> list[str]:
     return []
 
 
+def _shape(h: LookupResult, mode: str, q: int, index: Any, where: str) -> list[str]:
+    """A problem when an out="rowid", "count" or "sum" answer is not one value of its dtype
+    per lookup (the index's rowID dtype; uint64 for sums)."""
+    if mode not in ("rowid", "count", "sum"):
+        return []
+    a = getattr(h, mode)
+    dtype = np.dtype(np.uint64) if mode == "sum" else np.dtype(index.rowid_dtype)
+    if a.shape != (q,) or a.dtype != dtype:
+        return [f"{where}: {mode} has shape {a.shape} dtype {a.dtype}, expected ({q},) {dtype}"]
+    return []
+
+
+def _on_host(result: LookupResult, mode: str, q: int, index: Any,
+             where: str) -> tuple[LookupResult, list[str]]:
+    """The answer on the host, and the problems with its kind and shape."""
+    wrong = _wrong_kind(result, mode, index, where)
+    if wrong:
+        return result, wrong
+    h = result.to_host()
+    return h, _shape(h, mode, q, index, where)
+
+
 def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, index: Any,
             label: str) -> list[str]:
     """Problems with ``result`` (empty when it is exactly right)."""
     q = exp.start.shape[0]
     where = f"{label}, out={mode!r}"
-    wrong = _wrong_kind(result, mode, index, where)
+    h, wrong = _on_host(result, mode, q, index, where)
     if wrong:
         return wrong
-    h = result.to_host()
     problems: list[str] = []
 
     def first_bad(bad: np.ndarray, got: np.ndarray, want: Any, what: str) -> None:
@@ -166,9 +187,6 @@ def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, inde
         return _compare_bitmap(h, oracle.bitmap(exp), oracle.keys.shape[0], where, exp)
     if mode == "rowid":
         r = h.rowid
-        if r.shape != (q,) or r.dtype != index.rowid_dtype:
-            return [f"{where}: rowid has shape {r.shape} dtype {r.dtype}, expected ({q},) "
-                    f"{index.rowid_dtype}"]
         miss = int(index.miss)
         empty = exp.count == 0
         first_bad(empty & (r != miss), r, np.full(q, miss), "a miss")
@@ -181,14 +199,9 @@ def compare(result: LookupResult, exp: Expected, oracle: Oracle, mode: str, inde
                       "a matching rowID")
     elif mode == "count":
         c = h.count
-        if c.shape != (q,) or c.dtype != index.rowid_dtype:
-            return [f"{where}: count has shape {c.shape} dtype {c.dtype}, expected ({q},) "
-                    f"{index.rowid_dtype}"]
         first_bad(c.astype(np.int64) != exp.count, c, exp.count, "count")
     elif mode == "sum":
         s = h.sum
-        if s.shape != (q,) or s.dtype != np.uint64:
-            return [f"{where}: sum has shape {s.shape} dtype {s.dtype}, expected ({q},) uint64"]
         first_bad(s != oracle.sums(exp), s, oracle.sums(exp), "sum")
     else:
         off, rows = h.offsets, h.rowids
@@ -243,10 +256,9 @@ def compare_mask(result: LookupResult, mask: np.ndarray, oracle: ColumnsOracle, 
     """Problems with ``result`` against a (Q, N) match mask (multi-column lookups)."""
     q, n = mask.shape
     where = f"{label}, out={mode!r}"
-    wrong = _wrong_kind(result, mode, index, where)
+    h, wrong = _on_host(result, mode, q, index, where)
     if wrong:
         return wrong
-    h = result.to_host()
     count = mask.sum(axis=1)
 
     def bad_rows(bad: np.ndarray, what: str, got: Any, want: Any) -> list[str]:
@@ -261,9 +273,6 @@ def compare_mask(result: LookupResult, mask: np.ndarray, oracle: ColumnsOracle, 
         return _compare_bitmap(h, packed(mask), n, where, None)
     if mode == "rowid":
         r = h.rowid
-        if r.shape != (q,) or r.dtype != index.rowid_dtype:
-            return [f"{where}: rowid has shape {r.shape} dtype {r.dtype}, expected ({q},) "
-                    f"{index.rowid_dtype}"]
         miss = int(index.miss)
         ok = np.where(count == 0, r == miss,
                       (r < n) & mask[np.arange(q), np.minimum(r, max(n - 1, 0)).astype(np.int64)]
@@ -271,14 +280,9 @@ def compare_mask(result: LookupResult, mask: np.ndarray, oracle: ColumnsOracle, 
         return bad_rows(~ok, "rowid (a match, or the miss value)", r, count)
     if mode == "count":
         c = h.count
-        if c.shape != (q,) or c.dtype != index.rowid_dtype:
-            return [f"{where}: count has shape {c.shape} dtype {c.dtype}, expected ({q},) "
-                    f"{index.rowid_dtype}"]
         return bad_rows(c.astype(np.int64) != count, "count", c, count)
     if mode == "sum":
         s, want = h.sum, oracle.sums(mask)
-        if s.shape != (q,) or s.dtype != np.uint64:
-            return [f"{where}: sum has shape {s.shape} dtype {s.dtype}, expected ({q},) uint64"]
         return bad_rows(s != want, "sum", s, want)
     off, rows = h.offsets, h.rowids
     bad_csr = _csr_problems(h, q, index, where)

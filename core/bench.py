@@ -37,7 +37,7 @@ from . import interrupts
 from .devices import resolve_device, to_numpy
 from .display import shown, shown_path
 from .errors import ConfigError, MissingDependency
-from .registry import available, create, selection
+from .registry import available, create, named
 from .resources import available_memory, check_fits, estimate_workload
 from .results import LookupResult, Out
 from .timing import Timing, synchronize, time_call, time_once
@@ -705,18 +705,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     if not workloads:
         raise ConfigError(f"--sweep {args.sweep}: no value of the sweep applies to workload "
                           f"{shown(base.name, 40)} on {device}")
-    if args.indexes in ("all", "builtin"):
-        names, multi = selection(args.indexes)
-        if multi:
-            out.write(f"note: left out the multi-column indexes {', '.join(multi)} (one-column "
-                      "workload; name them with --indexes to include them)\n")
-    else:
-        names = [n.strip() for n in args.indexes.split(",") if n.strip()]
-    for n in names:
-        if n not in available():
-            from .registry import lookup
-
-            lookup(n)  # raises ConfigError naming the alternatives
+    names = named(args.indexes, out)
     entries = _entries(names, args.set, args.param_sweep)
     with_plot = not args.no_plot
     if with_plot:

@@ -52,7 +52,7 @@ from .devices import resolve_device, to_device, to_numpy
 from .display import one_line, shown, shown_path
 from .errors import ConfigError
 from .keys import KeyMap
-from .registry import available, builtin, create, selection
+from .registry import available, builtin, create, named
 from .results import Out
 from .timing import Timing, synchronize, time_once
 from .workloads import Workload, generate, generate_lookups, mix64
@@ -616,19 +616,9 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
             raise ConfigError(f"{flag} must be at least 1, got {v}")
     target = Path(args.out)
     _check_output(target, args.force)
-    if args.indexes in ("all", "builtin"):
-        names, multi = selection(args.indexes)
-        if multi:
-            out.write(f"note: left out the multi-column indexes {', '.join(multi)} (one-column "
-                      "workload; name them with --indexes to include them)\n")
-    else:
-        from .registry import lookup
-
-        names = [n.strip() for n in args.indexes.split(",") if n.strip()]
-        for n in names:
-            lookup(n)
-        if not names:
-            raise ConfigError("--indexes: no index selected")
+    names = named(args.indexes, out)
+    if not names:
+        raise ConfigError("--indexes: no index selected")
     workload = _load_workload(args.workload) if args.workload else Workload(name="recommend")
     keys = None
     if args.keys is not None:

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TextIO
 
 import pluggy
 
@@ -33,6 +33,7 @@ __all__ = [
     "create",
     "load_errors",
     "lookup",
+    "named",
     "plugin_manager",
     "providers",
     "register_plugin",
@@ -143,6 +144,22 @@ def selection(which: str) -> tuple[list[str], list[str]]:
     table = available()
     multi = [n for n in names if table[n].capabilities.dims > 1]
     return [n for n in names if n not in multi], multi
+
+
+def named(spec: str, note: TextIO | None = None) -> list[str]:
+    """The indexes a command's ``--indexes`` names: "all" and "builtin" through
+    :func:`selection` (a line on ``note`` names the multi-column indexes left out), else a
+    comma-separated list, each name checked (ConfigError naming the alternatives)."""
+    if spec in ("all", "builtin"):
+        names, multi = selection(spec)
+        if multi and note is not None:
+            note.write(f"note: left out the multi-column indexes {', '.join(multi)} (one-column "
+                       "workload; name them with --indexes to include them)\n")
+        return names
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    for n in names:
+        lookup(n)
+    return names
 
 
 def load_errors() -> MappingProxyType[str, str]:

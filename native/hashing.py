@@ -180,6 +180,15 @@ def slot_of(t, x):
 
 
 @register_jitable
+def query_slot(t, x):
+    """:func:`slot_of` for a lookup key: NO_SLOT for the empty sentinel itself, which no
+    stored key can equal."""
+    if x == t.empty:
+        return NO_SLOT
+    return slot_of(t, x)
+
+
+@register_jitable
 def row_value(r, values, use_values):
     """What ``sum`` adds for rowID ``r``: ``values[r]``, or ``r`` itself without values."""
     return values[np.int64(r)] if use_values else np.uint64(r)
@@ -241,11 +250,8 @@ def place_rows_cpu(tkeys, tvals, stride, overflow, flag, keys, rowids, n_windows
 @register_jitable
 def find_rowid_item(i, t, q, out, miss):
     """The key's single rowID or the first of its run; ``miss`` without a match."""
-    x = q[i]
     out[i] = miss
-    if x == t.empty:
-        return
-    idx = slot_of(t, x)
+    idx = query_slot(t, q[i])
     if idx == NO_SLOT:
         return
     v = t.tvals[idx]
@@ -294,11 +300,10 @@ def sum_item(i, t, values, use_values, q, out):
 @register_jitable
 def fill_item(i, t, q, offsets, out):
     """The key's rowIDs into ``out[offsets[i]:offsets[i + 1]]`` (sized by ``COUNT``)."""
-    x = q[i]
     pos = offsets[i]
-    if pos == offsets[i + 1] or x == t.empty:
+    if pos == offsets[i + 1]:
         return
-    idx = slot_of(t, x)
+    idx = query_slot(t, q[i])
     if idx == NO_SLOT:
         return
     v = t.tvals[idx]

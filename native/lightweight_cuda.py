@@ -445,6 +445,16 @@ def _take(rowids, stride, p, values, use_values):
 
 
 @register_jitable
+def _leader_adds(part, acc, lane, leader):
+    """``acc`` plus the warp's sum of ``part`` on lane ``leader``, ``acc`` on the others;
+    every lane of the warp must call it (the sum is a warp collective)."""
+    total = group_sum(part, FULL_MASK, WARP)
+    if lane == leader:
+        return acc + total
+    return acc
+
+
+@register_jitable
 def runs_warp(t, active, lay, s, e, values, use_values, fill, pos, out):
     """One lane per range (a warp = 32 ranges), this lane's run ``s .. e-1``: each lane handles
     up to WARP entries of its run alone; the warp then finishes every longer run together,
@@ -473,9 +483,7 @@ def runs_warp(t, active, lay, s, e, values, use_values, fill, pos, out):
             else:
                 part += _take(rowids, stride, p, values, use_values)
         if not fill:
-            part = group_sum(part, FULL_MASK, WARP)
-            if lane == leader:
-                acc += part
+            acc = _leader_adds(part, acc, lane, leader)
     if active and not fill:
         out[t] = acc
 
@@ -592,9 +600,7 @@ def eo_scan_warp(t, active, lay, lo, hi, values, use_values, fill, pos, out):
                 c2 += 1
             ws += c2
         if not fill:
-            part = group_sum(part, FULL_MASK, WARP)
-            if lane == leader:
-                acc += part
+            acc = _leader_adds(part, acc, lane, leader)
     if active and not fill:
         out[t] = acc
 

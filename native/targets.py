@@ -138,7 +138,9 @@ def _arg_key(args: tuple[Any, ...], ndarray: Any) -> tuple[Any, ...] | None:
     key: list[Any] = []
     for a in args:
         if isinstance(a, ndarray):
-            key.append((a.dtype.char, a.ndim, a.flags.c_contiguous))
+            # numba types an array's layout as C, F or A: all three must key apart, or a
+            # kernel compiled for F-contiguous (stride-free) access could serve an A array
+            key.append((a.dtype.char, a.ndim, a.flags.c_contiguous, a.flags.f_contiguous))
         elif isinstance(a, np.generic):
             key.append(type(a))
         elif type(a) is int:

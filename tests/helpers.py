@@ -93,3 +93,23 @@ def agrees_in_the_simulator(script: str, marker: str = "simulator agrees") -> No
                          env=env, timeout=600)
     assert res.returncode == 0, res.stdout + res.stderr
     assert marker in res.stdout, res.stdout
+
+
+def add_broken_entry_point(monkeypatch: Any) -> None:
+    """Make ``importlib.metadata.entry_points`` list one more indexzoo plugin, ``broken``,
+    whose module does not exist (a third-party plugin that fails to import)."""
+    import importlib.metadata as md
+
+    real = md.entry_points
+
+    class BrokenEP:
+        name, value, group, dist = "broken", "no_such_module_xyz", "indexzoo", None
+
+        def load(self) -> Any:
+            raise ImportError("No module named 'no_such_module_xyz'")
+
+    def fake_entry_points(**kw: Any) -> Any:
+        eps = list(real(**kw))
+        return [*eps, BrokenEP()] if kw.get("group") == "indexzoo" else eps
+
+    monkeypatch.setattr(md, "entry_points", fake_entry_points)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import add_broken_entry_point
 
 import indexzoo
 from indexzoo import devices
@@ -464,23 +465,9 @@ def test_list_and_info_render_docstring_literals_plainly() -> None:
 
 def test_a_plugin_that_fails_to_load_is_one_warning_line(monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib.metadata as md
-
     from indexzoo import registry
 
-    real = md.entry_points
-
-    class BrokenEP:
-        name, value, group, dist = "broken", "no_such_module_xyz", "indexzoo", None
-
-        def load(self) -> Any:
-            raise ImportError("No module named 'no_such_module_xyz'")
-
-    def fake_entry_points(**kw: Any) -> Any:
-        eps = list(real(**kw))
-        return [*eps, BrokenEP()] if kw.get("group") == "indexzoo" else eps
-
-    monkeypatch.setattr(md, "entry_points", fake_entry_points)
+    add_broken_entry_point(monkeypatch)
     registry.reset()
     try:
         code, text = run("list")

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from helpers import add_broken_entry_point
 
 import indexzoo
 from indexzoo import registry
@@ -85,21 +86,7 @@ def test_registering_something_that_is_not_an_index_fails(clean_registry: None) 
 
 def test_broken_entry_point_does_not_hide_the_others(clean_registry: None,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.metadata as md
-
-    real = md.entry_points
-
-    class BrokenEP:
-        name, value, group, dist = "broken", "no_such_module_xyz", "indexzoo", None
-
-        def load(self) -> Any:
-            raise ImportError("No module named 'no_such_module_xyz'")
-
-    def fake_entry_points(**kw: Any) -> Any:
-        eps = list(real(**kw))
-        return [*eps, BrokenEP()] if kw.get("group") == "indexzoo" else eps
-
-    monkeypatch.setattr(md, "entry_points", fake_entry_points)
+    add_broken_entry_point(monkeypatch)
     with pytest.warns(UserWarning, match="'broken' failed to load"):
         names = indexzoo.available()
     assert "sorted-array" in names

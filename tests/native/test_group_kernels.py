@@ -102,3 +102,16 @@ def test_an_operation_without_a_cooperative_body_runs_groups_of_one_only() -> No
     assert out.tolist() == [0, 2, 4, 6, 8]
     with pytest.raises(TypeError, match="no cooperative form"):
         op.cooperative()
+
+
+def test_the_fast_launch_cache_keys_c_f_and_strided_layouts_apart() -> None:
+    # numba compiles one specialisation per layout (C, F, A); the CuPy launch cache must not
+    # hand an F-compiled kernel a strided array, or the kernel would read the wrong elements
+    from indexzoo.native.targets import _arg_key
+
+    a = np.zeros((8, 3), dtype=np.uint32)
+    c, f, strided = a, np.asfortranarray(a), a[::2]
+    keys = {_arg_key((x,), np.ndarray) for x in (c, f, strided)}
+    assert len(keys) == 3
+    assert _arg_key((a[:, 0].copy(),), np.ndarray) == _arg_key((np.zeros(4, np.uint32),),
+                                                               np.ndarray)

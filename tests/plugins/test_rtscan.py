@@ -765,3 +765,24 @@ def test_the_benchmark_script_runs_small_on_the_cpu(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     assert report["checks_failed"] == 0
     assert {r["workload"] for r in report["results"]} >= {"uniform", "zipf1.3", "small_domain"}
+
+
+def test_the_tpch_reader_parses_tbl_files_like_the_csv_module(tmp_path: Path) -> None:
+    # the vectorized reader (used without pyarrow) against the csv module line by line, on
+    # chunks that cut lines in two, and on a last line without its newline
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import rtscan_workloads as wl
+    finally:
+        sys.path.pop(0)
+    path = wl.write_lineitem_sample(tmp_path / "lineitem.tbl", 500, seed=3)
+    text = path.read_text()
+    path.write_text(text.rstrip("\n"))
+    values: dict[str, list[str]] = {k: [] for k in wl._TBL_FIELDS}
+    for row in wl._rows(path, True):
+        for k, i in wl._TBL_FIELDS.items():
+            values[k].append(row[i])
+    want = wl._from_text(values)
+    for chunk in (97, 4096, 1 << 20):
+        got = wl._read_tbl_numpy(path, chunk=chunk)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want, strict=True)), chunk
