@@ -37,6 +37,7 @@ from . import interrupts
 from .devices import resolve_device, to_numpy
 from .display import shown, shown_path
 from .errors import ConfigError, MissingDependency
+from .references import GATHER, RAW, reference_calls
 from .registry import available, create, named
 from .resources import available_memory, check_fits, estimate_workload
 from .results import LookupResult, Out
@@ -152,6 +153,19 @@ class Record:
     lookup_seconds: list[float] = field(default_factory=list)  # every timed repetition
     build_seconds: list[float] = field(default_factory=list)
     timing: str = "interleaved"  # or "sequential": repetitions back to back (see run_bench)
+    # the hardware references of the same run (:mod:`indexzoo.references`), lookups per second
+    raw_searchsorted: float | None = None
+    random_gather: float | None = None
+
+    @property
+    def ratio_to_raw(self) -> float | None:
+        """Throughput against the raw searchsorted call (positions only)."""
+        return self.throughput / self.raw_searchsorted if self.raw_searchsorted else None
+
+    @property
+    def ratio_to_gather(self) -> float | None:
+        """Throughput against the random-gather floor."""
+        return self.throughput / self.random_gather if self.random_gather else None
 
     @property
     def throughput_per_byte(self) -> float:
@@ -408,8 +422,18 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                          else "") + "\n")
             done.append((c, fp, sig, lat))
             del index
-        time_interleaved([d[0] for d in done], device, repeats,
+        refs = [Contender(Entry(label), None, fn, Timing((0.0,)))
+                for label, fn in reference_calls(data, device).items()]
+        for c in refs:
+            c.calibrate(device)
+        time_interleaved([*refs, *(d[0] for d in done)], device, repeats,
                          log if len(done) > 1 and interleave else None)
+        ref_tp = {c.name: data.n_lookups / Timing(tuple(c.seconds)).median for c in refs
+                  if c.seconds and Timing(tuple(c.seconds)).median > 0}
+        del refs
+        if ref_tp:
+            log.write("    references: " + ", ".join(f"{k} {v / 1e6:.1f} M lookups/s"
+                                                     for k, v in ref_tp.items()) + "\n")
         peer_tp: float | None = None
         peer_sig: np.ndarray | None = None
         for c, _fp, sig, _lat in done:
@@ -432,7 +456,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 generate_s=gen.median, index_name=c.entry.name, param=c.entry.param,
                 param_value=c.entry.value, latency_us=lat,
                 lookup_seconds=list(c.seconds), build_seconds=list(c.build.seconds),
-                timing=c.order,
+                timing=c.order, raw_searchsorted=ref_tp.get(RAW),
+                random_gather=ref_tp.get(GATHER),
             )
             records.append(rec)
             flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
@@ -459,13 +484,17 @@ def _ranked(records: Sequence[Record]) -> list[Record]:
 def format_table(records: Sequence[Record]) -> str:
     """A plain-text table, one row per (workload, index), fastest first per workload; the
     spread of each throughput next to it."""
-    head = ["workload", "index", "M lookups/s", "spread", f"x {PEER}", "build ms",
-            "resident MB", "peak MB", "lookups/s/B", "agrees"]
+    head = ["workload", "index", "M lookups/s", "spread", f"x {PEER}", "x raw", "x gather",
+            "build ms", "resident MB", "peak MB", "lookups/s/B", "agrees"]
     rows = []
+
+    def ratio(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
     for r in _ranked(records):
         rows.append([
             r.workload, r.index, f"{r.throughput / 1e6:.1f}", _pm(r.lookup_timing) or "-",
-            "-" if r.ratio_to_peer is None else f"{r.ratio_to_peer:.2f}",
+            ratio(r.ratio_to_peer), ratio(r.ratio_to_raw), ratio(r.ratio_to_gather),
             f"{r.build_s * 1e3:.2f}", f"{r.resident_bytes / 1e6:.1f}",
             f"{r.peak_build_bytes / 1e6:.1f}", f"{r.throughput_per_byte:.3g}",
             {True: "yes", False: "NO", None: "-"}[r.agrees_with_peer],
@@ -475,7 +504,7 @@ def format_table(records: Sequence[Record]) -> str:
                 f"{k}: {v:.0f}" for k, v in r.latency_us.items())
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
               for i, h in enumerate(head)]
-    right = {2, 3, 4, 5, 6, 7, 8}
+    right = {2, 3, 4, 5, 6, 7, 8, 9, 10}
 
     def cell(text: str, i: int) -> str:
         return text.rjust(widths[i]) if i in right else text.ljust(widths[i])
@@ -515,6 +544,10 @@ def _and(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _m(x: float | None) -> str:
+    return "-" if x is None else f"{x / 1e6:.1f}"
+
+
 def format_warnings(records: Sequence[Record]) -> list[str]:
     """Lines for under the table: the indexes this run cannot order (their spreads overlap),
     and a note when the figures come from one repetition each."""
@@ -526,6 +559,16 @@ def format_warnings(records: Sequence[Record]) -> list[str]:
         where = f" ({w})" if several else ""
         lines.append(f"warning{where}: the spreads of {'; of '.join(sets)} overlap, so their "
                      "order in this table is not reliable")
+    for w in dict.fromkeys(r.workload for r in records):
+        r = next(r for r in records if r.workload == w)
+        if r.raw_searchsorted or r.random_gather:
+            where = f" ({w})" if several else ""
+            lines.append(
+                f"references{where}, same run: x raw is against the array library's own "
+                f"searchsorted, positions only ({_m(r.raw_searchsorted)} M lookups/s); x gather "
+                "against one random read per lookup from a table of the keys' size "
+                f"({_m(r.random_gather)} M lookups/s), the floor for one random access per "
+                "lookup")
     if records and max(len(r.lookup_seconds) for r in records) < 2:
         lines.append("note: one timed repetition per figure, so no spread is stated and the "
                      "order of close figures is unverified (use --repeats 5)")
@@ -535,7 +578,8 @@ def format_warnings(records: Sequence[Record]) -> list[str]:
 def write_json(records: Sequence[Record], env: dict[str, Any], path: Path) -> None:
     payload = {"environment": env, "records": [
         {**asdict(r), "throughput_per_byte": r.throughput_per_byte,
-         "half_spread": r.half_spread,
+         "half_spread": r.half_spread, "ratio_to_raw": r.ratio_to_raw,
+         "ratio_to_gather": r.ratio_to_gather,
          "throughput_slowest": r.throughput_range[0],
          "throughput_fastest": r.throughput_range[1]} for r in records]}
     path.write_text(json.dumps(payload, indent=2, default=str) + "\n")

@@ -281,12 +281,17 @@ def pareto_plot(records: Sequence[Record], path: Path, info: PlotInfo,
     hi = [r.throughput_range[1] / ts for r in rows]
     front = pareto_front(list(zip(xs, ys, strict=True)))
     on_front = [i in front for i in range(len(rows))]
+    # the hardware references of the same run (indexzoo.references), as horizontal lines
+    refs = [(v / ts, label, ls) for v, label, ls in (
+        (rows[0].random_gather, "random gather: one random read per lookup (the floor)", ":"),
+        (rows[0].raw_searchsorted, "raw searchsorted: positions only", "-."),
+    ) if v]
 
     fig, ax = plt.subplots(figsize=(9.5, 6.0))
     if _spans(xs):
         ax.set_xscale("log")
         _plain_log_axis(ax.xaxis)
-    if _spans(ys + hi + lo):
+    if _spans(ys + hi + lo + [y for y, _, _ in refs]):
         ax.set_yscale("log")
         _plain_log_axis(ax.yaxis)
     for i, r in enumerate(rows):
@@ -296,6 +301,9 @@ def pareto_plot(records: Sequence[Record], path: Path, info: PlotInfo,
         ax.scatter([xs[i]], [ys[i]], s=80 if on_front[i] else 40, marker=st.marker,
                    color=st.color, edgecolors="black" if on_front[i] else "none",
                    linewidths=1.2, alpha=0.9, zorder=4 if on_front[i] else 3)
+    for y, label, ls in refs:
+        ax.axhline(y, color="dimgrey", linestyle=ls, linewidth=1.0, zorder=0,
+                   label=f"{label}, same run")
     fx = [xs[i] for i in front]
     fy = [ys[i] for i in front]
     ax.margins(x=0.12, y=0.12)
@@ -322,7 +330,8 @@ def pareto_plot(records: Sequence[Record], path: Path, info: PlotInfo,
     facts = {"xscale": ax.get_xscale(), "yscale": ax.get_yscale(),
              "front": [rows[i].index for i in front], "xlabel": ax.get_xlabel(),
              "ylabel": ax.get_ylabel(), "title": ax.get_title(),
-             "colors": {r.index: style[r.index].color for r in rows}}
+             "colors": {r.index: style[r.index].color for r in rows},
+             "references": [label for _, label, _ in refs]}
     _save(fig, path)
     plt.close(fig)
     return facts

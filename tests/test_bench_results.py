@@ -166,3 +166,60 @@ def test_bench_table_json_and_plots_carry_the_spread(tmp_path: Path) -> None:
         assert r["timing"] == "interleaved"
         assert r["throughput_slowest"] <= r["throughput"] <= r["throughput_fastest"]
     assert len(list(tmp_path.glob("w-cpu-*.png"))) == 1
+
+
+# ---------------------------------------------------------------------- hardware references
+def test_every_point_workload_is_stated_against_the_raw_call_and_the_gather_floor(
+        tmp_path: Path) -> None:
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps({"name": "refs", "n_keys": 4096, "n_lookups": 4096, "batches": 2}))
+    out = io.StringIO()
+    code = main(["bench", "--workload", str(wl), "--device", "cpu", "--repeats", "2",
+                 "--indexes", "sorted-array", "--no-plot", "--output", str(tmp_path)], out=out)
+    text = out.getvalue()
+    assert code == 0, text
+    head = text.splitlines()[0]
+    assert "x raw" in head and "x gather" in head
+    assert "references, same run: x raw" in text
+    records = json.loads(next(tmp_path.glob("w-cpu-*.json")).read_text())["records"]
+    for r in records:
+        assert r["raw_searchsorted"] > 0 and r["random_gather"] > 0
+        assert r["ratio_to_raw"] == pytest.approx(r["throughput"] / r["raw_searchsorted"])
+        assert r["ratio_to_gather"] == pytest.approx(r["throughput"] / r["random_gather"])
+
+
+def test_the_references_compute_what_they_claim() -> None:
+    import numpy as np
+
+    from indexzoo.references import GATHER, RAW, reference_calls
+    from indexzoo.workloads import Workload, generate
+
+    data = generate(Workload(name="r", n_keys=1000, n_lookups=300, batches=3), "cpu")
+    calls = reference_calls(data, "cpu")
+    table = np.sort(data.keys)
+    raw = np.concatenate(calls[RAW]())
+    assert np.array_equal(raw, np.searchsorted(table, data.queries))
+    gathered = np.concatenate(calls[GATHER]())
+    assert np.array_equal(gathered, table[np.minimum(raw, table.shape[0] - 1)])
+    # every lookup hits: the gather reads the looked-up keys themselves
+    assert np.array_equal(gathered, data.queries)
+    ranges = generate(Workload(name="r", n_keys=1000, n_lookups=30, range_hits=4), "cpu")
+    assert reference_calls(ranges, "cpu") == {}
+
+
+def test_a_table_without_references_shows_dashes() -> None:
+    lines = format_table([rec("a", [1.0, 1.1])]).splitlines()
+    cols = lines[0].split()
+    assert "raw" in cols and "gather" in cols
+    assert lines[2].split()[5:7] == ["-", "-"]
+
+
+def test_the_pareto_plot_draws_the_references_of_the_run(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    rows = [rec("a", [1.0, 1.1], raw_searchsorted=2000.0, random_gather=9000.0),
+            rec("b", [0.5, 0.6], resident=20_000, raw_searchsorted=2000.0,
+                random_gather=9000.0)]
+    facts = pareto_plot(rows, tmp_path / "p.png", PlotInfo("w", "cpu", "c"))
+    assert len(facts["references"]) == 2 and "floor" in facts["references"][0]
+    assert pareto_plot([rec("a", [1.0])], tmp_path / "q.png",
+                       PlotInfo("w", "cpu", "c"))["references"] == []

@@ -82,3 +82,16 @@ def test_bench_param_sweep_and_set(tmp_path: Path) -> None:
     assert main(["bench", "--workload", str(wl), "--set", "sorted-array.bogus=1"],
                 out=io.StringIO()) == 2
     assert main(["bench", "--workload", str(wl), "--set", "nodot=1"], out=io.StringIO()) == 2
+
+
+def test_the_call_profiler_reports_wall_device_time_and_launches(tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "profile_calls.py"),
+                          "--device", "cpu", "--indexes", "sorted-array", "--keys", "10",
+                          "--lookups", "8", "--repeats", "2", "--top", "3", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["index"] == "sorted-array" and row["launch_total"] >= 1
+    assert row["wall_s"] > 0 and row["device_events_s"] > 0
+    assert "sorted-array" in res.stdout and "launches" in res.stdout

@@ -1,0 +1,49 @@
+"""What the hardware does without any index, timed in the same run as the indexes.
+
+``indexzoo bench`` states every index against two references on point-lookup workloads, so a
+reader sees how close an index comes to the device:
+
+* ``raw searchsorted``: the array library's own binary search (``numpy.searchsorted`` on the
+  CPU, ``cupy.searchsorted`` on the GPU) over the sorted keys, positions only: no rowIDs, no
+  hit check, no key map. The ``searchsorted`` index does all of that on top of this call.
+* ``random gather``: one 8-byte (the keys' width) read per lookup from a table the size of
+  the sorted keys, at the lookups' own positions (uniformly random for random lookups), the
+  positions themselves read from an array. No index that needs one random access per lookup
+  can beat it: it is the floor a hash table approaches.
+
+Both run on the workload's batches, like the indexes, and are timed by the same interleaved
+rounds; their inputs (the sorted table, the positions) are prepared untimed. Range
+workloads get no references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .devices import array_module
+from .workloads import Dataset
+
+__all__ = ["GATHER", "RAW", "reference_calls"]
+
+RAW = "raw searchsorted"
+GATHER = "random gather"
+
+
+def reference_calls(data: Dataset, device: str) -> dict[str, Callable[[], Any]]:
+    """The reference calls for ``data`` ({} for a range workload), ready to time."""
+    if data.queries is None or data.keys.shape[0] == 0:
+        return {}
+    xp = array_module(device)
+    table = xp.sort(data.keys)
+    batches = [b[0] for b in data.batches()]
+    top = table.shape[0] - 1
+    positions = [xp.minimum(xp.searchsorted(table, q), top) for q in batches]
+
+    def raw() -> list[Any]:
+        return [xp.searchsorted(table, q) for q in batches]
+
+    def gather() -> list[Any]:
+        return [table[p] for p in positions]
+
+    return {RAW: raw, GATHER: gather}
