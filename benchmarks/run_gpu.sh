@@ -19,6 +19,11 @@
 #                                 before-overhead:LOOKUPS:INDEXES)
 #   rtscan:ROWS[:SECTIONS]        benchmarks/rtscan_targets.py on cuda (sections comma-separated;
 #                                 default all but tpch)
+#   recommend                     indexzoo recommend --workload quick --device cuda (its YAML kept)
+#   profile:INDEXES[:scanN|:keysN|:keysNxM]  benchmarks/profile_calls.py on cuda: wall and
+#                                 device time, launches and a host profile per call (scanN: 2^N
+#                                 rows of three columns; keysN: 2^N keys and lookups; keysNxM:
+#                                 2^N keys, 2^M lookups)
 #   tpch:SF                       TPC-H lineitem at scale factor SF by tpchgen-cli (its wheel and
 #                                 pyarrow's sent with device-wheels.sh), then the tpch section
 # Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
@@ -131,6 +136,19 @@ for step in "$@"; do
       ls -la "$dir" | tee "$out/tpch-files.txt"
       python3 benchmarks/rtscan_targets.py --device cuda --only tpch --tpch "$dir/lineitem.tbl" \
         --out "$out/rtscan-tpch-sf$sf.json" 2>&1 | tee -a "$out/rtscan-tpch.txt" ;;
+    recommend)
+      python3 -m indexzoo.cli recommend --workload quick --device cuda \
+        --out "$out/recommended.yaml" --force 2>&1 | tee "$out/recommend.txt" ;;
+    profile:*)
+      rest=${step#profile:}; idx=${rest%%:*}; size=${rest#*:}
+      case $size in
+        scan*) args="--scan-rows ${size#scan}" ;;
+        keys*x*) kl=${size#keys}; args="--keys ${kl%x*} --lookups ${kl#*x}" ;;
+        keys*) args="--keys ${size#keys} --lookups ${size#keys}" ;;
+        *) args="" ;;
+      esac
+      python3 benchmarks/profile_calls.py --device cuda --indexes "$idx" $args \
+        --json "$out/profile-${idx//,/_}.json" 2>&1 | tee -a "$out/profile.txt" ;;
     *)
       echo "unknown step $step" ;;
   esac
