@@ -23,7 +23,6 @@ import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,6 +33,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from . import interrupts
+from .config import check_writable_folder
 from .devices import resolve_device, to_numpy
 from .display import shown, shown_path
 from .errors import ConfigError, MissingDependency
@@ -696,13 +696,7 @@ def _prepare_output(folder: Path) -> bool:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"--output {name}: the directory cannot be created "
                           f"({getattr(exc, 'strerror', None) or exc})") from None
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".indexzoo-probe-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise ConfigError(f"--output {name}: files cannot be written there "
-                          f"({exc.strerror or exc})") from None
+    check_writable_folder(folder, f"--output {name}")
     return not exists
 
 

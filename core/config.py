@@ -28,7 +28,8 @@ from pydantic_core import PydanticCustomError
 from .display import one_line, shown, shown_path
 from .errors import ConfigError, MissingDependency
 
-__all__ = ["MAX_SPEC_BYTES", "IndexParams", "IndexSpec", "check_regular_file", "describe_bounds",
+__all__ = ["MAX_SPEC_BYTES", "IndexParams", "IndexSpec", "check_regular_file",
+           "check_writable_folder", "describe_bounds",
            "format_validation", "load_spec", "read_config_file", "validate_params"]
 
 #: Spec and workload files larger than this are refused before they are parsed.
@@ -236,6 +237,20 @@ def check_regular_file(path: Path, what: str) -> os.stat_result:
     if not stat.S_ISREG(st.st_mode):
         raise ConfigError(f"{what} {name} is not a regular file (a device, pipe or socket)")
     return st
+
+
+def check_writable_folder(folder: Path, what: str) -> None:
+    """ConfigError ``"{what}: files cannot be written there (...)"`` unless a file can be
+    created in ``folder`` (a probe file, removed at once)."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".indexzoo-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"{what}: files cannot be written there "
+                          f"({exc.strerror or exc})") from None
 
 
 def _read_bounded(p: Path, what: str, limit: int) -> bytes:

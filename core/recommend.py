@@ -37,7 +37,6 @@ import math
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +46,7 @@ import numpy as np
 
 from . import interrupts
 from .bench import PRESETS, Contender, Entry, _keep_built, _pm, time_interleaved
-from .config import IndexSpec
+from .config import IndexSpec, check_writable_folder
 from .devices import resolve_device, to_device, to_numpy
 from .display import one_line, shown, shown_path
 from .errors import ConfigError
@@ -127,13 +126,7 @@ def _check_output(path: Path, force: bool) -> None:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ConfigError(f"--out {name}: the folder {shown_path(folder)} does not exist")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".indexzoo-probe-", dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise ConfigError(f"--out {name}: files cannot be written there "
-                          f"({exc.strerror or exc})") from None
+    check_writable_folder(folder, f"--out {name}")
 
 
 # ---------------------------------------------------------------------- sample
