@@ -428,8 +428,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
             c.calibrate(device)
         time_interleaved([*refs, *(d[0] for d in done)], device, repeats,
                          log if len(done) > 1 and interleave else None)
-        ref_tp = {c.name: data.n_lookups / Timing(tuple(c.seconds)).median for c in refs
-                  if c.seconds and Timing(tuple(c.seconds)).median > 0}
+        medians = {c.name: Timing(tuple(c.seconds)).median for c in refs if c.seconds}
+        ref_tp = {k: data.n_lookups / m for k, m in medians.items() if m > 0}
         del refs
         if ref_tp:
             log.write("    references: " + ", ".join(f"{k} {v / 1e6:.1f} M lookups/s"
