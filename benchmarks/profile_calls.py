@@ -3,6 +3,8 @@ host functions that take it (cProfile), for chosen indexes at one size.
 
     python benchmarks/profile_calls.py --device cuda --indexes cgrx,rx --keys 20 --lookups 20
     python benchmarks/profile_calls.py --device cuda --indexes rtscan,fused-scan --scan-rows 24
+    ncu --profile-from-start off --clock-control none python benchmarks/profile_calls.py \
+        --device cuda --indexes btree --keys 26 --lookups 27 --ncu
 
 A call whose wall time is far above its device time is bound by the host (Python, launches,
 device-to-host round trips); the cProfile table then names the functions, and calls such as
@@ -80,6 +82,15 @@ def profile(name: str, args: argparse.Namespace, counter: LaunchCounter) -> dict
     for _ in range(2):  # compile and warm up
         call()
     synchronize(args.device)
+    if args.ncu:
+        # one call inside the profiler's range: `ncu --profile-from-start off` sees only it
+        import cupy
+
+        cupy.cuda.profiler.start()
+        call()
+        synchronize(args.device)
+        cupy.cuda.profiler.stop()
+        return {"index": name, "lookups_per_call": n, "ncu": True}
     walls = []
     for _ in range(args.repeats):
         t = time.perf_counter()
@@ -121,12 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--top", type=int, default=25, help="cProfile rows per index")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--ncu", action="store_true",
+                    help="only one warm call inside a CUDA profiler range, for Nsight Compute")
     args = ap.parse_args(argv)
     args.device = indexzoo.resolve_device(args.device)
     counter = LaunchCounter()
     rows = []
     for name in [s.strip() for s in args.indexes.split(",") if s.strip()]:
         r = profile(name, args, counter)
+        if args.ncu:
+            continue
         rows.append(r)
         print(f"=== {name}: host functions by own time ({args.repeats} calls)")
         print(r["cprofile_tottime_top"])

@@ -24,6 +24,8 @@
 #                                 device time, launches and a host profile per call (scanN: 2^N
 #                                 rows of three columns; keysN: 2^N keys and lookups; keysNxM:
 #                                 2^N keys, 2^M lookups)
+#   ncu:INDEXES[:keysNxM]         Nsight Compute on one warm lookup call of each index (the
+#                                 same workloads as profile:); summary sections, one report each
 #   tpch:SF                       TPC-H lineitem at scale factor SF by tpchgen-cli (its wheel and
 #                                 pyarrow's sent with device-wheels.sh), then the tpch section
 # Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
@@ -149,6 +151,17 @@ for step in "$@"; do
       esac
       python3 benchmarks/profile_calls.py --device cuda --indexes "$idx" $args \
         --json "$out/profile-${idx//,/_}.json" 2>&1 | tee -a "$out/profile.txt" ;;
+    ncu:*)
+      rest=${step#ncu:}; idx=${rest%%:*}; size=${rest#*:}; args="--keys 26 --lookups 27"
+      case $size in keys*x*) kl=${size#keys}; args="--keys ${kl%x*} --lookups ${kl#*x}" ;; esac
+      for name in ${idx//,/ }; do
+        ncu --profile-from-start off --clock-control none --section SpeedOfLight \
+          --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+          --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+          python3 benchmarks/profile_calls.py --device cuda --indexes "$name" $args --ncu \
+          > "$out/ncu-$name.txt" 2>&1
+        echo "--- $name (exit $?)"; grep -E "^  [a-zA-Z_].*\(|Duration|Memory Throughput|DRAM Throughput|L2 Hit|L1/TEX Hit|Compute \(SM\)|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" "$out/ncu-$name.txt" | head -n 40
+      done | tee -a "$out/ncu.txt" ;;
     *)
       echo "unknown step $step" ;;
   esac
