@@ -42,6 +42,40 @@ def per_call(fn: Any, device: str, calls: int, rounds: int = 5) -> list[float]:
     return out
 
 
+def set_launch_mode(mode: str | None) -> None:
+    """Route GPU kernel launches through ``mode`` (None: the default path)."""
+    from indexzoo.native import targets
+
+    targets._FAST_LAUNCH = mode != "numba"
+    targets._LAUNCH_MODE = "packed" if mode in (None, "numba") else mode
+
+
+def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The pieces of one sorted-array call, each timed alone the same way as whole calls."""
+    from indexzoo.native import sorted_lookup as kernels
+
+    index = indexzoo.create("sorted-array", device=args.device).build(keys)
+    st = index._live()
+    n = int(q.shape[0])
+    out = xp.empty(n, dtype=st.rowid_dtype)
+    pieces: dict[str, Any] = {
+        "stage: empty(n)": lambda: xp.empty(n, dtype=st.rowid_dtype),
+        "stage: q[0:n]": lambda: q[0:n],
+        "stage: q.astype(same, copy=False)": lambda: q.astype(q.dtype, copy=False),
+        "stage: index._live()": index._live,
+        "stage: keymap.encode_points(q)": lambda: st.keymap.encode_points(q, name="queries"),
+    }
+    for mode in ("packed", "function", "numba") if args.device == "cuda" else ():
+        def launch(mode: str = mode) -> None:
+            set_launch_mode(mode)
+            kernels.POINT_ROWID(args.device, n, st.pairs.keys, st.pairs.rowids, q, out, st.miss)
+        pieces[f"stage: one bare launch [{mode}]"] = launch
+    rows = [{"index": k, "seconds": per_call(f, args.device, args.calls)}
+            for k, f in pieces.items()]
+    set_launch_mode(None)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
@@ -53,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="rowid")
     ap.add_argument("--peer", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--launch-modes", default=None,
+                    help="on cuda, comma-separated kernel launch paths to compare in this run: "
+                         "packed (the default path), function (CuPy's Function call), numba")
+    ap.add_argument("--stages", action="store_true",
+                    help="also time the pieces of a call: allocation, slicing, one bare launch")
     args = ap.parse_args(argv)
     xp: Any = np
     if args.device == "cuda":
@@ -68,10 +107,17 @@ def main(argv: list[str] | None = None) -> int:
         sk = xp.sort(keys)
         t = per_call(lambda: xp.searchsorted(sk, q), args.device, args.calls)
         rows.append({"index": f"{xp.__name__}.searchsorted (positions)", "seconds": t})
+    if args.stages:
+        rows += stages(xp, keys, q, args)
+    modes = args.launch_modes.split(",") if args.launch_modes else [None]
     for name in args.indexes.split(","):
         index = indexzoo.create(name, device=args.device).build(keys)
-        t = per_call(lambda index=index: index.point(q, out=args.out), args.device, args.calls)
-        rows.append({"index": name, "seconds": t})
+        for mode in modes:
+            set_launch_mode(mode)
+            t = per_call(lambda index=index: index.point(q, out=args.out), args.device,
+                         args.calls)
+            rows.append({"index": name if mode is None else f"{name} [{mode}]", "seconds": t})
+    set_launch_mode(None)
     base = statistics.median(rows[0]["seconds"]) if args.peer else None
     print(f"device {args.device}, {args.keys} keys, {args.lookups} lookups per call, "
           f"out={args.out}, median of 5 rounds of {args.calls} calls")

@@ -394,6 +394,8 @@ class GpuIndex(abc.ABC, Generic[S]):
 
     def _chunked(self, st: S, kind: str, out: Out, arrays: tuple[Any, ...]) -> LookupResult:
         step = self.params.max_batch
+        if int(arrays[0].shape[0]) <= step:  # one chunk: no slices (each costs host time)
+            return self._dispatch(st, kind, out, arrays)
         parts = [self._dispatch(st, kind, out, tuple(a[s:s + step] for a in arrays))
                  for s in range(0, int(arrays[0].shape[0]), step)]
         return results.concat_results(parts, st.xp)

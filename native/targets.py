@@ -33,9 +33,11 @@ small batches. Anything the fast path cannot handle falls back to numba's own la
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import inspect
 import os
+import struct
 import threading
 import warnings
 from collections.abc import Callable
@@ -83,6 +85,9 @@ def call_parallel(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 _FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
+#: How the CuPy path hands parameters over: "packed" (one buffer, the default) or "function"
+#: (CuPy's ``Function`` call, one argument object per parameter; kept for comparison)
+_LAUNCH_MODE = os.environ.get("INDEXZOO_LAUNCH_MODE", "packed")
 _STREAMS: dict[int, Any] = {}
 
 
@@ -171,27 +176,43 @@ class _CupyLaunch:
         self._function = self._module.get_function(kernel.entry_name)
         self._shared_optin = 48 * 1024  # dynamic shared memory beyond this needs an opt-in
         self._plan = [_flat_plan(ty) for ty in argtypes]
+        self._packer = struct.Struct("@" + "".join(_pack_format(p) for p in self._plan))
+        self._launch_kernel = cupy.cuda.driver.launchKernel
 
     def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any,
                  shared_mem: int = 0) -> None:
-        flat: list[Any] = []
-        for plan, a in zip(self._plan, args, strict=True):
-            _flatten(plan, a, flat)
         if shared_mem > self._shared_optin:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             import cupy
 
             cupy.cuda.driver.funcSetAttribute(self._function.ptr, 8, shared_mem)
             self._shared_optin = shared_mem
-        self._function((blocks,), (threads,), flat, stream=stream, shared_mem=shared_mem)
+        if _LAUNCH_MODE == "function":
+            flat: list[Any] = []
+            for plan, a in zip(self._plan, args, strict=True):
+                _flatten(plan, a, flat)
+            self._function((blocks,), (threads,), flat, stream=stream, shared_mem=shared_mem)
+            return
+        # every parameter packed into one buffer, laid out as the kernel's parameter list (C
+        # alignment), handed to cuLaunchKernel through CU_LAUNCH_PARAM_BUFFER_POINTER: one
+        # struct.pack instead of one CuPy argument object per flattened parameter
+        values: list[Any] = []
+        for plan, a in zip(self._plan, args, strict=True):
+            _values(plan, a, values)
+        buf = ctypes.create_string_buffer(self._packer.pack(*values), self._packer.size)
+        size = ctypes.c_size_t(self._packer.size)
+        extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2, ctypes.addressof(size), 0)
+        self._launch_kernel(self._function.ptr, blocks, 1, 1, threads, 1, 1, shared_mem,
+                            stream.ptr, 0, ctypes.addressof(extra))
 
 
 def _flat_plan(ty: Any) -> Any:
-    """How to flatten an argument of numba type ``ty`` the way numba's kernel ABI does: None
-    for an array, a NumPy scalar type for a scalar, a tuple of plans for a (named) tuple."""
+    """How to flatten an argument of numba type ``ty`` the way numba's kernel ABI does: the
+    number of dimensions for an array, a NumPy scalar type for a scalar, a tuple of plans for
+    a (named) tuple."""
     from numba import types
 
     if isinstance(ty, types.Array):
-        return None
+        return int(ty.ndim)
     if isinstance(ty, (types.Integer, types.Float, types.Boolean)):
         return np.dtype(str(ty)).type
     if isinstance(ty, types.BaseTuple):
@@ -200,7 +221,8 @@ def _flat_plan(ty: Any) -> Any:
 
 
 def _flatten(plan: Any, a: Any, flat: list[Any]) -> None:
-    if plan is None:  # numba's array ABI: meminfo, parent, nitems, itemsize, data, shape, strides
+    if isinstance(plan, int):  # numba's array ABI: meminfo, parent, nitems, itemsize, data,
+        # shape, strides
         flat += [_ZERO, _ZERO, np.int64(a.size), np.int64(a.itemsize), a]
         flat += [np.int64(s) for s in a.shape]
         flat += [np.int64(s) for s in a.strides]
@@ -209,6 +231,32 @@ def _flatten(plan: Any, a: Any, flat: list[Any]) -> None:
             _flatten(p, x, flat)
     else:
         flat.append(plan(a))
+
+
+_PACK_CODES = {np.int8: "b", np.uint8: "B", np.int16: "h", np.uint16: "H", np.int32: "i",
+               np.uint32: "I", np.int64: "q", np.uint64: "Q", np.float32: "f", np.float64: "d",
+               np.bool_: "?"}
+
+
+def _pack_format(plan: Any) -> str:
+    """The :mod:`struct` codes of one argument's flattened parameters (see :func:`_flatten`);
+    an array plan carries its number of dimensions."""
+    if isinstance(plan, int):  # an array of that many dimensions
+        return "QQqqQ" + "q" * (2 * plan)
+    if isinstance(plan, tuple):
+        return "".join(_pack_format(p) for p in plan)
+    return _PACK_CODES[plan]
+
+
+def _values(plan: Any, a: Any, out: list[Any]) -> None:
+    """The flattened parameters of one argument as Python numbers, for :func:`_pack_format`."""
+    if isinstance(plan, int):
+        out += (0, 0, a.size, a.itemsize, a.data.ptr, *a.shape, *a.strides)
+    elif isinstance(plan, tuple):
+        for p, x in zip(plan, a, strict=True):
+            _values(p, x, out)
+    else:
+        out.append(plan(a))
 
 
 def _body_function(body: Any) -> Callable[..., Any]:

@@ -14,6 +14,8 @@ Paper -> code
   of ``lo`` and scans leaves, one leaf per group step, while keys are ``<= hi`` (``sum``,
   ``rowids``).
 * "Leaves filled to 50% or 100%": ``leaf_fill``. Inner nodes are packed full.
+* ``cooperative=False`` runs one thread per lookup on the GPU (the scalar body, a binary search
+  in each node): the group of one, for comparison with the paper's groups.
 
 Beyond the paper's baseline
 ---------------------------
@@ -56,6 +58,12 @@ class BTreeParams(KernelParams):
     node_width: Literal[8, 16, 32] = Field(
         default=16, description="Slots per node, and threads searching one node together."
     )
+    cooperative: bool = Field(
+        default=True,
+        description="On the GPU, search each node with a group of node_width threads (the "
+                    "paper's traversal); False: one thread per lookup, a binary search in each "
+                    "node (the CPU's path), for comparison.",
+    )
     leaf_fill: Literal[0.5, 1.0] = Field(  # type: ignore[valid-type]  # float Literal: pydantic
         default=1.0, description="Share of each leaf's slots filled by the bulk load."
     )
@@ -95,7 +103,8 @@ class BTreeIndex(GpuIndex[BTreeState]):
     def _launch(self, op: Any, q: int, *args: Any) -> None:
         """Run a tree operation: one thread per lookup on the CPU, a group of ``node_width``
         threads on the GPU."""
-        op(self.device, q, *args, group=self.params.node_width,
+        op(self.device, q, *args,
+           group=self.params.node_width if self.params.cooperative else 1,
            threads_per_block=self.params.threads_per_block)
 
     def _range_rowid(self, st: BTreeState, lo: Any, hi: Any) -> Any:

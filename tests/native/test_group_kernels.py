@@ -115,3 +115,44 @@ def test_the_fast_launch_cache_keys_c_f_and_strided_layouts_apart() -> None:
     assert len(keys) == 3
     assert _arg_key((a[:, 0].copy(),), np.ndarray) == _arg_key((np.zeros(4, np.uint32),),
                                                                np.ndarray)
+
+
+class _DeviceArrayStandIn:
+    """What the packed launch reads of a CuPy array, for a NumPy one."""
+
+    def __init__(self, a: np.ndarray):
+        self.size, self.itemsize, self.shape, self.strides = a.size, a.itemsize, a.shape, a.strides
+        self.data = type("Pointer", (), {"ptr": a.ctypes.data})()
+
+
+def test_the_packed_launch_buffer_holds_each_parameter_at_its_aligned_offset() -> None:
+    # the CuPy path hands cuLaunchKernel one buffer laid out as the kernel's parameter list;
+    # it must carry, in order and at C alignment, the values numba's ABI flattens each
+    # argument into: (meminfo, parent, nitems, itemsize, data, shape, strides) per array,
+    # tuple members one by one, scalars at their own width
+    import struct
+
+    from numba import typeof
+
+    from indexzoo.native.targets import _flat_plan, _pack_format, _values
+
+    arr2 = np.zeros((4, 3), np.uint32)
+    arr1 = np.arange(5, dtype=np.uint64)
+    args = (np.int64(5), np.bool_(True), (arr1, np.int32(-7), np.uint8(3)), arr2,
+            np.float32(1.5))
+    plans = [_flat_plan(typeof(a)) for a in args]
+    fmt = "@" + "".join(_pack_format(p) for p in plans)
+    values: list[object] = []
+    for p, a in zip(plans, args, strict=True):
+        x = (_DeviceArrayStandIn(a[0]), a[1], a[2]) if isinstance(a, tuple) else (
+            _DeviceArrayStandIn(a) if isinstance(a, np.ndarray) else a)
+        _values(p, x, values)
+    packed = struct.pack(fmt, *values)
+    assert struct.unpack(fmt, packed) == tuple(
+        pytest.approx(v) if isinstance(v, float) else v for v in values)
+    # int64 at 0, bool at 8, then the first array's meminfo padded to 16
+    assert packed[8] == 1 and struct.unpack_from("@q", packed, 16) == (0,)
+    assert values[2:9] == [0, 0, 5, 8, arr1.ctypes.data, 5, 8]
+    assert values[9:11] == [-7, 3]
+    assert values[11:18] == [0, 0, 12, 4, arr2.ctypes.data, 4, 3] and values[18:20] == [12, 4]
+    assert struct.calcsize(fmt) == 8 + 8 + 7 * 8 + 4 + 1 + 3 + 9 * 8 + 4
