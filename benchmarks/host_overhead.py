@@ -65,6 +65,17 @@ def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[st
         "stage: index._live()": index._live,
         "stage: keymap.encode_points(q)": lambda: st.keymap.encode_points(q, name="queries"),
     }
+    if args.device == "cuda":
+        import cupy
+
+        from indexzoo.native.targets import _arg_key
+
+        launch_args = (np.int64(n), st.pairs.keys, st.pairs.rowids, q, out, st.miss)
+        pieces.update({
+            "stage: launch cache key (_arg_key)": lambda: _arg_key(launch_args, cupy.ndarray),
+            "stage: cupy.cuda.get_current_stream()": cupy.cuda.get_current_stream,
+            "stage: q.flags.c_contiguous": lambda: q.flags.c_contiguous,
+        })
     for mode in ("packed", "function", "numba") if args.device == "cuda" else ():
         def launch(mode: str = mode) -> None:
             set_launch_mode(mode)

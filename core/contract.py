@@ -45,6 +45,7 @@ from .config import IndexParams, validate_params
 from .devices import array_module, device_of, resolve_device, to_device
 from .errors import InvalidInput, NotBuilt, ResourceError, Unsupported
 from .keys import KeyMap
+from .probes import probe_order
 from .resources import available_memory
 from .results import OUT_MODES, LookupResult, Out
 from .state import BuildState, describe_columns, rowid_dtype_for
@@ -383,11 +384,11 @@ class GpuIndex(abc.ABC, Generic[S]):
             part = self._run(st, kind, out, tuple(a[inside] for a in arrays), None)
             return results.scatter_result(part, inside, q, xp, st.rowid_dtype, st.miss, st.n)
         if self.params.sort_probes and q > 1:
-            # sorted probes: lookups sorted by key (ranges by lo; the first column's for a
-            # multi-column index), answered, put back in the caller's order; the sort and the
-            # un-permute are part of the call
+            # sorted probes: lookups grouped by the top bits of their keys (ranges by lo; the
+            # first column's for a multi-column index; see core/probes.py), answered, put back
+            # in the caller's order; the grouping and the un-permute are part of the call
             first = arrays[0] if arrays[0].ndim == 1 else arrays[0][:, 0]
-            order = xp.argsort(first)
+            order = probe_order(first, xp)
             res = self._chunked(st, kind, out, tuple(a[order] for a in arrays))
             return results.unpermute_result(res, order, xp)
         return self._chunked(st, kind, out, arrays)
@@ -454,7 +455,7 @@ class GpuIndex(abc.ABC, Generic[S]):
         if out == "rowids" and getattr(type(self), f"_{kind}_rowids") is getattr(
                 GpuIndex, f"_{kind}_rowids"):
             return None
-        return typing.cast(Callable[..., Any], fn)
+        return typing.cast("Callable[..., Any]", fn)
 
     # ------------------------------------------------------------------ memory
     def memory_footprint(self) -> Footprint:

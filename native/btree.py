@@ -14,7 +14,10 @@ Layout (node width B):
   leaf 0 when the whole tree is one leaf).
 
 Search for the first entry ``>= x`` (``strict``: ``> x``): in every inner node take the first
-child whose largest key is ``>= x``; none means ``x`` lies beyond every key. In the leaf, take
+child whose largest key is ``>= x``; none means ``x`` lies beyond every key. The bulk load packs
+inner levels full, so the one-thread search computes children and counts (child ``i`` of node
+``j`` is ``j*B + i``) and reads only keys; ``inner_child`` and the counts serve the cooperative
+kernels and the leaf scans. In the leaf, take
 the first slot ``>= x``. Because pivots are the children's largest keys, this finds the first of
 a run of duplicates even when the run spans leaves. A found entry's position in the sorted order
 is ``leaf * m + slot``.
@@ -166,16 +169,24 @@ def _first(keys, base, count, x, strict):
 def descend(t, x, strict):
     """(leaf, slot) of the first entry >= x (> x if ``strict``) in tree ``t`` (a
     :class:`TreeRecord`), or (-1, 0) if none."""
+    # Inner levels are packed full, so a thread reads only keys: every node but a level's last
+    # holds B children, child i of node j is node j*B + i of the level below, and every leaf
+    # but the last holds m entries (no reads of inner_count, inner_child or leaf_count, which
+    # would each be another dependent memory access per level).
     node = np.int64(0)
+    w = t.width
     for level in range(t.n_levels):
         absolute = t.level_start[level] + node
-        base = absolute * t.width
-        i = _first(t.inner_keys, base, np.int64(t.inner_count[absolute]), x, strict)
-        if i == t.inner_count[absolute]:
+        count = w
+        if absolute + 1 == t.level_start[level + 1]:
+            count = np.int64(t.inner_count[absolute])
+        i = _first(t.inner_keys, absolute * w, count, x, strict)
+        if i == count:
             return np.int64(-1), np.int64(0)
-        node = np.int64(t.inner_child[base + i])
-    i = _first(t.leaf_keys, node * t.width, np.int64(t.leaf_count[node]), x, strict)
-    if i == t.leaf_count[node]:
+        node = node * w + i
+    count = min(t.fill, t.n - node * t.fill)
+    i = _first(t.leaf_keys, node * w, count, x, strict)
+    if i == count:
         return np.int64(-1), np.int64(0)
     return node, i
 

@@ -135,7 +135,7 @@ def test_the_build_probes_linearly_many_windows(group_size: int) -> None:
 def test_each_distinct_key_takes_one_slot_and_heavy_duplicates_a_small_table() -> None:
     n = 1_000_000
     keys = np.random.default_rng(4).integers(0, 2, n).astype(np.bool_)
-    index = indexzoo.create("warpcore-hash", device="cpu").build(keys)
+    index = indexzoo.create("warpcore-hash", device="cpu", group_size=8).build(keys)
     fp = index.memory_footprint()
     assert index.capacity == 2 * 8 and index.load_factor == 2 / 16  # 2 windows, the minimum
     assert fp.breakdown["overflow"] == (n + 2) * 4  # a count and the rowIDs per key
@@ -144,7 +144,8 @@ def test_each_distinct_key_takes_one_slot_and_heavy_duplicates_a_small_table() -
     # below the mean multiplicity that moves the keys, the pass-1 table stays
     some = np.concatenate([np.arange(900), np.full(10, 5000)]).astype(np.uint64)
     assert some.shape[0] < REHASH_MIN_MULTIPLICITY * 901
-    index = indexzoo.create("warpcore-hash", device="cpu", load_factor=0.5).build(some)
+    index = indexzoo.create("warpcore-hash", device="cpu", load_factor=0.5,
+                               group_size=8).build(some)
     assert index.capacity == next_prime_windows(some.shape[0], 0.5, 8) * 8
     assert index.load_factor == 901 / index.capacity
     assert index.memory_footprint().breakdown["overflow"] == 11 * 4

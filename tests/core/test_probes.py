@@ -1,0 +1,35 @@
+"""Sorted probes group a batch by the top 16 bits of its key span (``indexzoo.probes``)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from indexzoo.probes import BUCKET_BITS, probe_order
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_the_order_is_a_permutation_that_never_goes_back_a_bucket(dtype: type) -> None:
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, np.iinfo(dtype).max, 5000, dtype=dtype, endpoint=True)
+    order = probe_order(keys, np)
+    assert np.array_equal(np.sort(order), np.arange(keys.shape[0]))
+    lo, hi = int(keys.min()), int(keys.max())
+    shift = max((hi - lo).bit_length() - BUCKET_BITS, 0)
+    buckets = (keys[order].astype(object) - lo) >> shift
+    assert all(a <= b for a, b in itertools.pairwise(buckets))
+
+
+def test_keys_of_sixteen_bits_or_fewer_are_fully_sorted() -> None:
+    keys = np.array([9, 3, 65535, 0, 3], dtype=np.uint16)
+    assert keys[probe_order(keys, np)].tolist() == [0, 3, 3, 9, 65535]
+
+
+def test_a_bucket_keeps_the_callers_order_and_equal_keys_are_one_bucket() -> None:
+    keys = np.array([7, 7, 7], dtype=np.uint64)
+    assert probe_order(keys, np).tolist() == [0, 1, 2]
+    # the span is 2^40: keys closer than 2^24 share a bucket, so 1 and 2 stay in call order
+    keys = np.array([2**40, 2, 1, 0], dtype=np.uint64)
+    assert probe_order(keys, np).tolist() == [1, 2, 3, 0]
