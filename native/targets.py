@@ -39,6 +39,7 @@ import inspect
 import os
 import struct
 import threading
+import typing
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -144,8 +145,14 @@ def _arg_key(args: tuple[Any, ...], ndarray: Any) -> tuple[Any, ...] | None:
     for a in args:
         if isinstance(a, ndarray):
             # numba types an array's layout as C, F or A: all three must key apart, or a
-            # kernel compiled for F-contiguous (stride-free) access could serve an A array
-            key.append((a.dtype.char, a.ndim, a.flags.c_contiguous, a.flags.f_contiguous))
+            # kernel compiled for F-contiguous (stride-free) access could serve an A array.
+            # CuPy arrays carry the two flags as attributes (``flags`` builds an object)
+            c = getattr(a, "_c_contiguous", None)
+            if c is None:
+                c, f = a.flags.c_contiguous, a.flags.f_contiguous
+            else:
+                f = a._f_contiguous
+            key.append((a.dtype.char, a.ndim, c, f))
         elif isinstance(a, np.generic):
             key.append(type(a))
         elif type(a) is int:
@@ -177,6 +184,8 @@ class _CupyLaunch:
         self._shared_optin = 48 * 1024  # dynamic shared memory beyond this needs an opt-in
         self._plan = [_flat_plan(ty) for ty in argtypes]
         self._packer = struct.Struct("@" + "".join(_pack_format(p) for p in self._plan))
+        self._extract = _extractor(self._plan)
+        self._local = threading.local()
         self._launch_kernel = cupy.cuda.driver.launchKernel
 
     def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any,
@@ -195,14 +204,18 @@ class _CupyLaunch:
         # every parameter packed into one buffer, laid out as the kernel's parameter list (C
         # alignment), handed to cuLaunchKernel through CU_LAUNCH_PARAM_BUFFER_POINTER: one
         # struct.pack instead of one CuPy argument object per flattened parameter
-        values: list[Any] = []
-        for plan, a in zip(self._plan, args, strict=True):
-            _values(plan, a, values)
-        buf = ctypes.create_string_buffer(self._packer.pack(*values), self._packer.size)
-        size = ctypes.c_size_t(self._packer.size)
-        extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2, ctypes.addressof(size), 0)
+        # (a buffer per thread: cuLaunchKernel copies it before returning, so a thread can
+        # reuse its own, and threads launching at once never share one)
+        local = self._local
+        if not hasattr(local, "buf"):
+            local.buf = ctypes.create_string_buffer(max(self._packer.size, 1))
+            local.size = ctypes.c_size_t(self._packer.size)
+            local.extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(local.buf), 2,
+                                                ctypes.addressof(local.size), 0)
+            local.extra_ptr = ctypes.addressof(local.extra)
+        self._packer.pack_into(local.buf, 0, *self._extract(*args))
         self._launch_kernel(self._function.ptr, blocks, 1, 1, threads, 1, 1, shared_mem,
-                            stream.ptr, 0, ctypes.addressof(extra))
+                            stream.ptr, 0, local.extra_ptr)
 
 
 def _flat_plan(ty: Any) -> Any:
@@ -248,15 +261,31 @@ def _pack_format(plan: Any) -> str:
     return _PACK_CODES[plan]
 
 
-def _values(plan: Any, a: Any, out: list[Any]) -> None:
-    """The flattened parameters of one argument as Python numbers, for :func:`_pack_format`."""
-    if isinstance(plan, int):
-        out += (0, 0, a.size, a.itemsize, a.data.ptr, *a.shape, *a.strides)
-    elif isinstance(plan, tuple):
-        for p, x in zip(plan, a, strict=True):
-            _values(p, x, out)
-    else:
-        out.append(plan(a))
+def _extractor(plans: list[Any]) -> Callable[..., tuple[Any, ...]]:
+    """A function of the launch arguments that returns their flattened parameters, in the
+    order of :func:`_pack_format`: straight-line code generated once per argument types (the
+    launch cache's key has already checked the types, so it reads and converts nothing else;
+    a generic walk over the arguments cost several microseconds per launch)."""
+    exprs: list[str] = []
+
+    def walk(plan: Any, expr: str) -> None:
+        if isinstance(plan, int):  # meminfo, parent, nitems, itemsize, data, shape, strides
+            exprs.extend(["0", "0", f"{expr}.size", f"{expr}.itemsize", f"{expr}.data.ptr"])
+            exprs.extend(f"{expr}.shape[{d}]" for d in range(plan))
+            exprs.extend(f"{expr}.strides[{d}]" for d in range(plan))
+        elif isinstance(plan, tuple):
+            for j, p in enumerate(plan):
+                walk(p, f"{expr}[{j}]")
+        else:  # a NumPy scalar of the kernel's type already (the key says so)
+            exprs.append(expr)
+
+    names = [f"a{i}" for i in range(len(plans))]
+    for plan, name in zip(plans, names, strict=True):
+        walk(plan, name)
+    source = f"def extract({', '.join(names)}):\n    return ({', '.join(exprs)},)\n"
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)
+    return typing.cast("Callable[..., tuple[Any, ...]]", namespace["extract"])
 
 
 def _body_function(body: Any) -> Callable[..., Any]:

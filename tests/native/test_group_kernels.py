@@ -134,7 +134,7 @@ def test_the_packed_launch_buffer_holds_each_parameter_at_its_aligned_offset() -
 
     from numba import typeof
 
-    from indexzoo.native.targets import _flat_plan, _pack_format, _values
+    from indexzoo.native.targets import _extractor, _flat_plan, _pack_format
 
     arr2 = np.zeros((4, 3), np.uint32)
     arr1 = np.arange(5, dtype=np.uint64)
@@ -142,11 +142,9 @@ def test_the_packed_launch_buffer_holds_each_parameter_at_its_aligned_offset() -
             np.float32(1.5))
     plans = [_flat_plan(typeof(a)) for a in args]
     fmt = "@" + "".join(_pack_format(p) for p in plans)
-    values: list[object] = []
-    for p, a in zip(plans, args, strict=True):
-        x = (_DeviceArrayStandIn(a[0]), a[1], a[2]) if isinstance(a, tuple) else (
-            _DeviceArrayStandIn(a) if isinstance(a, np.ndarray) else a)
-        _values(p, x, values)
+    stand_ins = [(_DeviceArrayStandIn(a[0]), a[1], a[2]) if isinstance(a, tuple) else (
+        _DeviceArrayStandIn(a) if isinstance(a, np.ndarray) else a) for a in args]
+    values = list(_extractor(plans)(*stand_ins))
     packed = struct.pack(fmt, *values)
     assert struct.unpack(fmt, packed) == tuple(
         pytest.approx(v) if isinstance(v, float) else v for v in values)
