@@ -57,10 +57,17 @@ class IndexParams(BaseModel):
         default=False,
         description=(
             "Sort each batch (point lookups by key, ranges by their lower bound; by the top "
-            "16 bits of the batch's key span, which groups them as well as a full sort for "
-            "a quarter of its cost) before the index answers it, and return the answers in "
-            "the caller's order: neighbouring lookups then follow neighbouring paths. The "
-            "sort and the un-permute are part of the call's time."
+            "probe_sort_bits bits of the batch's key span) before the index answers it, and "
+            "return the answers in the caller's order: neighbouring lookups then follow "
+            "neighbouring paths. The sort and the un-permute are part of the call's time."
+        ),
+    )
+    probe_sort_bits: int = Field(
+        default=16, ge=1, le=64,
+        description=(
+            "With sort_probes: how many top bits of the batch's key span order it. 16 (two "
+            "radix passes) groups lookups that share their upper tree levels and neighbouring "
+            "leaves, for a quarter of a full 64-bit sort; 64 (or the key width) is a full sort."
         ),
     )
 

@@ -1,12 +1,15 @@
 """The order in which sorted probes (``sort_probes=True``) hand a batch to an index.
 
 A full sort of 64-bit keys costs eight radix passes, which on a GPU is about as much time as
-the random lookups it is meant to speed up. Lookups need only be *grouped*, not sorted: two
-lookups whose keys share their top bits follow the same path through the upper levels of any
-ordered index and land in neighbouring leaves or slots, which the caches then serve. So the
-batch is ordered by the top :data:`BUCKET_BITS` bits of its own key span,
-``(key - min) >> shift`` as ``uint16``: two radix passes. Within a bucket the order is the
-caller's.
+the random lookups of a cheap index (``sorted-array``: 2^27 of them in 39 ms on an H100). Such
+lookups need only be *grouped*, not sorted: two lookups whose keys share their top bits follow
+the same path through the upper levels of any ordered index and land in neighbouring leaves or
+slots, which the caches then serve. So the batch is ordered by the top ``bits`` bits
+(``probe_sort_bits``, default :data:`BUCKET_BITS`) of its own key span,
+``(key - min) >> shift`` as the narrowest unsigned type that holds them: two radix passes for
+16 bits. Within a bucket the order is the caller's. An index whose lookups cost far more than
+the sort and gain from coherence inside a bucket (the ray-tracing ones, whose rays of one warp
+should share as much of their traversal as they can) defaults to a full sort.
 
 With 2^26 uniform keys a bucket covers 1/65536 of the key span (about a thousand keys); a span
 stretched by a few outliers puts most lookups in few buckets and leaves them in the caller's
@@ -25,15 +28,18 @@ __all__ = ["BUCKET_BITS", "probe_order"]
 BUCKET_BITS = 16
 
 
-def probe_order(keys: Any, xp: Any) -> Any:
+def probe_order(keys: Any, xp: Any, bits: int = BUCKET_BITS) -> Any:
     """A permutation of ``keys`` (encoded unsigned keys, one per lookup) that groups them by
-    the top :data:`BUCKET_BITS` bits of their span."""
-    if keys.dtype.itemsize * 8 <= BUCKET_BITS:
-        return xp.argsort(keys, kind="stable") if xp is np else xp.argsort(keys)
-    lo = keys.min()
-    span = int(keys.max() - lo)
-    shift = keys.dtype.type(max(span.bit_length() - BUCKET_BITS, 0))
-    bucket = ((keys - lo) >> shift).astype(np.uint16)
+    the top ``bits`` bits of their span (a full sort when ``bits`` covers the key type)."""
     # NumPy's stable sort of 16-bit integers is a radix sort; CuPy's argsort is one for any
     # integer type, with as many passes as the type has bytes
-    return xp.argsort(bucket, kind="stable") if xp is np else xp.argsort(bucket)
+    def argsort(a: Any) -> Any:
+        return xp.argsort(a, kind="stable") if xp is np else xp.argsort(a)
+
+    if keys.dtype.itemsize * 8 <= bits:
+        return argsort(keys)
+    lo = keys.min()
+    span = int(keys.max() - lo)
+    shift = keys.dtype.type(max(span.bit_length() - bits, 0))
+    narrow = np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64
+    return argsort(((keys - lo) >> shift).astype(narrow))

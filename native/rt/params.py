@@ -21,7 +21,7 @@ Primitive = Literal["triangle", "sphere", "aabb"]
 
 class SceneParams(KernelParams):
     """What every index on the ray-tracing engine sets: BVH leaves, compaction, rays per
-    launch."""
+    launch, and a full sort for sorted probes."""
 
     leaf_size: int = Field(
         default=4, ge=1, le=32,
@@ -36,6 +36,12 @@ class SceneParams(KernelParams):
         description="Most rays traced in one launch; a batch needing more is traced in "
                     "launches of at most this many rays, so memory stays bounded whatever the "
                     "lookups span.")
+    probe_sort_bits: int = Field(
+        default=64, ge=1, le=64,
+        description="With sort_probes: top bits of the batch's key span that order it. 64 by "
+                    "default, a full sort: a warp's rays share the most of their traversal "
+                    "when neighbouring probes are neighbouring keys, and tracing costs far "
+                    "more than the sort.")
 
 
 class KeySceneParams(SceneParams):

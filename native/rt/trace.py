@@ -57,6 +57,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,12 @@ __all__ = [
     "IGNORE", "TERMINATE", "TERMINATE_ON_FIRST_HIT", "Gas", "Hits", "Ias", "Instance", "Programs",
     "build_gas", "build_ias", "build_sliced_ias", "launch", "trace",
 ]
+
+#: CPU trace launches with fewer rays than this run on one core. A ray through the software
+#: BVH costs about 150 ns on one core (2^12 rays over 2^12 keys: 0.6 ms), three times a binary
+#: search, so the thread pool's wake-up (tens of microseconds) pays from far fewer items than
+#: the default threshold of cheap kernels (:data:`indexzoo.native.targets.SERIAL_BELOW`).
+RAYS_SERIAL_BELOW = int(os.environ.get("INDEXZOO_CPU_SERIAL_BELOW_RAYS", 1 << 10))
 
 TERMINATE_ON_FIRST_HIT = 1
 DISABLE_ANYHIT = 2
@@ -595,7 +602,7 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
             finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f,
                    out_i)
 
-        return Kernel(gas_item, name="rt_trace")
+        return Kernel(gas_item, name="rt_trace", serial_below=RAYS_SERIAL_BELOW)
 
     @register_jitable
     def ias_item(i, top, top_words, top_order, inst, inst_words, nodes, words, data, order,
@@ -649,7 +656,7 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
                 break
         finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f, out_i)
 
-    return Kernel(ias_item, name="rt_trace_ias")
+    return Kernel(ias_item, name="rt_trace_ias", serial_below=RAYS_SERIAL_BELOW)
 
 
 def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,

@@ -25,7 +25,7 @@ def test_unknown_index_names_the_alternatives() -> None:
 
 def test_unknown_parameter_names_it_and_the_known_ones() -> None:
     with pytest.raises(ConfigError, match=r"unknown parameter 'blocksize' \(value 64\); known: "
-                                          r"max_batch, sort_probes, threads_per_block"):
+                                          r"max_batch, probe_sort_bits, sort_probes, threads_per_block"):
         indexzoo.create("sorted-array", device="cpu", blocksize=64)
 
 

@@ -33,3 +33,12 @@ def test_a_bucket_keeps_the_callers_order_and_equal_keys_are_one_bucket() -> Non
     # the span is 2^40: keys closer than 2^24 share a bucket, so 1 and 2 stay in call order
     keys = np.array([2**40, 2, 1, 0], dtype=np.uint64)
     assert probe_order(keys, np).tolist() == [1, 2, 3, 0]
+
+
+def test_sixty_four_bits_is_a_full_sort() -> None:
+    keys = np.random.default_rng(5).integers(0, 2**64 - 1, 3000, dtype=np.uint64)
+    assert np.array_equal(keys[probe_order(keys, np, 64)], np.sort(keys))
+    lo = keys.min()
+    shift = np.uint64(int(keys.max() - lo).bit_length() - 32)
+    grouped = (keys[probe_order(keys, np, 32)] - lo) >> shift
+    assert np.all(grouped[:-1] <= grouped[1:])
