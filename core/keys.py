@@ -38,6 +38,7 @@ and range bounds round inwards (``lo`` up, ``hi`` down), so ranges stay exact.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -146,7 +147,7 @@ class KeyMap:
             f"they cannot be narrowed to {t}"
         )
 
-    @property
+    @functools.cached_property
     def natural(self) -> np.dtype:
         """The narrowest target of this source: what the bit tricks run on before widening."""
         return KeyMap.for_dtype(self.source).target
@@ -235,6 +236,9 @@ class KeyMap:
         Returns ``(encoded, outside)``: ``outside`` is None when every lookup can match a
         key, else a boolean mask of lookups that cannot (they must miss).
         """
+        if not isinstance(q, UntypedEmpty) and q.dtype == self.source == self.target:
+            # unsigned keys of the index's width
+            return q, None  # (the identity: nothing to check, convert or copy)
         conv, outside = self._convert(q, name, mode="point")
         return self.encode(conv, name=name, copy=False), outside
 
