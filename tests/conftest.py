@@ -9,6 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+# Trace kernels of the CPU take numba's thread pool from 1024 rays in production; here from
+# 2^15 like every other kernel, so the suite does not compile a parallel variant of each trace
+# specialisation it meets (35 s of JIT on 2 cores). The parallel path is the same body under
+# prange; tests/native/test_parallel_trace.py runs it at the production threshold.
+os.environ.setdefault("INDEXZOO_CPU_SERIAL_BELOW_RAYS", str(1 << 15))
+
 from indexzoo.devices import cuda_status
 
 sys.path.insert(0, str(Path(__file__).parent))  # for `import helpers`
