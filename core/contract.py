@@ -60,6 +60,9 @@ KeyDtypeName = Literal["uint32", "uint64"]
 #: Bytes of bitmaps one chunk of lookups may produce when the base derives another out mode
 #: from a plugin's bitmaps.
 BITMAP_CHUNK_BYTES = 1 << 26
+#: out="bitmap" results from this many bytes are checked against the free memory before any
+#: work (a ResourceError that says what to ask for instead); smaller ones are not checked.
+BITMAP_CHECK_FROM = 1 << 28
 DeviceName = Literal["cpu", "cuda"]
 
 
@@ -438,6 +441,8 @@ class GpuIndex(abc.ABC, Generic[S]):
     def _check_bitmap_size(self, st: S, q: int) -> None:
         """ResourceError before answering ``q`` lookups as bitmaps that cannot fit."""
         need = 4 * q * results.bitmap_words(st.n)
+        if need < BITMAP_CHECK_FROM:  # reading the free memory costs a file read or a driver
+            return  # call per lookup call; a bitmap this small fails, if ever, as it allocates
         avail = available_memory(self.device)
         if avail is not None and need > avail[0]:
             raise ResourceError(

@@ -154,8 +154,22 @@ def test_bitmaps_that_cannot_fit_raise_resource_error_before_any_work(
 
     idx = ColumnScan().build([A, B])
     monkeypatch.setattr(contract, "available_memory", lambda device: (64, "a test's 64 B"))
+    monkeypatch.setattr(contract, "BITMAP_CHECK_FROM", 0)  # check even this small request
     with pytest.raises(ResourceError, match="out='bitmap' for 100 lookups over 8 rows"):
         idx.range([np.zeros(100, np.uint32), None], [None, np.zeros(100, np.int64)],
                   out="bitmap")
     assert idx.range([np.zeros(100, np.uint32), None], [None, np.zeros(100, np.int64)],
                      out="count").count.shape == (100,)  # other modes go by chunks
+
+
+def test_small_bitmaps_skip_the_free_memory_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    # reading the free memory costs a file read (host) or a driver call (GPU) per call
+    from indexzoo import contract
+
+    def no_query(device: str) -> None:
+        raise AssertionError("available_memory was queried for a small bitmap")
+
+    idx = ColumnScan().build([A, B])
+    monkeypatch.setattr(contract, "available_memory", no_query)
+    res = idx.range([np.zeros(3, np.uint32), None], [None, np.zeros(3, np.int64)], out="bitmap")
+    assert res.bitmap.shape[0] == 3
