@@ -27,6 +27,7 @@ from pydantic_core import PydanticCustomError
 
 from .display import one_line, shown, shown_path
 from .errors import ConfigError, MissingDependency
+from .probes import BUCKET_BITS
 
 __all__ = ["MAX_SPEC_BYTES", "IndexParams", "IndexSpec", "check_regular_file",
            "check_writable_folder", "describe_bounds",
@@ -63,7 +64,7 @@ class IndexParams(BaseModel):
         ),
     )
     probe_sort_bits: int = Field(
-        default=16, ge=1, le=64,
+        default=BUCKET_BITS, ge=1, le=64,
         description=(
             "With sort_probes: how many top bits of the batch's key span order it. 16 (two "
             "radix passes) groups lookups that share their upper tree levels and neighbouring "
