@@ -20,22 +20,26 @@ from .csr import gather_runs
 from .search import lower_bound_from, upper_bound_from
 from .targets import GroupKernel, Kernel, values_arg
 
-__all__ = ["RUN_BOUNDS", "RUN_SUM", "answer_runs"]
+__all__ = ["RUN_BOUNDS", "RUN_SUM", "answer_runs", "run_from"]
+
+
+@register_jitable
+def run_from(keys, s, lo, hi):
+    """``(first, count)``: the run of keys in ``[lo, hi]`` at or after position ``s`` (``(0,
+    0)`` when ``s < 0`` or no key there qualifies); for kernels that find ``s`` themselves."""
+    if s < 0 or lo > hi:
+        return np.int64(0), np.int64(0)
+    p = lower_bound_from(keys, s, lo)
+    if p < keys.shape[0] and keys[p] <= hi:
+        return np.int64(p), np.int64(upper_bound_from(keys, p, hi) - p)
+    return np.int64(0), np.int64(0)
 
 
 @register_jitable
 def run_bounds_item(i, keys, start, lo, hi, first, count):
     """``first[i]``/``count[i]``: the run of keys in ``[lo[i], hi[i]]`` at or after
     ``start[i]`` (count 0 when ``start[i] < 0`` or no key there qualifies)."""
-    s = start[i]
-    first[i] = 0
-    count[i] = 0
-    if s < 0 or lo[i] > hi[i]:
-        return
-    p = lower_bound_from(keys, s, lo[i])
-    if p < keys.shape[0] and keys[p] <= hi[i]:
-        first[i] = p
-        count[i] = upper_bound_from(keys, p, hi[i]) - p
+    first[i], count[i] = run_from(keys, start[i], lo[i], hi[i])
 
 
 @register_jitable

@@ -74,7 +74,7 @@ from .geometry import AABBS, SPHERES, TRIANGLES, hit_box, hit_sphere_c, hit_tria
 __all__ = [
     "ACCEPT", "CULL_BACK_FACING", "CULL_FRONT_FACING", "DISABLE_ANYHIT", "DISABLE_CLOSESTHIT",
     "IGNORE", "TERMINATE", "TERMINATE_ON_FIRST_HIT", "Gas", "Hits", "Ias", "Instance", "Programs",
-    "build_gas", "build_ias", "build_sliced_ias", "launch", "trace",
+    "build_gas", "build_ias", "build_sliced_ias", "closest_hit_query", "launch", "trace",
 ]
 
 #: CPU trace launches with fewer rays than this run on one core. A ray through the software
@@ -194,6 +194,13 @@ class Gas:
     def compact(self) -> Gas:
         """The same GAS with its node buffer cut to size (``optixAccelCompact``)."""
         return dataclasses.replace(self, bvh=self.bvh.compact())
+
+    def query_args(self) -> tuple[Any, ...]:
+        """The arrays and scalars a kernel hands to :func:`closest_hit_query`'s function
+        before the ray: ``nodes, words, n_nodes, data, order, radius``."""
+        b = self.bvh
+        return (b.nodes, b.nodes.view(np.int32), np.int64(b.n_nodes), self.data, b.order,
+                np.float32(self.radius))
 
     def refit(self, data: Any) -> Gas:
         """The same structure over moved primitives (same count, in build-input order): bounds
@@ -544,6 +551,35 @@ def _walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
         return best_t, best_p, best_f, best_i, done
 
     return walk
+
+
+@functools.cache
+def closest_hit_query(kind: int, geometry: Any) -> Any:
+    """``closest(nodes, words, n_nodes, data, order, radius, ox, oy, oz, dx, dy, dz, tmin,
+    tmax) -> (t, prim, front)``: one closest-hit ray through a GAS, called from inside a kernel
+    (``prim`` -1 and ``t`` inf on a miss; ties go to the smaller primitive index).
+
+    This is ``optixTrace`` called from a ray-generation program with no any-hit or
+    intersection program: a kernel that chains rays, each one's origin depending on the last
+    one's hit (cgRX's successor search), casts them all in one thread and one launch instead of
+    one launch per ray with the rays of every phase written to memory. The GAS's arrays come
+    from :meth:`Gas.query_args`. Specialised per primitive kind and geometry function.
+    """
+    walk = _walker(kind, geometry if geometry is not None else _STORED[kind], None, None)
+
+    @register_jitable
+    def closest(nodes, words, n_nodes, data, order, radius, ox, oy, oz, dx, dy, dz, tmin, tmax):
+        best_t = np.float32(np.inf)
+        best_p = np.int64(-1)
+        best_f = False
+        if tmin < tmax:
+            best_t, best_p, best_f, _, _ = walk(
+                np.int64(0), np.int64(0), nodes, words, np.int64(0), n_nodes, data, np.int64(0),
+                order, radius, ox, oy, oz, dx, dy, dz, tmin, tmax, np.int64(0), order, order,
+                best_t, best_p, best_f, np.int64(0))
+        return best_t, best_p, best_f
+
+    return closest
 
 
 @register_jitable

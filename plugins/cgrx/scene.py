@@ -19,9 +19,10 @@ its cgRX id ``h``:
 
 A hit maps back to a bucket: ``h - 2P + 1``, ``h - P + 1`` or ``h``; the row and plane a
 triangle sits on follow from ``h`` and the representative keys (no per-triangle copy), and so
-does whether it is flipped (:func:`flipped_ids`): the successor search asks the keys instead of
-the winding, which lets generated triangles be 8-byte position codes. Stored triangles are
-flipped as the artifact's are, and their front faces agree with :func:`flipped_ids` (tested).
+does whether it is flipped (the lookup kernel's ``flipped``, :mod:`.search`): the successor
+search asks the keys instead of the winding, which lets generated triangles be 8-byte position
+codes. Stored triangles are flipped as the artifact's are, and their front faces agree with the
+kernel's answer (tested).
 
 Triangles are slanted, ``(x+ex, y-ey, z), (x, y+ey, z-ez), (x-ex, y, z+ez)`` around their
 point, so rays along x, y
@@ -45,7 +46,7 @@ from indexzoo.native.rt.trace import Gas, build_gas
 
 from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
 
-__all__ = ["CgScene", "build_scene", "flipped_ids", "to_bucket", "triangle_function"]
+__all__ = ["CgScene", "build_scene", "triangle_function"]
 
 _U64 = np.uint64
 
@@ -61,13 +62,6 @@ class CgScene:
 
     def nbytes(self) -> dict[str, int]:
         return {**self.gas.footprint().breakdown, "triangle_ids": int(self.ids.nbytes)}
-
-
-def to_bucket(h: Any, n_buckets: int) -> Any:
-    """The bucket a hit id stands for."""
-    xp = xp_of(h)
-    p = np.int64(n_buckets)
-    return xp.where(h >= 2 * p, h - 2 * p + 1, xp.where(h >= p, h - p + 1, h))
 
 
 def _shift(xp: Any, a: Any, first: Any) -> Any:
@@ -157,21 +151,3 @@ def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact:
               "end_of_plane": int(e.shape[0])}
     id_dtype = np.int32 if 3 * p < (1 << 31) else np.int64
     return CgScene(gas, ids.astype(id_dtype), p, counts)
-
-
-def flipped_ids(keys: Any, h: Any, n_buckets: int, bucket: int, x_bits: int) -> Any:
-    """Whether the triangles with ids ``h`` are flipped: representatives that are moved (the
-    next bucket starts in another row) and the only representative of their row."""
-    xp = xp_of(h)
-    n, p = int(keys.shape[0]), np.int64(n_buckets)
-    b = xp.where(h < p, h, 0)
-    xb = _U64(x_bits)
-
-    def rep_row(c: Any) -> Any:
-        return keys[xp.minimum((c + 1) * bucket, n) - 1].astype(_U64) >> xb
-
-    row = rep_row(b)
-    nxt = keys[xp.minimum((b + 1) * bucket, n - 1)].astype(_U64) >> xb
-    moved = (b < p - 1) & (nxt != row)
-    alone = (b == 0) | (rep_row(xp.maximum(b - 1, 0)) != row)
-    return (h < p) & moved & alone

@@ -5,16 +5,17 @@ footprint."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import textwrap
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import pytest
-from helpers import assert_matches, reference
+from helpers import agrees_in_the_simulator, assert_matches, reference
+from numba.extending import register_jitable
 
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError
 from indexzoo.conformance import ConformanceSuite
-from indexzoo.plugins.cgrx import CgrxIndex
 
 _X, _Y = 23, 23  # 64-bit keys: x 23 bits, y 23 bits, z 18 bits
 
@@ -28,19 +29,10 @@ def keys_of(*points: tuple[int, ...]) -> np.ndarray:
 
 
 class Trace:
-    """Records every phase of the successor search: (axis, hits, front faces)."""
+    """The successor search's rays of one lookup: (axis, hit, flipped) per ray, as 0/1."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.phases: list[tuple[str, int, int]] = []
-        plain = CgrxIndex._cast
-
-        def cast(index: Any, st: Any, origins: Any, direction: int) -> Any:
-            h, front = plain(index, st, origins, direction)
-            self.phases.append(("xyz"[direction], int((h >= 0).sum()),
-                                int((front & (h >= 0)).sum())))
-            return h, front
-
-        monkeypatch.setattr(CgrxIndex, "_cast", cast)
+    def __init__(self, path: list[tuple[str, bool, bool]]) -> None:
+        self.phases = [(a, int(hit), int(hit and flip)) for a, hit, flip in path]
 
     @property
     def axes(self) -> str:
@@ -59,72 +51,64 @@ def check(keys: np.ndarray, lo: list[int], hi: list[int] | None = None, **params
     return index
 
 
-def traced(monkeypatch: pytest.MonkeyPatch, keys: np.ndarray, lo: list[int],
-           **params: Any) -> Trace:
-    """The phases of one range lookup batch ``[lo, max]`` (built before tracing)."""
+def traced(keys: np.ndarray, lo: int, **params: Any) -> Trace:
+    """The rays the successor search casts for the lower bound ``lo``."""
     index = indexzoo.create("cgrx", device="cpu", sort_probes=False, **params).build(keys)
-    trace = Trace(monkeypatch)
-    index.range(np.array(lo, np.uint64), np.full(len(lo), 2**64 - 1, np.uint64), out="count")
-    return trace
+    (path,) = index.ray_paths(np.array([lo], np.uint64))
+    return Trace(path)
 
 
 # ============================================================================ ray paths
-def test_successor_in_the_same_row_needs_one_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_successor_in_the_same_row_needs_one_ray() -> None:
     keys = keys_of((10,), (20,), (30,), (5, 1))
     check(keys, [key(15)], bucket_log=0)
-    assert traced(monkeypatch, keys, [key(15)], bucket_log=0).phases == [("x", 1, 0)]
+    assert traced(keys, key(15), bucket_log=0).phases == [("x", 1, 0)]
 
 
-def test_a_moved_representative_starts_the_scan_a_bucket_early(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_moved_representative_starts_the_scan_a_bucket_early() -> None:
     # bucket 0 = {row 0: x=10}; bucket 1 starts in row 5: representative 0 moves to the end of
     # row 0 (and is flipped: the only representative there)
     keys = keys_of((10,), (3, 5))
     index = check(keys, [key(50)], bucket_log=0)
     assert index.scene_counts["moved"] == 1 and index.scene_counts["flipped"] == 1
     # the +x ray meets the moved, flipped representative at the row end (a front face)
-    assert traced(monkeypatch, keys, [key(50)], bucket_log=0).phases == [("x", 1, 1)]
+    assert traced(keys, key(50), bucket_log=0).phases == [("x", 1, 1)]
 
 
-def test_an_end_of_row_triangle_stands_for_the_next_bucket(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_end_of_row_triangle_stands_for_the_next_bucket() -> None:
     # buckets of 2: {x=10, x=20} | {x=30, row 5: x=3}; representative 0 (x=20) is the last
     # representative of row 0, not moved (bucket 1 starts in row 0): an end-of-row triangle
     keys = keys_of((10,), (20,), (30,), (3, 5))
     index = check(keys, [key(25), key(30)], bucket_log=1)
     assert index.scene_counts["end_of_row"] >= 1
-    assert traced(monkeypatch, keys, [key(25)], bucket_log=1).phases == [("x", 1, 0)]
+    assert traced(keys, key(25), bucket_log=1).phases == [("x", 1, 0)]
 
 
-def test_a_flipped_only_representative_answers_the_plus_y_ray(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_flipped_only_representative_answers_the_plus_y_ray() -> None:
     # lo in row 1 (empty): the +y ray meets row 3's only representative, moved and flipped
     keys = keys_of((5, 0), (7, 3), (1, 9))
     check(keys, [key(0, 1)], bucket_log=0)
-    trace = traced(monkeypatch, keys, [key(0, 1)], bucket_log=0)
+    trace = traced(keys, key(0, 1), bucket_log=0)
     assert trace.phases == [("x", 0, 0), ("y", 1, 1)]  # the front face answers: no third ray
 
 
-def test_a_marker_with_other_representatives_leads_to_a_row_search(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_marker_with_other_representatives_leads_to_a_row_search() -> None:
     # row 3 holds x=7 and x=9; x=9 is moved (bucket after it starts in row 9) but not flipped
     keys = keys_of((5, 0), (7, 3), (9, 3), (1, 9))
     check(keys, [key(0, 1)], bucket_log=0)
-    trace = traced(monkeypatch, keys, [key(0, 1)], bucket_log=0)
+    trace = traced(keys, key(0, 1), bucket_log=0)
     assert trace.phases == [("x", 0, 0), ("y", 1, 0), ("x", 1, 0)]  # back face: search row 3
 
 
-def test_an_empty_plane_before_a_populated_one_takes_the_plus_z_ray(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_empty_plane_before_a_populated_one_takes_the_plus_z_ray() -> None:
     keys = keys_of((4, 2, 0), (6, 7, 0), (8, 3, 2), (9, 5, 2))
     check(keys, [key(0, 0, 1), key(0, 9, 1), key(7, 7, 0)], bucket_log=0)
-    trace = traced(monkeypatch, keys, [key(0, 0, 1)], bucket_log=0)
+    trace = traced(keys, key(0, 0, 1), bucket_log=0)
     assert trace.axes in ("xyzy", "xyzyx")  # +x, +y miss in plane 1; +z to plane 2, +y (+x)
     assert trace.phases[2] == ("z", 1, 0)
 
 
-def test_the_last_row_of_a_plane_marks_it_for_the_plus_z_ray(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_last_row_of_a_plane_marks_it_for_the_plus_z_ray() -> None:
     top = (1 << _Y) - 1  # the plane's last row: no end-of-plane triangle, the row end marks it
     keys = keys_of((4, 2, 0), (3, top, 2), (7, top, 2))
     check(keys, [key(0, 0, 1), key(5, top, 2), key(0, top, 2)], bucket_log=0)
@@ -135,8 +119,7 @@ def test_the_last_row_of_a_plane_marks_it_for_the_plus_z_ray(
     [(x,) for x in (1, 5, 9, 400, 2**23 - 1)],                     # one row: no markers
     [(x, y) for x, y in ((1, 0), (5, 2), (9, 7), (0, 2**23 - 1))],  # one plane, several rows
 ])
-def test_single_row_and_single_plane_key_sets(points: list[tuple[int, ...]],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_single_row_and_single_plane_key_sets(points: list[tuple[int, ...]]) -> None:
     keys = keys_of(*points)
     index = check(keys, [int(k) + d for k in keys for d in (-1, 0, 1) if 0 <= int(k) + d
                          < 2**64] + [0], bucket_log=0)
@@ -145,7 +128,7 @@ def test_single_row_and_single_plane_key_sets(points: list[tuple[int, ...]],
         assert counts["moved"] == counts["end_of_row"] == counts["end_of_plane"] == 0
     else:
         assert counts["end_of_plane"] == 0
-    assert "z" not in traced(monkeypatch, keys, [int(keys[2]) - 1], bucket_log=0).axes
+    assert "z" not in traced(keys, int(keys[2]) - 1, bucket_log=0).axes
 
 
 def test_32_bit_keys_use_the_19_13_split() -> None:
@@ -222,12 +205,21 @@ class TestConformance_cgrx_8x4_no_group(ConformanceSuite):
     params: ClassVar[dict[str, Any]] = {"scan_group_log": 0, "sort_probes": False}
 
 
+class _Ids(NamedTuple):
+    ids: Any
+
+
+@register_jitable
+def _cg_id(ray, inst, prim, t, front, params):  # the hit triangle's cgRX id
+    return np.int64(params.ids[prim])
+
+
 def test_stored_triangles_front_faces_agree_with_the_flipped_predicate() -> None:
-    """Stored triangles carry the artifact's flipped winding; the search asks the keys
-    (``flipped_ids``): both must say the same for every triangle a ray along y meets."""
+    """Stored triangles carry the artifact's flipped winding; the lookup kernel asks the keys
+    whether a hit triangle is flipped: both must say the same for the marker each +y ray
+    meets. The +y ray of the kernel's search (from just past an empty row, where the +x ray
+    missed) is cast again here through the query layer, against the stored triangles."""
     from indexzoo.native.rt import query
-    from indexzoo.plugins.cgrx.index import PROGRAMS, CgRecord
-    from indexzoo.plugins.cgrx.scene import flipped_ids
 
     rng = np.random.default_rng(6)
     keys = np.sort(rng.integers(0, 2**40, 3000, dtype=np.uint64))
@@ -235,8 +227,18 @@ def test_stored_triangles_front_faces_agree_with_the_flipped_predicate() -> None
     st = index.state
     sc = st.scene
     coder = st.coder
-    rows = np.unique(keys >> np.uint64(coder.x_bits))
-    _, y, z = coder.fields(rows << np.uint64(coder.x_bits))
+    xb = np.uint64(coder.x_bits)
+    rows = np.unique(keys >> xb)
+    # rows whose previous row is empty and in the same plane: a lookup at x = 0 there misses
+    # along its row and casts +y from just below the populated row
+    rows = rows[(rows & np.uint64(coder.y_max)) != 0]
+    rows = rows[~np.isin(rows - np.uint64(1), np.unique(keys >> xb))]
+    lo = (rows - np.uint64(1)) << xb
+    keep = (lo > keys[3]) & (lo <= keys[-1])
+    rows, lo = rows[keep], lo[keep]
+    paths = index.ray_paths(lo)
+    assert all(len(p) >= 2 and p[0] == ("x", False, False) and p[1][0] == "y" for p in paths)
+    _, y, z = coder.fields(rows << xb)
     origins = np.stack([np.full(rows.shape[0], coder.row_marker_x, np.float32),
                         coder.y_coord(y) - np.float32(2**14), coder.z_coord(z)], axis=1)
     d = np.zeros_like(origins)
@@ -244,9 +246,52 @@ def test_stored_triangles_front_faces_agree_with_the_flipped_predicate() -> None
     batch = query.FunctionBatch.of(
         None, lambda s, e, o: query.Rays(origins[s:e], d[s:e], np.float32(0),
                                          np.float32(np.inf)),
-        lambda s, e, o: CgRecord(sc.ids), n_queries=rows.shape[0], xp=np)
-    h, _, front = query.closest_rays(sc.gas, batch, PROGRAMS, max_rays=1 << 20)
+        lambda s, e, o: _Ids(sc.ids), n_queries=rows.shape[0], xp=np)
+    h, _, front = query.closest_rays(sc.gas, batch, query.QueryPrograms(match=_cg_id),
+                                     max_rays=1 << 20)
     hit = h != query.MISS
     assert hit.sum() > 10 and front[hit].sum() > 0
-    derived = flipped_ids(keys, h[hit].astype(np.int64), sc.n_buckets, 4, coder.x_bits)
-    np.testing.assert_array_equal(front[hit], derived)
+    np.testing.assert_array_equal(hit, [p[1][1] for p in paths])
+    np.testing.assert_array_equal(front & hit, [p[1][2] for p in paths])
+
+
+CGRX_SIM_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import indexzoo
+    from indexzoo.plugins.cgrx.search import PATH_WIDTH, lookup_kernel
+
+    rng = np.random.default_rng(8)
+    # sparse 64-bit keys (most rows and planes empty: every ray path) and dense 32-bit ones
+    for dtype, bits, bucket_log, geometry in ((np.uint64, 48, 0, "generated"),
+                                              (np.uint64, 48, 2, "stored"),
+                                              (np.uint32, 32, 1, "generated")):
+        keys = rng.integers(0, 2**bits, 300, dtype=np.uint64).astype(dtype)
+        index = indexzoo.create("cgrx", device="cpu", bucket_log=bucket_log,
+                                geometry=geometry).build(keys)
+        st = index.state
+        sc = st.scene
+        lo = np.concatenate([keys[:40], keys[:40] + dtype(1),
+                             rng.integers(0, 2**bits, 40, dtype=np.uint64).astype(dtype)])
+        hi = lo + rng.integers(0, 2**(bits - 8), lo.shape[0], dtype=np.uint64).astype(dtype)
+        hi = np.maximum(hi, lo)
+        outs = []
+        for device in ("cpu", "cuda"):
+            path = np.full((lo.shape[0], PATH_WIDTH), -1, dtype=np.int8)
+            first = np.full(lo.shape[0], -7, np.int64)
+            count = np.full(lo.shape[0], -7, np.int64)
+            lookup_kernel(st.coder, sc.gas.geometry, True)(
+                device, lo.shape[0], lo, hi, st.keys, np.int64(sc.n_buckets),
+                np.int64(bucket_log), *sc.gas.query_args(), sc.ids, path, first, count,
+                threads_per_block=32)
+            outs.append((first, count, path))
+        for a, b in zip(*outs):
+            assert np.array_equal(a, b), (dtype, bucket_log, geometry)
+        assert (outs[0][2][:, 1] >= 0).any(), "no lookup needed a second ray"
+    print("simulator agrees")
+""")
+
+
+def test_the_lookup_kernel_agrees_between_njit_and_the_cuda_simulator() -> None:
+    """The chained rays and the in-bucket search through ``cuda.jit`` give the CPU's runs and
+    ray paths."""
+    agrees_in_the_simulator(CGRX_SIM_SCRIPT)

@@ -1,0 +1,197 @@
+"""cgRX's lookup kernel (digest 001 §2.2, "Finding the bucket", then the in-bucket search): one
+thread per lookup chains the successor search's closest-hit rays (at most five, each one's
+origin taken from the last one's hit) and then finds the run of keys in ``[lo, hi]`` from the
+bucket's start, all in one launch.
+
+In OptiX terms this is a ray-generation program that calls ``optixTrace`` up to five times
+(:func:`indexzoo.native.rt.trace.closest_hit_query`); the artifact does the same in its
+raygen program. Nothing between the rays goes through memory or the host: an earlier version
+cast each phase as its own launch over the lookups still searching, with the compaction,
+coordinates and flip tests between them as array operations (seven launches, six host
+synchronisations and about 2,500 Python calls per batch; H100 profile in
+``docs/plugins/cgrx.md``).
+
+The rays, for a lower bound ``lo`` strictly between the first representative and the largest
+key (bucket 0 up to the first representative, none beyond the largest key):
+
+1. +x along lo's row from just before lo's point: the next representative in the row;
+2. on a miss, +y along the row-marker column of lo's plane from just past lo's row: an
+   end-of-plane triangle or a flipped one (the only representative of its row) answers
+   directly, any other marker names the row that ray 5 searches;
+3. on a miss, +z along the plane-marker column: the next plane that holds representatives;
+4. +y from y = 0 along that plane's row-marker column: its first marked row (flipped: the
+   answer; else ray 5 searches the row);
+5. +x from x = 0 along the row found: its first representative.
+
+A hit triangle's cgRX id ``h`` stands for bucket ``h`` (a representative), ``h - P + 1``
+(end-of-row) or ``h - 2P + 1`` (end-of-plane); the row and plane it sits on and whether it is
+flipped are read from the representative keys, as :mod:`.scene` describes.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from numba.extending import register_jitable
+
+from indexzoo.native.rt.geometry import TRIANGLES
+from indexzoo.native.rt.trace import RAYS_SERIAL_BELOW, closest_hit_query
+from indexzoo.native.runs import run_from
+from indexzoo.native.targets import Kernel
+
+from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
+
+__all__ = ["PATH_WIDTH", "lookup_kernel"]
+
+
+#: What :func:`lookup_kernel` records of each ray when asked to: ``axis * 4 + 2 * hit +
+#: flipped`` (axis 0, 1, 2 for +x, +y, +z), -1 after the last ray.
+PATH_WIDTH = 5
+
+
+@functools.cache
+def lookup_kernel(coder: CgCoder, geometry: Any, record: bool = False) -> Kernel:
+    """``kernel(device, Q, lo, hi, keys, n_buckets, bucket_log, nodes, words, n_nodes, data,
+    order, radius, ids, path, first, count)``: for each lookup ``i`` the run ``first[i]``,
+    ``count[i]`` of sorted keys in ``[lo[i], hi[i]]`` (count 0: none), for one key width
+    (``coder``) and the scene's geometry function (None: stored triangles).
+
+    ``record``: the kernel also writes row ``i`` of ``path`` ((Q, :data:`PATH_WIDTH`) int8,
+    filled with -1 beforehand) with the successor search's rays, for tests and diagnostics;
+    otherwise ``path`` is never touched (a one-element stand-in) and the recording is compiled
+    out."""
+    closest = closest_hit_query(TRIANGLES, geometry)
+    xb = np.uint64(coder.x_bits)
+    zb_shift = np.uint64(coder.x_bits + coder.y_bits)
+    xm, ym = np.uint64(coder.x_max), np.uint64(coder.y_max)
+    half = np.float32(0.5)
+    ys, zs = np.float32(Y_SCALE), np.float32(Z_SCALE)
+    ex, ey, ez = np.float32(EX), np.float32(EY), np.float32(EZ)
+    row_marker_x = np.float32(coder.row_marker_x)
+    plane_marker_y = np.float32(coder.plane_marker_y)
+    zero, one = np.float32(0), np.float32(1)
+    inf = np.float32(np.inf)
+
+    @register_jitable
+    def rep_key(keys, b, blog):
+        """The representative (largest key) of bucket ``b``."""
+        n = np.int64(keys.shape[0])
+        return np.uint64(keys[min((b + np.int64(1)) << blog, n) - np.int64(1)])
+
+    @register_jitable
+    def bucket_of_id(h, p):
+        """The bucket a hit id stands for."""
+        if h >= 2 * p:
+            return h - 2 * p + np.int64(1)
+        if h >= p:
+            return h - p + np.int64(1)
+        return h
+
+    @register_jitable
+    def flipped(keys, h, p, blog):
+        """Whether triangle ``h`` is flipped: a moved representative (its next bucket starts in
+        another row), the only one of its row."""
+        if h >= p - np.int64(1):  # not a representative, or the last bucket
+            return False
+        n = np.int64(keys.shape[0])
+        row = rep_key(keys, h, blog) >> xb
+        nxt = np.uint64(keys[min((h + np.int64(1)) << blog, n - np.int64(1))]) >> xb
+        if nxt == row:  # not moved
+            return False
+        return h == 0 or (rep_key(keys, h - np.int64(1), blog) >> xb) != row
+
+    @register_jitable
+    def row_plane(keys, h, p, blog):
+        """The row (y field) and plane (z field) where triangle ``h`` sits: its
+        representative's, the plane's last row for an end-of-plane triangle."""
+        b = h - 2 * p if h >= 2 * p else (h - p if h >= p else h)
+        rep = rep_key(keys, b, blog)
+        y = ym if h >= 2 * p else (rep >> xb) & ym
+        return y, rep >> zb_shift
+
+    if record:
+        @register_jitable
+        def note(trail, h, axis, keys, p, blog):
+            i, path, k = trail
+            f = 1 if h >= 0 and flipped(keys, h, p, blog) else 0
+            path[i, k] = np.int8(axis * 4 + (2 if h >= 0 else 0) + f)
+            return i, path, k + 1
+    else:
+        @register_jitable
+        def note(trail, h, axis, keys, p, blog):
+            return trail
+
+    @register_jitable
+    def cast(scene, ids, ox, oy, oz, axis):
+        """One closest-hit ray along +x, +y or +z (0, 1, 2): the hit triangle's id, -1 on a
+        miss."""
+        nodes, words, n_nodes, data, order, radius = scene
+        dx = one if axis == 0 else zero
+        dy = one if axis == 1 else zero
+        dz = one if axis == 2 else zero
+        _, prim, _ = closest(nodes, words, n_nodes, data, order, radius, ox, oy, oz, dx, dy,
+                             dz, zero, inf)
+        if prim < 0:
+            return np.int64(-1)
+        return np.int64(ids[prim])
+
+    @register_jitable
+    def in_row(scene, ids, keys, h, p, blog, cz, trail):
+        """The last ray: +x from x = 0 along the row of marker ``h``, in the plane at ``cz``."""
+        y, _ = row_plane(keys, h, p, blog)
+        h5 = cast(scene, ids, zero, (np.float32(y) + half) * ys, cz, 0)
+        note(trail, h5, 0, keys, p, blog)
+        return bucket_of_id(h5, p) if h5 >= 0 else np.int64(-1)
+
+    @register_jitable
+    def bucket_of(lo, keys, p, blog, scene, ids, trail):
+        """The bucket where the search for the first key >= ``lo`` starts (-1: none)."""
+        n = np.int64(keys.shape[0])
+        if lo <= np.uint64(keys[min(np.int64(1) << blog, n) - np.int64(1)]):
+            return np.int64(0)
+        if lo > np.uint64(keys[n - np.int64(1)]):
+            return np.int64(-1)
+        cx = np.float32(lo & xm) + half
+        cy = (np.float32((lo >> xb) & ym) + half) * ys
+        cz = (np.float32(lo >> zb_shift) + half) * zs
+        h = cast(scene, ids, cx - ex, cy, cz, 0)  # 1: along lo's row
+        trail = note(trail, h, 0, keys, p, blog)
+        if h >= 0:
+            return bucket_of_id(h, p)
+        h = cast(scene, ids, row_marker_x, cy + ey, cz, 1)  # 2: the plane's row markers
+        trail = note(trail, h, 1, keys, p, blog)
+        if h >= 0:
+            if h >= 2 * p or flipped(keys, h, p, blog):
+                return bucket_of_id(h, p)
+            return in_row(scene, ids, keys, h, p, blog, cz, trail)
+        h = cast(scene, ids, row_marker_x, plane_marker_y, cz + ez, 2)  # 3: the next plane
+        trail = note(trail, h, 2, keys, p, blog)
+        if h < 0:
+            return np.int64(-1)
+        _, z = row_plane(keys, h, p, blog)
+        zc = (np.float32(z) + half) * zs
+        h = cast(scene, ids, row_marker_x, zero, zc, 1)  # 4: its first marked row
+        trail = note(trail, h, 1, keys, p, blog)
+        if h < 0:
+            return np.int64(-1)
+        if flipped(keys, h, p, blog):
+            return bucket_of_id(h, p)
+        return in_row(scene, ids, keys, h, p, blog, zc, trail)
+
+    @register_jitable
+    def lookup_item(i, lo, hi, keys, n_buckets, bucket_log, nodes, words, n_nodes, data, order,
+                    radius, ids, path, first, count):
+        first[i] = 0
+        count[i] = 0
+        lo_i = np.uint64(lo[i])
+        hi_i = np.uint64(hi[i])
+        if keys.shape[0] == 0 or lo_i > hi_i:
+            return
+        scene = (nodes, words, n_nodes, data, order, radius)
+        b = bucket_of(lo_i, keys, n_buckets, bucket_log, scene, ids, (i, path, np.int64(0)))
+        if b >= 0:
+            first[i], count[i] = run_from(keys, b << bucket_log, lo_i, hi_i)
+
+    return Kernel(lookup_item, name="cgrx_lookup", serial_below=RAYS_SERIAL_BELOW)
