@@ -9,7 +9,8 @@ slots, which the caches then serve. So the batch is ordered by the top ``bits`` 
 ``(key - min) >> shift`` as the narrowest unsigned type that holds them: two radix passes for
 16 bits. Within a bucket the order is the caller's. An index whose lookups cost far more than
 the sort and gain from coherence inside a bucket (the ray-tracing ones, whose rays of one warp
-should share as much of their traversal as they can) defaults to a full sort.
+should share as much of their traversal as they can) defaults to 32 bits: 2^32 groups order
+2^27 lookups about as finely as a full sort, in half its radix passes.
 
 With 2^26 uniform keys a bucket covers 1/65536 of the key span (about a thousand keys); a span
 stretched by a few outliers puts most lookups in few buckets and leaves them in the caller's

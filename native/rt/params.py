@@ -20,8 +20,8 @@ Primitive = Literal["triangle", "sphere", "aabb"]
 
 
 class SceneParams(KernelParams):
-    """What every index on the ray-tracing engine sets: BVH leaves, compaction, rays per
-    launch, and a full sort for sorted probes."""
+    """What every index on the ray-tracing engine sets: BVH leaves, compaction, and a fine
+    (32-bit) grouping for sorted probes."""
 
     leaf_size: int = Field(
         default=4, ge=1, le=32,
@@ -31,24 +31,25 @@ class SceneParams(KernelParams):
         default=True,
         description="Compact the acceleration structure after the build: cut the BVH's "
                     "worst-case node buffer to the records used (optixAccelCompact).")
+    probe_sort_bits: int = Field(
+        default=32, ge=1, le=64,
+        description="With sort_probes: top bits of the batch's key span that order it. 32 by "
+                    "default: a warp's rays share the most of their traversal when "
+                    "neighbouring probes are neighbouring keys, and 2^32 groups order a batch "
+                    "of 2^27 lookups as finely as a full sort, in four radix passes instead "
+                    "of eight (H100: rx-opt 1.05x, cgrx-8x4 1.05x the full sort).")
+
+
+class KeySceneParams(SceneParams):
+    """Key mode, primitive, geometry, BVH leaves, compaction, rays per launch and range rays
+    of an RX-family index (see :mod:`indexzoo.native.rt.keymap`,
+    :mod:`~indexzoo.native.rt.keyprims`, :mod:`~indexzoo.native.rt.keyrays`)."""
+
     max_rays: int = Field(
         default=1 << 24, ge=1, le=1 << 40,
         description="Most rays traced in one launch; a batch needing more is traced in "
                     "launches of at most this many rays, so memory stays bounded whatever the "
                     "lookups span.")
-    probe_sort_bits: int = Field(
-        default=64, ge=1, le=64,
-        description="With sort_probes: top bits of the batch's key span that order it. 64 by "
-                    "default, a full sort: a warp's rays share the most of their traversal "
-                    "when neighbouring probes are neighbouring keys, and tracing costs far "
-                    "more than the sort.")
-
-
-class KeySceneParams(SceneParams):
-    """Key mode, primitive, geometry, BVH leaves, compaction and range rays of an RX-family
-    index (see :mod:`indexzoo.native.rt.keymap`, :mod:`~indexzoo.native.rt.keyprims`,
-    :mod:`~indexzoo.native.rt.keyrays`)."""
-
     key_mode: KeyMode = Field(
         default="3d",
         description="How a key becomes coordinates [§3.2, Table 1]: naive = (float(k), 0, 0), "

@@ -25,8 +25,11 @@ class CgrxParams(SceneParams):
         description="log2 of the GPU threads that scan one lookup's run together (the "
                     "collaborative scan; 0: one thread). The CPU scans with one.")
     leaf_size: int = Field(
-        default=8, ge=1, le=32,
-        description="Triangles per BVH leaf of the software ray tracer (OptiX's BVH is opaque).")
+        default=2, ge=1, le=32,
+        description="Triangles per BVH leaf of the software ray tracer (OptiX's BVH is opaque). "
+                    "2 by default: the search's rays are axis-aligned and mostly end in a "
+                    "marker column, where small leaves cull best (H100, 2^26 keys, cgrx-8x4: "
+                    "1103 M lookups/s at 2, 845 at 8), for 1.7% more memory.")
     geometry: Literal["generated", "stored"] = Field(
         default="generated",
         description="generated: the engine makes each triangle from a 12-byte record during "
