@@ -14,6 +14,9 @@ Steps (2^scale uniform uint64 keys, 2^(scale+1) random hit lookups unless stated
   groups     ranges against scan_group_log 0..5 (cgrx-8x4)
   hits       ranges against hits per range 2^4..2^14 (sorted-array, rx-opt, cgRX)
   skew       point lookups against lookup Zipf 0..1.5 (rx-opt, cgRX)
+  paths      rays per lookup of the successor search (2^20 sampled lookups, uniform and Zipf
+             1.5; index.ray_paths)
+  stages     the build's parts: the pair sort, the scene's arrays, the BVH
 
 Times are medians of ``--repeats`` runs after a warm-up (CUDA events on the GPU,
 indexzoo.timing). Prints one JSON block per step and keeps the JSON file up to date after each.
@@ -25,6 +28,8 @@ import argparse
 import json
 import sys
 from typing import Any
+
+import numpy as np
 
 import indexzoo
 from indexzoo.timing import synchronize, time_call
@@ -121,8 +126,51 @@ def skew(r: Run) -> dict[str, Any]:
     return out
 
 
+def paths(r: Run) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for z in (0.0, 1.5):
+        d = generate(r.paper(lookup_zipf=z), r.device)
+        sample = d.queries[: 1 << 20]
+        for label, name, params in _CGRX:
+            ix = indexzoo.create(name, device=r.device, **params).build(d.keys)
+            rays = np.array([len(p) for p in ix.ray_paths(sample)])
+            out[f"zipf {z} {label}"] = {
+                "mean_rays": float(rays.mean()),
+                "share_by_rays": {str(k): float((rays == k).mean()) for k in range(6)}}
+            del ix
+    return out
+
+
+def stages(r: Run) -> dict[str, Any]:
+    from indexzoo.native.rt.geometry import TRIANGLES
+    from indexzoo.native.rt.trace import build_gas
+    from indexzoo.native.sort import sort_pairs
+    from indexzoo.plugins.cgrx.coords import CgCoder
+    from indexzoo.plugins.cgrx.scene import build_scene, triangle_function
+
+    d = generate(Workload(name="paper", n_keys=1 << r.scale, n_lookups=0), r.device)
+    coder = CgCoder.for_dtype(d.keys.dtype)
+    out: dict[str, Any] = {}
+    sa = indexzoo.create("sorted-array", device=r.device)
+    out["sorted-array build"] = r.t(lambda: sa.build(d.keys))
+    out["pair sort"] = r.t(lambda: sort_pairs(d.keys, np.dtype(np.uint32)))
+    keys = sort_pairs(d.keys, np.dtype(np.uint32)).keys
+    for label, name, params in _CGRX:
+        p = indexzoo.create(name, device=r.device, **params).params
+        scene = build_scene(coder, keys, 1 << p.bucket_log, p.leaf_size, p.compact)
+        out[f"{label} scene with BVH"] = r.t(
+            lambda p=p: build_scene(coder, keys, 1 << p.bucket_log, p.leaf_size, p.compact))
+        out[f"{label} BVH alone"] = r.t(
+            lambda p=p, sc=scene: build_gas(TRIANGLES, sc.gas.data, leaf_size=p.leaf_size,
+                                            compact=p.compact, geometry=triangle_function(coder)))
+        out[f"{label} triangles"] = int(scene.gas.n_prims)
+        ix = indexzoo.create(name, device=r.device, **params)
+        out[f"{label} build"] = r.t(lambda ix=ix: ix.build(d.keys))
+    return out
+
+
 STEPS = {"points": points, "zipf": zipf, "ranges": ranges, "small": small, "buckets": buckets,
-         "groups": groups, "hits": hits, "skew": skew}
+         "groups": groups, "hits": hits, "skew": skew, "paths": paths, "stages": stages}
 
 
 def main(argv: list[str] | None = None) -> int:
