@@ -3,8 +3,11 @@ degenerate scenes, refit, Morton codes, and the slab test against a float64 refe
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pytest
+from helpers import agrees_in_the_simulator
 from numba import njit
 
 from indexzoo import InvalidInput
@@ -156,7 +159,7 @@ def test_degenerate_scenes(name: str, leaf_size: int) -> None:
     if name.startswith("identical"):
         assert (codes == 0).all()
         np.testing.assert_array_equal(bvh.order, np.arange(lo.shape[0]))  # stable sort
-        assert bvh.depth <= 2 + int(np.log2(lo.shape[0]))  # equal codes split at the median
+        assert bvh.depth <= 2 + int(np.log2(lo.shape[0]))  # equal codes split in halves by position
 
 
 @pytest.mark.parametrize("n, leaf_size", [(0, 4), (1, 1), (5, 4), (4096, 7), (10000, 4)])
@@ -329,3 +332,43 @@ def test_slab_exact_cases() -> None:
     for o, d in (([0, 0, 0], [1, 0, 0]), ([0, 0, 0], [0, 0, 0]), ([5, -3, 2], [-1, 2, 0.5])):
         assert one(o, d, lo=empty_lo, hi=empty_hi)[0] is False
         assert one(o, d, lo=box_lo, hi=np.float32([[1, -1, 1]]))[0] is False
+
+
+TOPOLOGY_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    from indexzoo.native.rt import bvh as B
+
+    rng = np.random.default_rng(12)
+    for n, leaf_size in ((300, 1), (300, 4), (257, 7)):
+        codes = np.sort(rng.integers(0, 2**20, n, dtype=np.uint64))
+        codes[50:90] = codes[50]  # a run of equal codes
+        outs = []
+        for dev in ("cpu", "cuda"):
+            m = n - 1
+            first, last, split = (np.full(m, -9, np.int64) for _ in range(3))
+            iparent = np.zeros(m, np.int64)
+            pparent = np.full(n, -9, np.int64)
+            B._RADIX(dev, m, codes, np.int64(n), first, last, split, iparent, pparent)
+            start = np.zeros(n, np.int64)
+            ls = np.int64(leaf_size)
+            B._LEAF_START(dev, m + n, np.int64(n), ls, first, last, iparent, pparent, start)
+            before = np.zeros(n + 1, np.int64)
+            np.cumsum(start, out=before[1:])
+            k = 2 * int(before[-1]) - 1
+            words = np.full((k, 2), -99, np.int32)
+            right = np.zeros(k, np.int64)
+            level = np.full(k, -9, np.int64)
+            B._RECORD(dev, m + n, np.int64(n), ls, first, last, split, iparent, pparent,
+                      before, words, right, level)
+            outs.append((first, last, split, iparent, pparent, words, right, level))
+        for a, b in zip(*outs):
+            assert np.array_equal(a, b), (n, leaf_size)
+        assert (outs[0][5] != -99).all() and (outs[0][7] >= 0).all()  # every record written
+    print("simulator agrees")
+""")
+
+
+def test_the_topology_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
+    """The radix tree, the leaf cut and the record placement give the CPU's records through
+    ``cuda.jit``."""
+    agrees_in_the_simulator(TOPOLOGY_SCRIPT)
