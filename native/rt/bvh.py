@@ -62,9 +62,9 @@ Byte accounting
 ``peak_build_bytes`` is the most held at once during the build, excluding the caller's inputs
 but including float32 / contiguous copies of them: Morton codes and the sort (as before: ``32
 N``), then the sorted codes, ``order``, the worst-case node buffer and the topology's
-bookkeeping (seven int64 arrays over the primitives: ranges, splits, parents, leaf starts and
-their prefix sum; four over the records: words, right children, depths and their order) at
-once, plus the sorted bounds.
+bookkeeping (seven int32 arrays over the primitives: ranges, splits, parents, leaf starts and
+their prefix sum; over the records: words, right children, depths, their order and the
+levels' child indices) at once, plus the sorted bounds.
 
 :func:`slab` is the register_jitable box test traversal kernels share on both devices.
 """
@@ -391,21 +391,22 @@ def _topology(xp: Any, sc: Any, leaf_size: int) -> tuple[Any, _Levels, int]:
         none = xp.empty(0, dtype=xp.int64)
         return words, _Levels([none], [zero], [none], [none]), 1
     m = n - 1
-    first = xp.empty(m, dtype=xp.int64)
-    last = xp.empty(m, dtype=xp.int64)
-    split = xp.empty(m, dtype=xp.int64)
-    iparent = xp.zeros(m, dtype=xp.int64)
-    pparent = xp.empty(n, dtype=xp.int64)
+    idx = np.int32 if 2 * n < 2**31 else np.int64  # positions and record indices
+    first = xp.empty(m, dtype=idx)
+    last = xp.empty(m, dtype=idx)
+    split = xp.empty(m, dtype=idx)
+    iparent = xp.zeros(m, dtype=idx)
+    pparent = xp.empty(n, dtype=idx)
     _RADIX(dev, m, sc, np.int64(n), first, last, split, iparent, pparent)
-    start = xp.zeros(n, dtype=xp.int64)
+    start = xp.zeros(n, dtype=idx)
     ls = np.int64(leaf_size)
     _LEAF_START(dev, m + n, np.int64(n), ls, first, last, iparent, pparent, start)
-    before = xp.zeros(n + 1, dtype=xp.int64)
+    before = xp.zeros(n + 1, dtype=idx)
     xp.cumsum(start, out=before[1:])
     n_nodes = 2 * int(before[-1]) - 1
     words = xp.empty((n_nodes, 2), dtype=xp.int32)
-    right = xp.zeros(n_nodes, dtype=xp.int64)
-    level = xp.empty(n_nodes, dtype=xp.int64)
+    right = xp.zeros(n_nodes, dtype=idx)
+    level = xp.empty(n_nodes, dtype=idx)
     _RECORD(dev, m + n, np.int64(n), ls, first, last, split, iparent, pparent, before, words,
             right, level)
     del first, last, split, iparent, pparent, start, before
@@ -493,7 +494,7 @@ def build_bvh(lo: Any, hi: Any, leaf_size: int = 4, compact: bool = True) -> Bvh
         return Bvh(nodes, order, 0, leaf_size, 1, 0, copied + NODE_BYTES)
     words, levels, n_nodes = _topology(xp, sc, leaf_size)
     b = np.dtype(order_dtype).itemsize
-    bookkeeping = 56 * n + 32 * n_nodes + int(sc.nbytes)
+    bookkeeping = 28 * n + 36 * n_nodes + int(sc.nbytes)
     del sc
     nodes = xp.empty((n_nodes if compact else capacity, 8), dtype=xp.float32)
     if not compact:
