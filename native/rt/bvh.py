@@ -61,10 +61,10 @@ Byte accounting
 ``Bvh.nbytes`` counts what the structure keeps: the node buffer and ``order``.
 ``peak_build_bytes`` is the most held at once during the build, excluding the caller's inputs
 but including float32 / contiguous copies of them: Morton codes and the sort (as before: ``32
-N``), then the sorted codes, ``order``, the worst-case node buffer and the topology's
-bookkeeping (seven int32 arrays over the primitives: ranges, splits, parents, leaf starts and
-their prefix sum; over the records: words, right children, depths, their order and the
-levels' child indices) at once, plus the sorted bounds.
+N``); the topology (sorted codes, ``order``, seven int32 arrays over the primitives: ranges,
+splits, parents, leaf starts and their prefix sum; four over the records: words, right
+children, depths and their order); then the boxes (``order``, the levels, the worst-case node
+buffer, the sorted bounds and the per-level temporaries), whichever phase holds most.
 
 :func:`slab` is the register_jitable box test traversal kernels share on both devices.
 """
@@ -494,7 +494,10 @@ def build_bvh(lo: Any, hi: Any, leaf_size: int = 4, compact: bool = True) -> Bvh
         return Bvh(nodes, order, 0, leaf_size, 1, 0, copied + NODE_BYTES)
     words, levels, n_nodes = _topology(xp, sc, leaf_size)
     b = np.dtype(order_dtype).itemsize
-    bookkeeping = 28 * n + 36 * n_nodes + int(sc.nbytes)
+    # the topology's phase: sorted codes, order, seven int32 arrays over the primitives
+    # (ranges, splits, parents, leaf starts, their prefix sum) and four over the records
+    # (words, right children, depths, their order)
+    topology = int(sc.nbytes) + b * n + 28 * n + 24 * n_nodes
     del sc
     nodes = xp.empty((n_nodes if compact else capacity, 8), dtype=xp.float32)
     if not compact:
@@ -502,8 +505,10 @@ def build_bvh(lo: Any, hi: Any, leaf_size: int = 4, compact: bool = True) -> Bvh
     nodes[:n_nodes, 6:8] = words.view(xp.float32)
     slo, shi = lo[order], hi[order]
     _boxes(xp, nodes, words, levels, slo, shi, leaf_size)
-    peak = copied + max(32 * n, (16 + b) * n + bookkeeping + int(words.nbytes),
-                        b * n + bookkeeping + int(nodes.nbytes) + 24 * n + 48 * n_nodes)
+    # the boxes' phase: order, the levels (the records' order, children), words, the node
+    # buffer, the sorted bounds and the per-level temporaries
+    boxes = b * n + 24 * n_nodes + int(nodes.nbytes) + 24 * n + 48 * n_nodes
+    peak = copied + max(32 * n, topology, boxes)
     return Bvh(nodes, order, n, leaf_size, n_nodes, len(levels.pre), peak)
 
 
