@@ -40,9 +40,9 @@ same code on NumPy (CPU) and CuPy (GPU), its per-item steps as one-source kernel
    top-down, both one array operation per level). Each node is one 32-byte record (float32
    ``(M, 8)``): ``lo`` xyz, ``hi`` xyz, then two int32 words: an inner node keeps its escape
    index and 0; a leaf keeps ``-count`` and its first sorted position.
-5. **Boxes.** Leaf boxes are the min/max over their (at most ``leaf_size``) primitives; inner
-   boxes the union of their children's, level by level bottom-up (the records grouped by
-   depth with one sort).
+5. **Boxes.** Leaf boxes are the min/max over their (at most ``leaf_size``) primitives, one
+   pass; inner boxes the union of their children's, one pass per level bottom-up (the records
+   grouped by depth with one sort).
 
 Traversal (in :mod:`.trace`) is a loop over one index: test node ``j``'s box; on a hit go to
 ``j + 1`` (the first child, or the next node after a leaf), on a miss jump to the escape index.
@@ -227,13 +227,13 @@ def _interleave(xp: Any, a: Any, b: Any) -> Any:
 
 @dataclass
 class _Levels:
-    """Per level of the tree (root first): pre-order index, and for leaves first position
-    and count; for inner nodes, the pre-order indices of their children."""
+    """The records by depth (root first): per level the pre-order indices of its inner nodes
+    and of its leaves; ``right``: per record, an inner node's right child (its left child is
+    the next record)."""
 
     pre: list[Any]
     leaf: list[Any]
-    left: list[Any]
-    right: list[Any]
+    right: Any
 
 
 @register_jitable
@@ -389,7 +389,7 @@ def _topology(xp: Any, sc: Any, leaf_size: int) -> tuple[Any, _Levels, int]:
         words = xp.asarray([[-n, 0]], dtype=xp.int32)
         zero = xp.zeros(1, dtype=xp.int64)
         none = xp.empty(0, dtype=xp.int64)
-        return words, _Levels([none], [zero], [none], [none]), 1
+        return words, _Levels([none], [zero], xp.zeros(1, dtype=xp.int64)), 1
     m = n - 1
     idx = np.int32 if 2 * n < 2**31 else np.int64  # positions and record indices
     first = xp.empty(m, dtype=idx)
@@ -416,20 +416,17 @@ def _topology(xp: Any, sc: Any, leaf_size: int) -> tuple[Any, _Levels, int]:
     counts = counts if xp is np else counts.get()
     counts = np.concatenate([counts, np.zeros(len(counts) % 2, dtype=counts.dtype)])
     ends = np.cumsum(counts)
-    levels = _Levels([], [], [], [])
+    levels = _Levels([], [], right)
     for d in range(len(counts) // 2):
         a, b, c = int(ends[2 * d] - counts[2 * d]), int(ends[2 * d]), int(ends[2 * d + 1])
-        pi = by_level[a:b]
-        levels.pre.append(pi)
+        levels.pre.append(by_level[a:b])
         levels.leaf.append(by_level[b:c])
-        levels.left.append(pi + 1)
-        levels.right.append(right[pi])
     return words, levels, n_nodes
 
 
 def _levels_of(xp: Any, words: Any) -> _Levels:
     """The levels of a built tree, recovered from its records (for a refit)."""
-    levels = _Levels([], [], [], [])
+    levels = _Levels([], [], xp.zeros(int(words.shape[0]), dtype=xp.int64))
     pre = xp.zeros(1, dtype=xp.int64)
     while int(pre.shape[0]):
         leaf = words[pre, 0] < 0
@@ -439,34 +436,55 @@ def _levels_of(xp: Any, words: Any) -> _Levels:
         rp = xp.where(left_leaf, lp + 1, words[lp, 0].astype(xp.int64))
         levels.pre.append(pi)
         levels.leaf.append(pre[leaf])
-        levels.left.append(lp)
-        levels.right.append(rp)
+        levels.right[pi] = rp
         pre = _interleave(xp, lp, rp)
     return levels
 
 
+@register_jitable
+def _leaf_box_item(k, leaves, words, slo, shi, nodes):
+    """Leaf ``leaves[k]``'s box: the bounds of its primitives."""
+    j = leaves[k]
+    f = np.int64(words[j, 1])
+    c = -np.int64(words[j, 0])
+    for a in range(3):
+        lo = np.float32(np.inf)
+        hi = np.float32(-np.inf)
+        for p in range(f, f + c):
+            lo = min(lo, slo[p, a])
+            hi = max(hi, shi[p, a])
+        nodes[j, a] = lo
+        nodes[j, a + 3] = hi
+
+
+@register_jitable
+def _inner_box_item(k, pre, right, nodes):
+    """Inner node ``pre[k]``'s box: the union of its children's (the next record and
+    ``right``)."""
+    j = pre[k]
+    lft = j + 1
+    r = right[j]
+    for a in range(3):
+        nodes[j, a] = min(nodes[lft, a], nodes[r, a])
+        nodes[j, a + 3] = max(nodes[lft, a + 3], nodes[r, a + 3])
+
+
+_LEAF_BOX = Kernel(_leaf_box_item, name="rt_leaf_box")
+_INNER_BOX = Kernel(_inner_box_item, name="rt_inner_box")
+
+
 def _boxes(xp: Any, nodes: Any, words: Any, levels: _Levels, slo: Any, shi: Any,
            leaf_size: int) -> None:
-    """Every record's box: leaves from the sorted bounds, inner nodes bottom-up."""
-    n = int(slo.shape[0])
+    """Every record's box: leaves from the sorted bounds (one pass), inner nodes bottom-up
+    (one pass per level)."""
+    dev = "cpu" if xp is np else "cuda"
     leaves = xp.concatenate(levels.leaf) if levels.leaf else xp.empty(0, dtype=xp.int64)
-    first = words[leaves, 1].astype(xp.int64)
-    count = -words[leaves, 0].astype(xp.int64)
-    blo = xp.full((int(leaves.shape[0]), 3), np.inf, dtype=xp.float32)
-    bhi = xp.full((int(leaves.shape[0]), 3), -np.inf, dtype=xp.float32)
-    for k in range(leaf_size):
-        take = (count > k)[:, None]
-        pos = xp.minimum(first + k, max(n - 1, 0))
-        if n:
-            blo = xp.where(take, xp.minimum(blo, slo[pos]), blo)
-            bhi = xp.where(take, xp.maximum(bhi, shi[pos]), bhi)
-    nodes[leaves, 0:3] = blo
-    nodes[leaves, 3:6] = bhi
+    if int(slo.shape[0]):
+        _LEAF_BOX(dev, int(leaves.shape[0]), leaves, words, slo, shi, nodes)
     for k in range(len(levels.pre) - 1, -1, -1):
-        pi, lp, rp = levels.pre[k], levels.left[k], levels.right[k]
+        pi = levels.pre[k]
         if int(pi.shape[0]):
-            nodes[pi, 0:3] = xp.minimum(nodes[lp, 0:3], nodes[rp, 0:3])
-            nodes[pi, 3:6] = xp.maximum(nodes[lp, 3:6], nodes[rp, 3:6])
+            _INNER_BOX(dev, int(pi.shape[0]), pi, levels.right, nodes)
 
 
 NODE_BYTES = 32

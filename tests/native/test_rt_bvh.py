@@ -364,11 +364,24 @@ TOPOLOGY_SCRIPT = textwrap.dedent("""
         for a, b in zip(*outs):
             assert np.array_equal(a, b), (n, leaf_size)
         assert (outs[0][5] != -99).all() and (outs[0][7] >= 0).all()  # every record written
+        # the boxes, leaves then inner nodes level by level, on both devices
+        words, levels, k = B._topology(np, codes, leaf_size)
+        slo = rng.random((n, 3)).astype(np.float32)
+        shi = slo + np.float32(0.5)
+        boxes = []
+        for dev in ("cpu", "cuda"):
+            nodes = np.full((k, 8), np.nan, np.float32)
+            leaves = np.concatenate(levels.leaf)
+            B._LEAF_BOX(dev, leaves.shape[0], leaves, words, slo, shi, nodes)
+            for pre in levels.pre[::-1]:
+                B._INNER_BOX(dev, pre.shape[0], pre, levels.right, nodes)
+            boxes.append(nodes[:, :6])
+        assert np.array_equal(boxes[0], boxes[1]) and not np.isnan(boxes[0]).any()
     print("simulator agrees")
 """)
 
 
 def test_the_topology_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
-    """The radix tree, the leaf cut and the record placement give the CPU's records through
-    ``cuda.jit``."""
+    """The radix tree, the leaf cut, the record placement and the box passes give the CPU's
+    records through ``cuda.jit``."""
     agrees_in_the_simulator(TOPOLOGY_SCRIPT)
