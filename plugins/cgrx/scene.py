@@ -29,6 +29,16 @@ point, so rays along x, y
 and z through the point all hit them. They are stored in (z, y, x) order, so that among
 triangles a ray along an axis reaches at the same computed distance the nearer one has the
 smaller primitive index (the engine's tie-break), as it has the smaller coordinates.
+
+The build is two one-source kernels over the buckets (which triangles each contributes, then
+writing them at offsets from a prefix sum), with no sort: emitted bucket by bucket
+(representative, end-of-row, end-of-plane), the triangles already come out in (z, y, x, id)
+order. Representatives ascend; a representative is followed in its row only by its own
+end-of-row triangle (at the row's last slot, made only when it is not there itself and not
+moved) and in its plane only by its end-of-plane one (at the plane's last row), and the next
+bucket's triangles lie in a later row or plane or further along the same row; the one tie, a
+moved representative equal to the one before it, sitting at the row's end, comes out in id
+order. A test checks the order on adversarial key sets.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from numba.extending import register_jitable
 from indexzoo.devices import xp_of
 from indexzoo.native.rt.geometry import TRIANGLES
 from indexzoo.native.rt.trace import Gas, build_gas
+from indexzoo.native.targets import Kernel
 
 from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
 
@@ -62,11 +73,6 @@ class CgScene:
 
     def nbytes(self) -> dict[str, int]:
         return {**self.gas.footprint().breakdown, "triangle_ids": int(self.ids.nbytes)}
-
-
-def _shift(xp: Any, a: Any, first: Any) -> Any:
-    """``a`` moved one place right, ``first`` in front (the previous element of each)."""
-    return xp.concatenate([xp.asarray([first], dtype=a.dtype), a[:-1]])
 
 
 @functools.cache
@@ -92,6 +98,77 @@ def triangle_function(coder: CgCoder) -> Any:
     return triangle
 
 
+#: Bits of a bucket's kind (:func:`_scene_kinds_item`).
+_GENERATED, _MOVED, _FLIPPED, _END_OF_ROW, _END_OF_PLANE = 1, 2, 4, 8, 16
+
+
+@register_jitable
+def _rep(keys, b, bucket):
+    """The representative (largest key) of bucket ``b``."""
+    n = np.int64(keys.shape[0])
+    return np.uint64(keys[min((b + np.int64(1)) * bucket, n) - np.int64(1)])
+
+
+@register_jitable
+def _scene_kinds_item(b, keys, bucket, p, xb, yb, multi_row, multi_plane, kinds, emitted):
+    """Which triangles bucket ``b`` contributes (its representative, moved or flipped, an
+    end-of-row and an end-of-plane triangle; module docstring) and how many."""
+    n = np.int64(keys.shape[0])
+    ux, uz = np.uint64(xb), np.uint64(xb + yb)
+    xmax = (np.uint64(1) << ux) - np.uint64(1)
+    ymax = (np.uint64(1) << np.uint64(yb)) - np.uint64(1)
+    rep = _rep(keys, b, bucket)
+    row = rep >> ux
+    plane = rep >> uz
+    has_next = b < p - 1
+    moved = has_next and (np.uint64(keys[min((b + 1) * bucket, n - 1)]) >> ux) != row
+    prev = _rep(keys, b - 1, bucket) if b > 0 else rep
+    generated = b == 0 or prev != rep or moved
+    flipped = moved and not (b > 0 and (prev >> ux) == row)
+    nxt = _rep(keys, b + 1, bucket) if has_next else rep
+    end_of_row = ((not has_next or (nxt >> ux) != row) and (rep & xmax) != xmax
+                  and not moved and multi_row)
+    end_of_plane = ((not has_next or (nxt >> uz) != plane) and (row & ymax) != ymax
+                    and multi_plane)
+    kinds[b] = np.int8((_GENERATED if generated else 0) | (_MOVED if moved else 0)
+                       | (_FLIPPED if flipped else 0) | (_END_OF_ROW if end_of_row else 0)
+                       | (_END_OF_PLANE if end_of_plane else 0))
+    emitted[b] = (1 if generated else 0) + (1 if end_of_row else 0) + (1 if end_of_plane else 0)
+
+
+@register_jitable
+def _scene_emit_item(b, keys, bucket, p, xb, yb, kinds, offsets, records, ids, flip):
+    """Bucket ``b``'s triangles at ``offsets[b]``: position codes (the x, y and z fields
+    packed as in a key), cgRX ids and flips. Emitted bucket by bucket (representative,
+    end-of-row, end-of-plane), the triangles come out in (z, y, x, id) order (module
+    docstring): no sort."""
+    ux, uz = np.uint64(xb), np.uint64(xb + yb)
+    xmax = (np.uint64(1) << ux) - np.uint64(1)
+    ymax = (np.uint64(1) << np.uint64(yb)) - np.uint64(1)
+    rep = _rep(keys, b, bucket)
+    row = rep >> ux
+    k = kinds[b]
+    o = offsets[b]
+    if k & _GENERATED:
+        records[o] = (row << ux) | (xmax if k & _MOVED else rep & xmax)
+        ids[o] = b
+        flip[o] = (k & _FLIPPED) != 0
+        o += 1
+    if k & _END_OF_ROW:
+        records[o] = (row << ux) | xmax
+        ids[o] = p + b
+        flip[o] = False
+        o += 1
+    if k & _END_OF_PLANE:
+        records[o] = ((rep >> uz) << uz) | (ymax << ux) | xmax
+        ids[o] = 2 * p + b
+        flip[o] = False
+
+
+_SCENE_KINDS = Kernel(_scene_kinds_item, name="cgrx_scene_kinds")
+_SCENE_EMIT = Kernel(_scene_emit_item, name="cgrx_scene_emit")
+
+
 def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact: bool,
                 geometry: str = "generated") -> CgScene:
     """The scene of the sorted ``keys`` (at least one) with buckets of ``bucket`` keys;
@@ -100,42 +177,32 @@ def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact:
     xp = xp_of(keys)
     n = int(keys.shape[0])
     p = -(-n // bucket)
-    b = xp.arange(p, dtype=np.int64)
-    last = xp.minimum((b + 1) * bucket, n) - 1
-    rep = keys[last].astype(_U64)
-    xr, yr, zr = coder.fields(rep)
-    row = rep >> _U64(coder.x_bits)
-    plane = zr
-    first_next = keys[xp.minimum((b + 1) * bucket, n - 1)].astype(_U64)
-    has_next = b < p - 1
-    moved = has_next & ((first_next >> _U64(coder.x_bits)) != row)
-    prev_row_same = _shift(xp, row, row[0] + _U64(1)) == row  # b = 0: no previous
-    prev_rep_same = (_shift(xp, rep, rep[0]) == rep) & (b > 0)
-    generated = (b == 0) | ~prev_rep_same | moved
-    flipped = moved & ~prev_row_same
-    nxt_row = xp.concatenate([row[1:], row[-1:] + _U64(1)])
-    nxt_plane = xp.concatenate([plane[1:], plane[-1:] + _U64(1)])
-    multi_row = bool(row[0] != row[-1])
-    multi_plane = bool(plane[0] != plane[-1])
-    end_of_row = (nxt_row != row) & (xr != _U64(coder.x_max)) & ~moved & multi_row
-    end_of_plane = (nxt_plane != plane) & (yr != _U64(coder.y_max)) & multi_plane
-    xmax, ymax = _U64(coder.x_max), _U64(coder.y_max)
-    g = xp.nonzero(generated)[0]
-    r = xp.nonzero(end_of_row)[0]
-    e = xp.nonzero(end_of_plane)[0]
-    xs = xp.concatenate([xp.where(moved[g], xmax, xr[g]), xp.full(r.shape[0], xmax, _U64),
-                         xp.full(e.shape[0], xmax, _U64)])
-    ys = xp.concatenate([yr[g], yr[r], xp.full(e.shape[0], ymax, _U64)])
-    zs = xp.concatenate([zr[g], zr[r], zr[e]])
-    ids = xp.concatenate([g, r + p, e + 2 * p]).astype(np.int64)
-    flip = xp.concatenate([flipped[g], xp.zeros(r.shape[0] + e.shape[0], dtype=bool)])
-    order = xp.lexsort(xp.stack([ids, xs, ys, zs]))  # z, then y, then x, then id
-    xs, ys, zs, ids, flip = xs[order], ys[order], zs[order], ids[order], flip[order]
+    dev = "cpu" if xp is np else "cuda"
+    xb = np.int64(coder.x_bits)
+    ends = keys[xp.asarray([min(bucket, n) - 1, n - 1])].astype(_U64)  # representatives 0, P-1
+    ends = ends.tolist() if xp is np else ends.get().tolist()
+    multi_row = (ends[0] >> coder.x_bits) != (ends[1] >> coder.x_bits)
+    multi_plane = (ends[0] >> (coder.x_bits + coder.y_bits)) != (
+        ends[1] >> (coder.x_bits + coder.y_bits))
+    kinds = xp.empty(p, dtype=np.int8)
+    emitted = xp.empty(p, dtype=np.int64)
+    _SCENE_KINDS(dev, p, keys, np.int64(bucket), np.int64(p), xb, np.int64(coder.y_bits),
+                 np.bool_(multi_row), np.bool_(multi_plane), kinds, emitted)
+    offsets = xp.empty(p, dtype=np.int64)
+    xp.cumsum(emitted, out=offsets)
+    total = int(offsets[-1])
+    offsets -= emitted
+    records = xp.empty(total, dtype=_U64)
+    ids = xp.empty(total, dtype=np.int64)
+    flip = xp.empty(total, dtype=np.bool_)
+    _SCENE_EMIT(dev, p, keys, np.int64(bucket), np.int64(p), xb, np.int64(coder.y_bits), kinds,
+                offsets, records, ids, flip)
+    del emitted, offsets
     if geometry == "generated":
-        records = (zs << _U64(coder.x_bits + coder.y_bits)) | (ys << _U64(coder.x_bits)) | xs
         gas = build_gas(TRIANGLES, records, leaf_size=leaf_size, compact=compact,
                         geometry=triangle_function(coder))
     else:
+        xs, ys, zs = coder.fields(records)
         cx, cy, cz = coder.x_coord(xs), coder.y_coord(ys), coder.z_coord(zs)
         ex, ey, ez = np.float32(EX), np.float32(EY), np.float32(EZ)
         v0 = [cx + ex, cy - ey, cz]
@@ -146,8 +213,8 @@ def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact:
         third = xp.where(f, xp.stack(v1, 1), xp.stack(v2, 1))
         tris = xp.ascontiguousarray(xp.concatenate([xp.stack(v0, 1), second, third], axis=1))
         gas = build_gas(TRIANGLES, tris, leaf_size=leaf_size, compact=compact)
-    counts = {"representatives": int(g.shape[0]), "moved": int(moved.sum()),
-              "flipped": int(flipped.sum()), "end_of_row": int(r.shape[0]),
-              "end_of_plane": int(e.shape[0])}
+    sums = [int(((kinds >> np.int8(k)) & np.int8(1)).sum()) for k in range(5)]
+    counts = dict(zip(("representatives", "moved", "flipped", "end_of_row", "end_of_plane"),
+                      sums, strict=True))
     id_dtype = np.int32 if 3 * p < (1 << 31) else np.int64
     return CgScene(gas, ids.astype(id_dtype), p, counts)

@@ -295,3 +295,27 @@ def test_the_lookup_kernel_agrees_between_njit_and_the_cuda_simulator() -> None:
     """The chained rays and the in-bucket search through ``cuda.jit`` give the CPU's runs and
     ray paths."""
     agrees_in_the_simulator(CGRX_SIM_SCRIPT)
+
+
+@pytest.mark.parametrize("bucket_log", [0, 1, 5])
+def test_triangles_are_emitted_in_z_y_x_id_order(bucket_log: int) -> None:
+    """The scene emits each bucket's triangles in turn, with no sort: the position codes
+    (z, y, x packed as in a key) come out non-decreasing, and equal codes by increasing id
+    (the order the engine's tie-break relies on), also with duplicates, equal representatives
+    and markers at the ends of rows and planes."""
+    rng = np.random.default_rng(9)
+    corners = [key(x, y, z) for x in (0, 5, 2**23 - 1) for y in (0, 3, 2**23 - 1)
+               for z in (0, 1, 7)]
+    keys = np.sort(np.concatenate([
+        np.array(corners * 3, dtype=np.uint64),
+        np.repeat(rng.integers(0, 2**64 - 1, 200, dtype=np.uint64), 9),
+        rng.integers(0, 2**40, 3000, dtype=np.uint64)]))
+    index = indexzoo.create("cgrx", device="cpu", bucket_log=bucket_log).build(keys)
+    sc = index.state.scene
+    codes = sc.gas.data[np.argsort(sc.gas.bvh.order)]  # the build input's order
+    ids = sc.ids.astype(np.int64)
+    assert (codes[1:] >= codes[:-1]).all()
+    tie = codes[1:] == codes[:-1]
+    assert (ids[1:][tie] > ids[:-1][tie]).all()
+    counts = index.scene_counts
+    assert counts["end_of_row"] > 0 and counts["end_of_plane"] > 0 and counts["moved"] > 0
