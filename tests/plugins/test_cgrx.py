@@ -287,13 +287,35 @@ CGRX_SIM_SCRIPT = textwrap.dedent("""
         for a, b in zip(*outs):
             assert np.array_equal(a, b), (dtype, bucket_log, geometry)
         assert (outs[0][2][:, 1] >= 0).any(), "no lookup needed a second ray"
+        # the scene's two kernels
+        from indexzoo.plugins.cgrx import scene as S
+        skeys = np.sort(keys)
+        bucket, p = 1 << bucket_log, -(-keys.shape[0] // (1 << bucket_log))
+        xb, yb = np.int64(st.coder.x_bits), np.int64(st.coder.y_bits)
+        made = []
+        for device in ("cpu", "cuda"):
+            kinds = np.full(p, -1, np.int8)
+            emitted = np.full(p, -1, np.int64)
+            S._SCENE_KINDS(device, p, skeys, np.int64(bucket), np.int64(p), xb, yb,
+                           np.bool_(True), np.bool_(dtype is np.uint64), kinds, emitted,
+                           threads_per_block=32)
+            offsets = np.cumsum(emitted) - emitted
+            total = int(emitted.sum())
+            records = np.zeros(total, np.uint64)
+            ids = np.full(total, -1, np.int64)
+            flip = np.zeros(total, np.bool_)
+            S._SCENE_EMIT(device, p, skeys, np.int64(bucket), np.int64(p), xb, yb, kinds,
+                          offsets, records, ids, flip, threads_per_block=32)
+            made.append((kinds, emitted, records, ids, flip))
+        for a, b in zip(*made):
+            assert np.array_equal(a, b), ("scene", dtype, bucket_log)
     print("simulator agrees")
 """)
 
 
 def test_the_lookup_kernel_agrees_between_njit_and_the_cuda_simulator() -> None:
     """The chained rays and the in-bucket search through ``cuda.jit`` give the CPU's runs and
-    ray paths."""
+    ray paths, and the scene's kernels its triangles."""
     agrees_in_the_simulator(CGRX_SIM_SCRIPT)
 
 
