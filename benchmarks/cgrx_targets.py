@@ -25,14 +25,14 @@ indexzoo.timing). Prints one JSON block per step and keeps the JSON file up to d
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 import numpy as np
+from steps import run_steps
 
 import indexzoo
-from indexzoo.timing import synchronize, time_call
+from indexzoo.timing import time_call
 from indexzoo.workloads import Workload, generate
 
 _CGRX = (("cgrx-5x4", "cgrx-5x4", {}), ("cgrx-8x4", "cgrx-8x4", {}))
@@ -184,17 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     run = Run(args.device, args.scale, args.repeats)
     results: dict[str, Any] = {"device": args.device, "scale": args.scale,
                                "repeats": args.repeats}
-    for name in args.only.split(","):
-        results[name] = STEPS[name](run)
-        synchronize(args.device)
-        print(name, json.dumps(results[name], indent=1), flush=True)
-        if args.device == "cuda":
-            import cupy
-
-            cupy.get_default_memory_pool().free_all_blocks()
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
+    run_steps({k: (lambda f=f: f(run)) for k, f in STEPS.items()}, args.only, args.device,
+              results, args.json)
     return 0
 
 

@@ -21,12 +21,13 @@ table and writes JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from steps import run_steps
+
 import indexzoo
-from indexzoo.timing import synchronize, time_call
+from indexzoo.timing import time_call
 from indexzoo.workloads import Workload, generate
 
 
@@ -169,16 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     results: dict[str, Any] = {"scale": args.scale, "repeats": args.repeats}
-    for name in args.only.split(","):
-        results[name] = STEPS[name](args.scale, args.repeats)
-        synchronize("cuda")
-        print(name, json.dumps(results[name], indent=1), flush=True)
-        import cupy
-
-        cupy.get_default_memory_pool().free_all_blocks()
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(results, f, indent=1)
+    run_steps({k: (lambda f=f: f(args.scale, args.repeats)) for k, f in STEPS.items()},
+              args.only, "cuda", results, args.json)
     return 0
 
 
