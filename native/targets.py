@@ -121,7 +121,7 @@ def _numba_stream() -> Any:
 _CPU_TEMPLATE = """
 def {name}(n_items__, {args}):
     for i in {loop}(n_items__):
-        body(i, {args})
+        body__(i, {args})
 """
 
 #: CPU calls with fewer items than this run serially: waking numba's thread pool costs tens
@@ -133,7 +133,7 @@ _CUDA_TEMPLATE = """
 def {name}(n_items__, {args}):
     i = cuda.grid(1)
     if i < n_items__:
-        body(i, {args})
+        body__(i, {args})
 """
 
 
@@ -320,7 +320,7 @@ class Kernel:
         if device in ("cpu", "cpu-serial"):
             from numba import njit, prange
 
-            namespace: dict[str, Any] = {"prange": prange, "body": self.body}
+            namespace: dict[str, Any] = {"prange": prange, "body__": self.body}
             serial = device == "cpu-serial"
             exec(_CPU_TEMPLATE.format(name=self.name, args=args,
                                       loop="range" if serial else "prange"), namespace)
@@ -331,7 +331,7 @@ class Kernel:
             return njit(parallel=not serial, nogil=True, _nrt=False)(namespace[self.name])
         from numba import cuda
 
-        namespace = {"cuda": cuda, "body": self.body}
+        namespace = {"cuda": cuda, "body__": self.body}
         exec(_CUDA_TEMPLATE.format(name=self.name, args=args), namespace)
         return cuda.jit(namespace[self.name])
 

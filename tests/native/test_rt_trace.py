@@ -17,9 +17,14 @@ from indexzoo.native.rt.trace import (
     DISABLE_CLOSESTHIT,
     TERMINATE_ON_FIRST_HIT,
     Programs,
+    box_rows,
     build_gas,
+    closest_hit_query,
+    sphere_rows,
     trace,
+    triangle_rows,
 )
+from indexzoo.native.targets import Kernel
 
 MISS = np.uint64(2**64 - 1)
 
@@ -60,6 +65,41 @@ def test_closest_hits_equal_the_brute_force_oracle(kind: int, n: int, leaf_size:
     data, radius = _scene(kind, n, rng)
     gas = build_gas(kind, data, radius, leaf_size=leaf_size)
     _check_closest(gas, data, radius, kind, *_rays(2000, rng))
+
+
+def _query_kernel(kind: int, geometry: object) -> Kernel:
+    """A kernel that casts ray ``i`` of the arrays itself through ``closest_hit_query``."""
+    closest = closest_hit_query(kind, geometry)
+
+    @register_jitable
+    def body(i, nodes, words, n_nodes, prims, order, rad, o, d, tmin, tmax, t, p, f):  # type: ignore[no-untyped-def]
+        t[i], p[i], f[i] = closest(nodes, words, n_nodes, prims, order, rad, o[i, 0], o[i, 1],
+                                   o[i, 2], d[i, 0], d[i, 1], d[i, 2], tmin[i], tmax[i])
+
+    return Kernel(body)
+
+
+@pytest.mark.parametrize("kind", [geo.TRIANGLES, geo.SPHERES, geo.AABBS])
+@pytest.mark.parametrize("n", [0, 1, 3000])
+def test_a_closest_hit_query_inside_a_kernel_equals_the_brute_force_oracle(kind: int,
+                                                                          n: int) -> None:
+    """``closest_hit_query`` (optixTrace from a ray-generation program): a kernel that casts
+    its own rays gets the oracle's closest hits, on stored and generated geometry."""
+    rng = np.random.default_rng(n + kind)
+    data, radius = _scene(kind, n, rng)
+    o, d, tmin, tmax = _rays(1500, rng)
+    t_ref, p_ref, f_ref = geo.brute_force(kind, data, radius, o, d, tmin, tmax)
+    geometry = {geo.TRIANGLES: triangle_rows, geo.SPHERES: sphere_rows, geo.AABBS: box_rows}[kind]
+    for gas in (build_gas(kind, data, radius, leaf_size=4),
+                build_gas(kind, data, radius, leaf_size=3, geometry=geometry)):
+        t = np.empty(1500, np.float32)
+        p = np.empty(1500, np.int64)
+        f = np.empty(1500, np.bool_)
+        _query_kernel(kind, gas.geometry)("cpu", 1500, *gas.query_args(), o, d, tmin, tmax, t,
+                                          p, f)
+        np.testing.assert_array_equal(p, p_ref)
+        np.testing.assert_array_equal(t, t_ref)
+        np.testing.assert_array_equal(f[p_ref >= 0], f_ref[p_ref >= 0])
 
 
 def test_an_empty_scene_misses_every_ray() -> None:
