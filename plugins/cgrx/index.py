@@ -105,11 +105,12 @@ class CgrxIndex(GpuIndex[CgrxState]):
         st.scene = build_scene(st.coder, st.keys, 1 << p.bucket_log, p.leaf_size, p.compact,
                                p.geometry)
         scene_bytes = sum(st.scene.nbytes().values())
-        # the triangles' construction holds about 20 words per representative besides the
-        # engine's build
-        n_reps = st.scene.n_buckets
+        # the scene's kernels hold a kind, a count and an offset per bucket (17 bytes) and a
+        # position code, an int64 id and a flip per triangle (17 bytes) besides the engine's
+        # build
+        scene_build = 17 * st.scene.n_buckets + 17 * st.scene.gas.n_prims
         st.peak = max(pairs.peak_bytes,
-                      held + st.scene.gas.footprint().peak_build_bytes + 160 * n_reps,
+                      held + st.scene.gas.footprint().peak_build_bytes + scene_build,
                       held + scene_bytes)
 
     def _footprint(self, st: CgrxState) -> Footprint:
