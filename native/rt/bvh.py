@@ -306,19 +306,30 @@ def _radix_item(k, sc, n, first, last, split, iparent, pparent):
 
 
 @register_jitable
-def _leaf_start_item(k, n, leaf_size, first, last, iparent, pparent, start):
-    """Marks the first position of every leaf of the tree cut at ``leaf_size``: item ``k <
-    n - 1`` is internal node k (a leaf when its range fits and its parent's does not), item
-    ``n - 1 + p`` primitive p (a leaf of one when its parent's range does not fit)."""
+def _cut(k, n, leaf_size, first, last, iparent, pparent):
+    """Item ``k`` of the tree cut at ``leaf_size`` (``k < n - 1``: internal node k; else
+    primitive ``k - (n - 1)``): ``(kind, first position, primitives)``, kind 0 for an inner
+    node, 1 for a leaf (a range that fits under a parent whose range does not, or the root),
+    -1 for a node inside a leaf."""
     if k < n - 1:
-        if last[k] - first[k] + 1 <= leaf_size and (
-                k == 0 or last[iparent[k]] - first[iparent[k]] + 1 > leaf_size):
-            start[first[k]] = 1
-    else:
-        p = k - (n - 1)
-        q = pparent[p]
-        if last[q] - first[q] + 1 > leaf_size:
-            start[p] = 1
+        size = np.int64(last[k] - first[k] + 1)
+        f = np.int64(first[k])
+        if size > leaf_size:
+            return 0, f, size
+        q = iparent[k]
+        fits = k == 0 or last[q] - first[q] + 1 > leaf_size
+        return (1 if fits else -1), f, size
+    f = np.int64(k - (n - 1))
+    q = pparent[f]
+    return (1 if last[q] - first[q] + 1 > leaf_size else -1), f, np.int64(1)
+
+
+@register_jitable
+def _leaf_start_item(k, n, leaf_size, first, last, iparent, pparent, start):
+    """Marks the first position of every leaf of the cut tree (:func:`_cut`)."""
+    kind, f, _ = _cut(k, n, leaf_size, first, last, iparent, pparent)
+    if kind == 1:
+        start[f] = 1
 
 
 @register_jitable
@@ -342,24 +353,17 @@ def _record_item(k, n, leaf_size, first, last, split, iparent, pparent, before, 
     it) + (left turns above it)``: an inner node's escape index (pre-order index + 2 * its
     leaves - 1) and right child, a leaf's count and first position; ``level`` gets ``2 *
     depth`` (+1 for a leaf)."""
+    kind, f, size = _cut(k, n, leaf_size, first, last, iparent, pparent)
+    if kind < 0:
+        return  # inside a leaf
     if k < n - 1:
-        size = last[k] - first[k] + 1
-        if size <= leaf_size and k != 0 and (
-                last[iparent[k]] - first[iparent[k]] + 1 <= leaf_size):
-            return  # inside a leaf
-        f = first[k]
         lt, depth = _climb(np.int64(k), first, iparent)
-        leaf = size <= leaf_size
-    else:
-        f = k - (n - 1)
+    else:  # a primitive: one step below its parent
         q = pparent[f]
-        if last[q] - first[q] + 1 <= leaf_size:
-            return
-        size = np.int64(1)
-        lt, depth = _climb(q, first, iparent)
+        lt, depth = _climb(np.int64(q), first, iparent)
         lt += 1 if f == first[q] else 0
         depth += 1
-        leaf = True
+    leaf = kind == 1
     pre = 2 * before[f] + lt
     if leaf:
         words[pre, 0] = np.int32(-size)

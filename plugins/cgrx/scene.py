@@ -57,7 +57,7 @@ from indexzoo.native.targets import Kernel
 
 from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
 
-__all__ = ["CgScene", "build_scene", "triangle_function"]
+__all__ = ["CgScene", "build_scene", "moved_flipped", "rep_of", "triangle_function"]
 
 _U64 = np.uint64
 
@@ -103,29 +103,38 @@ _GENERATED, _MOVED, _FLIPPED, _END_OF_ROW, _END_OF_PLANE = 1, 2, 4, 8, 16
 
 
 @register_jitable
-def _rep(keys, b, bucket):
-    """The representative (largest key) of bucket ``b``."""
+def rep_of(keys, b, bucket):
+    """The representative (largest key) of bucket ``b`` (uint64); for kernels."""
     n = np.int64(keys.shape[0])
     return np.uint64(keys[min((b + np.int64(1)) * bucket, n) - np.int64(1)])
+
+
+@register_jitable
+def moved_flipped(keys, b, p, bucket, ux):
+    """Whether representative ``b`` of ``p`` is moved (the next bucket starts in another row;
+    ``ux``: the x bits) and flipped (moved, and the only representative of its row); for the
+    scene's kernels and the lookup kernel alike."""
+    n = np.int64(keys.shape[0])
+    row = rep_of(keys, b, bucket) >> ux
+    moved = b < p - 1 and (np.uint64(keys[min((b + 1) * bucket, n - 1)]) >> ux) != row
+    flipped = moved and not (b > 0 and (rep_of(keys, b - 1, bucket) >> ux) == row)
+    return moved, flipped
 
 
 @register_jitable
 def _scene_kinds_item(b, keys, bucket, p, xb, yb, multi_row, multi_plane, kinds, emitted):
     """Which triangles bucket ``b`` contributes (its representative, moved or flipped, an
     end-of-row and an end-of-plane triangle; module docstring) and how many."""
-    n = np.int64(keys.shape[0])
     ux, uz = np.uint64(xb), np.uint64(xb + yb)
     xmax = (np.uint64(1) << ux) - np.uint64(1)
     ymax = (np.uint64(1) << np.uint64(yb)) - np.uint64(1)
-    rep = _rep(keys, b, bucket)
+    rep = rep_of(keys, b, bucket)
     row = rep >> ux
     plane = rep >> uz
     has_next = b < p - 1
-    moved = has_next and (np.uint64(keys[min((b + 1) * bucket, n - 1)]) >> ux) != row
-    prev = _rep(keys, b - 1, bucket) if b > 0 else rep
-    generated = b == 0 or prev != rep or moved
-    flipped = moved and not (b > 0 and (prev >> ux) == row)
-    nxt = _rep(keys, b + 1, bucket) if has_next else rep
+    moved, flipped = moved_flipped(keys, b, p, bucket, ux)
+    generated = b == 0 or rep_of(keys, b - 1, bucket) != rep or moved
+    nxt = rep_of(keys, b + 1, bucket) if has_next else rep
     end_of_row = ((not has_next or (nxt >> ux) != row) and (rep & xmax) != xmax
                   and not moved and multi_row)
     end_of_plane = ((not has_next or (nxt >> uz) != plane) and (row & ymax) != ymax
@@ -145,7 +154,7 @@ def _scene_emit_item(b, keys, bucket, p, xb, yb, kinds, offsets, records, ids, f
     ux, uz = np.uint64(xb), np.uint64(xb + yb)
     xmax = (np.uint64(1) << ux) - np.uint64(1)
     ymax = (np.uint64(1) << np.uint64(yb)) - np.uint64(1)
-    rep = _rep(keys, b, bucket)
+    rep = rep_of(keys, b, bucket)
     row = rep >> ux
     k = kinds[b]
     o = offsets[b]
@@ -213,8 +222,9 @@ def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact:
         third = xp.where(f, xp.stack(v1, 1), xp.stack(v2, 1))
         tris = xp.ascontiguousarray(xp.concatenate([xp.stack(v0, 1), second, third], axis=1))
         gas = build_gas(TRIANGLES, tris, leaf_size=leaf_size, compact=compact)
-    sums = [int(((kinds >> np.int8(k)) & np.int8(1)).sum()) for k in range(5)]
+    sums = ((kinds[:, None] >> xp.arange(5, dtype=np.int8)) & np.int8(1)).sum(axis=0)
+    sums = sums.tolist() if xp is np else sums.get().tolist()  # one transfer
     counts = dict(zip(("representatives", "moved", "flipped", "end_of_row", "end_of_plane"),
-                      sums, strict=True))
+                      (int(c) for c in sums), strict=True))
     id_dtype = np.int32 if 3 * p < (1 << 31) else np.int64
     return CgScene(gas, ids.astype(id_dtype), p, counts)

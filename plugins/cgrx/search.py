@@ -42,6 +42,7 @@ from indexzoo.native.runs import run_from
 from indexzoo.native.targets import Kernel
 
 from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
+from .scene import moved_flipped, rep_of
 
 __all__ = ["PATH_WIDTH", "lookup_kernel"]
 
@@ -77,8 +78,7 @@ def lookup_kernel(coder: CgCoder, geometry: Any, record: bool = False) -> Kernel
     @register_jitable
     def rep_key(keys, b, blog):
         """The representative (largest key) of bucket ``b``."""
-        n = np.int64(keys.shape[0])
-        return np.uint64(keys[min((b + np.int64(1)) << blog, n) - np.int64(1)])
+        return rep_of(keys, b, np.int64(1) << blog)
 
     @register_jitable
     def bucket_of_id(h, p):
@@ -91,16 +91,12 @@ def lookup_kernel(coder: CgCoder, geometry: Any, record: bool = False) -> Kernel
 
     @register_jitable
     def flipped(keys, h, p, blog):
-        """Whether triangle ``h`` is flipped: a moved representative (its next bucket starts in
-        another row), the only one of its row."""
-        if h >= p - np.int64(1):  # not a representative, or the last bucket
+        """Whether triangle ``h`` is flipped (a representative, moved, the only one of its
+        row: :func:`.scene.moved_flipped`, asked of the keys instead of the winding)."""
+        if h >= p:
             return False
-        n = np.int64(keys.shape[0])
-        row = rep_key(keys, h, blog) >> xb
-        nxt = np.uint64(keys[min((h + np.int64(1)) << blog, n - np.int64(1))]) >> xb
-        if nxt == row:  # not moved
-            return False
-        return h == 0 or (rep_key(keys, h - np.int64(1), blog) >> xb) != row
+        _, f = moved_flipped(keys, h, p, np.int64(1) << blog, xb)
+        return f
 
     @register_jitable
     def row_plane(keys, h, p, blog):
