@@ -38,7 +38,8 @@ from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
 
 __all__ = ["EXTENDED_OFFSET", "PART_LIMIT", "X_BITCAST", "X_LINEAR", "KeyCoder", "bits_float",
-           "float_bits", "point_of_x", "x_of_gap_above", "x_of_gap_below", "x_of_point"]
+           "float_bits", "gaps_of_x", "point_of_x", "x_of_gap_above", "x_of_gap_below",
+           "x_of_point"]
 
 #: A coordinate part must be below 2^23 so that part +- 0.5 is exact in float32 [§3.2].
 PART_LIMIT = 1 << 23
@@ -215,3 +216,13 @@ def point_of_x(x, x_kind):
     if x_kind == 1:
         return bits_float(x * np.uint64(2) + np.uint64(EXTENDED_OFFSET))
     return np.float32(x)
+
+
+@register_jitable
+def gaps_of_x(x, x_kind):
+    """The gap below and the gap above X(x) (float32; :meth:`KeyCoder.x_gaps` for one x)."""
+    if x_kind == 1:
+        bits = np.uint64(x) * np.uint64(2) + np.uint64(EXTENDED_OFFSET)
+        return bits_float(bits - np.uint64(1)), bits_float(bits + np.uint64(1))
+    xf = np.float32(x)
+    return xf - np.float32(0.5), xf + np.float32(0.5)

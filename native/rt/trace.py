@@ -74,7 +74,8 @@ from .geometry import AABBS, SPHERES, TRIANGLES, hit_box, hit_sphere_c, hit_tria
 __all__ = [
     "ACCEPT", "CULL_BACK_FACING", "CULL_FRONT_FACING", "DISABLE_ANYHIT", "DISABLE_CLOSESTHIT",
     "IGNORE", "TERMINATE", "TERMINATE_ON_FIRST_HIT", "Gas", "Hits", "Ias", "Instance", "Programs",
-    "build_gas", "build_ias", "build_sliced_ias", "closest_hit_query", "launch", "trace",
+    "build_gas", "build_ias", "build_sliced_ias", "closest_hit_query", "launch", "scene_query",
+    "trace",
 ]
 
 #: CPU trace launches with fewer rays than this run on one core. A ray through the software
@@ -282,6 +283,14 @@ class Ias:
     order: Any  # pooled primitive indices (local to each GAS)
     n_instances: int
     peak_build_bytes: int
+
+    def query_args(self) -> tuple[Any, ...]:
+        """The scene tuple of :func:`scene_query` (two-level): ``top, top_words, top_order,
+        inst, inst_words, nodes, words, data, order, radius``."""
+        top = self.top
+        return (top.nodes, top.nodes.view(np.int32), top.order, self.inst,
+                self.inst.view(np.int32), self.nodes, self.nodes.view(np.int32), self.data,
+                self.order, np.float32(self.radius))
 
     def footprint(self) -> Footprint:
         parts = {"instances": int(self.inst.nbytes), "ias_nodes": int(self.top.nodes.nbytes),
@@ -554,6 +563,65 @@ def _walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
 
 
 @functools.cache
+def _ias_walker(kind: int, geometry: Any, intersection: Any, anyhit: Any) -> Any:
+    """``walk_ias(...) -> (t, prim, front, inst)``: one ray through an IAS (the top-level BVH
+    over instances, then each instance's GAS in its object space)."""
+    walk = _walker(kind, geometry, intersection, anyhit)
+
+    @register_jitable
+    def walk_ias(i, top, top_words, top_order, inst, inst_words, nodes, words, data, order,
+                 radius, ox, oy, oz, dx, dy, dz, tmin, tmax, flags, mask, payload, params):
+        inf = np.float32(np.inf)
+        best_t = inf
+        best_p = np.int64(-1)
+        best_f = False
+        best_i = np.int64(0)
+        ix = np.float32(1.0) / dx if dx != 0 else inf
+        iy = np.float32(1.0) / dy if dy != 0 else inf
+        iz = np.float32(1.0) / dz if dz != 0 else inf
+        n_top = top.shape[0]
+        j = np.int64(0) if tmin < tmax else np.int64(n_top)
+        while j < n_top:
+            cull = tmax if best_p < 0 else min(tmax, best_t + abs(best_t) * np.float32(1e-6)
+                                                + np.float32(1e-30))
+            hit, _ = slab(top, j, ox, oy, oz, ix, iy, iz, tmin, cull)
+            c = top_words[j, 6]
+            if c >= 0:
+                j = j + 1 if hit else np.int64(c)
+                continue
+            j += 1
+            if not hit:
+                continue
+            done = False
+            first = np.int64(top_words[j - 1, 7])
+            for pos in range(first, first - np.int64(c)):
+                s = np.int64(top_order[pos])
+                w = inst_words[s, 15]
+                if (w & mask & 0xFF) == 0:
+                    continue
+                m = inst
+                # the ray in the instance's object space (t is the same along both)
+                px = m[s, 0] * ox + m[s, 1] * oy + m[s, 2] * oz + m[s, 3]
+                py = m[s, 4] * ox + m[s, 5] * oy + m[s, 6] * oz + m[s, 7]
+                pz = m[s, 8] * ox + m[s, 9] * oy + m[s, 10] * oz + m[s, 11]
+                qx = m[s, 0] * dx + m[s, 1] * dy + m[s, 2] * dz
+                qy = m[s, 4] * dx + m[s, 5] * dy + m[s, 6] * dz
+                qz = m[s, 8] * dx + m[s, 9] * dy + m[s, 10] * dz
+                best_t, best_p, best_f, best_i, done = walk(
+                    i, np.int64(w >> 8), nodes, words, np.int64(inst_words[s, 12]),
+                    np.int64(inst_words[s, 14]), data, np.int64(inst_words[s, 13]), order, radius,
+                    px, py, pz, qx, qy, qz, tmin, tmax, flags, payload, params,
+                    best_t, best_p, best_f, best_i)
+                if done:
+                    break
+            if done:
+                break
+        return best_t, best_p, best_f, best_i
+
+    return walk_ias
+
+
+@functools.cache
 def closest_hit_query(kind: int, geometry: Any) -> Any:
     """``closest(nodes, words, n_nodes, data, order, radius, ox, oy, oz, dx, dy, dz, tmin,
     tmax) -> (t, prim, front)``: one closest-hit ray through a GAS, called from inside a kernel
@@ -580,6 +648,55 @@ def closest_hit_query(kind: int, geometry: Any) -> Any:
         return best_t, best_p, best_f
 
     return closest
+
+
+@functools.cache
+def scene_query(kind: int, geometry: Any, two_level: bool, intersection: Any = None,
+                anyhit: Any = None) -> Any:
+    """``query(scene, ray, ox, oy, oz, dx, dy, dz, tmin, tmax, flags, params) -> (t, prim,
+    front, inst)``: one ray through a GAS (``two_level`` False) or an IAS, traced from inside a
+    kernel with an intersection program (custom primitives) and an any-hit program; the
+    closest accepted hit (``prim`` -1 and ``t`` inf on a miss; ties go to the smaller primitive
+    index, then instance). ``scene`` is :meth:`Gas.query_args` or :meth:`Ias.query_args`;
+    ``flags`` as for :func:`trace` (:data:`TERMINATE_ON_FIRST_HIT` stops at the first accepted
+    hit); ``params`` is handed to the programs, and ``ray`` to the any-hit program as its ray
+    index. The any-hit program gets no payload array (a stand-in it must not touch): what it
+    decides goes into its verdict.
+
+    This is ``optixTrace`` from a ray-generation program with the index's own programs:
+    optimized RX's range lookups cast their rays this way, one thread per lookup, without a
+    launch per ray phase. Specialised per primitive kind, geometry function, scene level and
+    programs.
+    """
+    geometry = geometry if geometry is not None else _STORED[kind]
+    if two_level:
+        walk_ias = _ias_walker(kind, geometry, intersection, anyhit)
+
+        @register_jitable
+        def query_ias(scene, ray, ox, oy, oz, dx, dy, dz, tmin, tmax, flags, params):
+            top, top_words, top_order, inst, inst_words, nodes, words, data, order, radius = scene
+            return walk_ias(ray, top, top_words, top_order, inst, inst_words, nodes, words, data,
+                            order, radius, ox, oy, oz, dx, dy, dz, tmin, tmax, flags,
+                            np.int64(0xFF), order, params)
+
+        return query_ias
+    walk = _walker(kind, geometry, intersection, anyhit)
+
+    @register_jitable
+    def query_gas(scene, ray, ox, oy, oz, dx, dy, dz, tmin, tmax, flags, params):
+        nodes, words, n_nodes, data, order, radius = scene
+        best_t = np.float32(np.inf)
+        best_p = np.int64(-1)
+        best_f = False
+        best_i = np.int64(0)
+        if tmin < tmax:
+            best_t, best_p, best_f, best_i, _ = walk(
+                ray, np.int64(0), nodes, words, np.int64(0), n_nodes, data, np.int64(0), order,
+                radius, ox, oy, oz, dx, dy, dz, tmin, tmax, flags, order, params, best_t, best_p,
+                best_f, best_i)
+        return best_t, best_p, best_f, best_i
+
+    return query_gas
 
 
 @register_jitable
@@ -640,56 +757,16 @@ def _trace_kernel(kind: int, geometry: Any, two_level: bool, intersection: Any, 
 
         return Kernel(gas_item, name="rt_trace", serial_below=RAYS_SERIAL_BELOW)
 
+    walk_ias = _ias_walker(kind, geometry, intersection, anyhit)
+
     @register_jitable
     def ias_item(i, top, top_words, top_order, inst, inst_words, nodes, words, data, order,
                  radius, origins, dirs, tmins, tmaxs, flags, mask, payload, params, out_t, out_p,
                  out_f, out_i):
-        inf = np.float32(np.inf)
         ox, oy, oz, dx, dy, dz, tmin, tmax = ray(i, origins, dirs, tmins, tmaxs, params)
-        best_t = inf
-        best_p = np.int64(-1)
-        best_f = False
-        best_i = np.int64(0)
-        ix = np.float32(1.0) / dx if dx != 0 else inf
-        iy = np.float32(1.0) / dy if dy != 0 else inf
-        iz = np.float32(1.0) / dz if dz != 0 else inf
-        n_top = top.shape[0]
-        j = np.int64(0) if tmin < tmax else np.int64(n_top)
-        while j < n_top:
-            cull = tmax if best_p < 0 else min(tmax, best_t + abs(best_t) * np.float32(1e-6)
-                                                + np.float32(1e-30))
-            hit, _ = slab(top, j, ox, oy, oz, ix, iy, iz, tmin, cull)
-            c = top_words[j, 6]
-            if c >= 0:
-                j = j + 1 if hit else np.int64(c)
-                continue
-            j += 1
-            if not hit:
-                continue
-            done = False
-            first = np.int64(top_words[j - 1, 7])
-            for pos in range(first, first - np.int64(c)):
-                s = np.int64(top_order[pos])
-                w = inst_words[s, 15]
-                if (w & mask & 0xFF) == 0:
-                    continue
-                m = inst
-                # the ray in the instance's object space (t is the same along both)
-                px = m[s, 0] * ox + m[s, 1] * oy + m[s, 2] * oz + m[s, 3]
-                py = m[s, 4] * ox + m[s, 5] * oy + m[s, 6] * oz + m[s, 7]
-                pz = m[s, 8] * ox + m[s, 9] * oy + m[s, 10] * oz + m[s, 11]
-                qx = m[s, 0] * dx + m[s, 1] * dy + m[s, 2] * dz
-                qy = m[s, 4] * dx + m[s, 5] * dy + m[s, 6] * dz
-                qz = m[s, 8] * dx + m[s, 9] * dy + m[s, 10] * dz
-                best_t, best_p, best_f, best_i, done = walk(
-                    i, np.int64(w >> 8), nodes, words, np.int64(inst_words[s, 12]),
-                    np.int64(inst_words[s, 14]), data, np.int64(inst_words[s, 13]), order, radius,
-                    px, py, pz, qx, qy, qz, tmin, tmax, flags, payload, params,
-                    best_t, best_p, best_f, best_i)
-                if done:
-                    break
-            if done:
-                break
+        best_t, best_p, best_f, best_i = walk_ias(
+            i, top, top_words, top_order, inst, inst_words, nodes, words, data, order, radius,
+            ox, oy, oz, dx, dy, dz, tmin, tmax, flags, mask, payload, params)
         finish(i, best_t, best_p, best_f, best_i, flags, payload, params, out_t, out_p, out_f, out_i)
 
     return Kernel(ias_item, name="rt_trace_ias", serial_below=RAYS_SERIAL_BELOW)

@@ -62,26 +62,23 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
-from indexzoo.devices import xp_of
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
+from indexzoo.devices import to_device, xp_of
 from indexzoo.native.csr import gather_runs, offsets_from_counts
 from indexzoo.native.rt import query
 from indexzoo.native.rt.keymap import KeyCoder
 from indexzoo.native.rt.keyprims import KIND, SPHERE_RADIUS, geometry_function, perpendicular_raygen
 from indexzoo.native.rt.keyprims import primitives as key_primitives
-from indexzoo.native.rt.keyrays import (
-    occupied_row_rays,
-    occupied_rows,
-    perpendicular_rays,
-    row_rays,
-)
+from indexzoo.native.rt.keyrays import occupied_row_rays, occupied_rows, perpendicular_rays
 from indexzoo.native.rt.keyscene import key_gas
 from indexzoo.native.rt.trace import Gas, Ias, build_sliced_ias
-from indexzoo.native.runs import RUN_BOUNDS, answer_runs
+from indexzoo.native.runs import answer_runs
 from indexzoo.native.sort import sort_pairs
+from indexzoo.validation import as_1d
 
 from .params import RxOptParams
 from .programs import PROGRAMS, OptRxRecord
+from .search import lookup_kernel
 
 __all__ = ["OptRxState", "RxOptIndex"]
 
@@ -99,6 +96,7 @@ class OptRxState(BuildState):
     scene: Gas | Ias  # the BVH over the primitive keys: one GAS, or an IAS over partitions
     part_offsets: Any  # int64: the position of each partition's first primitive
     no_keys: Any   # a one-element stand-in for the keys where the programs read none
+    no_rays: Any   # a one-element stand-in for the ray counts the lookup kernel keeps
     peak: int
 
 
@@ -133,6 +131,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         _, high = coder.parts(st.pkeys)
         st.highs = high[_run_starts(xp, high)] if n else high
         st.no_keys = xp.zeros(1, dtype=_U64)
+        st.no_rays = xp.zeros(1, dtype=np.int8)
         held = int(st.keys.nbytes + st.rowids.nbytes + st.highs.nbytes) + (
             0 if st.first is None else int(st.first.nbytes + st.pkeys.nbytes))
         st.scene, st.part_offsets, scene_peak = self._scene(st.pkeys, held)
@@ -210,13 +209,6 @@ class RxOptIndex(GpuIndex[OptRxState]):
         xp = xp_of(res)
         return xp.where(res == query.MISS, np.int64(-1), res.astype(np.int64))
 
-    def _start(self, st: OptRxState, pos: Any) -> Any:
-        """Sorted pair position where a primitive position's run starts (-1 stays -1)."""
-        if st.first is None:
-            return pos
-        xp = st.xp
-        return xp.where(pos >= 0, st.first[xp.maximum(pos, 0)], np.int64(-1))
-
     # -------------------------------------------------------------- point lookups
     def _point_batch(self, st: OptRxState, q: Any, offsets: Any) -> query.RayBatch:
         coder, xp = self.coder, st.xp
@@ -244,11 +236,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         """(first sorted position, count) of every point lookup's run (count 0: a miss)."""
         if self._inverted(st, q):
             return self._inverse_runs(st, q)
-        scene, offsets = st.scene, st.part_offsets
-        batch = self._point_batch(st, q, offsets)
-        op = query.first if self.params.compress_duplicates else query.closest
-        start = self._start(st, self._positions(self._trace(op, scene, batch)))
-        return self._bounds(st, start, q, q)
+        return self._lookup(st, True, q, q)
 
     def _inverse_runs(self, st: OptRxState, q: Any) -> tuple[Any, Any]:
         """Alg. 6: a BVH over the batch's distinct probes, one ray per distinct key."""
@@ -296,56 +284,55 @@ class RxOptIndex(GpuIndex[OptRxState]):
         count[ok] = stops[run[ok]] - starts[run[ok]]
         return first, count
 
-    # -------------------------------------------------------------- range lookups
+    # -------------------------------------------------------------- closest hit + scan
     def _range_runs(self, st: OptRxState, lo: Any, hi: Any) -> tuple[Any, Any]:
         """(first sorted position, count) of every range's keys: at most two closest-hit rays
         (see the module docstring), then the scan."""
-        coder, xp, highs = self.coder, st.xp, st.highs
-        scene, offsets = st.scene, st.part_offsets
-        n_rows = int(highs.shape[0])
-        xlo, hlo = coder.parts(lo)
-        xhi, hhi = coder.parts(hi)
-        j = xp.searchsorted(highs, hlo, side="left").astype(np.int64)
-        row = highs[xp.minimum(j, max(n_rows - 1, 0))]
-        first_ray = (lo <= hi) & (j < n_rows) & (row <= hhi)
-        x0 = xp.where(row == hlo, xlo, _U64(0))
-        x1 = xp.where(row == hhi, xhi, _U64(coder.x_max))
-        pos = self._row_closest(st, scene, offsets, first_ray, row, x0, x1, lo, hi)
-        nxt = xp.minimum(j + 1, max(n_rows - 1, 0))
-        row2 = highs[nxt]
-        second = (pos < 0) & first_ray & (row == hlo) & (j + 1 < n_rows) & (row2 <= hhi)
-        if bool(second.any()):
-            x1b = xp.where(row2 == hhi, xhi, _U64(coder.x_max))
-            pos2 = self._row_closest(st, scene, offsets, second, row2, xp.zeros_like(x0), x1b,
-                                     lo, hi)
-            pos = xp.where(second, pos2, pos)
-        return self._bounds(st, self._start(st, pos), lo, hi)
+        return self._lookup(st, False, lo, hi)
 
-    def _row_closest(self, st: OptRxState, scene: Gas | Ias, offsets: Any, cast: Any, row: Any,
-                     x0: Any, x1: Any, lo: Any, hi: Any) -> Any:
-        """The closest hit's position of one ray per lookup where ``cast`` (-1 elsewhere)."""
-        coder, zero = self.coder, self.params.range_ray == "zero"
-        xp = st.xp
-        own = xp.nonzero(cast)[0]
-        out = xp.full(int(cast.shape[0]), -1, dtype=np.int64)
-        if own.shape[0] == 0:
-            return out
-        r, a, b = row[own], x0[own], x1[own]
-        batch = query.FunctionBatch.of(
-            None, lambda s, e, owner: row_rays(coder, r[s:e], a[s:e], b[s:e], zero),
-            self._record(st, offsets, lambda o: lo[own][o], lambda o: hi[own][o]),
-            n_queries=int(own.shape[0]), xp=xp)
-        out[own] = self._positions(self._trace(query.closest, scene, batch))
-        return out
-
-    def _bounds(self, st: OptRxState, start: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
-        """The scan (Alg. 4): the run of keys in ``[lo, hi]`` from ``start``."""
-        xp, q = st.xp, int(start.shape[0])
+    def _lookup(self, st: OptRxState, point: bool, lo: Any, hi: Any, rays: Any = None,
+                device: str | None = None) -> tuple[Any, Any]:
+        """One launch of :func:`.search.lookup_kernel`: each thread casts its lookup's rays
+        and scans its run (``rays``: an int8 array of zeros that receives each lookup's number
+        of rays; ``device``: the index's unless a test runs the GPU kernel in the simulator)."""
+        p, coder, xp = self.params, self.coder, st.xp
+        q = int(lo.shape[0])
         first = xp.empty(q, dtype=np.int64)
         count = xp.empty(q, dtype=np.int64)
-        RUN_BOUNDS(self.device, q, st.keys, start, lo, hi, first, count,
-                   threads_per_block=self.params.threads_per_block)
+        if q == 0:
+            return first, count
+        lo = lo.astype(_U64, copy=False)
+        hi = lo if point else hi.astype(_U64, copy=False)
+        scene = st.scene
+        kernel = lookup_kernel(coder, p.primitive, scene.geometry, isinstance(scene, Ias),
+                               st.first is not None, point, p.range_ray, rays is not None)
+        rec = OptRxRecord(st.part_offsets, st.no_keys if p.primitive == "triangle" else st.pkeys,
+                          np.int64(coder.x_kind), np.int64(coder.x_bits), np.int64(coder.y_bits),
+                          lo, hi, np.bool_(p.primitive == "sphere"))
+        kernel(device or self.device, q, lo, hi, st.keys, st.no_keys if st.first is None else st.first,
+               st.highs, scene.query_args(), rec, st.no_rays if rays is None else rays, first,
+               count,
+               threads_per_block=p.threads_per_block)
         return first, count
+
+    def rays_cast(self, lo: Any, hi: Any | None = None) -> list[int]:
+        """The closest-hit rays each lookup casts: of ranges ``[lo, hi]``, or of point lookups
+        ``lo`` when ``hi`` is None (keys of the index's key type; ``range_method="closest_scan"``,
+        point batches not inverted). A diagnostic, for tests and for reading a workload."""
+        if self.params.range_method != "closest_scan":
+            raise InvalidInput("rays_cast counts the closest-hit rays of range_method="
+                               "'closest_scan'")
+        st = self._live()
+        a = as_1d(lo, "lo")
+        b = a if hi is None else as_1d(hi, "hi")
+        if a.shape != b.shape:
+            raise InvalidInput(f"lo and hi must have the same length, got {a.shape[0]} and "
+                               f"{b.shape[0]}")
+        enc_lo, enc_hi = st.keymap.encode_ranges(a, b)
+        enc_lo, enc_hi = to_device(enc_lo, self.device), to_device(enc_hi, self.device)
+        rays = st.xp.zeros(int(enc_lo.shape[0]), dtype=np.int8)
+        self._lookup(st, hi is None, enc_lo, enc_hi, rays)
+        return [int(r) for r in (rays.get() if st.xp is not np else rays).tolist()]
 
     # -------------------------------------------------------------- RX's any-hit ranges
     def _anyhit_runs(self, st: OptRxState, lo: Any, hi: Any, point: bool) -> tuple[Any, Any,

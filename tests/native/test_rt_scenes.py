@@ -17,8 +17,10 @@ from indexzoo.native.rt.trace import (
     build_gas,
     build_ias,
     launch,
+    scene_query,
     trace,
 )
+from indexzoo.native.targets import Kernel
 
 HALF = np.float32(0.5)
 
@@ -316,3 +318,71 @@ def test_the_gpu_traces_instances_and_generated_geometry_like_the_cpu() -> None:
     assert ((gp == c.prim) & (gi == c.inst))[both].mean() > 0.99
     close = np.isclose(gt[both], c.t[both], rtol=1e-3, atol=1e-3)
     assert close.mean() > 0.999, np.flatnonzero(~close)[:10]
+
+
+@register_jitable
+def _skip_multiples_of_three(ray, inst, prim, t, front, payload, params):  # type: ignore[no-untyped-def]
+    return 1 if (prim + inst) % 3 == 0 else 0  # IGNORE them, ACCEPT the rest
+
+
+def _scene_query_kernel(kind: int, geometry: object, two_level: bool, intersection: object,
+                        anyhit: object) -> Kernel:
+    """A kernel that casts ray ``i`` of the arrays itself through ``scene_query``."""
+    query = scene_query(kind, geometry, two_level, intersection, anyhit)
+
+    @register_jitable
+    def body(i, scene, o, d, flags, params, t, p, inst):  # type: ignore[no-untyped-def]
+        t[i], p[i], _, inst[i] = query(scene, i, o[i, 0], o[i, 1], o[i, 2], d[i, 0], d[i, 1],
+                                       d[i, 2], np.float32(0), np.float32(np.inf), flags, params)
+
+    return Kernel(body)
+
+
+@pytest.mark.parametrize("programs", ["none", "anyhit", "intersection"])
+def test_a_scene_query_inside_a_kernel_traces_like_trace(programs: str) -> None:
+    """``scene_query`` (optixTrace from a ray-generation program, with the index's programs)
+    gives ``trace``'s closest hit, primitive and instance through a GAS and through an IAS of
+    transformed instances; with TERMINATE_ON_FIRST_HIT it reports an accepted hit wherever
+    ``trace`` finds one."""
+    rng = np.random.default_rng(11)
+    kind = geo.AABBS if programs == "intersection" else geo.TRIANGLES
+    if kind == geo.AABBS:
+        a = rng.integers(0, 50, (600, 3)).astype(np.float32)
+        a = np.concatenate([a, a + 2], axis=1)
+        b = a[:400] + np.float32(1)
+    else:
+        a, b = _grid_triangles(800, rng), _grid_triangles(500, rng)
+    intersection = _keyed_boxes_of_scene if programs == "intersection" else None
+    anyhit = _skip_multiples_of_three if programs == "anyhit" else None
+    ga, gb = build_gas(kind, a), build_gas(kind, b)
+    ts = _transforms()
+    ias = build_ias([Instance(ga, ts[0], 0), Instance(gb, ts[1], 1), Instance(ga, ts[2], 2)])
+    o = rng.integers(-200, 300, (3000, 3)).astype(np.float32)
+    d = (rng.integers(-200, 300, (3000, 3)) - o).astype(np.float32)
+    params = (np.uint64(1),)
+    for scene in (ga, ias):
+        two = scene is ias
+        kernel = _scene_query_kernel(kind, None, two, intersection, anyhit)
+        want = trace(scene, o, d, 0.0, np.inf, Programs(intersection=intersection, anyhit=anyhit),
+                     params=params)
+        assert (want.prim >= 0).sum() > 40
+        for flags in (0, TERMINATE_ON_FIRST_HIT):
+            t = np.empty(3000, np.float32)
+            p = np.empty(3000, np.int64)
+            inst = np.empty(3000, np.int64)
+            kernel("cpu", 3000, scene.query_args(), o, d, np.int64(flags), params, t, p, inst)
+            if flags == 0:
+                np.testing.assert_array_equal(t, want.t)
+                np.testing.assert_array_equal(p, want.prim)
+                np.testing.assert_array_equal(inst[p >= 0], want.inst[p >= 0])
+            else:
+                np.testing.assert_array_equal(p >= 0, want.prim >= 0)
+                if anyhit is not None:
+                    assert ((p[p >= 0] + inst[p >= 0]) % 3 != 0).all()
+
+
+@register_jitable
+def _keyed_boxes_of_scene(boxes, i, inst, p, ox, oy, oz, dx, dy, dz, tmin, tmax, params):  # type: ignore[no-untyped-def]
+    if (p + params[0]) % 2 == 0:  # a launch parameter decides: odd primitives never hit
+        return np.float32(np.inf), False
+    return geo.hit_aabb_reference(boxes, i, ox, oy, oz, dx, dy, dz, tmin, tmax)
