@@ -29,6 +29,12 @@ Beyond the paper's baseline
 * 64-bit keys (Awad's tree is 32-bit only) and the whole key domain: padding slots are ignored
   through per-node counts, so no key value is reserved.
 
+* Opt-in, not yet measured on a GPU (issue 14): ``leaf_layout`` ``"interleaved"`` or
+  ``"paired"`` keeps a leaf's rowIDs next to its keys in one record array (the rowID read after
+  the leaf search then hits the adjacent line, or the sector just read); ``descent="scan"``
+  searches inner nodes by a branch-free count over all ``node_width`` pivots (the node's loads
+  issued together). See ``docs/plugins/btree.md``.
+
 Decisions
 ---------
 * [AMBIG] ``count`` descends twice (to the first key ``>= lo`` and the first ``> hi``) and
@@ -71,6 +77,24 @@ class BTreeParams(KernelParams):
     leaf_fill: Literal[0.5, 1.0] = Field(  # type: ignore[valid-type]  # float Literal: pydantic
         default=1.0, description="Share of each leaf's slots filled by the bulk load."
     )
+    leaf_layout: Literal["split", "interleaved", "paired"] = Field(
+        default="split",
+        description="Where a leaf's rowIDs lie: 'split' (the default), separate key and rowID "
+                    "arrays; 'interleaved', one record per leaf, its B keys then their B "
+                    "rowIDs (the rowID in the line after the keys' line); 'paired', (key, "
+                    "rowID) side by side (the rowID in the sector of its key, which the leaf "
+                    "search has already read). Records widen keys and rowIDs to the wider "
+                    "dtype. Not yet measured on a GPU.",
+    )
+    descent: Literal["binary", "scan"] = Field(
+        default="binary",
+        description="Inner-node search of the one-thread descent (cooperative=False, and the "
+                    "CPU): 'binary' (the default), a binary search over the node's slots; "
+                    "'scan', a branch-free count of the pivots below the key over all "
+                    "node_width slots, unrolled, so the node's loads are issued together "
+                    "instead of log2(node_width) dependent ones. Leaves are binary-searched "
+                    "either way. Not yet measured on a GPU.",
+    )
 
 
 class BTreeState(BuildState):
@@ -91,7 +115,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
     def _build(self, st: BTreeState, keys: Any) -> None:
         pairs = sort_pairs(keys, st.rowid_dtype)
         st.tree = btree.build_btree(pairs.keys, pairs.rowids, self.params.node_width,
-                                    self.params.leaf_fill)
+                                    self.params.leaf_fill, self.params.leaf_layout)
         resident = sum(st.tree.breakdown().values())
         st.peak = max(pairs.peak_bytes, int(pairs.keys.nbytes + pairs.rowids.nbytes) + resident)
 
@@ -104,21 +128,28 @@ class BTreeIndex(GpuIndex[BTreeState]):
         return self._live().tree.n_levels
 
     # -------------------------------------------------------------- kernels
-    def _launch(self, op: Any, q: int, *args: Any) -> None:
-        """Run a tree operation: one thread per lookup on the CPU, a group of ``node_width``
-        threads on the GPU."""
+    @property
+    def _ops(self) -> btree.Operations:
+        p = self.params
+        return btree.operations(p.leaf_layout, p.descent, p.node_width)
+
+    def _launch(self, name: str, q: int, *args: Any) -> None:
+        """Run a tree operation (a field of :class:`~indexzoo.native.btree.Operations`): one
+        thread per lookup on the CPU, a group of ``node_width`` threads on the GPU if
+        ``cooperative``."""
+        op = getattr(self._ops, name)
         op(self.device, q, *args,
            group=self.params.node_width if self.params.cooperative else 1,
            threads_per_block=self.params.threads_per_block)
 
     def _range_rowid(self, st: BTreeState, lo: Any, hi: Any) -> Any:
         out = st.xp.empty(lo.shape[0], dtype=st.rowid_dtype)
-        self._launch(btree.FIND_ROWID, lo.shape[0], st.tree.record(), lo, hi, out, st.miss)
+        self._launch("FIND_ROWID", lo.shape[0], st.tree.record(), lo, hi, out, st.miss)
         return out
 
     def _counts(self, st: BTreeState, lo: Any, hi: Any, dtype: Any) -> Any:
         out = st.xp.empty(lo.shape[0], dtype=dtype)
-        self._launch(btree.COUNT, lo.shape[0], st.tree.record(), lo, hi, out)
+        self._launch("COUNT", lo.shape[0], st.tree.record(), lo, hi, out)
         return out
 
     def _range_count(self, st: BTreeState, lo: Any, hi: Any) -> Any:
@@ -127,14 +158,14 @@ class BTreeIndex(GpuIndex[BTreeState]):
     def _range_sum(self, st: BTreeState, lo: Any, hi: Any) -> Any:
         out = st.xp.empty(lo.shape[0], dtype=np.uint64)
         values, use_values = values_arg(st.values, st.xp)
-        self._launch(btree.SUM, lo.shape[0], st.tree.record(), values, use_values, lo, hi, out)
+        self._launch("SUM", lo.shape[0], st.tree.record(), values, use_values, lo, hi, out)
         return out
 
     def _range_rowids(self, st: BTreeState, lo: Any, hi: Any) -> tuple[Any, Any]:
         offsets = offsets_from_counts(self._counts(st, lo, hi, np.int64))
         out = st.xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            self._launch(btree.FILL, lo.shape[0], st.tree.record(), lo, hi, offsets, out)
+            self._launch("FILL", lo.shape[0], st.tree.record(), lo, hi, offsets, out)
         return offsets, out
 
     def _point_rowid(self, st: BTreeState, q: Any) -> Any:
