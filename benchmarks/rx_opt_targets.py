@@ -42,6 +42,7 @@ def ranges(scale: int, repeats: int) -> dict[str, Any]:
     out: dict[str, Any] = {"workload": w.describe()}
     for label, name, params in (("rx-opt", "rx-opt", {}), ("rx", "rx", {}),
                                 ("sorted-array", "sorted-array", {}),
+                                ("rx-opt unsorted", "rx-opt", {"sort_probes": False}),
                                 ("rx-opt rx-like", "rx-opt", {"range_method": "anyhit",
                                                               "compress_duplicates": False,
                                                               "partitions": 1,
