@@ -139,6 +139,10 @@ class GpuIndex(abc.ABC, Generic[S]):
     capabilities: ClassVar[Capabilities]
     #: The plugin's state class (a BuildState subclass); taken from ``GpuIndex[StateClass]``.
     State: ClassVar[type[BuildState]] = BuildState
+    #: The lookup kinds (``"point"``, ``"range"``) that ``sort_probes=True`` orders before the
+    #: index answers them; an index whose measurements show the grouping costing more than it
+    #: saves for one kind leaves that kind out (and says so in its docs).
+    sorted_probe_kinds: ClassVar[frozenset[str]] = frozenset({"point", "range"})
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -386,7 +390,7 @@ class GpuIndex(abc.ABC, Generic[S]):
             inside = xp.nonzero(~outside)[0]
             part = self._run(st, kind, out, tuple(a[inside] for a in arrays), None)
             return results.scatter_result(part, inside, q, xp, st.rowid_dtype, st.miss, st.n)
-        if self.params.sort_probes and q > 1:
+        if self.params.sort_probes and q > 1 and kind in self.sorted_probe_kinds:
             # sorted probes: lookups grouped by the top bits of their keys (ranges by lo; the
             # first column's for a multi-column index; see core/probes.py), answered, put back
             # in the caller's order; the grouping and the un-permute are part of the call

@@ -19,8 +19,8 @@ Thesis -> code
   (``indexzoo.native.runs``: galloping, so a run of m keys costs O(log m) to delimit; sums and
   rowIDs visit every match as Alg. 4 does). ``range_method="anyhit"`` is RX's: one ray per
   occupied row, any-hit per hit.
-* Sorted probes (§3.4, ``sort_probes``): the contract's sorted-probe option; the sort and the
-  un-permute count in the lookup time.
+* Sorted probes (§3.4, ``sort_probes``): the contract's sorted-probe option for point batches;
+  the sort and the un-permute count in the lookup time.
 * Inverse mapping (Alg. 6, ``inverse_mapping``): a point batch builds a BVH over its distinct
   probes and casts one ray per distinct key of the index; a key's hit names the probe with its
   value, whose lookups get the key's run.
@@ -49,6 +49,11 @@ Decisions where the thesis is ambiguous
   so the thesis's "build plus probe" comparison (Fig. 5.14) is measured here as probe time,
   the per-batch BVH build included. Range lookups are never inverted (the thesis leaves that
   open).
+* [AMBIG] Sorted probes order point batches, not ranges (``sorted_probe_kinds``): the thesis
+  sorts the probe set of a join (point lookups). Ordering 2^16 ranges by ``lo`` cost more than
+  it saved on an H100 (2^26 keys, 2^10 hits per range, ``out="sum"``, one run at 9a0acb7:
+  0.676 ms with the 32-bit grouping, 0.520 ms without; the grouping alone 0.18-0.20 ms), since
+  each range's thread already reads one contiguous run.
 * [AMBIG] ``range_method="anyhit"`` with compression: a hit stands for its key's whole run.
 * Every key mode, split and primitive of ``rx`` works as in ``rx``; ``update`` is not offered
   (the thesis has none: build again). Spheres are confirmed against the ray's integer bounds as
@@ -74,6 +79,7 @@ from indexzoo.native.rt.keyscene import key_gas
 from indexzoo.native.rt.trace import Gas, Ias, build_sliced_ias
 from indexzoo.native.runs import answer_runs
 from indexzoo.native.sort import sort_pairs
+from indexzoo.native.targets import values_arg
 from indexzoo.validation import as_1d
 
 from .params import RxOptParams
@@ -107,6 +113,8 @@ class RxOptIndex(GpuIndex[OptRxState]):
     name: ClassVar[str] = "rx-opt"
     Params: ClassVar[type[IndexParams]] = RxOptParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    #: [AMBIG] sorted probes order point batches only (see the module docstring)
+    sorted_probe_kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     params: RxOptParams
 
     @property
@@ -306,14 +314,40 @@ class RxOptIndex(GpuIndex[OptRxState]):
         scene = st.scene
         kernel = lookup_kernel(coder, p.primitive, scene.geometry, isinstance(scene, Ias),
                                st.first is not None, point, p.range_ray, rays is not None)
-        rec = OptRxRecord(st.part_offsets, st.no_keys if p.primitive == "triangle" else st.pkeys,
-                          np.int64(coder.x_kind), np.int64(coder.x_bits), np.int64(coder.y_bits),
-                          lo, hi, np.bool_(p.primitive == "sphere"))
-        kernel(device or self.device, q, lo, hi, st.keys, st.no_keys if st.first is None else st.first,
-               st.highs, scene.query_args(), rec, st.no_rays if rays is None else rays, first,
-               count,
-               threads_per_block=p.threads_per_block)
+        kernel(device or self.device, q, lo, hi, st.keys,
+               st.no_keys if st.first is None else st.first, st.highs, scene.query_args(),
+               self._launch_record(st, lo, hi), st.no_rays if rays is None else rays, first,
+               count, threads_per_block=p.threads_per_block)
         return first, count
+
+    def _lookup_sum(self, st: OptRxState, point: bool, lo: Any, hi: Any,
+                    device: str | None = None) -> Any:
+        """``out="sum"`` in one launch: the rays, then the scan that adds up each lookup's
+        values in the same thread (:func:`.search.lookup_kernel` with ``total``)."""
+        p, coder, xp = self.params, self.coder, st.xp
+        q = int(lo.shape[0])
+        sums = xp.empty(q, dtype=_U64)
+        if q == 0:
+            return sums
+        lo = lo.astype(_U64, copy=False)
+        hi = lo if point else hi.astype(_U64, copy=False)
+        scene = st.scene
+        kernel = lookup_kernel(coder, p.primitive, scene.geometry, isinstance(scene, Ias),
+                               st.first is not None, point, p.range_ray, total=True)
+        values, use_values = values_arg(st.values, xp)
+        kernel(device or self.device, q, lo, hi, st.keys,
+               st.no_keys if st.first is None else st.first, st.highs, scene.query_args(),
+               self._launch_record(st, lo, hi), st.no_rays,
+               st.rowids, values, use_values, sums, threads_per_block=p.threads_per_block)
+        return sums
+
+    def _launch_record(self, st: OptRxState, lo: Any, hi: Any) -> OptRxRecord:
+        """The programs' launch record of a lookup kernel (``lo``/``hi``: the lookups' uint64
+        bounds, read by the sphere confirmation at the lookup's index)."""
+        p, coder = self.params, self.coder
+        return OptRxRecord(st.part_offsets, st.no_keys if p.primitive == "triangle" else st.pkeys,
+                           np.int64(coder.x_kind), np.int64(coder.x_bits),
+                           np.int64(coder.y_bits), lo, hi, np.bool_(p.primitive == "sphere"))
 
     def rays_cast(self, lo: Any, hi: Any | None = None) -> list[int]:
         """The closest-hit rays each lookup casts: of ranges ``[lo, hi]``, or of point lookups
@@ -376,6 +410,9 @@ class RxOptIndex(GpuIndex[OptRxState]):
         tpb = self.params.threads_per_block
         if self.params.range_method == "anyhit":
             return self._answer_anyhit(st, kind, out, *args)
+        if out == "sum" and not (kind == "point" and self._inverted(st, args[0])):
+            lo, hi = (args[0], args[0]) if kind == "point" else args
+            return self._lookup_sum(st, kind == "point", lo, hi)
         first, count = self._runs(st, kind, args)
         return answer_runs(self.device, out, st.rowids, first, count, st.values,
                            st.rowid_dtype, st.miss, threads_per_block=tpb)
