@@ -79,7 +79,6 @@ from indexzoo.native.rt.keyscene import key_gas
 from indexzoo.native.rt.trace import Gas, Ias, build_sliced_ias
 from indexzoo.native.runs import answer_runs
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import values_arg
 from indexzoo.validation import as_1d
 
 from .params import RxOptParams
@@ -320,27 +319,6 @@ class RxOptIndex(GpuIndex[OptRxState]):
                count, threads_per_block=p.threads_per_block)
         return first, count
 
-    def _lookup_sum(self, st: OptRxState, point: bool, lo: Any, hi: Any,
-                    device: str | None = None) -> Any:
-        """``out="sum"`` in one launch: the rays, then the scan that adds up each lookup's
-        values in the same thread (:func:`.search.lookup_kernel` with ``total``)."""
-        p, coder, xp = self.params, self.coder, st.xp
-        q = int(lo.shape[0])
-        sums = xp.empty(q, dtype=_U64)
-        if q == 0:
-            return sums
-        lo = lo.astype(_U64, copy=False)
-        hi = lo if point else hi.astype(_U64, copy=False)
-        scene = st.scene
-        kernel = lookup_kernel(coder, p.primitive, scene.geometry, isinstance(scene, Ias),
-                               st.first is not None, point, p.range_ray, total=True)
-        values, use_values = values_arg(st.values, xp)
-        kernel(device or self.device, q, lo, hi, st.keys,
-               st.no_keys if st.first is None else st.first, st.highs, scene.query_args(),
-               self._launch_record(st, lo, hi), st.no_rays,
-               st.rowids, values, use_values, sums, threads_per_block=p.threads_per_block)
-        return sums
-
     def _launch_record(self, st: OptRxState, lo: Any, hi: Any) -> OptRxRecord:
         """The programs' launch record of a lookup kernel (``lo``/``hi``: the lookups' uint64
         bounds, read by the sphere confirmation at the lookup's index)."""
@@ -410,12 +388,10 @@ class RxOptIndex(GpuIndex[OptRxState]):
         tpb = self.params.threads_per_block
         if self.params.range_method == "anyhit":
             return self._answer_anyhit(st, kind, out, *args)
-        if out == "sum" and not (kind == "point" and self._inverted(st, args[0])):
-            lo, hi = (args[0], args[0]) if kind == "point" else args
-            return self._lookup_sum(st, kind == "point", lo, hi)
         first, count = self._runs(st, kind, args)
         return answer_runs(self.device, out, st.rowids, first, count, st.values,
-                           st.rowid_dtype, st.miss, threads_per_block=tpb)
+                           st.rowid_dtype, st.miss, group=1 << self.params.scan_group_log,
+                           threads_per_block=tpb)
 
     def _answer_anyhit(self, st: OptRxState, kind: str, out: str, *args: Any) -> Any:
         xp = st.xp

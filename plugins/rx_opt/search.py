@@ -89,7 +89,7 @@ def _legal_function(coder: KeyCoder) -> Any:
 @functools.cache
 def lookup_kernel(coder: KeyCoder, primitive: str, geometry: Any, two_level: bool,
                   compressed: bool, point: bool, range_ray: str = "zero",
-                  record: bool = False, total: bool = False) -> Kernel:
+                  record: bool = False) -> Kernel:
     """``kernel(device, Q, lo, hi, keys, first_of, highs, scene, rec, rays, first, count)``:
     for each lookup ``i`` the run ``first[i]``, ``count[i]`` of sorted ``keys`` in ``[lo[i],
     hi[i]]`` (count 0: none); ``point``: point lookups (``lo`` is ``hi``), else ranges.
@@ -100,10 +100,6 @@ def lookup_kernel(coder: KeyCoder, primitive: str, geometry: Any, two_level: boo
     (:class:`.programs.OptRxRecord`) whose ``ray_lo``/``ray_hi`` are ``lo``/``hi``, read at the
     lookup's index by the sphere confirmation. Specialised per key mode, primitive, geometry
     function, scene level, compression, lookup kind and range ray.
-
-    ``total``: ``kernel(device, Q, lo, hi, keys, first_of, highs, scene, rec, rays, rowids,
-    values, use_values, sums)`` instead: the sum of every found key's value (its rowID when
-    ``use_values`` is false), uint64 wrapping, scanned in the same thread (``out="sum"``).
 
     ``record``: the kernel also writes the number of rays lookup ``i`` cast to ``rays[i]``
     (int8), for tests and diagnostics; otherwise ``rays`` is never touched (a one-element
@@ -207,46 +203,20 @@ def lookup_kernel(coder: KeyCoder, primitive: str, geometry: Any, two_level: boo
             return s, np.int64(-1)
         return pos, np.int64(-1)
 
-    if not total:
-        @register_jitable
-        def lookup_item(i, lo, hi, keys, first_of, highs, scene, rec, rays, first, count):
-            first[i] = 0
-            count[i] = 0
-            lo_i = np.uint64(lo[i])
-            hi_i = np.uint64(hi[i])
-            p, m = find(i, lo, lo_i, hi_i, keys, first_of, highs, scene, rec, rays)
-            if p < 0:
-                return
-            if m >= 0:
-                first[i] = p
-                count[i] = m
-                return
-            first[i], count[i] = run_from(keys, p, lo_i, hi_i)
-
-        return Kernel(lookup_item, name="rx_opt_lookup", serial_below=RAYS_SERIAL_BELOW)
-
     @register_jitable
-    def sum_item(i, lo, hi, keys, first_of, highs, scene, rec, rays, rowids, values, use_values,
-                 sums):
-        """Alg. 4 as the thesis writes it: from the hit, add up every key's value (or rowID)
-        until the first key > hi, in the same thread (``out="sum"``: no runs in memory)."""
+    def lookup_item(i, lo, hi, keys, first_of, highs, scene, rec, rays, first, count):
+        first[i] = 0
+        count[i] = 0
         lo_i = np.uint64(lo[i])
         hi_i = np.uint64(hi[i])
         p, m = find(i, lo, lo_i, hi_i, keys, first_of, highs, scene, rec, rays)
-        acc = np.uint64(0)
-        if p >= 0:
-            stop = p + m
-            if m < 0:  # scan to the first key > hi (the hit is the first key >= lo)
-                stop = np.int64(keys.shape[0])
-                while p < stop and np.uint64(keys[p]) < lo_i:  # never, for an exact hit
-                    p += 1
-                e = p
-                while e < stop and np.uint64(keys[e]) <= hi_i:
-                    e += 1
-                stop = e
-            for q in range(p, stop):
-                r = rowids[q]
-                acc += values[np.int64(r)] if use_values else np.uint64(r)
-        sums[i] = acc
+        if p < 0:
+            return
+        if m >= 0:
+            first[i] = p
+            count[i] = m
+            return
+        first[i], count[i] = run_from(keys, p, lo_i, hi_i)
 
-    return Kernel(sum_item, name="rx_opt_sum", serial_below=RAYS_SERIAL_BELOW)
+    return Kernel(lookup_item, name="rx_opt_lookup", serial_below=RAYS_SERIAL_BELOW)
+
