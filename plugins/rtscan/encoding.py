@@ -16,6 +16,10 @@ takes the next value's first rank, past the end N. Empty when ``x0 >= x1``. The 
 holds exactly the rows that satisfy the predicate, whether or not the codes are kept: the
 sieve and the direct refine work in ranks for every configuration.
 
+The tables of all columns are stored flat (``values``, ``flat_starts``, ``offsets``), so that
+one kernel (:mod:`.plan`) encodes every predicate of a batch; ``uniq[j]`` and ``starts[j]``
+are views of them.
+
 Everything here is NumPy/CuPy bulk primitives (argsort, comparisons, searchsorted, gathers).
 """
 
@@ -42,9 +46,13 @@ class ColumnTables:
 
     order: Any          # (N, d) Fortran order: row of each rank, per column
     ranks: Any          # (N, d) Fortran order: rank of each row (codes), or None
-    uniq: tuple[Any, ...]    # per column: distinct values, ascending (native dtype)
-    starts: tuple[Any, ...]  # per column: first rank of each distinct value, then N
+    uniq: tuple[Any, ...]    # per column: distinct values, ascending (views of ``values``)
+    starts: tuple[Any, ...]  # per column: first ranks, then N (views of ``flat_starts``)
     peak_bytes: int     # most bytes held at once while encoding (outputs included)
+    values: Any         # every column's distinct values, concatenated
+    flat_starts: Any    # every column's first ranks and N, concatenated (column j from
+    #                     offsets[j] + j to offsets[j + 1] + j + 1)
+    offsets: Any        # (d + 1,) int64: column j's values are values[offsets[j]:offsets[j+1]]
 
     @property
     def n(self) -> int:
@@ -52,8 +60,8 @@ class ColumnTables:
 
     def nbytes(self) -> dict[str, int]:
         parts = {"order": int(self.order.nbytes),
-                 "mapping_values": sum(int(u.nbytes) for u in self.uniq),
-                 "mapping_starts": sum(int(s.nbytes) for s in self.starts)}
+                 "mapping_values": int(self.values.nbytes),
+                 "mapping_starts": int(self.flat_starts.nbytes) + int(self.offsets.nbytes)}
         if self.ranks is not None:
             parts["codes"] = int(self.ranks.nbytes)
         return parts
@@ -90,7 +98,16 @@ def build_tables(keys: Any, keep_ranks: bool) -> ColumnTables:
         starts.append(xp.concatenate([first, xp.asarray([n], dtype=first.dtype)]).astype(rdt))
         held += int(uniq[-1].nbytes) + int(starts[-1].nbytes)
         peak = max(peak, held + n * (8 + isz + 1) + int(first.nbytes))
-    return ColumnTables(order, ranks, tuple(uniq), tuple(starts), peak)
+    # flat tables, the per-column ones as views (the concatenation held the tables twice)
+    counts = [int(u.shape[0]) for u in uniq]
+    offs = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    values = xp.concatenate(uniq) if d else xp.zeros(0, dtype=keys.dtype)
+    flat_starts = xp.concatenate(starts) if d else xp.zeros(0, dtype=rdt)
+    peak = max(peak, held + int(values.nbytes) + int(flat_starts.nbytes))
+    views_u = tuple(values[offs[j]:offs[j + 1]] for j in range(d))
+    views_s = tuple(flat_starts[offs[j] + j:offs[j + 1] + j + 1] for j in range(d))
+    return ColumnTables(order, ranks, views_u, views_s, peak, values, flat_starts,
+                        xp.asarray(offs))
 
 
 def rank_bounds(uniq: Any, starts: Any, lo: Any, hi: Any) -> tuple[Any, Any]:

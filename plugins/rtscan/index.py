@@ -7,7 +7,8 @@ Paper -> code
 * §4.1 workflow: build = uniform encoding, sieving vectors, one BVH per group of
   ``group_size`` (3) columns; a range lookup = encode the predicates, sieve, refine, and AND
   the groups on CUDA cores (:meth:`RtscanIndex._range_bitmap`, stages ``encode``, ``sieve``,
-  ``refine``, ``merge``; :mod:`.profile` times them).
+  ``refine``, ``merge``; :mod:`.profile` times them). The query plan (rank bounds, vector
+  choice, refine boxes and their rays or slabs) is one kernel launch (:mod:`.plan`).
 * §4.2 Uniform Encoding (``encoding``): :mod:`.encoding`. Codes are 0-based ranks from a stable
   argsort, duplicates consecutive; the mapping table (distinct values, first rank) rewrites a
   bound ``lo`` to the first rank of the first value ``>= lo`` and ``hi`` to the last rank of
@@ -62,14 +63,20 @@ Decisions where the paper is ambiguous (digest 003 §6 numbers)
 * [ours] The RT shader checks its group's columns (Alg. 1); the direct refine checks all
   columns. Either way every row a refine meets gets ``bit := exact`` for its group, and the
   groups are ANDed.
-* [ours] A query with an empty predicate on any column answers 0 without any launch.
-* [ours] The encoded bounds go to the host once per batch, where the plan is made (vector
-  choice, boxes, ray grid: a few small NumPy operations per query), as the paper encodes
-  queries on the CPU; one copy to the device per group carries it. The mapping tables stay on
-  the device, where point batches search them.
-* [ours] Hits reach the bitmap through the query layer's ``BITMAP`` operation (added for
-  RTScan, the other operations untouched) rather than COLLECT and a scatter: one trace, and the
-  atomics are the paper's.
+* [ours] A query with an empty predicate on any column answers 0 (its plan flags every group's
+  approximation zero and has no boxes); a group without a predicate for a query passes all
+  its rows without a refine.
+* [ours] The plan is made on the device, not on the host as the paper encodes queries: one
+  kernel (a thread per query) encodes the bounds, chooses the vectors and writes the refine
+  boxes into six fixed slots per query and group, so nothing is sized on the host; one
+  running sum over the slots' work and one device-to-host copy per batch (the refine sizes
+  of all groups, as the launches need their item counts) follow. A batch costs a constant
+  number of launches: the plan, the sum, and per group the sieve, the refine (one per
+  ``max_rays`` rays) and the AND.
+* [ours] Hits reach the bitmap through the refine's own any-hit program with the query layer's
+  ``BITMAP`` atomics (:func:`query.bit_writers`) rather than COLLECT and a scatter: one trace,
+  and the atomics are the paper's. The rays are launched straight on the engine
+  (``trace.launch``), each finding its box in the plan, so no per-ray arrays are made.
 """
 
 from __future__ import annotations
@@ -83,20 +90,35 @@ from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.devices import to_numpy, xp_of
 from indexzoo.native.csr import gather_runs_xp
 
-from .bits import full_rows, words_for
+from .bits import words_for
 from .encoding import ColumnTables, build_tables, rank_bounds
+from .layout import PLAN_COLUMNS, RAYS, too_many_rays
 from .params import RtscanParams
+from .plan import (
+    D_COUNT,
+    DIRECT_COLUMNS,
+    PLAN,
+    RK_COLUMNS,
+    SEL_COLUMNS,
+    SELECTION_CODES,
+    SLOTS,
+    Plan,
+    PlanArgs,
+)
 from .profile import StageTimer
-from .refine import GroupScene, build_group, refine_direct, refine_rt
-from .regions import refine_boxes
-from .sieve import Sieve, approximate, build_sieve, choose
+from .refine import GroupScene, build_group, direct_plan, trace_plan
+from .sieve import Sieve, approximate_sel, build_sieve
 
 __all__ = ["MAX_COLUMNS", "RtscanIndex", "RtscanState"]
 
 #: The most columns one build takes (groups of three beyond the third).
 MAX_COLUMNS = 64
-#: Temporary bitmap bytes per batch chunk of queries.
+#: Bitmap bytes per batch chunk of queries (a temporary per group beyond the first).
 _CHUNK_BYTES = 1 << 26
+#: Most queries per batch chunk: the plan's slots (6 per query and group) of boxes whose ray
+#: counts are capped at ``layout.RAY_CAP`` must sum within int64.
+_CHUNK_QUERIES = 1 << 16
+_AXIS_CODES = {"longest": -1, "x": 0, "y": 1, "z": 2}
 _NULL = contextlib.nullcontext()
 
 
@@ -108,6 +130,7 @@ class RtscanState(BuildState):
     sieve: Sieve | None
     groups: tuple[GroupScene, ...]
     shifts: tuple[int, ...]  # per column: coordinate = value >> shift (encoding off)
+    plan_args: PlanArgs   # the plan kernel's own inputs (groups, geometry, shifts)
     peak: int
 
 
@@ -171,7 +194,20 @@ class RtscanIndex(GpuIndex[RtscanState]):
                 held += sum(g.nbytes().values())
                 groups.append(g)
         st.groups = tuple(groups)
+        st.plan_args = self._plan_args(st)
+        held += sum(st.plan_args.nbytes().values())
         st.peak = max(peak, held)
+
+    def _plan_args(self, st: RtscanState) -> PlanArgs:
+        xp = st.xp
+        cols = np.full((len(st.groups), 3), -1, dtype=np.int64)
+        geo = np.zeros((len(st.groups), 2), dtype=np.int64)
+        for gi, g in enumerate(st.groups):
+            cols[gi, :len(g.cols)] = g.cols
+            geo[gi] = (g.geom.interval, g.geom.period)
+        return PlanArgs(xp.asarray(cols), xp.asarray(geo),
+                        xp.asarray(np.asarray(st.shifts, dtype=np.int64)),
+                        xp.zeros(1, dtype=np.int64), xp.zeros((1, 1), dtype=np.uint32))
 
     def _group_columns(self, d: int) -> list[tuple[int, ...]]:
         size = self.params.group_size
@@ -201,8 +237,7 @@ class RtscanIndex(GpuIndex[RtscanState]):
             parts["keys"] = int(st.lc.nbytes)
         if st.sieve is not None:
             parts.update(st.sieve.nbytes())
-            if st.device == "cpu":  # the borders live on the host: device memory on the CPU
-                parts["sieve_borders"] = st.sieve.host_bytes
+        parts.update(st.plan_args.nbytes())
         for g in st.groups:
             for k, v in g.nbytes().items():
                 parts[k] = parts.get(k, 0) + v
@@ -233,82 +268,85 @@ class RtscanIndex(GpuIndex[RtscanState]):
         if lo.ndim == 1:
             lo, hi = lo.reshape(-1, 1), hi.reshape(-1, 1)
         q, words = int(lo.shape[0]), words_for(st.n)
-        out = xp.zeros((q, words), dtype=np.uint32)
         if q == 0 or st.n == 0:
-            return out
-        with self._stage("encode"):
-            dx0, dx1, plo, phi = self._predicates(st, lo, hi)
-            x0, x1 = to_numpy(dx0), to_numpy(dx1)  # the plan is made on the host
-            alive = np.flatnonzero(np.all(x0 < x1, axis=1))
+            return xp.zeros((q, words), dtype=np.uint32)
+        out = xp.empty((q, words), dtype=np.uint32)  # the sieve writes every word
         self._count("queries", q)
-        per = max(1, _CHUNK_BYTES // max(4 * words, 1))
-        for s in range(0, int(alive.shape[0]), per):
-            idx = alive[s:s + per]
-            didx = xp.asarray(idx)
-            out[didx] = self._answer(st, x0[idx], x1[idx], xp.ascontiguousarray(plo[didx]),
-                                     xp.ascontiguousarray(phi[didx]))
+        per = max(1, min(_CHUNK_QUERIES, _CHUNK_BYTES // max(4 * words, 1)))
+        if q <= per:
+            self._answer(st, lo, hi, out)
+            return out
+        for s in range(0, q, per):
+            self._answer(st, lo[s:s + per], hi[s:s + per], out[s:s + per])
         return out
 
-    def _answer(self, st: RtscanState, x0: np.ndarray, x1: np.ndarray, plo: Any,
-                phi: Any) -> Any:
-        """The bitmaps of queries whose predicates are all non-empty (rank bounds ``x0``,
-        ``x1`` on the host, exact bounds ``plo``, ``phi`` on the device)."""
-        xp, n = st.xp, st.n
-        acc = None
-        for grp in st.groups:
-            cols = list(grp.cols)
-            gx0, gx1 = x0[:, cols], x1[:, cols]
-            if bool(np.all((gx0 == 0) & (gx1 == n))):
-                continue  # no predicate on this group: every row passes
-            words = self._group_bitmap(st, grp, gx0, gx1, plo, phi)
-            with self._stage("merge"):
-                if acc is None:
-                    acc = words
-                else:
-                    xp.bitwise_and(acc, words, out=acc)
-        return full_rows(xp, int(x0.shape[0]), n) if acc is None else acc
+    def _plan(self, st: RtscanState, lo: Any, hi: Any, device: str | None = None) -> Plan:
+        """The batch's plan, made on the device in one launch (:mod:`.plan`), and the running
+        sums of its slots' work. ``device``: the index's (``"cuda"`` with NumPy arrays: numba's
+        CUDA simulator, for tests)."""
+        p, xp, tables, pa = self.params, st.xp, st.tables, st.plan_args
+        q, d = int(lo.shape[0]), int(lo.shape[1])
+        g = len(st.groups)
+        rt = p.refine == "rt"
+        bounds = xp.empty((2, q, d), dtype=st.lc.dtype)
+        width = PLAN_COLUMNS if rt else DIRECT_COLUMNS
+        n_rk, n_sel = q * d * RK_COLUMNS, g * q * SEL_COLUMNS
+        buf = xp.empty(n_rk + n_sel + g * q * SLOTS * width, dtype=np.int64)  # one allocation
+        rk = buf[:n_rk].reshape(q, d, RK_COLUMNS)
+        sel = buf[n_rk:n_rk + n_sel].reshape(g, q, SEL_COLUMNS)
+        boxes = buf[n_rk + n_sel:].reshape(g, q * SLOTS, width)
+        sv = st.sieve
+        if sv is None:
+            borders = (pa.no_borders, pa.no_borders, pa.no_borders)
+        else:
+            borders = (sv.borders, sv.border_offsets, sv.vector_base)
+        PLAN(device or self.device, q, lo, hi, tables.values, tables.flat_starts, tables.offsets,
+             *borders, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo, np.int64(st.n),
+             np.bool_(p.encoding), np.bool_(sv is not None),
+             np.int64(SELECTION_CODES[p.selection]), np.bool_(rt),
+             np.int64(_AXIS_CODES[p.ray_axis]), bounds[0], bounds[1], rk, sel, boxes,
+             threads_per_block=p.threads_per_block)
+        ends = xp.cumsum(boxes[:, :, RAYS if rt else D_COUNT], axis=1)
+        return Plan(bounds[0], bounds[1], rk, sel, boxes, ends)
 
-    def _group_bitmap(self, st: RtscanState, grp: GroupScene, x0: np.ndarray,
-                      x1: np.ndarray, plo: Any, phi: Any) -> Any:
-        """One group's exact bitmaps: the sieve's approximation, then the refine."""
+    def _answer(self, st: RtscanState, lo: Any, hi: Any, out: Any,
+                device: str | None = None) -> None:
+        """The bitmaps ``out`` (Q, W) of a batch chunk: the plan, then per group the sieve's
+        approximation and the refine, the groups ANDed into ``out`` (``device`` as
+        :meth:`_plan`'s)."""
         p, xp, n = self.params, st.xp, st.n
-        qn, g = int(x0.shape[0]), len(grp.cols)
-        with self._stage("sieve"):
-            if st.sieve is None:  # no approximation: the refine starts from 0
-                words = xp.zeros((qn, words_for(n)), dtype=np.uint32)
-                a0 = a1 = np.zeros((qn, g), dtype=np.int64)
-            else:
-                picks = [choose(st.sieve, j, x0[:, k], x1[:, k], p.selection)
-                         for k, j in enumerate(grp.cols)]
-                a0 = np.stack([c.a0 for c in picks], axis=1)
-                a1 = np.stack([c.a1 for c in picks], axis=1)
-                sel = np.concatenate([np.stack([c.vlo for c in picks], axis=1),
-                                      np.stack([c.vhi for c in picks], axis=1),
-                                      np.any(a0 >= a1, axis=1)[:, None]], axis=1)
-                dsel = xp.asarray(sel)  # one copy to the device: vlo | vhi | zero
-                words = xp.empty((qn, words_for(n)), dtype=np.uint32)
-                approximate(self.device, st.sieve, dsel[:, :g], dsel[:, g:2 * g],
-                            dsel[:, 2 * g], n, words, p.threads_per_block)
-        with self._stage("refine"):
-            boxes = refine_boxes(x0, x1, a0, a1)
-            self._count("boxes", boxes.n)
-            if boxes.n == 0:
-                return words
-            if p.refine == "direct":
-                cand = refine_direct(grp.cols, boxes.query, boxes.lo, boxes.hi,
-                                     st.tables.order, st.lc, plo, phi, words,
-                                     p.threads_per_block)
-                self._count("candidates", cand)
-            else:
-                lo3, hi3 = self._box_coords(st, grp, boxes.lo, boxes.hi)
-                rays = refine_rt(grp, boxes.query, lo3, hi3, st.lc, plo, phi, words, p)
-                self._count("rays", rays)
-        return words
+        dev = device or self.device
+        with self._stage("encode"):
+            plan = self._plan(st, lo, hi, dev)
+        vectors = st.plan_args.no_vectors if st.sieve is None else st.sieve.vectors
+        sizes = None
+        for gi, grp in enumerate(st.groups):
+            words = out if gi == 0 else xp.empty_like(out)
+            with self._stage("sieve"):
+                approximate_sel(dev, vectors, plan.sel[gi], n, words, p.threads_per_block)
+            with self._stage("refine"):
+                if sizes is None:  # the one device-to-host copy: every group's refine size
+                    sizes = to_numpy(plan.ends[:, -1])
+                total = int(sizes[gi])
+                if self.stage_timer is not None:
+                    self._count("boxes", xp.count_nonzero(plan.boxes[gi, :, plan.count_column]))
+                    self._count("rays" if p.refine == "rt" else "candidates", total)
+                if p.refine == "direct":
+                    direct_plan(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
+                                plan.ends[gi], total, words, p.threads_per_block, dev)
+                else:
+                    too_many_rays(float(total), grp.geom)
+                    trace_plan(grp, plan.boxes[gi], plan.ends[gi], total, st.lc, plan.plo,
+                               plan.phi, words, p, dev)
+            with self._stage("merge"):
+                if gi:
+                    xp.bitwise_and(out, words, out=out)
 
     def _box_coords(self, st: RtscanState, grp: GroupScene, lo: np.ndarray, hi: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
         """Rank boxes ``[lo, hi)`` as inclusive scene coordinates (B, 3) on the host (unused
-        axes 0): the ranks themselves, or the values at the boxes' first and last ranks."""
+        axes 0): the ranks themselves, or the values at the boxes' first and last ranks. The
+        host reference of the plan kernel's coordinates (tests)."""
         b = int(lo.shape[0])
         lo3 = np.zeros((b, 3), dtype=np.int64)
         hi3 = np.zeros((b, 3), dtype=np.int64)

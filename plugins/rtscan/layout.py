@@ -50,8 +50,9 @@ from numba.extending import register_jitable
 from indexzoo import ResourceError
 from indexzoo.devices import xp_of
 
-__all__ = ["CELL_ASPECT", "MAX_RAYS_PER_QUERY_BATCH", "PLAN_COLUMNS", "Geometry", "auto_width",
-           "cube_boxes", "float_bits", "geometry", "paper_eps", "plan_rays", "refine_raygen"]
+__all__ = ["CELL_ASPECT", "MAX_RAYS_PER_QUERY_BATCH", "PLAN_COLUMNS", "RAY_CAP", "Geometry",
+           "auto_width", "box_plan", "box_ray", "cube_boxes", "float_bits", "geometry",
+           "paper_eps", "plan_rays", "too_many_rays"]
 
 #: (L + S) / I of the paper's tuned configuration (L = 1.11e6, I = S = 8.3e4 at N = 1e8).
 CELL_ASPECT = 14.4
@@ -137,15 +138,28 @@ def cube_boxes(coords: list[Any | None], geom: Geometry, n: int) -> Any:
 
 #: Columns of a ray plan (one row per box, int64): the bitmap row (query) of the box, its
 #: inclusive coordinate bounds, the ray direction, the grid (lines across the two other axes,
-#: segments along), its ray count and its first ray.
-QUERY, LO, HI, AXIS, NA, NB, NZ, RAYS, FIRST = 0, 1, 4, 7, 8, 9, 10, 11, 12
-PLAN_COLUMNS = 13
+#: segments along) and its ray count. A box's first ray is the running sum of the counts
+#: before it (the refine's ``ends``: the inclusive running sum).
+QUERY, LO, HI, AXIS, NA, NB, NZ, RAYS = 0, 1, 4, 7, 8, 9, 10, 11
+PLAN_COLUMNS = 12
+#: The ray count a box plan made on the device records when its grid holds more rays than
+#: :data:`MAX_RAYS_PER_QUERY_BATCH` (the batch is refused then; clamped, sums stay in int64).
+RAY_CAP = (1 << 42) + 1
+
+
+def too_many_rays(total: float, geom: Geometry) -> None:
+    """Refuse a refine of more than :data:`MAX_RAYS_PER_QUERY_BATCH` rays (ResourceError)."""
+    if total > MAX_RAYS_PER_QUERY_BATCH:
+        raise ResourceError(f"the refine would cast {total:.3g} rays or more; the cube width "
+                            f"{geom.width} is far too small for these boxes (leave cube_width "
+                            "unset to derive it from the data)")
 
 
 def plan_rays(query: np.ndarray, lo: np.ndarray, hi: np.ndarray, geom: Geometry,
               axis: str) -> np.ndarray:
-    """The ray plan (B, 13) int64 of boxes ``[lo, hi]`` (inclusive integer coordinates,
-    (B, 3)) of bitmap rows ``query``, on the host (see the column constants)."""
+    """The ray plan (B, 12) int64 of boxes ``[lo, hi]`` (inclusive integer coordinates,
+    (B, 3)) of bitmap rows ``query``, on the host (see the column constants): the reference
+    of the device's :func:`box_plan`."""
     b = int(lo.shape[0])
     plan = np.zeros((b, PLAN_COLUMNS), dtype=np.int64)
     if b == 0:
@@ -157,29 +171,72 @@ def plan_rays(query: np.ndarray, lo: np.ndarray, hi: np.ndarray, geom: Geometry,
     step = geom.interval
     na, nb = -(-ea // step), -(-eb // step)
     nz = -(-ed // geom.period) if geom.period else np.ones(b, dtype=np.int64)
-    total = float((na.astype(np.float64) * nb * nz).sum())
-    if total > MAX_RAYS_PER_QUERY_BATCH:
-        raise ResourceError(f"the refine would cast {total:.3g} rays; the cube width "
-                            f"{geom.width} is far too small for these boxes (leave cube_width "
-                            "unset to derive it from the data)")
+    too_many_rays(float((na.astype(np.float64) * nb * nz).sum()), geom)
     rays = na * nb * nz
     plan[:, QUERY] = query
     plan[:, LO:LO + 3] = lo
     plan[:, HI:HI + 3] = hi
     plan[:, AXIS] = d
     plan[:, NA], plan[:, NB], plan[:, NZ], plan[:, RAYS] = na, nb, nz, rays
-    plan[1:, FIRST] = np.cumsum(rays)[:-1]
     return plan
 
 
 @register_jitable
-def refine_raygen(i, params):
-    """Ray ``i`` of a launch chunk: ``params.ray_data[i]`` is its box (a row of
-    ``params.plan``); its index in the box picks a grid line and a segment (see the module
-    docstring)."""
-    plan = params.plan
-    b = params.ray_data[i]
-    k = params.ray_base + np.int64(i) - plan[b, FIRST]
+def _axis_value(a, v0, v1, v2):
+    """``(v0, v1, v2)[a]``."""
+    if a == 0:
+        return v0
+    if a == 1:
+        return v1
+    return v2
+
+
+@register_jitable
+def box_plan(plan, g, b, q, l0, l1, l2, h0, h1, h2, axis, interval, period):
+    """Row ``b`` of the ray plan ``plan[g]``, in a kernel: the box ``[l, h]`` (inclusive
+    coordinates) of bitmap row ``q``, rays along ``axis`` (-1: the longest side, the first of
+    equals), as :func:`plan_rays`. Returns its ray count, :data:`RAY_CAP` when it exceeds
+    :data:`MAX_RAYS_PER_QUERY_BATCH`."""
+    e0 = h0 - l0 + 1
+    e1 = h1 - l1 + 1
+    e2 = h2 - l2 + 1
+    d = axis
+    if d < 0:
+        d = 0
+        if e1 > e0:
+            d = 1
+        if e2 > max(e0, e1):
+            d = 2
+    ea = _axis_value((d + 1) % 3, e0, e1, e2)
+    eb = _axis_value((d + 2) % 3, e0, e1, e2)
+    ed = _axis_value(d, e0, e1, e2)
+    na = (ea + interval - 1) // interval
+    nb = (eb + interval - 1) // interval
+    nz = (ed + period - 1) // period if period > 0 else np.int64(1)
+    if np.float64(na) * np.float64(nb) * np.float64(nz) > MAX_RAYS_PER_QUERY_BATCH:
+        rays = np.int64(RAY_CAP)
+    else:
+        rays = na * nb * nz
+    plan[g, b, QUERY] = q
+    plan[g, b, LO] = l0
+    plan[g, b, LO + 1] = l1
+    plan[g, b, LO + 2] = l2
+    plan[g, b, HI] = h0
+    plan[g, b, HI + 1] = h1
+    plan[g, b, HI + 2] = h2
+    plan[g, b, AXIS] = d
+    plan[g, b, NA] = na
+    plan[g, b, NB] = nb
+    plan[g, b, NZ] = nz
+    plan[g, b, RAYS] = rays
+    return rays
+
+
+@register_jitable
+def box_ray(plan, b, k, interval, period, spacing, pad):
+    """Ray ``k`` of box ``b`` (a row of the ray ``plan``): its index in the box picks a grid
+    line and a segment (see the module docstring); ``interval``, ``period``, ``spacing`` and
+    ``pad`` are the group's geometry. Returns ``ox, oy, oz, dx, dy, dz, tmin, tmax``."""
     d = plan[b, AXIS]
     nb = plan[b, NB]
     nz = plan[b, NZ]
@@ -187,7 +244,7 @@ def refine_raygen(i, params):
     rest = k // nz
     ib = rest % nb
     ia = rest // nb
-    step = params.interval
+    step = interval
     off = (step - 1) // 2
     a = (d + 1) % 3
     c = (d + 2) % 3
@@ -195,16 +252,16 @@ def refine_raygen(i, params):
     rc = np.float32(plan[b, LO + c] + ib * step + off)
     d0 = plan[b, LO + d]
     d1 = plan[b, HI + d]
-    if params.period > 0:
-        s0 = d0 + iz * params.period
-        s1 = min(s0 + params.period - 1, d1)
-        sp = 0.5 * np.float64(min(params.spacing, s1 - s0))
+    if period > 0:
+        s0 = d0 + iz * period
+        s1 = min(s0 + period - 1, d1)
+        sp = 0.5 * np.float64(min(spacing, s1 - s0))
     else:
         s0 = d0
         s1 = d1
         sp = 0.0
-    t0 = np.float32(np.float64(s0) - 0.5 + sp - params.pad)
-    t1 = np.float32(np.float64(s1) + 0.5 - sp + params.pad)
+    t0 = np.float32(np.float64(s0) - 0.5 + sp - pad)
+    t1 = np.float32(np.float64(s1) + 0.5 - sp + pad)
     zero = np.float32(0.0)
     one = np.float32(1.0)
     if d == 0:

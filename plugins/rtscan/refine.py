@@ -1,16 +1,26 @@
 """The refine of a column group: every row of the refine boxes (:mod:`.regions`) gets its bit
 set to the exact predicate, over the sieve's approximate bitmap.
 
+Both refines read a plan with one row per box slot (:mod:`.plan`; empty slots have no work)
+and ``ends``, the running sum of the slots' work: item ``t`` of a launch (a ray, or a row to
+check) belongs to the first slot whose end exceeds ``t`` (a binary search), so the launch needs
+only the total, and no per-ray or per-row array is written.
+
 * ``rt`` (Matrix RT Refine, paper §4.4, Alg. 1): one scene per group, a cube (custom AABB
-  primitive) per row at its coordinates, in a BVH of indexzoo's ray tracer; the rays of
-  :mod:`.layout` cross each box; the intersection program reports a cube whose float32 box
-  overlaps the ray segment, and the match program checks the group's predicates on the row's
-  exact (integer) codes: a row that satisfies them is set, any other cleared (the query
-  layer's ``BITMAP`` operation: atomic OR / AND-NOT on the bitmap's words, idempotent).
+  primitive) per row at its coordinates, in a BVH of indexzoo's ray tracer; the ray-generation
+  program makes ray ``k`` of its box (:func:`.layout.box_ray`); the intersection program
+  reports a cube whose float32 box overlaps the ray segment, and the any-hit program (Alg. 1's
+  shader) checks the group's predicates on the row's exact (integer) codes: a row that
+  satisfies them is set, any other cleared (atomic OR / AND-NOT on the bitmap's words, the
+  device's atomics of the query layer's ``BITMAP`` operation, :func:`query.bit_writers`;
+  idempotent). The ray's slot is found on its first hit and kept in its payload.
 * ``direct`` (ours, digest 003 §2 ``rtscan-direct``): with ranks, the rows of a box's slab
   ``[a, b)`` of column ``j`` are exactly ``order_j[a:b]``; for each box the narrowest of its
   columns is gathered, every row checked on all the query's columns and set or cleared with
   the same atomics. No BVH, no rays: the CUDA-core refine.
+
+:func:`refine_rt` and :func:`refine_direct` take boxes made on the host (the reference plan,
+:func:`.regions.refine_boxes`), :func:`trace_plan` and :func:`direct_plan` the device's.
 """
 
 from __future__ import annotations
@@ -26,29 +36,49 @@ from indexzoo.devices import xp_of
 from indexzoo.native.rt import query
 from indexzoo.native.rt.bvh import slab_box
 from indexzoo.native.rt.geometry import AABBS
-from indexzoo.native.rt.trace import Gas, build_gas
+from indexzoo.native.rt.trace import DISABLE_CLOSESTHIT, IGNORE, Gas, Programs, build_gas, launch
 from indexzoo.native.targets import Kernel
 
-from .layout import QUERY, RAYS, Geometry, cube_boxes, geometry, plan_rays, refine_raygen
+from .layout import QUERY, RAYS, Geometry, box_ray, cube_boxes, geometry, plan_rays
+from .plan import D_COL, D_COUNT, D_QUERY, D_START, DIRECT_COLUMNS
 
-__all__ = ["PROGRAMS", "GroupScene", "RefineRecord", "build_group", "refine_direct",
-           "refine_rt"]
+__all__ = ["GroupScene", "TraceRecord", "build_group", "direct_plan", "refine_direct",
+           "refine_rt", "trace_plan"]
 
 
-class RefineRecord(NamedTuple):
-    """The refine launch's parameters (the query layer's fields come first)."""
+class TraceRecord(NamedTuple):
+    """The RT refine launch's parameters (read by name in the programs)."""
 
     lc: Any         # (N, d): every row's exact codes (ranks, or values without encoding)
     plo: Any        # (Q, d): the queries' inclusive bounds in the same space
     phi: Any
-    cols: Any       # (3,) int64: the group's columns (-1: unused axis)
+    col0: Any       # int64: the group's columns (-1: unused axis; a flat record, as numba's
+    col1: Any       #   parallel CPU loops take no nested tuples)
+    col2: Any
     n_cols: Any     # int64
-    plan: Any       # (B, 13) int64: the ray plan, one row per box (layout.plan_rays)
-    ray_base: Any   # int64: the launch chunk's first ray
+    plan: Any       # (S, 12) int64: the ray plan, one row per slot (layout's columns)
+    ends: Any       # (S,) int64: the running sum of the slots' rays
+    words: Any      # (Q * W,) uint32: the bitmaps, flat
+    width: Any      # int64: W, words per bitmap
+    ray_base: Any   # int64: the launch's first ray
     interval: Any   # int64: I
     period: Any     # int64: L + S (0: one segment)
     spacing: Any    # int64: S
     pad: Any        # float64
+
+
+@register_jitable
+def slot_of(ends, t):
+    """The slot of item ``t``: the first whose running end exceeds ``t``."""
+    lo = np.int64(0)
+    hi = np.int64(ends.shape[0])
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ends[mid] <= t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @register_jitable
@@ -67,19 +97,43 @@ def cube_intersection(data, i, inst, prim, ox, oy, oz, dx, dy, dz, tmin, tmax, p
 
 
 @register_jitable
-def refine_match(ray, inst, prim, t, front, params):
-    """Alg. 1's check on the hit row's exact codes: set its bit if it satisfies the group's
-    predicates, else clear it."""
-    q = params.plan[params.ray_data[ray], QUERY]
-    for k in range(params.n_cols):
-        j = params.cols[k]
-        v = params.lc[prim, j]
-        if v < params.plo[q, j] or v > params.phi[q, j]:
-            return query.clear_bit(prim)
-    return np.int64(prim)
+def plan_raygen(i, params):
+    """Ray ``ray_base + i`` of the launch: ray ``k`` of its slot's box."""
+    t = params.ray_base + np.int64(i)
+    b = slot_of(params.ends, t)
+    k = t - (params.ends[b] - params.plan[b, RAYS])
+    return box_ray(params.plan, b, k, params.interval, params.period, params.spacing,
+                   params.pad)
 
 
-PROGRAMS = query.QueryPrograms(match=refine_match, intersection=cube_intersection)
+@functools.cache
+def _programs(device: str) -> Programs:
+    """The RT refine's programs on ``device`` (cached: the trace kernel is compiled per set)."""
+    set_bit, unset_bit = query.bit_writers(device)
+
+    @register_jitable
+    def refine_anyhit(ray, inst, prim, t, front, payload, params):
+        """Alg. 1's check on the hit row's exact codes: set its bit if it satisfies the
+        group's predicates, else clear it; every hit ignored, so the ray meets every cube."""
+        slot1 = payload[ray, 0]  # the ray's slot + 1, found on its first hit
+        if slot1 == 0:
+            b = slot_of(params.ends, params.ray_base + np.int64(ray))
+            payload[ray, 0] = np.uint64(b + 1)
+        else:
+            b = np.int64(slot1) - 1
+        q = params.plan[b, QUERY]
+        base = q * params.width
+        r = np.int64(prim)
+        for k in range(params.n_cols):
+            j = params.col0 if k == 0 else (params.col1 if k == 1 else params.col2)
+            v = params.lc[r, j]
+            if v < params.plo[q, j] or v > params.phi[q, j]:
+                unset_bit(params.words, base, r)
+                return IGNORE
+        set_bit(params.words, base, r)
+        return IGNORE
+
+    return Programs(intersection=cube_intersection, anyhit=refine_anyhit, raygen=plan_raygen)
 
 
 @dataclass(frozen=True)
@@ -121,39 +175,42 @@ def _geometry(top: int, extent: int, n: int, g: int, p: Any) -> Geometry:
                     spacing=p.ray_spacing, length=p.ray_length, eps=p.eps)
 
 
+def trace_plan(scene: GroupScene, plan: Any, ends: Any, total: int, lc: Any, plo: Any,
+               phi: Any, words: Any, params: Any, device: str | None = None) -> None:
+    """Trace the ``total`` rays of a device ray plan (``plan`` (S, 12), ``ends`` (S,)) through
+    the group's scene, setting or clearing the bits of every row met in ``words`` (Q, W),
+    in launches of at most ``params.max_rays`` rays."""
+    xp = xp_of(lc)
+    assert scene.gas is not None
+    if total <= 0:
+        return
+    geom = scene.geom
+    dev = device or ("cpu" if xp is np else "cuda")
+    c0, c1, c2 = (np.int64(scene.cols[k] if k < len(scene.cols) else -1) for k in range(3))
+    flat = words.reshape(-1)
+    programs = _programs(dev)
+    step = int(params.max_rays)
+    for s in range(0, total, step):
+        rec = TraceRecord(lc, plo, phi, c0, c1, c2, np.int64(len(scene.cols)), plan, ends, flat,
+                          np.int64(words.shape[1]), np.int64(s), np.int64(geom.interval),
+                          np.int64(geom.period), np.int64(geom.spacing), np.float64(geom.pad))
+        launch(scene.gas, min(step, total - s), programs, flags=DISABLE_CLOSESTHIT,
+               params=rec, threads_per_block=params.threads_per_block, device=device)
+
+
 def refine_rt(scene: GroupScene, query_of: np.ndarray, lo: np.ndarray, hi: np.ndarray,
               lc: Any, plo: Any, phi: Any, words: Any, params: Any,
               device: str | None = None) -> int:
     """Trace the rays of the boxes ``[lo, hi]`` (inclusive coordinates, (B, 3) int64 on the
-    host; box ``b`` belongs to bitmap row ``query_of[b]``) through the group's scene, setting
-    or clearing the bits of every row met. Returns the number of rays."""
+    host; box ``b`` belongs to bitmap row ``query_of[b]``) through the group's scene: the host
+    plan (:func:`.layout.plan_rays`) through :func:`trace_plan`. Returns the number of rays."""
     xp = xp_of(lc)
-    assert scene.gas is not None
-    geom = scene.geom
-    host = plan_rays(query_of, lo, hi, geom, params.ray_axis)
-    if host.shape[0] == 0:
-        return 0
-    plan = xp.asarray(host)
-    cols = np.full(3, -1, dtype=np.int64)
-    cols[:len(scene.cols)] = scene.cols
-    fixed = (lc, plo, phi, xp.asarray(cols), np.int64(len(scene.cols)), plan)
-    tail = (np.int64(geom.interval), np.int64(geom.period), np.int64(geom.spacing),
-            np.float64(geom.pad))
-
-    def record(s: int, e: int, owner: Any) -> RefineRecord:
-        return RefineRecord(*fixed, np.int64(s), *tail)
-
-    batch = query.FunctionBatch.of(
-        plan[:, RAYS], lambda s, e, owner: query.Generated(refine_raygen, owner), record)
-    query.mark_bits(scene.gas, batch, PROGRAMS, words, targets=plan[:, QUERY],
-                    max_rays=params.max_rays, threads_per_block=params.threads_per_block,
-                    device=device)
-    return int(host[:, RAYS].sum())
-
-
-#: Columns of a direct refine's plan (one row per box, then one closing row): the bitmap row,
-#: the column whose slab is gathered, the slab's first rank, the box's first candidate.
-D_QUERY, D_COL, D_START, D_FIRST = 0, 1, 2, 3
+    host = plan_rays(query_of, lo, hi, scene.geom, params.ray_axis)
+    total = int(host[:, RAYS].sum())
+    if total:
+        trace_plan(scene, xp.asarray(host), xp.asarray(np.cumsum(host[:, RAYS])), total, lc,
+                   plo, phi, words, params, device)
+    return total
 
 
 @functools.cache
@@ -161,17 +218,10 @@ def _direct_kernel(device: str) -> Kernel:
     set_bit, unset_bit = query.bit_writers(device)
 
     @register_jitable
-    def direct_item(t, order, lc, plo, phi, plan, words, width):
-        lo = np.int64(0)
-        hi = np.int64(plan.shape[0] - 1)
-        while hi - lo > 1:  # the box of candidate t: the last with first <= t
-            mid = (lo + hi) // 2
-            if plan[mid, D_FIRST] <= t:
-                lo = mid
-            else:
-                hi = mid
-        r = np.int64(order[plan[lo, D_START] + t - plan[lo, D_FIRST], plan[lo, D_COL]])
-        q = plan[lo, D_QUERY]
+    def direct_item(t, order, lc, plo, phi, plan, ends, words, width):
+        b = slot_of(ends, t)  # the slot of candidate t
+        r = np.int64(order[plan[b, D_START] + t - (ends[b] - plan[b, D_COUNT]), plan[b, D_COL]])
+        q = plan[b, D_QUERY]
         base = q * width
         for j in range(lc.shape[1]):
             v = lc[r, j]
@@ -183,24 +233,37 @@ def _direct_kernel(device: str) -> Kernel:
     return Kernel(direct_item, name="rtscan_direct")
 
 
+def direct_plan(order: Any, lc: Any, plo: Any, phi: Any, plan: Any, ends: Any, total: int,
+                words: Any, threads_per_block: int, device: str | None = None) -> None:
+    """The direct refine of a device plan (``plan`` (S, 4), ``ends`` (S,), ``total`` rows):
+    every row of each slot's slab checked on every column, its bit in ``words`` (Q, W) set or
+    cleared."""
+    if total <= 0:
+        return
+    xp = xp_of(lc)
+    dev = device or ("cpu" if xp is np else "cuda")
+    _direct_kernel(dev)(dev, total, order, lc, plo, phi, plan, ends, words.reshape(-1),
+                        np.int64(words.shape[1]), threads_per_block=threads_per_block)
+
+
 def refine_direct(cols: tuple[int, ...], query_of: np.ndarray, lo: np.ndarray,
                   hi: np.ndarray, order: Any, lc: Any, plo: Any, phi: Any, words: Any,
                   threads_per_block: int, device: str | None = None) -> int:
     """The direct refine of the boxes ``[lo, hi)`` (ranks, (B, g) int64 on the host, over the
-    group's ``cols``): the rows of each box's narrowest column slab, checked on every column.
-    Returns the number of rows checked."""
+    group's ``cols``): the rows of each box's narrowest column slab, checked on every column;
+    the host plan through :func:`direct_plan`. Returns the number of rows checked."""
     xp = xp_of(lc)
     b = int(lo.shape[0])
     width = hi - lo
     k = np.argmin(width, axis=1)
     rows = np.arange(b)
-    host = np.zeros((b + 1, 4), dtype=np.int64)
-    host[:b, D_QUERY] = query_of
-    host[:b, D_COL] = np.asarray(cols, dtype=np.int64)[k]
-    host[:b, D_START] = lo[rows, k]
-    host[1:, D_FIRST] = np.cumsum(width[rows, k])
-    total = int(host[b, D_FIRST])
-    dev = device or ("cpu" if xp is np else "cuda")
-    _direct_kernel(dev)(dev, total, order, lc, plo, phi, xp.asarray(host), words.reshape(-1),
-                        np.int64(words.shape[1]), threads_per_block=threads_per_block)
+    host = np.zeros((b, DIRECT_COLUMNS), dtype=np.int64)
+    host[:, D_QUERY] = query_of
+    host[:, D_COL] = np.asarray(cols, dtype=np.int64)[k]
+    host[:, D_START] = lo[rows, k]
+    host[:, D_COUNT] = width[rows, k]
+    ends = np.cumsum(host[:, D_COUNT])
+    total = int(ends[-1]) if b else 0
+    direct_plan(order, lc, plo, phi, xp.asarray(host), xp.asarray(ends), total, words,
+                threads_per_block, device)
     return total

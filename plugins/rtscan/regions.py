@@ -51,7 +51,8 @@ class Boxes:
 
 def refine_boxes(x0: Any, x1: Any, a0: Any, a1: Any) -> Boxes:
     """The refine boxes of queries with rank predicates ``[x0, x1)`` and approximations
-    ``[a0, a1)`` (int64 (Q, g) arrays; every predicate non-empty)."""
+    ``[a0, a1)`` (int64 (Q, g) arrays; every predicate non-empty): the host reference of the
+    plan kernel's boxes (:mod:`.plan`, which gives each of the ``2 g`` a fixed slot)."""
     xp = xp_of(x0)
     q, g = int(x0.shape[0]), int(x0.shape[1])
     a_empty = a0 >= a1

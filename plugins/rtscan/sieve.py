@@ -38,7 +38,8 @@ from indexzoo.native.targets import Kernel
 
 from .bits import pack_rows
 
-__all__ = ["SIEVE", "Choice", "Sieve", "approximate", "build_sieve", "choose", "run_borders"]
+__all__ = ["SIEVE", "Choice", "Sieve", "approximate", "approximate_sel", "build_sieve",
+           "choose", "run_borders"]
 
 Selection = Literal["auto", "positive", "negative"]
 
@@ -50,13 +51,21 @@ class Sieve:
     vectors: Any              # (M, W) uint32: every column's vectors, stacked (device)
     bounds: tuple[np.ndarray, ...]  # per column, on the host: int64 borders b_0 = 0 .. N
     base: tuple[int, ...]     # per column: index of its F_1 in ``vectors``
+    borders: Any              # every column's ``bounds`` concatenated (int64, device)
+    border_offsets: Any       # (d + 1,) int64: column j's bounds start at border_offsets[j]
+    vector_base: Any          # (d,) int64: ``base[j] - 1`` (the vector of border index i is
+    #                           vector_base[j] + i), device
 
     def nbytes(self) -> dict[str, int]:
-        """Device bytes (the vectors); the borders stay on the host."""
-        return {"sieve_vectors": int(self.vectors.nbytes)}
+        """Device bytes: the vectors and the flat borders (on the CPU the host ``bounds`` are
+        views of the flat ones)."""
+        return {"sieve_vectors": int(self.vectors.nbytes),
+                "sieve_borders": int(self.borders.nbytes) + int(self.border_offsets.nbytes)
+                + int(self.vector_base.nbytes)}
 
     @property
     def host_bytes(self) -> int:
+        """Host bytes of the per-column ``bounds`` (views of the flat borders on the CPU)."""
         return sum(int(b.nbytes) for b in self.bounds)
 
     @property
@@ -84,7 +93,10 @@ def build_sieve(ranks: list[Any], starts: tuple[Any, ...], n: int, k: int) -> tu
     words = (n + 31) // 32
     borders = [to_numpy(run_borders(s, n, k)) if k else np.zeros(0, dtype=np.int64)
                for s in starts]
-    bounds = tuple(np.concatenate([[0], b, [n]]).astype(np.int64) for b in borders)
+    flat = np.concatenate([np.concatenate([[0], b, [n]]) for b in borders]).astype(np.int64)
+    offs = np.cumsum([0] + [int(b.shape[0]) + 2 for b in borders]).astype(np.int64)
+    dflat = xp.asarray(flat)  # on the CPU the same array: ``bounds`` are views of it
+    bounds = tuple(flat[offs[j]:offs[j + 1]] for j in range(len(borders)))
     base = tuple(int(x) for x in np.cumsum([0] + [int(b.shape[0]) for b in borders])[:-1])
     total = sum(int(b.shape[0]) for b in borders)
     vectors = xp.empty((total, words), dtype=np.uint32)
@@ -92,7 +104,8 @@ def build_sieve(ranks: list[Any], starts: tuple[Any, ...], n: int, k: int) -> tu
         for i, border in enumerate(borders[j].tolist()):
             vectors[base[j] + i] = pack_rows((rk < border)[None, :])[0]
     peak = total * words * 4 + n + 2 * words * 4
-    return Sieve(vectors, bounds, base), peak
+    vbase = xp.asarray(np.asarray(base, dtype=np.int64) - 1)
+    return Sieve(vectors, bounds, base, dflat, xp.asarray(offs), vbase), peak
 
 
 @dataclass(frozen=True)
@@ -110,7 +123,8 @@ class Choice:
 def choose(sieve: Sieve, j: int, x0: np.ndarray, x1: np.ndarray,
            selection: Selection) -> Choice:
     """The vectors approximating ``[x0, x1)`` (rank bounds of column ``j``, non-empty
-    predicates; host arrays) by the selection rule (see the module docstring)."""
+    predicates; host arrays) by the selection rule (see the module docstring). The host
+    reference of the plan kernel's choice (:mod:`.plan`)."""
     xp = np
     b = sieve.bounds[j]
     last = int(b.shape[0]) - 1  # index of b_{m+1} = N
@@ -134,20 +148,21 @@ def choose(sieve: Sieve, j: int, x0: np.ndarray, x1: np.ndarray,
 
 
 @register_jitable
-def sieve_item(i, vectors, vlo, vhi, zero, words, tail, out):
-    """Word ``i % words`` of query ``i // words``: the AND of its columns' chosen vectors."""
+def sieve_item(i, vectors, sel, words, tail, out):
+    """Word ``i % words`` of query ``q = i // words``: the AND of its columns' chosen vectors
+    (``sel[q]``: the vectors excluded (3, -1: none), kept (3, -1: none), the zero flag)."""
     q = i // words
     w = i - q * words
-    if zero[q]:
+    if sel[q, 6]:
         out[q, w] = np.uint32(0)
         return
     full = np.uint32(0xFFFFFFFF)
     acc = full
-    for k in range(vlo.shape[1]):
-        h = vhi[q, k]
+    for k in range(3):
+        h = sel[q, 3 + k]
         if h >= 0:
             acc &= vectors[h, w]
-        lo = vlo[q, k]
+        lo = sel[q, k]
         if lo >= 0:
             acc &= full ^ vectors[lo, w]
     if w == words - 1:
@@ -161,11 +176,27 @@ SIEVE = Kernel(sieve_item, name="rtscan_sieve")
 def approximate(device: str, sieve: Sieve, vlo: Any, vhi: Any, zero: Any, n: int, out: Any,
                 threads_per_block: int) -> None:
     """``out`` (Q, W): the AND over columns ``k`` of ``F[vhi[:, k]] & ~F[vlo[:, k]]`` (a -1
-    reads as all rows), zero for the queries flagged in ``zero``; the padding bits clear."""
+    reads as all rows; at most three columns), zero for the queries flagged in ``zero``; the
+    padding bits clear. (The range path's plan holds these as :func:`approximate_sel`'s
+    ``sel``.)"""
+    xp = xp_of(out)
+    q, g = int(vlo.shape[0]), int(vlo.shape[1])
+    sel = xp.full((q, 7), -1, dtype=np.int64)
+    sel[:, :g] = vlo
+    sel[:, 3:3 + g] = vhi
+    sel[:, 6] = zero
+    approximate_sel(device, sieve.vectors, sel, n, out, threads_per_block)
+
+
+def approximate_sel(device: str, vectors: Any, sel: Any, n: int, out: Any,
+                    threads_per_block: int) -> None:
+    """:func:`approximate` of a column group's choice ``sel`` (Q, 7) int64 (``vlo`` (3),
+    ``vhi`` (3), zero flag) over the stacked ``vectors`` (any (M, W) array when every index is
+    -1: no sieve). One launch."""
     q, words = int(out.shape[0]), int(out.shape[1])
     if q == 0 or words == 0:
         return
     rem = n % 32
     tail = np.uint32(0xFFFFFFFF if rem == 0 else (1 << rem) - 1)
-    SIEVE(device, q * words, sieve.vectors, vlo, vhi, zero, np.int64(words), tail, out,
+    SIEVE(device, q * words, vectors, sel, np.int64(words), tail, out,
           threads_per_block=threads_per_block)

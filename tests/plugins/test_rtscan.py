@@ -30,13 +30,13 @@ from indexzoo.plugins.rtscan.layout import (
     NA,
     NB,
     NZ,
+    box_ray,
     cube_boxes,
     geometry,
     paper_eps,
     plan_rays,
-    refine_raygen,
 )
-from indexzoo.plugins.rtscan.refine import RefineRecord, refine_rt
+from indexzoo.plugins.rtscan.refine import refine_rt
 from indexzoo.plugins.rtscan.regions import refine_boxes
 from indexzoo.plugins.rtscan.sieve import choose
 
@@ -241,6 +241,214 @@ def test_refine_boxes_are_the_papers_regions() -> None:
                      ((70, 0, 0), (80, 90, 80))]
 
 
+# ============================================================================ the device plan
+def host_plan(index: RtscanIndex, lo: np.ndarray, hi: np.ndarray) -> dict[str, Any]:
+    """The plan of a batch made on the host by the reference functions (``_predicates``,
+    ``choose``, ``refine_boxes``, ``_box_coords``, ``plan_rays``; the direct refine's
+    narrowest slab), with the plan kernel's two per-query rules: a dead query (an empty
+    predicate) has no boxes and a zero approximation, a group without a predicate for the query
+    passes every row and has no boxes."""
+    st, p = index.state, index.params
+    n = st.n
+    x0, x1, plo, phi = (to_numpy(a) for a in index._predicates(st, lo, hi))
+    q = int(lo.shape[0])
+    alive = np.all(x0 < x1, axis=1)
+    groups = []
+    for grp in st.groups:
+        cols = list(grp.cols)
+        g = len(cols)
+        sel = np.full((q, 7), -1, dtype=np.int64)
+        a = np.zeros((q, g, 2), dtype=np.int64)
+        rows: list[tuple[int, ...]] = []
+        for i in range(q):
+            gx0, gx1 = x0[i:i + 1, cols], x1[i:i + 1, cols]
+            free = bool(np.all((gx0 == 0) & (gx1 == n)))
+            if free:
+                a0, a1 = gx0, gx1
+            elif st.sieve is None:
+                a0 = a1 = np.zeros((1, g), dtype=np.int64)
+            else:
+                picks = [choose(st.sieve, j, gx0[:, k], gx1[:, k], p.selection)
+                         for k, j in enumerate(cols)]
+                a0 = np.stack([c.a0 for c in picks], axis=1)
+                a1 = np.stack([c.a1 for c in picks], axis=1)
+                sel[i, :g] = [int(c.vlo[0]) for c in picks]
+                sel[i, 3:3 + g] = [int(c.vhi[0]) for c in picks]
+            a[i, :, 0], a[i, :, 1] = a0[0], a1[0]
+            sel[i, 6] = int(not alive[i] or bool(np.any(a0 >= a1)))
+            if not alive[i] or free:
+                continue
+            boxes = refine_boxes(gx0, gx1, a0, a1)
+            if boxes.n == 0:
+                continue
+            query_of = np.full(boxes.n, i, dtype=np.int64)
+            if p.refine == "rt":
+                lo3, hi3 = index._box_coords(st, grp, boxes.lo, boxes.hi)
+                rows += [tuple(r) for r in plan_rays(query_of, lo3, hi3, grp.geom,
+                                                     p.ray_axis).tolist()]
+            else:
+                width = boxes.hi - boxes.lo
+                for b in range(boxes.n):
+                    k = int(np.argmin(width[b]))
+                    rows.append((i, cols[k], int(boxes.lo[b, k]), int(width[b, k])))
+        groups.append({"sel": sel, "a": a, "rows": sorted(rows)})
+    return {"x0": x0, "x1": x1, "plo": plo, "phi": phi, "alive": alive, "groups": groups}
+
+
+def check_plan(index: RtscanIndex, lo: np.ndarray, hi: np.ndarray, label: str,
+               device: str | None = None) -> None:
+    """The plan kernel's outputs equal the host plan's, field by field."""
+    st = index.state
+    want = host_plan(index, lo, hi)
+    plan = index._plan(st, index.state.xp.asarray(lo), index.state.xp.asarray(hi), device)
+    rk = to_numpy(plan.rk)
+    np.testing.assert_array_equal(rk[:, :, 0], want["x0"], err_msg=label)
+    np.testing.assert_array_equal(rk[:, :, 1], want["x1"], err_msg=label)
+    alive = want["alive"]
+    np.testing.assert_array_equal(to_numpy(plan.plo)[alive], want["plo"][alive], err_msg=label)
+    np.testing.assert_array_equal(to_numpy(plan.phi)[alive], want["phi"][alive], err_msg=label)
+    boxes, ends = to_numpy(plan.boxes), to_numpy(plan.ends)
+    cnt = plan.count_column
+    for gi, (grp, g) in enumerate(zip(st.groups, want["groups"], strict=True)):
+        sel = to_numpy(plan.sel)[gi]
+        np.testing.assert_array_equal(sel[:, 6], g["sel"][:, 6], err_msg=f"{label} zero")
+        live = alive & (sel[:, 6] == 0)
+        np.testing.assert_array_equal(sel[live, :6], g["sel"][live, :6], err_msg=label)
+        for k, j in enumerate(grp.cols):
+            np.testing.assert_array_equal(rk[alive, j, 2], g["a"][alive, k, 0], err_msg=label)
+            np.testing.assert_array_equal(rk[alive, j, 3], g["a"][alive, k, 1], err_msg=label)
+        counts = boxes[gi, :, cnt]
+        assert (counts >= 0).all()
+        np.testing.assert_array_equal(ends[gi], np.cumsum(counts), err_msg=label)
+        got = sorted(tuple(r) for r in boxes[gi][counts > 0].tolist())
+        assert got == g["rows"], (label, gi, got[:4], g["rows"][:4])
+
+
+def plan_bounds(cols: list[np.ndarray], index: RtscanIndex, seed: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds for the plan tests: random ranges, empty predicates (lo > hi, and a range between
+    two neighbouring values), full-domain and one-sided predicates, equalities of present and
+    absent values, and constants on the sieve's borders."""
+    rng = np.random.default_rng(seed)
+    n, d = cols[0].shape[0], len(cols)
+    top = np.iinfo(cols[0].dtype).max
+    if top == TOP32:
+        lo, hi = random_bounds(cols, 40, seed)
+    else:
+        a, b = (np.stack([c[rng.integers(0, n, 40)] for c in cols], axis=1) for _ in range(2))
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+    extra_lo, extra_hi = [], []
+    srt = [np.sort(c) for c in cols]
+    for i in range(24):
+        a = np.zeros(d, dtype=np.uint64)
+        b = np.full(d, top, dtype=np.uint64)
+        for j in range(d):
+            kind = (i + j) % 8
+            v = int(srt[j][rng.integers(0, n)])
+            if kind == 0:
+                a[j], b[j] = v, v                      # equality, present
+            elif kind == 1:
+                a[j], b[j] = (v + 1, v) if v < top else (v, v - 1)  # empty (lo > hi)
+            elif kind == 2:
+                b[j] = v                               # x <= v
+            elif kind == 3:
+                a[j] = v                               # x >= v
+            elif kind == 4 and index.state.sieve is not None:
+                bd = index.state.sieve.bounds[j]      # on a border (its first value)
+                r = int(bd[rng.integers(0, bd.shape[0] - 1)])
+                a[j] = int(srt[j][r])
+                b[j] = int(srt[j][min(n - 1, r + rng.integers(0, n))])
+            elif kind == 5:
+                a[j] = b[j] = min(v + 1, top)          # equality, maybe absent
+            # kind 6, 7 (and 4 without a sieve): the full domain
+        extra_lo.append(a)
+        extra_hi.append(b)
+    for last in (False, True):  # no predicate at all; one on the last column only
+        a = np.zeros(d, dtype=np.uint64)
+        b = np.full(d, top, dtype=np.uint64)
+        if last:
+            b[-1] = int(srt[-1][n // 2])
+        extra_lo.append(a)
+        extra_hi.append(b)
+    dt = cols[0].dtype
+    return (np.concatenate([lo, np.array(extra_lo).astype(dt)]),
+            np.concatenate([hi, np.array(extra_hi).astype(dt)]))
+
+
+PLAN_CASES = [
+    {}, {"encoding": False}, {"refine": "direct"}, {"refine": "direct", "encoding": False},
+    {"sieve_vectors": 0}, {"selection": "positive"}, {"selection": "negative"},
+    {"group_size": 2}, {"group_size": 1, "encoding": False, "sieve_vectors": 0},
+    {"sieve_vectors": 0, "encoding": False, "ray_length": 0.0, "ray_axis": "z"},
+    {"ray_axis": "y", "sieve_vectors": 16}, {"ray_interval": 0.5, "ray_spacing": 0.25},
+]
+
+
+@pytest.mark.parametrize("params", PLAN_CASES, ids=lambda p: ",".join(
+    f"{k}={v}" for k, v in p.items()) or "default")
+@pytest.mark.parametrize("kind", ["uniform", "duplicates"])
+def test_the_plan_kernel_is_the_host_plan(params: dict[str, Any], kind: str) -> None:
+    """The device plan (one launch per batch) against the host reference functions, on
+    N = 1007 rows (not a multiple of 32), 3 and 5 columns."""
+    rng = np.random.default_rng(90)
+    n = 1007
+    for d in (3, 5):
+        if kind == "uniform":
+            cols = table("uniform", n, d, 91 + d)
+        else:  # few distinct values, a heavy hitter, an all-equal column
+            cols = [rng.integers(0, 20, n).astype(U32) for _ in range(d)]
+            cols[0] = np.where(rng.random(n) < 0.5, 7, cols[0]).astype(U32)
+            cols[-1] = np.full(n, 2**31, U32)
+        index = make(cols, **{"sieve_vectors": 32, **params})
+        lo, hi = plan_bounds(cols, index, 92 + d)
+        check_plan(index, lo, hi, f"{kind} d={d} {params}")
+        check(index, cols, lo, hi, f"{kind} d={d} {params}")
+
+
+def test_the_plan_kernel_with_64_bit_columns() -> None:
+    """Wide values without encoding: the scene coordinates are shifted in the kernel."""
+    rng = np.random.default_rng(93)
+    n = 777
+    cols = [rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True),
+            rng.integers(0, 2**40, n, dtype=np.uint64) << np.uint64(20),
+            rng.integers(0, 50, n).astype(np.uint64)]
+    for params in ({}, {"encoding": False}, {"encoding": False, "refine": "direct"}):
+        index = make(cols, **params)
+        lo, hi = plan_bounds(cols, index, 94)
+        check_plan(index, lo, hi, str(params))
+        check(index, cols, lo, hi, str(params))
+
+
+def test_a_one_query_call_copies_to_the_host_once(uniform3: list[np.ndarray],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """One device-to-host copy per batch (the refine sizes), whatever the groups, and the plan
+    in one launch: ``to_numpy`` is called once by the range path, kernels as counted."""
+    from indexzoo.native import targets
+    from indexzoo.plugins.rtscan import index as module
+
+    calls: list[str] = []
+    real = module.to_numpy
+    monkeypatch.setattr(module, "to_numpy", lambda a: calls.append("d2h") or real(a))
+    launched: list[str] = []
+    real_call = targets.Kernel.__call__
+
+    def counted(self: Any, *a: Any, **kw: Any) -> Any:
+        launched.append(self.name)
+        return real_call(self, *a, **kw)
+
+    monkeypatch.setattr(targets.Kernel, "__call__", counted)
+    cols = uniform3 + uniform3[:2]  # two groups
+    for name in ("rtscan", "rtscan-direct"):
+        index = make(cols, name, sieve_vectors=16)
+        lo, hi = random_bounds(cols, 3, 95)
+        calls.clear()
+        launched.clear()
+        check(index, cols, lo, hi, name)
+        assert calls == ["d2h"], (name, calls)
+        assert launched.count("rtscan_plan") == 1 and launched.count("rtscan_sieve") == 2
+        assert len(launched) <= 5, launched
+
+
 # ============================================================================ skew, duplicates
 @pytest.mark.parametrize("kind", ["zipf1.1", "zipf1.3", "zipf1.5", "normal"])
 @pytest.mark.parametrize("encoding", [True, False])
@@ -339,15 +547,13 @@ def _cover_check(n: int, axis_mode: str, seed: int) -> None:
     pts = np.zeros_like(centres)
     pts[:, a], pts[:, c], pts[:, d] = centres[:, 0], centres[:, 1], centres[:, 2]
     boxes = cube_boxes([pts[:, 0], pts[:, 1], pts[:, 2]], geom, pts.shape[0])
-    rec = RefineRecord(None, None, None, None, None, plan, np.int64(0), np.int64(step),
-                       np.int64(per), np.int64(geom.spacing), np.float64(geom.pad))
-    params = query.launch_record(RefineRecord)(0, None, None, None, None, np.array([0]), *rec)
     inf = np.float32(np.inf)
     for p, box in zip(pts, boxes, strict=True):
         ia, ib = (p[a] - lo[a]) // step, (p[c] - lo[c]) // step
         iz = (p[d] - lo[d]) // per if per else 0
         k = (ia * plan[0, NB] + ib) * plan[0, NZ] + iz
-        ox, oy, oz, dx, dy, dz, t0, t1 = refine_raygen(0, params._replace(ray_base=k))
+        ox, oy, oz, dx, dy, dz, t0, t1 = box_ray(plan, 0, k, np.int64(step), np.int64(per),
+                                                 np.int64(geom.spacing), np.float64(geom.pad))
         inv = [np.float32(1) / v if v != 0 else inf for v in (dx, dy, dz)]
         hit, _ = slab_box(*box, ox, oy, oz, *inv, t0, t1)
         assert hit, (n, p.tolist(), box.tolist(), (ox, oy, oz, t0, t1))
@@ -575,7 +781,8 @@ def test_footprint_is_every_array_the_index_holds(uniform3: list[np.ndarray],
     index = make(uniform3, **params)
     st = index.state
     seen: set[int] = set()
-    held = sum(_held_arrays(getattr(st, f), seen) for f in ("lc", "tables", "sieve", "groups"))
+    held = sum(_held_arrays(getattr(st, f), seen)
+               for f in ("lc", "tables", "sieve", "groups", "plan_args"))
     fp = index.memory_footprint()
     assert fp.resident_bytes == held, (fp.breakdown, held)
     assert fp.peak_build_bytes >= fp.resident_bytes
@@ -721,13 +928,39 @@ SIM_SCRIPT = textwrap.dedent("""
                             st.lc, plo, phi, w2, 32, device=dev)
             assert np.array_equal(w, want), (enc, dev, "rt")
             assert np.array_equal(w2, want), (enc, dev, "direct")
+    # the range path itself (plan kernel, sieve, refine of the device plan) on the simulated
+    # GPU: every plan array and every bitmap as on the CPU; 4 columns (two groups), a dead
+    # query, a query without predicates, one on the second group only
+    cols4 = np.column_stack([cols, rng.integers(0, 9, n).astype(np.uint32)])
+    lo4 = np.array([[3, 5, 0, 2], [10, 0, 7, 0], [0, 0, 0, 0], [5, 0, 0, 0], [0, 0, 0, 3]],
+                   np.uint32)
+    hi4 = np.array([[30, 20, 33, 6], [39, 25, 9, 8], [5, 39, 39, 99], [4, 39, 39, 99],
+                    [99, 99, 99, 3]], np.uint32)
+    for params in ({}, {"encoding": False}, {"refine": "direct"}, {"sieve_vectors": 0},
+                   {"group_size": 2, "selection": "positive"}):
+        idx = indexzoo.create("rtscan", device="cpu", threads_per_block=32,
+                              **{"sieve_vectors": 16, **params}).build(cols4)
+        st = idx.state
+        cpu = idx._plan(st, lo4, hi4)
+        gpu = idx._plan(st, lo4, hi4, "cuda")
+        for f in ("plo", "phi", "rk", "sel", "ends"):
+            assert np.array_equal(getattr(cpu, f), getattr(gpu, f)), (params, f)
+        cnt = cpu.count_column
+        kept = cpu.boxes[:, :, cnt] > 0
+        assert np.array_equal(cpu.boxes[:, :, cnt], gpu.boxes[:, :, cnt]), params
+        assert np.array_equal(cpu.boxes[kept], gpu.boxes[kept]), params
+        want = idx.range(lo4, hi4, out="bitmap").bitmap
+        got = np.empty_like(want)
+        idx._answer(st, lo4, hi4, got, device="cuda")
+        assert np.array_equal(got, want), (params, "range path")
     print("simulator agrees")
 """)
 
 
 def test_the_gpu_kernels_agree_with_the_cpu_in_the_simulator() -> None:
-    """The sieve kernel, the RT refine (BITMAP with numba-cuda's atomics) and the direct
-    refine through ``cuda.jit`` under numba's CUDA simulator."""
+    """The sieve kernel, the RT refine (any-hit with numba-cuda's atomics), the direct refine
+    and the plan kernel through ``cuda.jit`` under numba's CUDA simulator, on host plans and on
+    the range path's device plan."""
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     res = subprocess.run([sys.executable, "-c", SIM_SCRIPT], capture_output=True, text=True,
                          env=env, timeout=600)

@@ -1,0 +1,312 @@
+"""A batch's query plan, made on the device in one kernel launch (one thread per query): the
+encoding of every predicate, the sieve's vector choice, the refine boxes of every column group
+and each box's work (its ray grid, or its slab of rows for the direct refine).
+
+The same steps as the host reference functions, which the tests hold it against:
+
+* encode (:func:`.encoding.rank_bounds`): the rank interval ``[x0, x1)`` of each predicate by
+  two binary searches in the column's mapping table, and the exact bounds in code space
+  (``plo``, ``phi``: ranks with encoding, the bounds themselves without);
+* choose (:func:`.sieve.choose`): the borders around ``x0`` and ``x1`` by binary search, the
+  approximation ``[a0, a1)`` and the vectors to read (``vlo``, ``vhi``) by the selection rule;
+* boxes (:func:`.regions.refine_boxes`): per group ``U_j x prod_{k<j} C_k x prod_{k>j} H_k``,
+  each of ``U_j``'s two intervals a box, so at most ``2 g <= 6`` boxes per query and group: a
+  fixed slot each (:data:`SLOTS` per query), an empty box a slot with no work. The arrays are
+  sized from the batch alone, with no round trip to the host;
+* work: the RT refine's ray grid (:func:`.layout.box_plan`, the device's
+  :func:`.layout.plan_rays`; without encoding the box's coordinates are the values at its first
+  and last ranks, ``lc[order[rank]] >> shift``), or the direct refine's slab (the narrowest
+  column of the box, as :func:`.refine.refine_direct`).
+
+Two per-query rules of the old host plan, kept: a query with an empty predicate on any column
+is dead (approximation 0 in every group, no boxes), and a group without a predicate for the
+query passes every row (approximation = all rows, no boxes; the host plan skipped such a group
+when no query of the chunk had a predicate on it, and refined all rows otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba.extending import register_jitable
+
+from indexzoo.native.targets import Kernel
+
+from .layout import PLAN_COLUMNS, RAYS, box_plan
+
+__all__ = ["DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_QUERY", "D_START", "PLAN", "RK_COLUMNS",
+           "SELECTION_CODES", "SEL_COLUMNS", "SLOTS", "Plan", "PlanArgs"]
+
+#: Box slots per query and group: two per column of a group of at most three.
+SLOTS = 6
+#: Columns of a group's sieve choice per query: ``vlo`` (3), ``vhi`` (3), the zero flag.
+SEL_COLUMNS = 7
+#: Columns of a direct refine's plan (one row per slot): the bitmap row, the column whose
+#: slab is gathered, the slab's first rank, its number of rows (0: an empty slot).
+D_QUERY, D_COL, D_START, D_COUNT = 0, 1, 2, 3
+DIRECT_COLUMNS = 4
+#: The ``selection`` parameter as the kernel's code.
+SELECTION_CODES = {"auto": 0, "positive": 1, "negative": 2}
+#: Columns of ``rk``: each predicate's rank interval, its approximation and the vectors read.
+X0, X1, A0, A1, VLO, VHI = 0, 1, 2, 3, 4, 5
+RK_COLUMNS = 6
+
+
+@dataclass(frozen=True)
+class PlanArgs:
+    """What the plan kernel reads besides the tables and the sieve (built once, on the
+    device): the groups' columns (-1: an unused axis), their ray geometry, the shift of each
+    column's scene coordinates, and stand-ins for the sieve's arrays when there is none."""
+
+    group_cols: Any  # (G, 3) int64
+    geo: Any         # (G, 2) int64: ray interval I, period L + S (0: one segment)
+    shifts: Any      # (d,) int64
+    no_borders: Any  # (1,) int64 stand-in (no sieve)
+    no_vectors: Any  # (1, 1) uint32 stand-in (no sieve)
+
+    def nbytes(self) -> dict[str, int]:
+        return {"plan_args": sum(int(a.nbytes) for a in (self.group_cols, self.geo,
+                                                         self.shifts, self.no_borders,
+                                                         self.no_vectors))}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One batch's plan (device arrays; ``G`` groups, ``Q`` queries, ``S = 6 Q`` slots)."""
+
+    plo: Any    # (Q, d) exact inclusive bounds in code space (lc's dtype)
+    phi: Any
+    rk: Any     # (Q, d, 6) int64: x0, x1, a0, a1, vlo, vhi
+    sel: Any    # (G, Q, 7) int64: vlo (3), vhi (3), zero
+    boxes: Any  # (G, S, 12) RT ray plan (layout's columns) or (G, S, 4) direct plan
+    ends: Any   # (G, S) int64: the running sum of the slots' work (rays or rows)
+
+    @property
+    def count_column(self) -> int:
+        return RAYS if int(self.boxes.shape[2]) == PLAN_COLUMNS else D_COUNT
+
+
+@register_jitable
+def _lower(a, lo, hi, x):
+    """The first index in ``[lo, hi)`` with ``a[i] >= x`` (``hi`` if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@register_jitable
+def _upper(a, lo, hi, x):
+    """The first index in ``[lo, hi)`` with ``a[i] > x`` (``hi`` if none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@register_jitable
+def _choose(borders, b0, b1, vbase, x0, x1, selection):
+    """:func:`.sieve.choose` for one predicate: the column's borders are ``borders[b0:b1]``
+    (b_0 = 0 .. N), border ``i``'s vector is ``vbase + i``. Returns ``a0, a1, vlo, vhi``."""
+    last = b1 - b0 - 1
+    # upper side: b[i] <= x1 < b[i+1], or x1 == N (i = last)
+    i = _upper(borders, b0, b1, x1) - 1 - b0
+    nxt = min(i + 1, last)
+    bi = borders[b0 + i]
+    bn = borders[b0 + nxt]
+    pos = x1 - bi < bn - x1 if selection == 0 else selection == 1
+    khi = i if (bi == x1 or pos) else nxt
+    # lower side: b[i] <= x0 < b[i+1]
+    i = _upper(borders, b0, b1, x0) - 1 - b0
+    nxt = min(i + 1, last)
+    bi = borders[b0 + i]
+    bn = borders[b0 + nxt]
+    pos = bn - x0 < x0 - bi if selection == 0 else selection == 1
+    if bi == x0:
+        klo = i
+    elif pos:
+        klo = nxt
+    else:
+        klo = i
+    a0 = borders[b0 + klo]
+    a1 = borders[b0 + khi]
+    vlo = np.int64(-1) if (klo == 0 or klo == last) else klo + vbase
+    vhi = np.int64(-1) if (khi == 0 or khi == last) else khi + vbase
+    return a0, a1, vlo, vhi
+
+
+@register_jitable
+def _parts(x0, x1, a0, a1):
+    """:mod:`.regions`' intervals of one column: ``U = P xor A`` as ``(u0, u1)`` and
+    ``(v0, v1)``, ``C = P and A`` as ``(c0, c1)``, the hull ``(h0, h1)``."""
+    a_empty = a0 >= a1
+    apart = a_empty or a1 <= x0 or x1 <= a0
+    if apart:
+        u0, u1 = x0, x1
+        if a_empty:
+            v0, v1 = np.int64(0), np.int64(0)
+        else:
+            v0, v1 = a0, a1
+        c0, c1 = np.int64(0), np.int64(0)
+    else:
+        u0, u1 = min(x0, a0), max(x0, a0)
+        v0, v1 = min(x1, a1), max(x1, a1)
+        c0, c1 = max(x0, a0), min(x1, a1)
+    if a_empty:
+        h0, h1 = x0, x1
+    else:
+        h0, h1 = min(x0, a0), max(x1, a1)
+    return u0, u1, v0, v1, c0, c1, h0, h1
+
+
+@register_jitable
+def _side(rk, q, j, k, jj, s):
+    """Box ``(jj, s)``'s interval on the group's ``k``-th column ``j``: ``C`` before column
+    ``jj``, ``U``'s interval ``s`` at it, the hull after it."""
+    u0, u1, v0, v1, c0, c1, h0, h1 = _parts(rk[q, j, X0], rk[q, j, X1], rk[q, j, A0],
+                                            rk[q, j, A1])
+    if k < jj:
+        return c0, c1
+    if k > jj:
+        return h0, h1
+    if s == 0:
+        return u0, u1
+    return v0, v1
+
+
+@register_jitable
+def _coord(r, j, encoding, lc, order, shifts):
+    """The scene coordinate of rank ``r`` of column ``j``: the rank, or the value of that rank
+    (shifted right for wide columns)."""
+    if encoding:
+        return np.int64(r)
+    v = lc[order[r, j], j]
+    return np.int64(np.uint64(v) >> np.uint64(shifts[j]))
+
+
+@register_jitable
+def plan_item(q, lo, hi, values, starts, offsets, borders, border_offsets, vector_base, lc,
+              order, shifts, group_cols, geo, n, encoding, sieving, selection, rt, axis, plo,
+              phi, rk, sel, boxes):
+    """The plan of query ``q`` (see the module docstring)."""
+    d = lo.shape[1]
+    alive = True
+    for j in range(d):
+        t0 = offsets[j]
+        t1 = offsets[j + 1]
+        i0 = _lower(values, t0, t1, lo[q, j])
+        i1 = _upper(values, t0, t1, hi[q, j])
+        x0 = np.int64(starts[i0 + j])  # column j's first ranks start at offsets[j] + j
+        x1 = np.int64(starts[i1 + j])
+        rk[q, j, X0] = x0
+        rk[q, j, X1] = x1
+        if x0 >= x1:
+            alive = False
+        if encoding:
+            if x0 >= x1:
+                plo[q, j] = 1
+                phi[q, j] = 0
+            else:
+                plo[q, j] = x0
+                phi[q, j] = min(x1 - 1, max(n - 1, 0))
+        else:
+            plo[q, j] = lo[q, j]
+            phi[q, j] = hi[q, j]
+        if sieving:
+            a0, a1, vlo, vhi = _choose(borders, border_offsets[j], border_offsets[j + 1],
+                                       vector_base[j], x0, x1, selection)
+        else:
+            a0, a1, vlo, vhi = np.int64(0), np.int64(0), np.int64(-1), np.int64(-1)
+        rk[q, j, A0] = a0
+        rk[q, j, A1] = a1
+        rk[q, j, VLO] = vlo
+        rk[q, j, VHI] = vhi
+    cnt = RAYS if rt else D_COUNT
+    for gi in range(group_cols.shape[0]):
+        g = np.int64(0)
+        free = True  # no predicate of this query on this group
+        for k in range(3):
+            j = group_cols[gi, k]
+            if j >= 0:
+                g += 1
+                if rk[q, j, X0] != 0 or rk[q, j, X1] != n:
+                    free = False
+        if free:  # every row passes: the approximation is exact (and all rows)
+            for k in range(g):
+                j = group_cols[gi, k]
+                rk[q, j, A0] = rk[q, j, X0]
+                rk[q, j, A1] = rk[q, j, X1]
+                rk[q, j, VLO] = -1
+                rk[q, j, VHI] = -1
+        zero = not alive
+        for k in range(3):
+            j = group_cols[gi, k]
+            if j >= 0:
+                sel[gi, q, k] = rk[q, j, VLO]
+                sel[gi, q, 3 + k] = rk[q, j, VHI]
+                if rk[q, j, A0] >= rk[q, j, A1]:
+                    zero = True
+            else:
+                sel[gi, q, k] = -1
+                sel[gi, q, 3 + k] = -1
+        sel[gi, q, 6] = 1 if zero else 0
+        for slot in range(SLOTS):
+            b = q * SLOTS + slot
+            jj = slot >> 1
+            s = slot & 1
+            ok = alive and jj < g
+            if ok:
+                for k in range(g):
+                    j = group_cols[gi, k]
+                    r0, r1 = _side(rk, q, j, k, jj, s)
+                    if r0 >= r1:
+                        ok = False
+            if not ok:
+                boxes[gi, b, cnt] = 0
+                continue
+            if rt:
+                l0 = np.int64(0)
+                l1 = np.int64(0)
+                l2 = np.int64(0)
+                h0 = np.int64(0)
+                h1 = np.int64(0)
+                h2 = np.int64(0)
+                for k in range(g):
+                    j = group_cols[gi, k]
+                    r0, r1 = _side(rk, q, j, k, jj, s)
+                    cl = _coord(r0, j, encoding, lc, order, shifts)
+                    ch = _coord(r1 - 1, j, encoding, lc, order, shifts)
+                    if k == 0:
+                        l0, h0 = cl, ch
+                    elif k == 1:
+                        l1, h1 = cl, ch
+                    else:
+                        l2, h2 = cl, ch
+                box_plan(boxes, gi, b, q, l0, l1, l2, h0, h1, h2, axis, geo[gi, 0],
+                         geo[gi, 1])
+            else:  # the direct refine: the narrowest column's slab (the first of equals)
+                best = np.int64(-1)
+                start = np.int64(0)
+                col = np.int64(0)
+                for k in range(g):
+                    j = group_cols[gi, k]
+                    r0, r1 = _side(rk, q, j, k, jj, s)
+                    if best < 0 or r1 - r0 < best:
+                        best = r1 - r0
+                        start = r0
+                        col = j
+                boxes[gi, b, D_QUERY] = q
+                boxes[gi, b, D_COL] = col
+                boxes[gi, b, D_START] = start
+                boxes[gi, b, D_COUNT] = best
+
+
+PLAN = Kernel(plan_item, name="rtscan_plan")
