@@ -351,27 +351,42 @@ class GpuIndex(abc.ABC, Generic[S]):
         if q_lo != q_hi:
             raise InvalidInput(f"arguments 'lo' and 'hi' must have the same length, got "
                                f"{q_lo.pop()} and {q_hi.pop()}")
-        q, xp, target = q_lo.pop(), st.xp, st.native_dtype
-        elo, ehi = xp.empty((q, st.dims), target), xp.empty((q, st.dims), target)
+        q, target = q_lo.pop(), st.native_dtype
+        lo_enc: list[Any] = []
+        hi_enc: list[Any] = []
         for j, m in enumerate(st.keymaps):
             sfx = "" if st.dims == 1 else f"[{j}]"
             a, b, empty = lo_cols[j], hi_cols[j], None
-            if a is None:
-                elo[:, j] = 0
-            else:
+            ea = eb = None
+            if a is not None:
                 ea, empty = m.encode_bound(a, "lo", name=f"lo{sfx}")
-                elo[:, j] = to_device(ea, self.device)
-            if b is None:
-                ehi[:, j] = np.iinfo(target).max
-            else:
+            if b is not None:
                 eb, out_b = m.encode_bound(b, "hi", name=f"hi{sfx}")
-                ehi[:, j] = to_device(eb, self.device)
                 if out_b is not None:
                     empty = out_b if empty is None else empty | out_b
-            if empty is not None:
-                e = to_device(empty, self.device)
-                elo[:, j] = xp.where(e, target.type(1), elo[:, j])
-                ehi[:, j] = xp.where(e, target.type(0), ehi[:, j])
+            lo_enc.append((ea, empty))
+            hi_enc.append((eb, empty))
+        # assembled where the bounds are (host bounds: one copy to the device per side, not
+        # one per column and side)
+        made = [x for pair in lo_enc + hi_enc for x in pair if x is not None]
+        on_host = all(isinstance(x, np.ndarray) for x in made)
+        mod = np if on_host else st.xp
+
+        def side(enc: list[tuple[Any, Any]], absent: Any, if_empty: Any) -> Any:
+            cols = []
+            for e, empty in enc:
+                c = (mod.full(q, absent, dtype=target) if e is None
+                     else mod.asarray(to_device(e, "cpu" if on_host else self.device)
+                                      ).astype(target, copy=False))
+                if empty is not None:
+                    c = mod.where(to_device(empty, "cpu" if on_host else self.device),
+                                  target.type(if_empty), c)
+                cols.append(c)
+            both = mod.stack(cols, axis=1) if cols else mod.empty((q, 0), dtype=target)
+            return to_device(both, self.device)
+
+        elo = side(lo_enc, 0, 1)
+        ehi = side(hi_enc, np.iinfo(target).max, 0)
         return elo, ehi
 
     def _require(self, capability: str, what: str) -> None:
