@@ -82,6 +82,8 @@ class Run:
         self.out = out
         self.header: dict[str, Any] = {}
         self.warmed: set[tuple[str, tuple[tuple[str, Any], ...], int]] = set()
+        self.skip_variants: set[str] = set()
+        self.workloads: set[str] | None = None  # None: every workload of a section
 
     def save(self) -> None:
         """Write the JSON report so far: a run cut short by a time limit keeps every figure
@@ -205,7 +207,11 @@ def each_variant(run: Run, table: Table, section: str, variants: list[tuple[str,
                  queries: list[tuple[Any, np.ndarray, np.ndarray]], profile_at: Any = None,
                  skip: Callable[[str, Any], bool] | None = None) -> None:
     """Build each variant once, time every query on it; the fused scan last."""
+    if run.workloads is not None and table.name not in run.workloads:
+        return
     for label, name, params in variants:
+        if label in run.skip_variants:
+            continue
         index, info = build(run, table, name, **params)
         run.record(section="build", workload=table.name, variant=label, x="", **info)
         for x, lo, hi in queries:
@@ -235,7 +241,8 @@ def uniform(run: Run, n: int, small: bool) -> None:
 
 def skew(run: Run, n: int, small: bool) -> None:
     for kind in ("zipf1.1", "zipf1.3", "zipf1.5", "normal"):
-        if small and kind not in ("zipf1.3",):
+        if (small and kind not in ("zipf1.3",)) or (run.workloads is not None
+                                                      and kind not in run.workloads):
             continue
         table = Table(run, kind, host_columns(kind, n, 3, 2))
         each_variant(run, table, "skew",
@@ -326,11 +333,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true",
                     help="tiny sizes on the CPU, every section once (a smoke test)")
     ap.add_argument("--out", default=None, help="JSON file to write")
+    ap.add_argument("--skip-variants", default="",
+                    help="comma-separated variant labels to leave out (e.g. rtscan-noenc)")
+    ap.add_argument("--workloads", default="",
+                    help="comma-separated workload names to keep (e.g. zipf1.3); default all")
     args = ap.parse_args(argv)
     device = indexzoo.resolve_device("cpu" if args.small and args.device == "auto"
                                      else args.device)
     n = 4096 if args.small else args.rows
     run = Run(device, 2 if args.small else args.repeats, args.transfer, args.out)
+    run.skip_variants = {v for v in args.skip_variants.split(",") if v}
+    run.workloads = {w for w in args.workloads.split(",") if w} or None
     only = [s for s in args.only.split(",") if s]
     unknown = set(only) - set(SECTIONS)
     if unknown:
