@@ -17,7 +17,7 @@ holds exactly the rows that satisfy the predicate, whether or not the codes are 
 sieve and the direct refine work in ranks for every configuration.
 
 The tables of all columns are stored flat (``values``, ``flat_starts``, ``offsets``), so that
-one kernel (:mod:`.plan`'s ``BOUNDS``) encodes every predicate of a batch; ``uniq[j]`` and ``starts[j]``
+one kernel (:mod:`.plan`) encodes every predicate of a batch; ``uniq[j]`` and ``starts[j]``
 are views of them.
 
 Everything here is NumPy/CuPy bulk primitives (argsort, comparisons, searchsorted, gathers).

@@ -8,7 +8,7 @@ Paper -> code
   ``group_size`` (3) columns; a range lookup = encode the predicates, sieve, refine, and AND
   the groups on CUDA cores (:meth:`RtscanIndex._range_bitmap`, stages ``encode``, ``sieve``,
   ``refine``, ``merge``; :mod:`.profile` times them). The query plan (rank bounds, vector
-  choice, refine boxes and their rays or slabs) is two kernel launches (:mod:`.plan`).
+  choice, refine boxes and their rays or slabs) is one kernel launch (:mod:`.plan`).
 * §4.2 Uniform Encoding (``encoding``): :mod:`.encoding`. Codes are 0-based ranks from a stable
   argsort, duplicates consecutive; the mapping table (distinct values, first rank) rewrites a
   bound ``lo`` to the first rank of the first value ``>= lo`` and ``hi`` to the last rank of
@@ -95,7 +95,6 @@ from .encoding import ColumnTables, build_tables, rank_bounds
 from .layout import PLAN_COLUMNS, RAYS, too_many_rays
 from .params import RtscanParams
 from .plan import (
-    BOUNDS,
     D_COUNT,
     DIRECT_COLUMNS,
     PLAN,
@@ -282,7 +281,7 @@ class RtscanIndex(GpuIndex[RtscanState]):
         return out
 
     def _plan(self, st: RtscanState, lo: Any, hi: Any, device: str | None = None) -> Plan:
-        """The batch's plan, made on the device in two launches (:mod:`.plan`), and the running
+        """The batch's plan, made on the device in one launch (:mod:`.plan`), and the running
         sums of its slots' work. ``device``: the index's (``"cuda"`` with NumPy arrays: numba's
         CUDA simulator, for tests)."""
         p, xp, tables, pa = self.params, st.xp, st.tables, st.plan_args
@@ -301,10 +300,8 @@ class RtscanIndex(GpuIndex[RtscanState]):
             borders = (pa.no_borders, pa.no_borders, pa.no_borders)
         else:
             borders = (sv.borders, sv.border_offsets, sv.vector_base)
-        dev = device or self.device
-        BOUNDS(dev, 2 * q * d, lo, hi, tables.values, tables.flat_starts, tables.offsets, rk,
-               threads_per_block=p.threads_per_block)
-        PLAN(dev, q, lo, hi, *borders, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo, np.int64(st.n),
+        PLAN(device or self.device, q, lo, hi, tables.values, tables.flat_starts, tables.offsets,
+             *borders, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo, np.int64(st.n),
              np.bool_(p.encoding), np.bool_(sv is not None),
              np.int64(SELECTION_CODES[p.selection]), np.bool_(rt),
              np.int64(_AXIS_CODES[p.ray_axis]), bounds[0], bounds[1], rk, sel, boxes,

@@ -1,8 +1,6 @@
-"""A batch's query plan, made on the device in two kernel launches: the rank bounds of every
-predicate (:data:`BOUNDS`, one thread per bound, so a single query's binary searches run side
-by side), then the rest (:data:`PLAN`, one thread per query): the exact bounds, the sieve's
-vector choice, the refine boxes of every column group and each box's work (its ray grid, or
-its slab of rows for the direct refine).
+"""A batch's query plan, made on the device in one kernel launch (one thread per query): the
+encoding of every predicate, the sieve's vector choice, the refine boxes of every column group
+and each box's work (its ray grid, or its slab of rows for the direct refine).
 
 The same steps as the host reference functions, which the tests hold it against:
 
@@ -38,8 +36,7 @@ from indexzoo.native.targets import Kernel
 
 from .layout import PLAN_COLUMNS, RAYS, box_plan
 
-__all__ = ["BOUNDS", "DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_QUERY", "D_START", "PLAN",
-           "RK_COLUMNS",
+__all__ = ["DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_QUERY", "D_START", "PLAN", "RK_COLUMNS",
            "SELECTION_CODES", "SEL_COLUMNS", "SLOTS", "Plan", "PlanArgs"]
 
 #: Box slots per query and group: two per column of a group of at most three.
@@ -196,34 +193,21 @@ def _coord(r, j, encoding, lc, order, shifts):
 
 
 @register_jitable
-def bounds_item(t, lo, hi, values, starts, offsets, rk):
-    """One side of one predicate, item ``t = 2 (q d + j) + side``: the rank bound ``x0``
-    (side 0: the first rank of a value ``>= lo``) or ``x1`` (side 1: past the last rank of a
-    value ``<= hi``) of query ``q``'s predicate on column ``j``, by binary search in the
-    column's mapping table. Each search is its own thread: with one query the ``2 d``
-    searches (about 27 dependent loads each at 1e8 rows) run side by side instead of one
-    after another in the plan's thread."""
-    d = lo.shape[1]
-    side = t & 1
-    qj = t >> 1
-    q = qj // d
-    j = qj - q * d
-    t0 = offsets[j]
-    t1 = offsets[j + 1]
-    i = _lower(values, t0, t1, lo[q, j]) if side == 0 else _upper(values, t0, t1, hi[q, j])
-    rk[q, j, X0 + side] = np.int64(starts[i + j])  # column j's ranks start at offsets[j] + j
-
-
-@register_jitable
-def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts, group_cols,
-              geo, n, encoding, sieving, selection, rt, axis, plo, phi, rk, sel, boxes):
-    """The plan of query ``q`` (see the module docstring), from its rank bounds in ``rk``
-    (:data:`BOUNDS`)."""
+def plan_item(q, lo, hi, values, starts, offsets, borders, border_offsets, vector_base, lc,
+              order, shifts, group_cols, geo, n, encoding, sieving, selection, rt, axis, plo,
+              phi, rk, sel, boxes):
+    """The plan of query ``q`` (see the module docstring)."""
     d = lo.shape[1]
     alive = True
     for j in range(d):
-        x0 = rk[q, j, X0]
-        x1 = rk[q, j, X1]
+        t0 = offsets[j]
+        t1 = offsets[j + 1]
+        i0 = _lower(values, t0, t1, lo[q, j])
+        i1 = _upper(values, t0, t1, hi[q, j])
+        x0 = np.int64(starts[i0 + j])  # column j's first ranks start at offsets[j] + j
+        x1 = np.int64(starts[i1 + j])
+        rk[q, j, X0] = x0
+        rk[q, j, X1] = x1
         if x0 >= x1:
             alive = False
         if encoding:
@@ -325,7 +309,4 @@ def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts
                 boxes[gi, b, D_COUNT] = best
 
 
-#: ``BOUNDS(device, 2 Q d, lo, hi, values, starts, offsets, rk)``: the rank bounds
-BOUNDS = Kernel(bounds_item, name="rtscan_bounds")
-#: ``PLAN(device, Q, lo, hi, borders, ..., boxes)``: the rest of the plan, one thread per query
 PLAN = Kernel(plan_item, name="rtscan_plan")

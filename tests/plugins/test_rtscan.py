@@ -422,8 +422,7 @@ def test_the_plan_kernel_with_64_bit_columns() -> None:
 def test_a_one_query_call_copies_to_the_host_once(uniform3: list[np.ndarray],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """One device-to-host copy per batch (the refine sizes), whatever the groups, and the plan
-    in two launches (the bounds, then the rest): ``to_numpy`` is called once by the range
-    path, kernels as counted."""
+    in one launch: ``to_numpy`` is called once by the range path, kernels as counted."""
     from indexzoo.native import targets
     from indexzoo.plugins.rtscan import index as module
 
@@ -446,9 +445,8 @@ def test_a_one_query_call_copies_to_the_host_once(uniform3: list[np.ndarray],
         launched.clear()
         check(index, cols, lo, hi, name)
         assert calls == ["d2h"], (name, calls)
-        assert launched.count("rtscan_bounds") == 1 and launched.count("rtscan_plan") == 1
-        assert launched.count("rtscan_sieve") == 2
-        assert len(launched) <= 6, launched
+        assert launched.count("rtscan_plan") == 1 and launched.count("rtscan_sieve") == 2
+        assert len(launched) <= 5, launched
 
 
 # ============================================================================ skew, duplicates
