@@ -29,7 +29,8 @@ Beyond the paper's baseline
 * 64-bit keys (Awad's tree is 32-bit only) and the whole key domain: padding slots are ignored
   through per-node counts, so no key value is reserved.
 
-* Opt-in, not yet measured on a GPU (issue 14): ``leaf_layout`` ``"interleaved"`` or
+* Opt-in (issue 14; H100, 2^26 keys: paired 1.05x the default at 1.30x its memory, the scan
+  descent 0.52x): ``leaf_layout`` ``"interleaved"`` or
   ``"paired"`` keeps a leaf's rowIDs next to its keys in one record array (the rowID read after
   the leaf search then hits the adjacent line, or the sector just read); ``descent="scan"``
   searches inner nodes by a branch-free count over all ``node_width`` pivots (the node's loads
@@ -84,7 +85,7 @@ class BTreeParams(KernelParams):
                     "rowIDs (the rowID in the line after the keys' line); 'paired', (key, "
                     "rowID) side by side (the rowID in the sector of its key, which the leaf "
                     "search has already read). Records widen keys and rowIDs to the wider "
-                    "dtype. Not yet measured on a GPU.",
+                    "dtype. H100, 2^26 keys: paired 1.05x split, at 1.30x the memory.",
     )
     descent: Literal["binary", "scan"] = Field(
         default="binary",
@@ -93,7 +94,7 @@ class BTreeParams(KernelParams):
                     "'scan', a branch-free count of the pivots below the key over all "
                     "node_width slots, unrolled, so the node's loads are issued together "
                     "instead of log2(node_width) dependent ones. Leaves are binary-searched "
-                    "either way. Not yet measured on a GPU.",
+                    "either way. H100, 2^26 keys: 0.52x binary (L2-served inner nodes).",
     )
 
 
