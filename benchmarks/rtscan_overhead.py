@@ -25,19 +25,17 @@ from typing import Any
 import numpy as np
 
 import indexzoo
+from indexzoo.conformance.oracle import packed
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.timing import synchronize
 
 
 def oracle(cols: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Packed bitmaps (Q, ceil(N/32)) of the conjunction, LSB first."""
-    n = cols.shape[0]
+    """Packed bitmaps (Q, ceil(N/32)) of the conjunction, LSB first (the conformance oracle's
+    packing)."""
     mask = np.all((cols[None, :, :] >= lo[:, None, :]) & (cols[None, :, :] <= hi[:, None, :]),
                   axis=2)
-    words = (n + 31) // 32
-    padded = np.zeros((lo.shape[0], words * 32), dtype=bool)
-    padded[:, :n] = mask
-    return np.packbits(padded, axis=1, bitorder="little").view("<u4").astype(np.uint32)
+    return packed(mask)
 
 
 def queries(kind: str, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
+from indexzoo.native.search import bisect
 from indexzoo.native.targets import Kernel
 
 from .layout import PLAN_COLUMNS, RAYS, box_plan
@@ -91,25 +92,13 @@ class Plan:
 @register_jitable
 def _lower(a, lo, hi, x):
     """The first index in ``[lo, hi)`` with ``a[i] >= x`` (``hi`` if none)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return bisect(a, lo, hi, x, False)
 
 
 @register_jitable
 def _upper(a, lo, hi, x):
     """The first index in ``[lo, hi)`` with ``a[i] > x`` (``hi`` if none)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] <= x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return bisect(a, lo, hi, x, True)
 
 
 @register_jitable

@@ -37,6 +37,7 @@ from indexzoo.native.rt import query
 from indexzoo.native.rt.bvh import slab_box
 from indexzoo.native.rt.geometry import AABBS
 from indexzoo.native.rt.trace import DISABLE_CLOSESTHIT, IGNORE, Gas, Programs, build_gas, launch
+from indexzoo.native.search import bisect
 from indexzoo.native.targets import Kernel
 
 from .layout import QUERY, RAYS, Geometry, box_ray, cube_boxes, geometry, plan_rays
@@ -70,15 +71,7 @@ class TraceRecord(NamedTuple):
 @register_jitable
 def slot_of(ends, t):
     """The slot of item ``t``: the first whose running end exceeds ``t``."""
-    lo = np.int64(0)
-    hi = np.int64(ends.shape[0])
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if ends[mid] <= t:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return bisect(ends, np.int64(0), np.int64(ends.shape[0]), t, True)
 
 
 @register_jitable
