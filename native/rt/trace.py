@@ -283,6 +283,7 @@ class Ias:
     order: Any  # pooled primitive indices (local to each GAS)
     n_instances: int
     peak_build_bytes: int
+    node_slack_bytes: int = 0  # pooled node records allocated beyond ``nodes`` (sliced IAS)
 
     def query_args(self) -> tuple[Any, ...]:
         """The scene tuple of :func:`scene_query` (two-level): ``top, top_words, top_order,
@@ -296,6 +297,8 @@ class Ias:
         parts = {"instances": int(self.inst.nbytes), "ias_nodes": int(self.top.nodes.nbytes),
                  "ias_order": int(self.top.order.nbytes), "gas_nodes": int(self.nodes.nbytes),
                  "gas_data": int(self.data.nbytes), "gas_order": int(self.order.nbytes)}
+        if self.node_slack_bytes:
+            parts["gas_node_headroom"] = int(self.node_slack_bytes)
         return Footprint(breakdown=parts, peak_build_bytes=self.peak_build_bytes)
 
 
@@ -395,7 +398,10 @@ def build_sliced_ias(kind: int, cuts: list[int], make: Any, radius: float = 0.0,
 
     The GASes are built one after another straight into the pooled buffers, the way OptiX
     builds and compacts each sub-BVH into its own buffer and the IAS only references them: the
-    build's peak holds the pooled scene built so far and one slice's build, not every GAS twice.
+    build's peak holds the pooled scene and one slice's build, not every GAS twice. The node
+    records go into one pool sized from the first slice's records per primitive (2% over; it
+    grows if a later slice needs more), which keeps its headroom rather than be copied to size
+    (``Ias.node_slack_bytes``, counted in the footprint).
     ``held``: bytes the caller keeps alive meanwhile, added to the peak. Primitive indices
     (``prim`` in programs) are local to the slice; ``inst`` names the slice.
     """
@@ -404,7 +410,7 @@ def build_sliced_ias(kind: int, cuts: list[int], make: Any, radius: float = 0.0,
     n = int(cuts[-1]) - int(cuts[0])
     data: Any = None
     order: Any = None
-    node_parts: list[Any] = []
+    pool: Any = None  # the pooled node records, filled slice by slice
     entries = []
     peak, node_base, xp = held, 0, None
     for i, (s, e) in enumerate(itertools.pairwise(cuts)):
@@ -419,22 +425,40 @@ def build_sliced_ias(kind: int, cuts: list[int], make: Any, radius: float = 0.0,
         base = int(s) - int(cuts[0])
         data[base:base + int(e) - int(s)] = part[bvh.order]
         order[base:base + int(e) - int(s)] = bvh.order
-        nodes_i = bvh.nodes[: bvh.n_nodes]
-        node_parts.append(nodes_i)
-        built = sum(int(x.nbytes) for x in node_parts) + int(data.nbytes) + int(order.nbytes)
+        rows = bvh.n_nodes
+        if pool is None or node_base + rows > int(pool.shape[0]):
+            pool = _grown(xp, pool, node_base, node_base + rows, bvh.nodes.shape[1:],
+                          bvh.nodes.dtype, rows / max(int(e) - int(s), 1), n - int(e) + int(cuts[0]))
+        pool[node_base:node_base + rows] = bvh.nodes[:rows]
+        built = int(pool.nbytes) + int(data.nbytes) + int(order.nbytes)
         peak = max(peak, held + built + int(part.nbytes) * 2 + bvh.peak_build_bytes)
-        entries.append((np.eye(3, 4, dtype=np.float64), node_base, base, bvh.n_nodes, i, 0xFF,
+        entries.append((np.eye(3, 4, dtype=np.float64), node_base, base, rows, i, 0xFF,
                         _root_box(bvh)))
-        node_base += bvh.n_nodes
-    assert xp is not None and data is not None and order is not None
-    nodes = xp.concatenate(node_parts) if len(node_parts) > 1 else node_parts[0].copy()
-    pooled = int(nodes.nbytes + data.nbytes + order.nbytes)
-    peak = max(peak, held + pooled + sum(int(x.nbytes) for x in node_parts))
-    del node_parts
+        node_base += rows
+        del bvh, part
+    assert xp is not None and data is not None and order is not None and pool is not None
+    # the pool keeps its few percent of headroom: cutting it to size would copy every node
+    # record, holding them twice, the peak that building the slices one by one avoids
+    nodes = pool[:node_base]
+    slack = int(pool.nbytes) - int(nodes.nbytes)
+    pooled = int(pool.nbytes + data.nbytes + order.nbytes)
     top, table = _instance_table(xp, entries)
     peak = max(peak, held + pooled + top.peak_build_bytes + int(table.nbytes))
     return Ias(kind, float(radius), geometry, top, xp.asarray(table), nodes, data, order,
-               len(entries), peak)
+               len(entries), peak, slack)
+
+
+def _grown(xp: Any, pool: Any, used: int, need: int, row_shape: tuple[int, ...], dtype: Any,
+           per_prim: float, prims_left: int) -> Any:
+    """A node pool that holds ``need`` records: the first (``pool`` None) sized for every slice
+    from the first slice's records per primitive, 2% over; a later one (a slice needed more
+    than the estimate) with room for the rest at the same rate, its first ``used`` records
+    copied."""
+    want = need + int(per_prim * prims_left * 1.02) + 64
+    grown = xp.empty((want, *row_shape), dtype=dtype)
+    if pool is not None and used:
+        grown[:used] = pool[:used]
+    return grown
 
 
 # --------------------------------------------------------------------------- programs

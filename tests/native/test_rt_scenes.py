@@ -16,6 +16,7 @@ from indexzoo.native.rt.trace import (
     Programs,
     build_gas,
     build_ias,
+    build_sliced_ias,
     launch,
     scene_query,
     trace,
@@ -386,3 +387,29 @@ def _keyed_boxes_of_scene(boxes, i, inst, p, ox, oy, oz, dx, dy, dz, tmin, tmax,
     if (p + params[0]) % 2 == 0:  # a launch parameter decides: odd primitives never hit
         return np.float32(np.inf), False
     return geo.hit_aabb_reference(boxes, i, ox, oy, oz, dx, dy, dz, tmin, tmax)
+
+
+@pytest.mark.parametrize("cuts", [[0, 1000, 2000, 3000], [0, 10, 10, 1500, 3000], [0, 3000]])
+def test_a_sliced_ias_traces_like_its_primitives_and_pools_its_nodes(cuts: list[int]) -> None:
+    """``build_sliced_ias``: one GAS per slice in one pooled node buffer (sized from the first
+    slice, grown when a later one needs more, empty slices included) traces like the brute
+    force over all primitives, and the pool's headroom is counted in the footprint."""
+    rng = np.random.default_rng(21)
+    lo = rng.integers(0, 200, (3000, 3)).astype(np.float32)
+    boxes = np.concatenate([lo, lo + 2], axis=1)
+    ias = build_sliced_ias(geo.AABBS, cuts, lambda s, e: boxes[s:e], leaf_size=4)
+    # origins off the integer grid: no ray grazes a box's edge exactly (where the top level's
+    # and the brute force's rounding may disagree)
+    o = (rng.integers(-20, 220, (2000, 3)) + 0.37).astype(np.float32)
+    d = (rng.integers(-20, 220, (2000, 3)) - o).astype(np.float32)
+    hits = trace(ias, o, d, 0.0, np.inf)
+    t, prim, _ = geo.brute_force(geo.AABBS, boxes, 0.0, o, d, 0.0, np.inf)
+    assert (prim >= 0).sum() > 500
+    np.testing.assert_array_equal(hits.t, t)
+    hit = hits.prim >= 0
+    np.testing.assert_array_equal(hit, prim >= 0)
+    glob = np.asarray(cuts)[hits.inst[hit]] + hits.prim[hit]
+    np.testing.assert_array_equal(boxes[glob], boxes[prim[hit]])  # ties may name a twin box
+    fp = ias.footprint().breakdown
+    assert fp.get("gas_node_headroom", 0) == ias.node_slack_bytes
+    assert ias.node_slack_bytes <= 0.5 * fp["gas_nodes"] + 64 * 32
