@@ -121,10 +121,13 @@ def _label(params: dict[str, object]) -> str:
     return "_".join(str(v).replace(".", "") for v in params.values())
 
 
-for _p in VARIANTS:
+for _k, _p in enumerate(VARIANTS):
     _name = f"TestConformance_btree_{_label(_p)}"
-    globals()[_name] = type(_name, (ConformanceSuite,), {"index": "btree", "params": _p,
-                                                         "__module__": __name__})
+    _cls = type(_name, (ConformanceSuite,), {"index": "btree", "params": _p,
+                                             "__module__": __name__})
+    # the last variant combines both options; the single-option suites run in the
+    # exhaustive tier
+    globals()[_name] = _cls if _k == len(VARIANTS) - 1 else pytest.mark.exhaustive(_cls)
 
 LAYOUT_AND_DESCENT = [(layout, descent) for layout in btree.LEAF_LAYOUTS
                       for descent in btree.DESCENTS]
@@ -234,10 +237,9 @@ SIM_SCRIPT = textwrap.dedent("""
     from indexzoo.native.sort import sort_pairs
 
     rng = np.random.default_rng(11)
-    cases = [(np.uint32, 8, "interleaved", "binary"), (np.uint64, 16, "paired", "binary"),
-             (np.uint64, 8, "split", "scan"), (np.uint32, 8, "paired", "scan"),
-             (np.uint64, 8, "interleaved", "scan")]
-    for dtype, width, layout, descent in cases:
+    cases = CASES
+    for dtype_name, width, layout, descent in cases:
+        dtype = np.dtype(dtype_name).type
         keys = rng.integers(0, 90, 300).astype(dtype)
         keys[:40] = 50  # a run over several leaves
         pairs = sort_pairs(keys, np.uint32)
@@ -278,10 +280,22 @@ SIM_SCRIPT = textwrap.dedent("""
 """)
 
 
+SIM_CASES = [("uint32", 8, "interleaved", "binary"), ("uint32", 8, "paired", "scan")]
+SIM_CASES_MORE = [("uint64", 16, "paired", "binary"), ("uint64", 8, "split", "scan"),
+                  ("uint64", 8, "interleaved", "scan")]
+
+
 def test_layouts_and_descents_agree_with_the_cpu_in_the_simulator() -> None:
     """The one-thread bodies through cuda.jit and the cooperative bodies, per leaf layout and
-    descent, under numba's CUDA simulator."""
-    agrees_in_the_simulator(SIM_SCRIPT)
+    descent, under numba's CUDA simulator (two cases here, three more in the exhaustive
+    tier: the simulator runs every thread in Python)."""
+    agrees_in_the_simulator(SIM_SCRIPT.replace("CASES", repr(SIM_CASES)))
+
+
+@pytest.mark.exhaustive
+def test_more_layouts_and_descents_agree_with_the_cpu_in_the_simulator() -> None:
+    """The same for 64-bit keys, node width 16 and the split layout with the scan descent."""
+    agrees_in_the_simulator(SIM_SCRIPT.replace("CASES", repr(SIM_CASES_MORE)))
 
 
 @pytest.mark.gpu

@@ -382,9 +382,13 @@ PLAN_CASES = [
     {"sieve_vectors": 0, "encoding": False, "ray_length": 0.0, "ray_axis": "z"},
     {"ray_axis": "y", "sieve_vectors": 16}, {"ray_interval": 0.5, "ray_spacing": 0.25},
 ]
+#: The cases the README's test command runs; every case runs in the exhaustive tier.
+PLAN_CASES_QUICK = [0, 1, 3, 8]
 
 
-@pytest.mark.parametrize("params", PLAN_CASES, ids=lambda p: ",".join(
+@pytest.mark.parametrize("params", [
+    p if k in PLAN_CASES_QUICK else pytest.param(p, marks=pytest.mark.exhaustive)
+    for k, p in enumerate(PLAN_CASES)], ids=lambda p: ",".join(
     f"{k}={v}" for k, v in p.items()) or "default")
 @pytest.mark.parametrize("kind", ["uniform", "duplicates"])
 def test_the_plan_kernel_is_the_host_plan(params: dict[str, Any], kind: str) -> None:
