@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 from helpers import agrees_in_the_simulator
 
 SCRIPT = textwrap.dedent("""
@@ -226,6 +227,7 @@ HASH_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.exhaustive  # about 40 s of simulated threads: CI runs it after the README's tests
 def test_cooperative_hash_kernels_agree_with_the_cpu_twin_in_the_simulator() -> None:
     """warpcore-hash: both build passes and the four lookups of the cooperative kernels (warp
     intrinsics from ``tests/cudasim_warp.py``) against the CPU twin, for G = 1, 4, 8, 32, both

@@ -339,7 +339,8 @@ def _scene_query_kernel(kind: int, geometry: object, two_level: bool, intersecti
     return Kernel(body)
 
 
-@pytest.mark.parametrize("programs", ["none", "anyhit", "intersection"])
+@pytest.mark.parametrize("programs", [pytest.param("none", marks=pytest.mark.exhaustive),
+                                      "anyhit", "intersection"])
 def test_a_scene_query_inside_a_kernel_traces_like_trace(programs: str) -> None:
     """``scene_query`` (optixTrace from a ray-generation program, with the index's programs)
     gives ``trace``'s closest hit, primitive and instance through a GAS and through an IAS of

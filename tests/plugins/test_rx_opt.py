@@ -221,9 +221,7 @@ import indexzoo
 rng = np.random.default_rng(4)
 keys = rng.integers(0, 2**40, 400, dtype=np.uint64)
 keys = np.concatenate([keys, keys[:50]])  # duplicates
-for params in (dict(partitions=1), dict(partitions=4, compress_duplicates=False),
-               dict(partitions=3, primitive="sphere"), dict(primitive="aabb", geometry="stored"),
-               dict(range_ray="zero", partitions=2)):
+for params in CASES:
     # (extended mode is left out: the simulator runs math.ldexp as Python, which refuses the
     # NumPy integer that the compiled kernels pass)
     k = keys
@@ -245,8 +243,19 @@ print("simulator agrees")
 """
 
 
+SIM_CASES = [dict(partitions=1), dict(partitions=4, compress_duplicates=False),
+             dict(partitions=3, primitive="sphere")]
+SIM_CASES_MORE = [dict(primitive="aabb", geometry="stored"), dict(range_ray="zero", partitions=2)]
+
+
+@pytest.mark.exhaustive
+def test_more_lookup_kernels_agree_between_njit_and_the_cuda_simulator() -> None:
+    """The same for AABBs (the intersection program) and the zero range ray."""
+    agrees_in_the_simulator(RXOPT_SIM_SCRIPT.replace("CASES", repr(SIM_CASES_MORE)))
+
+
 def test_the_lookup_kernel_agrees_between_njit_and_the_cuda_simulator() -> None:
     """The rays and the scan of every lookup through ``cuda.jit`` give the CPU's runs and ray
     counts: GAS and IAS, compressed or not, triangles, spheres (any-hit confirmation) and
-    AABBs (intersection program), both range rays."""
-    agrees_in_the_simulator(RXOPT_SIM_SCRIPT)
+    AABBs (intersection program), both range rays (the last two in the exhaustive tier)."""
+    agrees_in_the_simulator(RXOPT_SIM_SCRIPT.replace("CASES", repr(SIM_CASES)))
