@@ -54,6 +54,9 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+# about 18 s; test_btree runs the cooperative bodies of one layout in the README's tier, and CI
+# runs this one after the README's tests
+@pytest.mark.exhaustive
 def test_btree_group_kernels_agree_with_their_scalar_bodies_in_the_simulator() -> None:
     agrees_in_the_simulator(SCRIPT)
 

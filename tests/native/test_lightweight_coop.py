@@ -111,6 +111,7 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # about 16 s of simulated threads: CI runs it after the README's tests
 def test_cooperative_searches_and_scans_agree_with_the_cpu_twins_in_the_simulator() -> None:
     # K = 3 and 9 (groups of 2 and 8 threads) on 64-bit keys, the driver's options, and the
     # range scans of both orders (run sums and the Eytzinger scan)

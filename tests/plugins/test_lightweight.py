@@ -244,6 +244,7 @@ SIMULATOR = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.exhaustive  # about 25 s of simulated threads: CI runs it after the README's tests
 def test_the_gpu_driver_agrees_with_the_cpu_under_the_cuda_simulator() -> None:
     """Scheduling, lookups per thread, reordering (the shared-memory bitonic sort), pinning
     and AoS/SoA of the GPU driver, for the binary-search schemes (the K-ary groups and the
