@@ -5,9 +5,11 @@
 
 Each index is built on ``--keys`` uniform uint64 keys and answers ``--calls`` batches of
 ``--lookups`` hits, one call after another; the figure is the wall time of the whole loop over
-the number of calls (on the GPU the loop ends with a synchronisation), after a warm-up loop.
-For batches this small the device work takes a few microseconds, so the figure is the host's
-cost of one call: validation, the key map, dispatch, launches. ``--peer`` adds NumPy's or
+the number of calls (on the GPU the loop ends with a synchronisation), after a warm-up loop,
+and beside it the host time per call: the loop up to the last call's return, before that
+synchronisation. On the GPU a call that never waits for the device returns before its kernels
+end, so the host time is what one call costs the host (validation, the key map, dispatch,
+launches) even where the device work of a call takes longer. ``--peer`` adds NumPy's or
 CuPy's ``searchsorted`` over the sorted keys (positions only) in the same run. Prints one line
 per index, and writes JSON with ``--json``.
 """
@@ -27,19 +29,25 @@ import indexzoo
 from indexzoo.timing import synchronize
 
 
-def per_call(fn: Any, device: str, calls: int, rounds: int = 5) -> list[float]:
-    """Seconds per call of ``calls`` back-to-back calls, for each of ``rounds`` rounds."""
+def per_call(fn: Any, device: str, calls: int, rounds: int = 5) -> dict[str, list[float]]:
+    """Seconds per call of ``calls`` back-to-back calls, for each of ``rounds`` rounds, up to
+    the synchronisation that ends each round (``seconds``), and the host's part alone (the loop
+    up to its last return, before that synchronisation: ``host_seconds``). On
+    the GPU a call that never waits for the device returns before its kernels finish, so the
+    loop's own time is the host time per call while the launch queue has room."""
     for _ in range(max(calls // 10, 3)):
         fn()
     synchronize(device)
-    out = []
+    out, host = [], []
     for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
+        t1 = time.perf_counter()
         synchronize(device)
         out.append((time.perf_counter() - t0) / calls)
-    return out
+        host.append((t1 - t0) / calls)
+    return {"seconds": out, "host_seconds": host}
 
 
 def set_launch_mode(mode: str | None) -> None:
@@ -81,7 +89,7 @@ def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[st
             set_launch_mode(mode)
             kernels.POINT_ROWID(args.device, n, st.pairs.keys, st.pairs.rowids, q, out, st.miss)
         pieces[f"stage: one bare launch [{mode}]"] = launch
-    rows = [{"index": k, "seconds": per_call(f, args.device, args.calls)}
+    rows = [{"index": k, **per_call(f, args.device, args.calls)}
             for k, f in pieces.items()]
     set_launch_mode(None)
     return rows
@@ -117,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.peer:
         sk = xp.sort(keys)
         t = per_call(lambda: xp.searchsorted(sk, q), args.device, args.calls)
-        rows.append({"index": f"{xp.__name__}.searchsorted (positions)", "seconds": t})
+        rows.append({"index": f"{xp.__name__}.searchsorted (positions)", **t})
     if args.stages:
         rows += stages(xp, keys, q, args)
     modes = args.launch_modes.split(",") if args.launch_modes else [None]
@@ -127,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             set_launch_mode(mode)
             t = per_call(lambda index=index: index.point(q, out=args.out), args.device,
                          args.calls)
-            rows.append({"index": name if mode is None else f"{name} [{mode}]", "seconds": t})
+            rows.append({"index": name if mode is None else f"{name} [{mode}]", **t})
     set_launch_mode(None)
     base = statistics.median(rows[0]["seconds"]) if args.peer else None
     print(f"device {args.device}, {args.keys} keys, {args.lookups} lookups per call, "
@@ -136,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         med = statistics.median(r["seconds"])
         ratio = f"  {med / base:6.2f}x the peer" if base else ""
         print(f"  {r['index']:<34} {med * 1e6:10.1f} us/call  (rounds {min(r['seconds']) * 1e6:.1f}"
-              f"..{max(r['seconds']) * 1e6:.1f}){ratio}")
+              f"..{max(r['seconds']) * 1e6:.1f}){ratio}"
+              f"  host {statistics.median(r['host_seconds']) * 1e6:.1f} us/call")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "rows": rows}, f, indent=1)
