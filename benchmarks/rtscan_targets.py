@@ -50,7 +50,7 @@ import rtscan_workloads as wl
 
 import indexzoo
 from indexzoo.devices import to_device, to_numpy
-from indexzoo.native.scan import scan_bitmaps
+from indexzoo.native.scan import ITEMS, scan_bitmaps
 from indexzoo.plugins.rtscan import StageTimes
 from indexzoo.timing import synchronize, time_call
 
@@ -83,6 +83,7 @@ class Run:
         self.header: dict[str, Any] = {}
         self.warmed: set[tuple[str, tuple[tuple[str, Any], ...], int]] = set()
         self.skip_variants: set[str] = set()
+        self.peer_items: list[int] = [ITEMS]
         self.workloads: set[str] | None = None  # None: every workload of a section
 
     def save(self) -> None:
@@ -168,12 +169,14 @@ def build(run: Run, table: Table, name: str, **params: Any) -> tuple[Any, dict[s
 
 
 def measure(run: Run, table: Table, section: str, variant: str, index: Any, lo: np.ndarray,
-            hi: np.ndarray, x: Any = "", profile: bool = False, **extra: Any) -> None:
-    """Time one query on an index (or the fused scan when ``index`` is None) and check it."""
+            hi: np.ndarray, x: Any = "", profile: bool = False, items: int | None = None,
+            **extra: Any) -> None:
+    """Time one query on an index (or the fused scan when ``index`` is None, with ``items``
+    words per warp on the GPU) and check it."""
     dlo, dhi = to_device(lo, run.device), to_device(hi, run.device)
     if index is None:
         def call() -> Any:
-            return scan_bitmaps(table.on_device, dlo, dhi)
+            return scan_bitmaps(table.on_device, dlo, dhi, items=items)
     else:
         def call() -> Any:
             return index.range(dlo, dhi, out="bitmap").bitmap
@@ -223,6 +226,12 @@ def each_variant(run: Run, table: Table, section: str, variants: list[tuple[str,
         del index
     for x, lo, hi in queries:
         measure(run, table, section, "fused-scan", None, lo, hi, x=x)
+    if run.device == "cuda":
+        for k in run.peer_items:  # the fused scan's other warp bodies, for comparison
+            if k != ITEMS:
+                for x, lo, hi in queries:
+                    measure(run, table, section, f"fused-scan-items{k}", None, lo, hi, x=x,
+                            items=k)
 
 
 # ---------------------------------------------------------------------- sections
@@ -333,6 +342,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true",
                     help="tiny sizes on the CPU, every section once (a smoke test)")
     ap.add_argument("--out", default=None, help="JSON file to write")
+    ap.add_argument("--peer-items", default=str(ITEMS),
+                    help="on the GPU, the fused scan's words per warp to time, comma-separated "
+                         f"({ITEMS}: the default body; 1: the one-word body, labelled "
+                         "fused-scan-items1)")
     ap.add_argument("--skip-variants", default="",
                     help="comma-separated variant labels to leave out (e.g. rtscan-noenc)")
     ap.add_argument("--workloads", default="",
@@ -343,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     n = 4096 if args.small else args.rows
     run = Run(device, 2 if args.small else args.repeats, args.transfer, args.out)
     run.skip_variants = {v for v in args.skip_variants.split(",") if v}
+    run.peer_items = [int(v) for v in args.peer_items.split(",") if v]
     run.workloads = {w for w in args.workloads.split(",") if w} or None
     only = [s for s in args.only.split(",") if s]
     unknown = set(only) - set(SECTIONS)

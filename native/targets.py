@@ -183,6 +183,7 @@ class _CupyLaunch:
         self._module = cupy.cuda.function.Module()
         self._module.load(ptx.encode())
         self._function = self._module.get_function(kernel.entry_name)
+        self._function_ptr = self._function.ptr
         self._shared_optin = 48 * 1024  # dynamic shared memory beyond this needs an opt-in
         self._plan = [_flat_plan(ty) for ty in argtypes]
         self._packer = struct.Struct("@" + "".join(_pack_format(p) for p in self._plan))
@@ -209,14 +210,15 @@ class _CupyLaunch:
         # (a buffer per thread: cuLaunchKernel copies it before returning, so a thread can
         # reuse its own, and threads launching at once never share one)
         local = self._local
-        if not hasattr(local, "buf"):
-            local.buf = ctypes.create_string_buffer(max(self._packer.size, 1))
+        buf = getattr(local, "buf", None)
+        if buf is None:
+            buf = local.buf = ctypes.create_string_buffer(max(self._packer.size, 1))
             local.size = ctypes.c_size_t(self._packer.size)
             local.extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(local.buf), 2,
                                                 ctypes.addressof(local.size), 0)
             local.extra_ptr = ctypes.addressof(local.extra)
-        self._packer.pack_into(local.buf, 0, *self._extract(*args))
-        self._launch_kernel(self._function.ptr, blocks, 1, 1, threads, 1, 1, shared_mem,
+        self._packer.pack_into(buf, 0, *self._extract(*args))
+        self._launch_kernel(self._function_ptr, blocks, 1, 1, threads, 1, 1, shared_mem,
                             stream.ptr, 0, local.extra_ptr)
 
 
@@ -370,15 +372,17 @@ def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any,
     """Launch the numba-cuda dispatcher ``fn`` on CuPy's current stream, through CuPy where
     possible (see the module docstring). ``owner`` keeps the per-argument-types launchers in
     its ``_fast`` dict, guarded by its ``_lock``."""
-    full = tuple(np.int64(a) if type(a) is int else a for a in args)
+    # Python ints go to the fast path as they are (the key types them as int64, the packer
+    # writes them as such), and become np.int64 only for numba's own launch
     cupy = _cupy() if _FAST_LAUNCH else None
-    key = None if cupy is None else _arg_key(full, cupy.ndarray)
+    key = None if cupy is None else _arg_key(args, cupy.ndarray)
     if key is not None:
         fast = owner._fast.get(key, False)
         if fast is False:
             with owner._lock:
                 try:
-                    fast = _CupyLaunch(fn, full)
+                    fast = _CupyLaunch(fn, tuple(np.int64(a) if type(a) is int else a
+                                                 for a in args))
                 except Exception as exc:  # fall back to numba's launch, say why once
                     warnings.warn(f"{owner!r}: CuPy launch unavailable ({exc}); using "
                                   "numba's", RuntimeWarning, stacklevel=3)
@@ -386,8 +390,9 @@ def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any,
                 owner._fast[key] = fast
         if fast is not None:
             assert cupy is not None
-            fast(blocks, threads, full, cupy.cuda.get_current_stream(), shared_mem)
+            fast(blocks, threads, args, cupy.cuda.get_current_stream(), shared_mem)
             return
+    full = tuple(np.int64(a) if type(a) is int else a for a in args)
     with warnings.catch_warnings():  # small batches are legal; numba warns about them
         warnings.filterwarnings("ignore", message=".*under-utilization")
         fn[blocks, threads, _numba_stream(), shared_mem](*full)

@@ -106,7 +106,7 @@ from .plan import (
     PlanArgs,
 )
 from .profile import StageTimer
-from .refine import GroupScene, build_group, direct_plan, trace_plan
+from .refine import GroupScene, build_group, direct_plan, direct_strided, trace_plan
 from .sieve import Sieve, approximate_sel, build_sieve
 
 __all__ = ["MAX_COLUMNS", "RtscanIndex", "RtscanState"]
@@ -119,7 +119,18 @@ _CHUNK_BYTES = 1 << 26
 #: counts are capped at ``layout.RAY_CAP`` must sum within int64.
 _CHUNK_QUERIES = 1 << 16
 _AXIS_CODES = {"longest": -1, "x": 0, "y": 1, "z": 2}
+#: On the GPU, batches of at most this many queries refine directly with a fixed number of
+#: threads per slot (:func:`.refine.direct_strided`): no running sum, no device-to-host copy,
+#: so the call never waits for the device. Larger batches, and the CPU (where the sum and the
+#: "copy" cost nearly nothing), balance their rows over threads by the running sum.
+STRIDED_QUERIES = 8
 _NULL = contextlib.nullcontext()
+
+
+def _threads_per_slot(n: int) -> int:
+    """Threads per slot of the strided direct refine on the GPU: enough that the few slots of
+    a small batch fill the device (a slab holds at most ``n`` rows), at most 2^17."""
+    return min(1 << 17, max(32, n // 64))
 
 
 class RtscanState(BuildState):
@@ -280,10 +291,11 @@ class RtscanIndex(GpuIndex[RtscanState]):
             self._answer(st, lo[s:s + per], hi[s:s + per], out[s:s + per])
         return out
 
-    def _plan(self, st: RtscanState, lo: Any, hi: Any, device: str | None = None) -> Plan:
-        """The batch's plan, made on the device in one launch (:mod:`.plan`), and the running
-        sums of its slots' work. ``device``: the index's (``"cuda"`` with NumPy arrays: numba's
-        CUDA simulator, for tests)."""
+    def _plan(self, st: RtscanState, lo: Any, hi: Any, device: str | None = None,
+              running_sums: bool = True) -> Plan:
+        """The batch's plan, made on the device in one launch (:mod:`.plan`), and (unless
+        ``running_sums`` is False) the running sums of its slots' work. ``device``: the
+        index's (``"cuda"`` with NumPy arrays: numba's CUDA simulator, for tests)."""
         p, xp, tables, pa = self.params, st.xp, st.tables, st.plan_args
         q, d = int(lo.shape[0]), int(lo.shape[1])
         g = len(st.groups)
@@ -306,7 +318,7 @@ class RtscanIndex(GpuIndex[RtscanState]):
              np.int64(SELECTION_CODES[p.selection]), np.bool_(rt),
              np.int64(_AXIS_CODES[p.ray_axis]), bounds[0], bounds[1], rk, sel, boxes,
              threads_per_block=p.threads_per_block)
-        ends = xp.cumsum(boxes[:, :, RAYS if rt else D_COUNT], axis=1)
+        ends = xp.cumsum(boxes[:, :, RAYS if rt else D_COUNT], axis=1) if running_sums else None
         return Plan(bounds[0], bounds[1], rk, sel, boxes, ends)
 
     def _answer(self, st: RtscanState, lo: Any, hi: Any, out: Any,
@@ -316,31 +328,48 @@ class RtscanIndex(GpuIndex[RtscanState]):
         :meth:`_plan`'s)."""
         p, xp, n = self.params, st.xp, st.n
         dev = device or self.device
+        strided = (p.refine == "direct" and dev == "cuda"
+                   and int(lo.shape[0]) <= STRIDED_QUERIES)
         with self._stage("encode"):
-            plan = self._plan(st, lo, hi, dev)
+            plan = self._plan(st, lo, hi, dev, running_sums=not strided)
         vectors = st.plan_args.no_vectors if st.sieve is None else st.sieve.vectors
         sizes = None
         for gi, grp in enumerate(st.groups):
             words = out if gi == 0 else xp.empty_like(out)
             with self._stage("sieve"):
                 approximate_sel(dev, vectors, plan.sel[gi], n, words, p.threads_per_block)
-            with self._stage("refine"):
-                if sizes is None:  # the one device-to-host copy: every group's refine size
-                    sizes = to_numpy(plan.ends[:, -1])
-                total = int(sizes[gi])
-                if self.stage_timer is not None:
-                    self._count("boxes", xp.count_nonzero(plan.boxes[gi, :, plan.count_column]))
-                    self._count("rays" if p.refine == "rt" else "candidates", total)
-                if p.refine == "direct":
-                    direct_plan(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
-                                plan.ends[gi], total, words, p.threads_per_block, dev)
-                else:
-                    too_many_rays(float(total), grp.geom)
-                    trace_plan(grp, plan.boxes[gi], plan.ends[gi], total, st.lc, plan.plo,
-                               plan.phi, words, p, dev)
+            if strided:
+                with self._stage("refine"):
+                    if self.stage_timer is not None:
+                        counts = plan.boxes[gi, :, D_COUNT]
+                        self._count("boxes", xp.count_nonzero(counts))
+                        self._count("candidates", int(counts.sum()))
+                    direct_strided(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
+                                   words, _threads_per_slot(n), p.threads_per_block, dev)
+            else:
+                with self._stage("refine"):
+                    if sizes is None:  # the one device-to-host copy: every group's refine size
+                        sizes = to_numpy(plan.ends[:, -1])
+                    self._refine_summed(st, gi, grp, plan, int(sizes[gi]), words, dev)
             with self._stage("merge"):
                 if gi:
                     xp.bitwise_and(out, words, out=out)
+
+    def _refine_summed(self, st: RtscanState, gi: int, grp: GroupScene, plan: Plan,
+                       total: int, words: Any, dev: str) -> None:
+        """Group ``gi``'s refine of ``total`` items balanced by the plan's running sums (the
+        RT refine, and the direct refine of larger batches)."""
+        p = self.params
+        if self.stage_timer is not None:
+            self._count("boxes", st.xp.count_nonzero(plan.boxes[gi, :, plan.count_column]))
+            self._count("rays" if p.refine == "rt" else "candidates", total)
+        if p.refine == "direct":
+            direct_plan(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
+                        plan.ends[gi], total, words, p.threads_per_block, dev)
+        else:
+            too_many_rays(float(total), grp.geom)
+            trace_plan(grp, plan.boxes[gi], plan.ends[gi], total, st.lc, plan.plo, plan.phi,
+                       words, p, dev)
 
     def _box_coords(self, st: RtscanState, grp: GroupScene, lo: np.ndarray, hi: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:

@@ -43,7 +43,8 @@ from indexzoo.native.targets import Kernel
 from .layout import QUERY, RAYS, Geometry, box_ray, cube_boxes, geometry, plan_rays
 from .plan import D_COL, D_COUNT, D_QUERY, D_START, DIRECT_COLUMNS
 
-__all__ = ["GroupScene", "TraceRecord", "build_group", "direct_plan", "refine_direct",
+__all__ = ["GroupScene", "TraceRecord", "build_group", "direct_plan", "direct_strided",
+           "refine_direct",
            "refine_rt", "trace_plan"]
 
 
@@ -237,6 +238,52 @@ def direct_plan(order: Any, lc: Any, plo: Any, phi: Any, plan: Any, ends: Any, t
     dev = device or ("cpu" if xp is np else "cuda")
     _direct_kernel(dev)(dev, total, order, lc, plo, phi, plan, ends, words.reshape(-1),
                         np.int64(words.shape[1]), threads_per_block=threads_per_block)
+
+
+@functools.cache
+def _strided_kernel(device: str) -> Kernel:
+    set_bit, unset_bit = query.bit_writers(device)
+
+    @register_jitable
+    def direct_strided_item(i, order, lc, plo, phi, plan, words, width, per_slot):
+        b = i // per_slot  # this thread's slot, and its place among the slot's threads
+        k = i - b * per_slot
+        count = plan[b, D_COUNT]
+        if k >= count:
+            return
+        start, col, q = plan[b, D_START], plan[b, D_COL], plan[b, D_QUERY]
+        base = q * width
+        for t in range(k, count, per_slot):
+            r = np.int64(order[start + t, col])
+            ok = True
+            for j in range(lc.shape[1]):
+                v = lc[r, j]
+                if v < plo[q, j] or v > phi[q, j]:
+                    ok = False
+                    break
+            if ok:
+                set_bit(words, base, r)
+            else:
+                unset_bit(words, base, r)
+
+    return Kernel(direct_strided_item, name="rtscan_direct_strided")
+
+
+def direct_strided(order: Any, lc: Any, plo: Any, phi: Any, plan: Any, words: Any,
+                   per_slot: int, threads_per_block: int, device: str | None = None) -> None:
+    """The direct refine of a device plan (``plan`` (S, 4)) without its running sum:
+    ``per_slot`` threads per slot, thread ``k`` of a slot checks the slab's rows ``k``,
+    ``k + per_slot``, ... So the launch's size is known on the host from the batch alone: no
+    running sum, no device-to-host copy of the total (what a small batch's call would
+    otherwise wait for); a slot's rows are spread over at most ``per_slot`` threads."""
+    s = int(plan.shape[0])
+    if s == 0:
+        return
+    xp = xp_of(lc)
+    dev = device or ("cpu" if xp is np else "cuda")
+    _strided_kernel(dev)(dev, s * per_slot, order, lc, plo, phi, plan, words.reshape(-1),
+                         np.int64(words.shape[1]), np.int64(per_slot),
+                         threads_per_block=threads_per_block)
 
 
 def refine_direct(cols: tuple[int, ...], query_of: np.ndarray, lo: np.ndarray,

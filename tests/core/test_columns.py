@@ -173,3 +173,39 @@ def test_small_bitmaps_skip_the_free_memory_query(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(contract, "available_memory", no_query)
     res = idx.range([np.zeros(3, np.uint32), None], [None, np.zeros(3, np.int64)], out="bitmap")
     assert res.bitmap.shape[0] == 3
+
+
+def test_native_2d_bounds_reach_the_index_without_assembly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """(Q, d) bounds already of the index's native dtype are handed on as they are (made
+    C-contiguous at most): no per-column copies per call. Any bound that needs the key map
+    (another dtype, a bound past the keys' range) takes the column-by-column path, with the
+    same answers."""
+    cols = np.column_stack([A, A[::-1], A + 1]).astype(np.uint32)
+    idx = ColumnScan().build(cols)
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    real = ColumnScan._range_bitmap
+    monkeypatch.setattr(ColumnScan, "_range_bitmap",
+                        lambda self, st, lo, hi: seen.append((lo, hi)) or real(self, st, lo, hi))
+    lo = np.array([[1, 2, 2], [0, 0, 0]], np.uint32)
+    hi = np.array([[5, 9, 6], [9, 9, 9]], np.uint32)
+    mask = np.all((cols[None] >= lo[:, None]) & (cols[None] <= hi[:, None]), axis=2)
+    want = [np.flatnonzero(m).tolist() for m in mask]
+
+    def answers(a: object, b: object) -> list[list[int]]:
+        got = idx.range(a, b, out="bitmap")
+        return [got.matches(i).tolist() for i in range(2)]
+
+    assert answers(lo, hi) == want
+    assert seen[-1][0] is lo and seen[-1][1] is hi  # on the CPU: the caller's own arrays
+    assert answers(np.asfortranarray(lo), np.asfortranarray(hi)) == want
+    assert seen[-1][0].flags.c_contiguous and np.array_equal(seen[-1][0], lo)
+    for other in (lo.astype(np.uint64), [lo[:, 0], lo[:, 1], lo[:, 2]]):
+        assert answers(other, hi) == want
+        assert seen[-1][0] is not lo and np.array_equal(seen[-1][0], lo)
+    beyond = hi.astype(np.uint64)
+    beyond[1, 2] = 2**40  # past every uint32 key: clamped by the key map
+    clamped = hi.copy()
+    clamped[1, 2] = 2**32 - 1
+    assert answers(lo, beyond) == answers(lo, clamped)
+    assert np.array_equal(seen[-2][1], clamped) and seen[-2][1] is not clamped

@@ -157,3 +157,20 @@ def test_the_packed_launch_buffer_holds_each_parameter_at_its_aligned_offset() -
     assert values[9:11] == [-7, 3]
     assert values[11:18] == [0, 0, 12, 4, arr2.ctypes.data, 4, 3] and values[18:20] == [12, 4]
     assert struct.calcsize(fmt) == 8 + 8 + 7 * 8 + 4 + 1 + 3 + 9 * 8 + 4
+
+
+def test_python_ints_reach_the_fast_launch_as_int64_parameters() -> None:
+    # the fast path hands Python ints (item counts, sizes) to the packer unconverted: numba
+    # types them as int64, like np.int64, so both compile the same kernel and pack as "q"
+    import struct
+
+    from numba import typeof
+
+    from indexzoo.native.targets import _arg_key, _extractor, _flat_plan, _pack_format
+
+    assert typeof(5) == typeof(np.int64(5))
+    assert _arg_key((5, np.int64(5)), np.ndarray) == (int, np.int64)
+    plans = [_flat_plan(typeof(x)) for x in (5, np.int64(5))]
+    fmt = "@" + "".join(_pack_format(p) for p in plans)
+    assert struct.pack(fmt, *_extractor(plans)(2**62, np.int64(2**62))) == struct.pack(
+        "@qq", 2**62, 2**62)

@@ -36,7 +36,7 @@ from indexzoo.plugins.rtscan.layout import (
     paper_eps,
     plan_rays,
 )
-from indexzoo.plugins.rtscan.refine import refine_rt
+from indexzoo.plugins.rtscan.refine import direct_plan, direct_strided, refine_rt
 from indexzoo.plugins.rtscan.regions import refine_boxes
 from indexzoo.plugins.rtscan.sieve import choose
 
@@ -421,6 +421,31 @@ def test_the_plan_kernel_with_64_bit_columns() -> None:
         lo, hi = plan_bounds(cols, index, 94)
         check_plan(index, lo, hi, str(params))
         check(index, cols, lo, hi, str(params))
+
+
+@pytest.mark.parametrize("per_slot", [1, 3, 64])
+def test_the_strided_direct_refine_is_the_summed_one(per_slot: int) -> None:
+    """The GPU's strided direct refine (``per_slot`` threads a slot, no running sum) sets and
+    clears exactly the bits of the refine balanced by the running sums, over any starting
+    bitmap, for every group of a plan with dead, open and one-sided queries."""
+    rng = np.random.default_rng(96)
+    n = 1007
+    cols = table("uniform", n, 4, 97)
+    index = make(cols, "rtscan-direct", sieve_vectors=16)
+    lo, hi = plan_bounds(cols, index, 98)
+    st = index.state
+    plan = index._plan(st, lo, hi)
+    words = rng.integers(0, 2**32, (lo.shape[0], (n + 31) // 32), dtype=np.uint64).astype(U32)
+    for gi in range(len(st.groups)):
+        want, got = words.copy(), words.copy()
+        total = int(plan.ends[gi, -1])
+        assert total > 0
+        direct_plan(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
+                    plan.ends[gi], total, want, 32, "cpu")
+        direct_strided(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi], got,
+                       per_slot, 32, "cpu")
+        np.testing.assert_array_equal(got, want, err_msg=f"group {gi}")
+        assert not np.array_equal(got, words)  # the refine changed bits
 
 
 def test_a_one_query_call_copies_to_the_host_once(uniform3: list[np.ndarray],
@@ -898,7 +923,7 @@ SIM_SCRIPT = textwrap.dedent("""
     from numba.cuda.simulator.kernelapi import FakeCUDAAtomic
     cuda.atomic = FakeCUDAAtomic()  # the simulator's atomics, for helpers outside kernels
     import indexzoo
-    from indexzoo.plugins.rtscan import refine as R, sieve as S
+    from indexzoo.plugins.rtscan import index as M, refine as R, sieve as S
     from indexzoo.plugins.rtscan.regions import refine_boxes
 
     rng = np.random.default_rng(3)
@@ -957,6 +982,17 @@ SIM_SCRIPT = textwrap.dedent("""
         got = np.empty_like(want)
         idx._answer(st, lo4, hi4, got, device="cuda")
         assert np.array_equal(got, want), (params, "range path")
+        if params.get("refine") == "direct":  # past STRIDED_QUERIES: the summed refine
+            copies = []
+            real = M.to_numpy
+            M.to_numpy = lambda a: copies.append(1) or real(a)
+            many = np.empty((10, want.shape[1]), np.uint32)
+            idx._answer(st, np.tile(lo4, (2, 1)), np.tile(hi4, (2, 1)), many, device="cuda")
+            assert np.array_equal(many, np.tile(want, (2, 1))), (params, "summed direct")
+            assert len(copies) == 1, copies  # the summed refine's sizes
+            idx._answer(st, lo4, hi4, got, device="cuda")
+            assert len(copies) == 1, copies  # a strided batch waits for nothing
+            M.to_numpy = real
     print("simulator agrees")
 """)
 
