@@ -339,9 +339,32 @@ class GpuIndex(abc.ABC, Generic[S]):
                 outside = out if outside is None else outside | out
         return xp.stack(enc, axis=1), outside
 
+    def _native_bounds(self, st: S, lo: Any, hi: Any) -> tuple[Any, Any] | None:
+        """``(lo, hi)`` on the index's device, C-contiguous, when both are (Q, d) arrays of
+        the native dtype over columns whose key maps are the identity (unsigned keys of that
+        width): then no bound needs the key map, and the columns need no assembly (the
+        general path costs a split, six encodings and per-column copies a call). None
+        otherwise: the general path checks and encodes."""
+        target = st.native_dtype
+        for b in (lo, hi):
+            if (getattr(b, "ndim", 0) != 2 or b.dtype != target or b.shape[1] != st.dims
+                    or not (isinstance(b, np.ndarray) or device_of(b) == "cuda")):
+                return None
+        if lo.shape != hi.shape or type(lo) is not type(hi):
+            return None
+        for m in st.keymaps:
+            if m.kind != "unsigned" or m.source != target or m.target != target:
+                return None
+        xp = st.xp
+        return (xp.ascontiguousarray(to_device(lo, self.device)),
+                xp.ascontiguousarray(to_device(hi, self.device)))
+
     def _range_columns(self, st: S, lo: Any, hi: Any) -> tuple[Any, Any]:
         """(Q, d) encoded inclusive bounds of a multi-column index; a None column is
         unconstrained on that side, and a side that leaves no key makes the range empty."""
+        native = self._native_bounds(st, lo, hi)
+        if native is not None:
+            return native
         lo_cols = columns.as_columns(lo, "lo", allow_none=True)
         hi_cols = columns.as_columns(hi, "hi", allow_none=True)
         columns.column_count(lo_cols, "lo", st.dims, "the index")
@@ -372,17 +395,6 @@ class GpuIndex(abc.ABC, Generic[S]):
         on_host = all(isinstance(x, np.ndarray) for x in made)
         mod = np if on_host else st.xp
 
-        def whole(given: Any, given_cols: list[Any], enc: list[tuple[Any, Any]]) -> Any:
-            """``given`` on the index's device when it is a (Q, d) array of the native dtype
-            whose columns encode to themselves with no empty bound (unsigned bounds of the
-            index's width): that side needs no assembly, at most one copy."""
-            if getattr(given, "ndim", 0) != 2 or given.dtype != target:
-                return None
-            for (e, empty), c in zip(enc, given_cols, strict=True):
-                if empty is not None or e is None or e is not c:
-                    return None
-            return st.xp.ascontiguousarray(to_device(given, self.device))
-
         def side(enc: list[tuple[Any, Any]], absent: Any, if_empty: Any) -> Any:
             cols = []
             for e, empty in enc:
@@ -401,12 +413,8 @@ class GpuIndex(abc.ABC, Generic[S]):
                 both[:, j] = c
             return both
 
-        elo = whole(lo, lo_cols, lo_enc)
-        if elo is None:
-            elo = side(lo_enc, 0, 1)
-        ehi = whole(hi, hi_cols, hi_enc)
-        if ehi is None:
-            ehi = side(hi_enc, np.iinfo(target).max, 0)
+        elo = side(lo_enc, 0, 1)
+        ehi = side(hi_enc, np.iinfo(target).max, 0)
         return elo, ehi
 
     def _require(self, capability: str, what: str) -> None:

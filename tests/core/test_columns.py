@@ -182,7 +182,7 @@ def test_native_2d_bounds_reach_the_index_without_assembly(
     (another dtype, a bound past the keys' range) takes the column-by-column path, with the
     same answers."""
     cols = np.column_stack([A, A[::-1], A + 1]).astype(np.uint32)
-    idx = ColumnScan().build(cols)
+    idx = ColumnScan(device="cpu").build(cols)
     seen: list[tuple[np.ndarray, np.ndarray]] = []
     real = ColumnScan._range_bitmap
     monkeypatch.setattr(ColumnScan, "_range_bitmap",
