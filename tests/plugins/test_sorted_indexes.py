@@ -63,5 +63,8 @@ def test_cpu_and_gpu_answer_identically_on_2_20_random_uint64_keys(name: str) ->
     cpu = indexzoo.create(name, device="cpu").build(keys)
     gpu = indexzoo.create(name, device="cuda").build(keys)
     for m in OUT_MODES:
-        assert_identical(cpu.point(q, out=m), gpu.point(q, out=m), f"{name} point {m}")
-        assert_identical(cpu.range(lo, hi, out=m), gpu.range(lo, hi, out=m), f"{name} range {m}")
+        # a bitmap is one row of 2^15 words per lookup: 256 lookups, not 2^20 (137 GB)
+        k = 256 if m == "bitmap" else None
+        assert_identical(cpu.point(q[:k], out=m), gpu.point(q[:k], out=m), f"{name} point {m}")
+        assert_identical(cpu.range(lo[:k], hi[:k], out=m), gpu.range(lo[:k], hi[:k], out=m),
+                         f"{name} range {m}")
