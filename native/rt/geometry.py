@@ -83,6 +83,7 @@ __all__ = [
     "hit_sphere_c",
     "hit_triangle",
     "hit_triangle_v",
+    "pick",
     "prim_bounds",
 ]
 
@@ -143,8 +144,9 @@ def prim_bounds(kind: int, data: Any, radius: float = 0.0) -> tuple[Any, Any]:
 
 
 @register_jitable
-def _pick(k, x, y, z):
-    """Component ``k`` (0, 1, 2) of ``(x, y, z)``."""
+def pick(k, x, y, z):
+    """Component ``k`` (0, 1, 2) of ``(x, y, z)`` (a runtime index into three scalars, in
+    registers on the GPU: the triangle test's axis permutation, RTScan's ray axis)."""
     if k == 0:
         return x
     if k == 1:
@@ -226,23 +228,23 @@ def hit_triangle_v(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z,
     ky = kx + 1
     if ky == 3:
         ky = 0
-    dkz = _pick(kz, dx, dy, dz)
+    dkz = pick(kz, dx, dy, dz)
     if dkz == zero:  # zero direction vector (NaN compares false and falls through to a miss)
         return inf, False
     if dkz < zero:
         kx, ky = ky, kx
-    sx = _pick(kx, dx, dy, dz) / dkz
-    sy = _pick(ky, dx, dy, dz) / dkz
-    az_ = _pick(kz, ax, ay, az)
-    bz_ = _pick(kz, bx, by, bz)
-    cz_ = _pick(kz, cx, cy, cz)
+    sx = pick(kx, dx, dy, dz) / dkz
+    sy = pick(ky, dx, dy, dz) / dkz
+    az_ = pick(kz, ax, ay, az)
+    bz_ = pick(kz, bx, by, bz)
+    cz_ = pick(kz, cx, cy, cz)
     # Sheared 2D vertices: the ray runs through (0, 0).
-    pax = _pick(kx, ax, ay, az) - sx * az_
-    pay = _pick(ky, ax, ay, az) - sy * az_
-    pbx = _pick(kx, bx, by, bz) - sx * bz_
-    pby = _pick(ky, bx, by, bz) - sy * bz_
-    pcx = _pick(kx, cx, cy, cz) - sx * cz_
-    pcy = _pick(ky, cx, cy, cz) - sy * cz_
+    pax = pick(kx, ax, ay, az) - sx * az_
+    pay = pick(ky, ax, ay, az) - sy * az_
+    pbx = pick(kx, bx, by, bz) - sx * bz_
+    pby = pick(ky, bx, by, bz) - sy * bz_
+    pcx = pick(kx, cx, cy, cz) - sx * cz_
+    pcy = pick(ky, cx, cy, cz) - sy * cz_
     u = _edge(pbx, pby, pcx, pcy)  # edge v1 -> v2
     v = _edge(pcx, pcy, pax, pay)  # edge v2 -> v0
     w = _edge(pax, pay, pbx, pby)  # edge v0 -> v1
@@ -260,10 +262,10 @@ def hit_triangle_v(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z,
     # float32 spacing of its coordinates, and the edge signs can agree by rounding alone: the
     # hit point must then lie in the triangle's box (up to a tolerance far above rounding).
     for k in range(3):
-        a = _pick(k, ax, ay, az)
-        b = _pick(k, bx, by, bz)
-        c = _pick(k, cx, cy, cz)
-        q = t * _pick(k, dx, dy, dz)  # the hit point, relative to the origin
+        a = pick(k, ax, ay, az)
+        b = pick(k, bx, by, bz)
+        c = pick(k, cx, cy, cz)
+        q = t * pick(k, dx, dy, dz)  # the hit point, relative to the origin
         lo = min(a, b, c)
         hi = max(a, b, c)
         tol = np.float32(1e-3) * (hi - lo) + np.float32(1e-5) * (abs(q) + abs(a)) + np.float32(1e-30)
@@ -345,10 +347,10 @@ def hit_box(lox, loy, loz, hix, hiy, hiz, ox, oy, oz, dx, dy, dz, tmin, tmax):
     tfar = inf
     moving = False
     for k in range(3):
-        o = np.float32(_pick(k, ox, oy, oz))
-        d = np.float32(_pick(k, dx, dy, dz))
-        lo = np.float32(_pick(k, lox, loy, loz))
-        hi = np.float32(_pick(k, hix, hiy, hiz))
+        o = np.float32(pick(k, ox, oy, oz))
+        d = np.float32(pick(k, dx, dy, dz))
+        lo = np.float32(pick(k, lox, loy, loz))
+        hi = np.float32(pick(k, hix, hiy, hiz))
         if d == zero:
             if not (lo <= o and o <= hi):
                 return inf, False

@@ -49,6 +49,7 @@ from numba.extending import register_jitable
 
 from indexzoo import ResourceError
 from indexzoo.devices import xp_of
+from indexzoo.native.rt.geometry import pick
 
 __all__ = ["CELL_ASPECT", "MAX_RAYS_PER_QUERY_BATCH", "PLAN_COLUMNS", "RAY_CAP", "Geometry",
            "auto_width", "box_plan", "box_ray", "cube_boxes", "float_bits", "geometry",
@@ -182,16 +183,6 @@ def plan_rays(query: np.ndarray, lo: np.ndarray, hi: np.ndarray, geom: Geometry,
 
 
 @register_jitable
-def _axis_value(a, v0, v1, v2):
-    """``(v0, v1, v2)[a]``."""
-    if a == 0:
-        return v0
-    if a == 1:
-        return v1
-    return v2
-
-
-@register_jitable
 def box_plan(plan, g, b, q, l0, l1, l2, h0, h1, h2, axis, interval, period):
     """Row ``b`` of the ray plan ``plan[g]``, in a kernel: the box ``[l, h]`` (inclusive
     coordinates) of bitmap row ``q``, rays along ``axis`` (-1: the longest side, the first of
@@ -207,9 +198,9 @@ def box_plan(plan, g, b, q, l0, l1, l2, h0, h1, h2, axis, interval, period):
             d = 1
         if e2 > max(e0, e1):
             d = 2
-    ea = _axis_value((d + 1) % 3, e0, e1, e2)
-    eb = _axis_value((d + 2) % 3, e0, e1, e2)
-    ed = _axis_value(d, e0, e1, e2)
+    ea = pick((d + 1) % 3, e0, e1, e2)
+    eb = pick((d + 2) % 3, e0, e1, e2)
+    ed = pick(d, e0, e1, e2)
     na = (ea + interval - 1) // interval
     nb = (eb + interval - 1) // interval
     nz = (ed + period - 1) // period if period > 0 else np.int64(1)
