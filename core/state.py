@@ -65,11 +65,12 @@ class BuildState:
         self.device = device
         self.rowid_dtype: np.dtype = rowid_dtype_for(self.n)
         self.miss: np.integer = self.rowid_dtype.type(np.iinfo(self.rowid_dtype).max)
+        self._xp = array_module(device)  # looked up once: every lookup call reads it
 
     @property
     def xp(self) -> ModuleType:
         """The array module of the state's device."""
-        return array_module(self.device)
+        return self._xp
 
     @property
     def dims(self) -> int:

@@ -148,10 +148,15 @@ class HashTable:
         return int(self.tkeys.nbytes) + int(self.tvals.nbytes)
 
     def record(self) -> hashing.TableRecord:
-        """The kernels' view of the table."""
-        return hashing.TableRecord(self.tkeys, self.tvals, np.int64(self.stride), self.overflow,
-                                   self.flag, np.int64(self.n_windows), np.int64(self.group),
-                                   self.empty)
+        """The kernels' view of the table, made once (the table is frozen; its arrays are
+        filled in place): a lookup call builds no tuple and no scalars for it."""
+        rec = self.__dict__.get("_record")
+        if rec is None:
+            rec = hashing.TableRecord(self.tkeys, self.tvals, np.int64(self.stride),
+                                      self.overflow, self.flag, np.int64(self.n_windows),
+                                      np.int64(self.group), self.empty)
+            object.__setattr__(self, "_record", rec)
+        return rec
 
 
 @dataclass(frozen=True)
