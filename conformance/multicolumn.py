@@ -313,7 +313,7 @@ def check_bad_multi_column_input_raises_and_leaves_the_index_correct(ctx: Contex
 @check("columns", needs=("multi",))
 def check_the_callers_columns_are_copied(ctx: Context) -> None:
     """Overwriting the columns passed to build() afterwards changes no answer; lookups leave
-    the caller's arrays as they were."""
+    the caller's arrays as they were (lists of columns and (Q, d) arrays alike)."""
     d = min(3, ctx.caps.dims)
     host = table("uniform", 1500, d, 71, wide=ctx.wide)
     cols = [to_device(c.copy(), ctx.device) for c in host]
@@ -328,6 +328,19 @@ def check_the_callers_columns_are_copied(ctx: Context) -> None:
         for a, b in zip(dev_pts, pts, strict=True):
             np.testing.assert_array_equal(np.asarray(a if isinstance(a, np.ndarray) else a.get()),
                                           b, err_msg="point() changed the caller's lookups")
+    if ctx.caps.range:
+        # (Q, d) C-contiguous bounds of the columns' one dtype: the contract hands the caller's
+        # own arrays to the hooks (no key map to apply), which must only read them
+        same = table("uniform", 1500, d, 72, wide=False)
+        one = ctx.new().build([to_device(c, ctx.device) for c in same])
+        lo2, hi2 = (np.ascontiguousarray(np.column_stack(b)) for b in range_bounds(same, 150, 72))
+        dev2 = [to_device(a.copy(), ctx.device) for a in (lo2, hi2)]
+        for mode in ctx.modes:
+            one.range(dev2[0], dev2[1], out=mode)
+            for a, b, side in zip(dev2, (lo2, hi2), ("lo", "hi"), strict=True):
+                np.testing.assert_array_equal(
+                    np.asarray(a if isinstance(a, np.ndarray) else a.get()), b,
+                    err_msg=f"range(out={mode!r}) changed the caller's (Q, d) {side} bounds")
     verify_columns(ctx, index, host, points=pts, bounds=(lo, hi),
                    label="columns overwritten after build")
 

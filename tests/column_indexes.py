@@ -96,6 +96,17 @@ class DirtyPadding(ColumnScan):
         return words
 
 
+class WritesItsBounds(ColumnScan):
+    """Clamps the lower bounds it is given in place (the caller's own array, when the bounds
+    are (Q, d) native keys)."""
+
+    name: ClassVar[str] = "broken-writes-its-bounds"
+
+    def _range_bitmap(self, st: ScanState, lo: Any, hi: Any) -> Any:
+        lo[lo > hi] = hi[lo > hi]
+        return super()._range_bitmap(st, lo, hi)
+
+
 class BigEndianBitmap(SortedArrayIndex):
     """A one-column index whose fused bitmap is byte-swapped."""
 
@@ -113,5 +124,6 @@ EXPECTED_FAILURE: dict[type, str] = {
     IgnoresLastColumn: "columns/conjunctions_match_the_and_of_column_predicates",
     MsbFirstBitmap: "columns/bitmaps_at_row_counts_around_multiples_of_32",
     DirtyPadding: "columns/bitmaps_at_row_counts_around_multiples_of_32",
+    WritesItsBounds: "columns/the_callers_columns_are_copied",
     BigEndianBitmap: "out_modes/bitmaps_are_packed_lsb_first_with_zero_padding",
 }
