@@ -73,6 +73,10 @@ Decisions where the paper is ambiguous (digest 003 §6 numbers)
   of all groups, as the launches need their item counts) follow. A batch costs a constant
   number of launches: the plan, the sum, and per group the sieve, the refine (one per
   ``max_rays`` rays) and the AND.
+* [ours] On the GPU a direct refine of at most :data:`STRIDED_QUERIES` queries skips the sum
+  and the copy: a fixed number of threads per slot walk its slab with that stride
+  (:func:`.refine.direct_strided`), so a small batch's call never waits for the device (the
+  one-query latency of the paper's runs).
 * [ours] Hits reach the bitmap through the refine's own any-hit program with the query layer's
   ``BITMAP`` atomics (:func:`query.bit_writers`) rather than COLLECT and a scatter: one trace,
   and the atomics are the paper's. The rays are launched straight on the engine
