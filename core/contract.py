@@ -437,9 +437,12 @@ class GpuIndex(abc.ABC, Generic[S]):
             # sorted probes: lookups grouped by the top bits of their keys (ranges by lo; the
             # first column's for a multi-column index; see core/probes.py), answered, put back
             # in the caller's order; the grouping and the un-permute are part of the call
+            from indexzoo.native import permute  # numba: imported on first use
+
             first = arrays[0] if arrays[0].ndim == 1 else arrays[0][:, 0]
             order = probe_order(first, xp, self.params.probe_sort_bits)
-            res = self._chunked(st, kind, out, tuple(a[order] for a in arrays))
+            res = self._chunked(st, kind, out, tuple(
+                permute.gather(a, order, xp) if a.ndim == 1 else a[order] for a in arrays))
             return results.unpermute_result(res, order, xp)
         return self._chunked(st, kind, out, arrays)
 

@@ -39,8 +39,10 @@ def probe_order(keys: Any, xp: Any, bits: int = BUCKET_BITS) -> Any:
 
     if keys.dtype.itemsize * 8 <= bits:
         return argsort(keys)
-    lo = keys.min()
-    span = int(keys.max() - lo)
-    shift = keys.dtype.type(max(span.bit_length() - bits, 0))
+    from indexzoo.native.permute import bucket_ids  # numba: imported on first use
+
+    lo = int(keys.min())
+    span = int(keys.max()) - lo
+    shift = max(span.bit_length() - bits, 0)
     narrow = np.uint16 if bits <= 16 else np.uint32 if bits <= 32 else np.uint64
-    return argsort(((keys - lo) >> shift).astype(narrow))
+    return argsort(bucket_ids(keys, lo, shift, narrow, xp))

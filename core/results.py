@@ -231,15 +231,18 @@ def scatter_result(part: LookupResult, inside: Any, q: int, xp: Any, rowid_dtype
 def unpermute_result(res: LookupResult, order: Any, xp: Any) -> LookupResult:
     """The result of lookups answered in the order ``order`` (lookup ``order[j]`` answered
     ``j``-th), put back in the original order."""
+    from indexzoo.native.permute import scatter  # numba: imported on first use
+
     q = int(order.shape[0])
     if res.out != "rowids":
         sorted_part = getattr(res, res.out)
-        back = xp.empty_like(sorted_part)
-        back[order] = sorted_part
-        return LookupResult(res.out, **{res.out: back})
+        if sorted_part.ndim != 1:  # bitmaps: one row per lookup
+            back = xp.empty_like(sorted_part)
+            back[order] = sorted_part
+            return LookupResult(res.out, **{res.out: back})
+        return LookupResult(res.out, **{res.out: scatter(sorted_part, order, xp)})
     counts_sorted = res.offsets[1:] - res.offsets[:-1]
-    inverse = xp.empty(q, dtype=OFFSET_DTYPE)
-    inverse[order] = xp.arange(q, dtype=OFFSET_DTYPE)
+    inverse = scatter(xp.arange(q, dtype=OFFSET_DTYPE), order, xp)
     counts = counts_sorted[inverse]
     offsets = xp.zeros(q + 1, dtype=OFFSET_DTYPE)
     xp.cumsum(counts, out=offsets[1:])

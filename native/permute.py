@@ -1,0 +1,73 @@
+"""Permutations of a lookup batch, for sorted probes (``indexzoo.probes``): the bucket of every
+key, the batch gathered in an order, and the answers scattered back.
+
+Each is one kernel (one source for the CPU and the GPU). CuPy's fancy indexing does the same
+work in more passes: on an H100, with 2^27 lookups, ``back[order] = res`` (uint32) took
+10.2 ms and ``q[order]`` (uint64) 5.1 ms, and the bucket ids as ``((q - lo) >> s).astype``
+2.1 ms (three passes over the batch), against 4.6 ms for the grouped lookups of
+``sorted-array`` themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba.extending import register_jitable
+
+from .targets import Kernel
+
+__all__ = ["BUCKETS", "GATHER", "SCATTER", "bucket_ids", "gather", "scatter"]
+
+
+@register_jitable
+def bucket_item(i, keys, lo, shift, out):
+    out[i] = (keys[i] - lo) >> shift
+
+
+@register_jitable
+def gather_item(j, src, order, dst):
+    dst[j] = src[order[j]]
+
+
+@register_jitable
+def scatter_item(j, src, order, dst):
+    dst[order[j]] = src[j]
+
+
+#: ``out[i] = (keys[i] - lo) >> shift`` (cast to ``out``'s dtype): a key's bucket.
+BUCKETS = Kernel(bucket_item, name="probe_buckets")
+#: ``dst[j] = src[order[j]]``.
+GATHER = Kernel(gather_item, name="probe_gather")
+#: ``dst[order[j]] = src[j]`` (``order`` a permutation: every ``dst`` element written once).
+SCATTER = Kernel(scatter_item, name="probe_scatter")
+
+
+def _device(xp: Any, device: str | None) -> str:
+    """``device``, or the device of ``xp`` ("cuda" with NumPy: numba's simulator, tests)."""
+    return device or ("cpu" if xp is np else "cuda")
+
+
+def bucket_ids(keys: Any, lo: int, shift: int, dtype: Any, xp: Any,
+               device: str | None = None) -> Any:
+    """``((keys - lo) >> shift)`` as ``dtype``, in one pass (``lo`` the batch's minimum, so
+    nothing wraps, and ``shift`` leaves values that fit ``dtype``)."""
+    out = xp.empty(keys.shape[0], dtype=dtype)
+    BUCKETS(_device(xp, device), int(keys.shape[0]), keys, keys.dtype.type(lo),
+            keys.dtype.type(shift), out)
+    return out
+
+
+def gather(src: Any, order: Any, xp: Any, device: str | None = None) -> Any:
+    """``src[order]`` for a 1-D ``src``."""
+    dst = xp.empty(order.shape[0], dtype=src.dtype)
+    GATHER(_device(xp, device), int(order.shape[0]), src, order, dst)
+    return dst
+
+
+def scatter(src: Any, order: Any, xp: Any, device: str | None = None) -> Any:
+    """The array ``dst`` with ``dst[order] = src`` for a 1-D ``src`` and a permutation
+    ``order`` of its length."""
+    dst = xp.empty_like(src)
+    SCATTER(_device(xp, device), int(order.shape[0]), src, order, dst)
+    return dst
