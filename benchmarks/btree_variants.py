@@ -1,8 +1,10 @@
-"""``btree``'s leaf layouts and descents against the default and the raw ``searchsorted``, in one
-run on one device (issue 14: point lookups >= 2.0x the raw ``cupy.searchsorted``).
+"""``btree``'s leaf layouts, descents and inner layouts against the default and the raw
+``searchsorted``, in one run on one device (issue 14: point lookups >= 2.0x the raw
+``cupy.searchsorted``).
 
     python benchmarks/btree_variants.py --device cuda [--preset paper] [--repeats 7]
-        [--variants default,interleaved,paired,scan,interleaved+scan,paired+scan]
+        [--variants default,interleaved,paired,scan,interleaved+scan,paired+scan,quarters,
+                    paired+quarters]
         [--out-mode rowid] [--json out.json]
 
 Every variant is built once on the preset's keys (``paper``: 2^26 uniform uint64 keys, 2^27
@@ -12,8 +14,9 @@ interleaved rounds: round r times each of them once, so drifts of clock and temp
 all alike. Reported per variant: median lookups/s, its spread, the ratio to the raw
 ``searchsorted`` and to the default, resident bytes.
 
-Variant names: ``default``, a leaf layout (``interleaved``, ``paired``), ``scan``, or several
-joined by ``+``; ``coop`` adds ``cooperative=True``; ``w8``/``w32`` set the node width.
+Variant names: ``default``, a leaf layout (``interleaved``, ``paired``), ``scan``, the
+``quarters`` inner layout (not with ``scan``, ``coop`` or another width), or several joined by
+``+``; ``coop`` adds ``cooperative=True``; ``w8``/``w32`` set the node width.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ _PARTS: dict[str, dict[str, Any]] = {
     "paired": {"leaf_layout": "paired"},
     "binary": {"descent": "binary"},
     "scan": {"descent": "scan"},
+    "sorted": {"inner_layout": "sorted"},
+    "quarters": {"inner_layout": "quarters"},
     "coop": {"cooperative": True},
     "w8": {"node_width": 8},
     "w32": {"node_width": 32},
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
     ap.add_argument("--preset", default="paper", choices=sorted(PRESETS))
     ap.add_argument("--variants", default="default,interleaved,paired,scan,interleaved+scan,"
-                                          "paired+scan")
+                                          "paired+scan,quarters,paired+quarters")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--out-mode", default="rowid", choices=("rowid", "count", "sum", "rowids"))
     ap.add_argument("--json", metavar="FILE")

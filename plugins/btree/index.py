@@ -35,6 +35,10 @@ Beyond the paper's baseline
   the leaf search then hits the adjacent line, or the sector just read); ``descent="scan"``
   searches inner nodes by a branch-free count over all ``node_width`` pivots (the node's loads
   issued together). See ``docs/plugins/btree.md``.
+* Opt-in, not yet measured on a GPU: ``inner_layout="quarters"`` (node width 16, one thread
+  per lookup, binary descent) stores each inner node as its four quarter maxima, then its 16
+  keys, so a node search reads two 32-byte sectors (uint64) where the binary search reads about
+  three of four (the default kernel is L2-bound); inner keys take 1.25x the memory.
 
 Decisions
 ---------
@@ -52,7 +56,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import btree
@@ -96,6 +100,28 @@ class BTreeParams(KernelParams):
                     "instead of log2(node_width) dependent ones. Leaves are binary-searched "
                     "either way. H100, 2^26 keys: 0.52x binary (L2-served inner nodes).",
     )
+    inner_layout: Literal["sorted", "quarters"] = Field(
+        default="sorted",
+        description="How inner nodes store their keys: 'sorted' (the default), the node_width "
+                    "keys in order; 'quarters' (node_width=16, cooperative=False, "
+                    "descent='binary' only), each node's four quarter maxima, then its 16 keys, "
+                    "searched by counting the maxima below the key, then the keys below it in "
+                    "one quarter: two 32-byte sectors per node (uint64) instead of about three, "
+                    "for 1.25x the inner keys' memory. Not yet measured on a GPU.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BTreeParams:
+        if self.inner_layout == "quarters":
+            # the quarters search replaces the node search of the one-thread descent; the
+            # cooperative kernels read sorted nodes of any width
+            need = [f"{name}={want!r}" for name, got, want in (
+                ("cooperative", self.cooperative, False), ("node_width", self.node_width, 16),
+                ("descent", self.descent, "binary")) if got != want]
+            if need:
+                raise ValueError(f"inner_layout='quarters' needs {', '.join(need)} (or "
+                                 "inner_layout='sorted')")
+        return self
 
 
 class BTreeState(BuildState):
@@ -115,8 +141,9 @@ class BTreeIndex(GpuIndex[BTreeState]):
 
     def _build(self, st: BTreeState, keys: Any) -> None:
         pairs = sort_pairs(keys, st.rowid_dtype)
-        st.tree = btree.build_btree(pairs.keys, pairs.rowids, self.params.node_width,
-                                    self.params.leaf_fill, self.params.leaf_layout)
+        p = self.params
+        st.tree = btree.build_btree(pairs.keys, pairs.rowids, p.node_width, p.leaf_fill,
+                                    p.leaf_layout, p.inner_layout)
         resident = sum(st.tree.breakdown().values())
         st.peak = max(pairs.peak_bytes, int(pairs.keys.nbytes + pairs.rowids.nbytes) + resident)
 
@@ -132,7 +159,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
     @property
     def _ops(self) -> btree.Operations:
         p = self.params
-        return btree.operations(p.leaf_layout, p.descent, p.node_width)
+        return btree.operations(p.leaf_layout, p.descent, p.node_width, p.inner_layout)
 
     def _launch(self, name: str, q: int, *args: Any) -> None:
         """Run a tree operation (a field of :class:`~indexzoo.native.btree.Operations`): one

@@ -1,7 +1,8 @@
 """``btree`` beyond the conformance suite: every node width and leaf fill, runs of duplicates
 spanning leaves, the structure's invariants, and identical answers from the CPU twin and the
 cooperative GPU kernels; the leaf layouts and descents (conformance suites of their own, edge
-cases, and the GPU bodies under numba's CUDA simulator)."""
+cases, and the GPU bodies under numba's CUDA simulator), and the conformance suites of the
+``quarters`` inner layout (its other tests: ``test_btree_quarters.py``)."""
 
 from __future__ import annotations
 
@@ -115,20 +116,23 @@ def test_cpu_twin_and_gpu_kernels_agree(width: int, fill: float) -> None:
 
 # ---------------------------------------------------------------- leaf layouts and descents
 VARIANTS = [{"leaf_layout": "interleaved"}, {"leaf_layout": "paired"}, {"descent": "scan"},
+            {"inner_layout": "quarters"},
+            {"inner_layout": "quarters", "leaf_layout": "paired", "leaf_fill": 0.5},
             {"leaf_layout": "paired", "descent": "scan", "node_width": 8, "leaf_fill": 0.5}]
+#: the suites in the README's tier: the options combined (quarters needs the binary descent
+#: at width 16, so it combines with the leaf options only); the others in the exhaustive tier
+QUICK_VARIANTS = (VARIANTS[-2], VARIANTS[-1])
 
 
 def _label(params: dict[str, object]) -> str:
     return "_".join(str(v).replace(".", "") for v in params.values())
 
 
-for _k, _p in enumerate(VARIANTS):
+for _p in VARIANTS:
     _name = f"TestConformance_btree_{_label(_p)}"
     _cls = type(_name, (ConformanceSuite,), {"index": "btree", "params": _p,
                                              "__module__": __name__})
-    # the last variant combines both options; the single-option suites run in the
-    # exhaustive tier
-    globals()[_name] = _cls if _k == len(VARIANTS) - 1 else pytest.mark.exhaustive(_cls)
+    globals()[_name] = _cls if _p in QUICK_VARIANTS else pytest.mark.exhaustive(_cls)
 
 LAYOUT_AND_DESCENT = [(layout, descent) for layout in btree.LEAF_LAYOUTS
                       for descent in btree.DESCENTS]
