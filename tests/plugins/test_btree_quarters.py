@@ -18,6 +18,10 @@ from indexzoo.devices import to_numpy
 from indexzoo.native import btree
 from indexzoo.native.btree import QUARTERS_STRIDE, build_btree
 
+#: an opt-in layout that measured slower than the default (docs/plugins/btree.md): its tests
+#: run in CI's exhaustive tier, after the README's test command
+pytestmark = pytest.mark.exhaustive
+
 # partial inner nodes and quarters at every depth: one leaf, one partial leaf, a root of 2
 # children, 2 inner levels with a last node of one child, 3 and 4 inner levels
 SIZES = [1, 15, 16, 17, 255, 256, 257, 4097, 70000]
