@@ -208,21 +208,34 @@ def refine_rt(scene: GroupScene, query_of: np.ndarray, lo: np.ndarray, hi: np.nd
 
 
 @functools.cache
-def _direct_kernel(device: str) -> Kernel:
+def _refine_row(device: str) -> Any:
+    """``refine_row(lc, plo, phi, q, r, words, base)``: row ``r``'s bit of query ``q`` (the
+    bitmap at ``base`` in ``words``) set when the row satisfies every column's bounds, else
+    cleared, with the device's atomics: what both direct refines do to each row they meet."""
     set_bit, unset_bit = query.bit_writers(device)
 
     @register_jitable
-    def direct_item(t, order, lc, plo, phi, plan, ends, words, width):
-        b = slot_of(ends, t)  # the slot of candidate t
-        r = np.int64(order[plan[b, D_START] + t - (ends[b] - plan[b, D_COUNT]), plan[b, D_COL]])
-        q = plan[b, D_QUERY]
-        base = q * width
+    def refine_row(lc, plo, phi, q, r, words, base):
         for j in range(lc.shape[1]):
             v = lc[r, j]
             if v < plo[q, j] or v > phi[q, j]:
                 unset_bit(words, base, r)
                 return
         set_bit(words, base, r)
+
+    return refine_row
+
+
+@functools.cache
+def _direct_kernel(device: str) -> Kernel:
+    refine_row = _refine_row(device)
+
+    @register_jitable
+    def direct_item(t, order, lc, plo, phi, plan, ends, words, width):
+        b = slot_of(ends, t)  # the slot of candidate t
+        r = np.int64(order[plan[b, D_START] + t - (ends[b] - plan[b, D_COUNT]), plan[b, D_COL]])
+        q = plan[b, D_QUERY]
+        refine_row(lc, plo, phi, q, r, words, q * width)
 
     return Kernel(direct_item, name="rtscan_direct")
 
@@ -242,7 +255,7 @@ def direct_plan(order: Any, lc: Any, plo: Any, phi: Any, plan: Any, ends: Any, t
 
 @functools.cache
 def _strided_kernel(device: str) -> Kernel:
-    set_bit, unset_bit = query.bit_writers(device)
+    refine_row = _refine_row(device)
 
     @register_jitable
     def direct_strided_item(i, order, lc, plo, phi, plan, words, width, per_slot):
@@ -254,17 +267,7 @@ def _strided_kernel(device: str) -> Kernel:
         start, col, q = plan[b, D_START], plan[b, D_COL], plan[b, D_QUERY]
         base = q * width
         for t in range(k, count, per_slot):
-            r = np.int64(order[start + t, col])
-            ok = True
-            for j in range(lc.shape[1]):
-                v = lc[r, j]
-                if v < plo[q, j] or v > phi[q, j]:
-                    ok = False
-                    break
-            if ok:
-                set_bit(words, base, r)
-            else:
-                unset_bit(words, base, r)
+            refine_row(lc, plo, phi, q, np.int64(order[start + t, col]), words, base)
 
     return Kernel(direct_strided_item, name="rtscan_direct_strided")
 
