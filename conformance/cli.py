@@ -1,4 +1,4 @@
-"""``indexzoo check NAME [--device cpu|cuda] [--size small|large]``."""
+"""``indexzoo check NAME [--device cpu|cuda] [--size small|large] [--set PARAM=VALUE ...]``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,27 @@ def add_cli(sub: Any) -> None:
     s.add_argument("--size", default="small", choices=("small", "large"),
                    help="small: quick (CI); large: bigger key sets, many more hypothesis examples")
     s.add_argument("--group", action="append", help="only this check group (repeatable)")
+    s.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
+                   help="a parameter of the index under test (repeatable; VALUE as JSON or "
+                        "text), e.g. --set engine=optix")
     s.set_defaults(func=cmd_check)
+
+
+def _params(sets: list[str]) -> dict[str, Any]:
+    import json
+
+    from indexzoo.errors import ConfigError
+
+    params: dict[str, Any] = {}
+    for text in sets:
+        name, sep, value = text.partition("=")
+        if not (sep and name and value):
+            raise ConfigError(f"--set {text!r}: expected PARAM=VALUE, e.g. --set engine=optix")
+        try:
+            params[name] = json.loads(value)
+        except json.JSONDecodeError:
+            params[name] = value
+    return params
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
@@ -36,11 +56,19 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             from indexzoo.errors import ConfigError
 
             raise ConfigError(f"unknown check groups {unknown}; allowed: {', '.join(GROUPS)}")
-    ctx = make_context(args.name, device=args.device, size=args.size)
+    params = _params(args.set)
+    if params:
+        from indexzoo.config import validate_params
+        from indexzoo.registry import lookup
+
+        cls = lookup(args.name)
+        validate_params(cls.Params, params, cls.name)  # ConfigError before any check runs
+    ctx = make_context(args.name, device=args.device, size=args.size, params=params)
     from indexzoo.bench import device_name, environment
 
     env = environment(ctx.device)
-    out.write(f"indexzoo check {ctx.name} on {ctx.device} ({device_name(ctx.device)}), "
+    shown = "".join(f" {k}={v!r}" for k, v in params.items())
+    out.write(f"indexzoo check {ctx.name}{shown} on {ctx.device} ({device_name(ctx.device)}), "
               f"size {args.size}, commit {env['commit']}\n")
     out.flush()
     t0 = time.perf_counter()

@@ -77,7 +77,22 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"{name:<{w0}}  {caps:<{w1}}  {desc}\n")
     for name, why in load_errors().items():
         out.write(f"{name:<{w0}}  {'(failed to load)':<{w1}}  {why}\n")
+    engines = [name for name, cls in table.items() if "engine" in cls.Params.model_fields]
+    if engines:
+        out.write(f"\nray-tracing engines ({', '.join(engines)}: parameter engine): "
+                  + "; ".join(f"{e}: {text}" for e, text in _engines(short=True)) + "\n")
     return EXIT_OK
+
+
+def _engines(short: bool = False) -> list[tuple[str, str]]:
+    """The ray tracers an index with an ``engine`` parameter can use here, and why (not)."""
+    from .doctor import optix_engine
+
+    ok, why = optix_engine()
+    if short:
+        why = why.split(";")[0]
+    return [("software", "usable (cpu, and cuda where a GPU is usable)"),
+            ("optix", ("usable: " if ok else "not usable: ") + why)]
 
 
 def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
@@ -101,6 +116,10 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
                   + (f"  ({bounds})" if bounds else "") + "\n")
         if field.description:
             out.write(f"      {plain(field.description)}\n")
+    if "engine" in cls.Params.model_fields:
+        out.write("engines:\n")
+        for engine, text in _engines():
+            out.write(f"  {engine}: {text}\n")
     return EXIT_OK
 
 

@@ -20,7 +20,8 @@ from typing import TextIO
 from . import devices
 from .registry import available, load_errors
 
-__all__ = ["THREADING_NOTE", "optix_status", "package_version", "report", "threading_layer"]
+__all__ = ["THREADING_NOTE", "optix_engine", "optix_status", "package_version", "report",
+           "threading_layer"]
 
 #: Why the workqueue layer matters (see indexzoo.native.targets).
 THREADING_NOTE = (
@@ -41,15 +42,28 @@ def package_version(*dists: str) -> tuple[str, str] | None:
 
 
 def optix_status() -> tuple[bool, str, str | None]:
-    """(``pyoptix`` importable, why not or its version, ``OptiX_INSTALL_DIR`` or None)."""
+    """(NVIDIA's ``pyoptix`` bindings importable (the ``optix`` module), why not or the OptiX
+    version they were built for, ``OptiX_INSTALL_DIR`` or None)."""
     where = os.environ.get("OptiX_INSTALL_DIR")  # noqa: SIM112 (OptiX's own spelling)
     try:
-        mod = importlib.import_module("pyoptix")
+        mod = importlib.import_module("optix")
     except Exception as exc:  # ImportError, or a broken install's own error
         why = "not installed" if isinstance(exc, ModuleNotFoundError) and \
-            exc.name == "pyoptix" else f"{type(exc).__name__}: {devices._short(exc)}"
+            exc.name == "optix" else f"{type(exc).__name__}: {devices._short(exc)}"
         return False, why, where
-    return True, str(getattr(mod, "__version__", "version unknown")), where
+    try:
+        version = "OptiX " + ".".join(str(v) for v in mod.version())
+    except Exception:
+        version = "version unknown"
+    return True, version, where
+
+
+def optix_engine() -> tuple[bool, str]:
+    """Whether the ray-tracing indexes' OptiX engine can run here, and why (not)."""
+    from indexzoo.native.rt import optix
+
+    got = optix.status()
+    return got.usable, got.reason
 
 
 def threading_layer() -> tuple[str, str]:
@@ -130,11 +144,14 @@ def report(out: TextIO) -> int:
 
     out.write("\nOptiX\n")
     ok, why, where = optix_status()
+    engine_ok, engine_why = optix_engine()
     _rows([("pyoptix", f"importable ({why})" if ok else f"not importable ({why})"),
            ("OptiX_INSTALL_DIR", (where + ("" if os.path.isdir(where) else
                                            " (not a directory)")) if where else "not set"),
-           ("note", "indexzoo's ray-tracing indexes (rx, rx-opt, cgrx) run on its own software "
-                    "ray tracer; OptiX is not required")], out)
+           ("engine", ("usable: " if engine_ok else "not usable: ") + engine_why),
+           ("note", "rx runs on OptiX with engine='optix' (auto: where the GPU has RT cores); "
+                    "every ray-tracing index runs on indexzoo's software ray tracer, which "
+                    "needs no OptiX")], out)
 
     out.write("\nCPU kernels\n")
     layer, wanted = threading_layer()

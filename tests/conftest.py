@@ -39,6 +39,15 @@ def device(request: pytest.FixtureRequest) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any("optix" in item.keywords for item in items):
+        from indexzoo.native.rt import optix
+
+        got = optix.status()  # says what is missing: bindings, headers, NVRTC, GPU, driver
+        if not got.usable:
+            skip_optix = pytest.mark.skip(reason=f"OptiX engine not usable: {got.reason}")
+            for item in items:
+                if "optix" in item.keywords:
+                    item.add_marker(skip_optix)
     if cuda_status()[0]:
         return
     skip = pytest.mark.skip(reason=f"no usable GPU: {cuda_status()[1]}")

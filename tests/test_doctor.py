@@ -104,3 +104,27 @@ def test_probes_without_fakes_work_here() -> None:
     assert found is not None and found[1] == importlib.metadata.version("numpy")
     assert doctor.package_version("no-such-dist-xyz") is None
     assert os.environ.get("OptiX_INSTALL_DIR") != "/nonexistent/optix"  # noqa: SIM112
+
+
+@pytest.mark.parametrize("usable", [False, True])
+def test_doctor_info_and_list_say_whether_the_optix_engine_is_usable(
+        machine: Any, monkeypatch: pytest.MonkeyPatch, usable: bool) -> None:
+    from indexzoo.native.rt import optix
+
+    machine(usable=usable)
+    reason = ("OptiX 9.0.0, no RT cores: the driver traverses in software" if usable else
+              "pyoptix is not installed; install NVIDIA's OptiX Python bindings")
+    monkeypatch.setattr(optix, "status", lambda probe_device=True: optix.OptixStatus(usable,
+                                                                                     reason))
+    word = "usable: " if usable else "not usable: "
+    assert f"engine             {word}{reason}" in report()
+    out = io.StringIO()
+    assert main(["info", "rx"], out=out) == 0
+    assert f"  optix: {word}{reason}" in out.getvalue()
+    assert "  software: usable" in out.getvalue()
+    out = io.StringIO()
+    assert main(["list"], out=out) == 0
+    assert f"optix: {word}{reason.split(';')[0]}" in out.getvalue().splitlines()[-1]
+    out = io.StringIO()
+    assert main(["info", "sorted-array"], out=out) == 0
+    assert "engines:" not in out.getvalue()  # only indexes with an engine parameter

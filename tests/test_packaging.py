@@ -29,6 +29,17 @@ def test_every_package_folder_is_listed_in_pyproject() -> None:
     assert found == listed, f"unlisted: {found - listed}, stale: {listed - found}"
 
 
+def test_every_non_python_source_is_package_data() -> None:
+    """Program sources the package reads at run time (the OptiX programs, ``*.cu``) ship."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]
+    for folder, pkg in MAPPING.items():
+        for src in (ROOT / folder).rglob("*.cu"):
+            rel = src.parent.relative_to(ROOT / folder).parts
+            owner = ".".join((pkg, *rel))
+            assert "*.cu" in data.get(owner, []), f"{src} is not package data of {owner}"
+
+
 def _readme_command(kind: str) -> str:
     text = (ROOT / "README.md").read_text()
     m = re.search(rf"<!-- {kind}-command -->\s*```(?:bash|sh)\n(.+?)\n```", text, re.S)

@@ -47,7 +47,7 @@ import enum
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import numpy as np
 from numba.extending import register_jitable
@@ -72,6 +72,12 @@ MISS = np.uint64(np.iinfo(np.uint64).max)
 NO_MATCH = np.int64(-1)
 
 _U64 = np.uint64
+
+if TYPE_CHECKING:
+    from .optix.accel import OptixGas
+
+#: What the layer traces: the software engine's GAS or IAS, or a GAS on OptiX.
+Scene = Union[Gas, Ias, "OptixGas"]
 
 
 class HitOp(enum.IntEnum):
@@ -207,6 +213,9 @@ class QueryPrograms:
 
     match: Any
     intersection: Any = None
+    #: the same programs in CUDA C++ for the OptiX engine (``iz_match``, ``__intersection__iz``
+    #: for AABB scenes, ``iz_raygen`` for generated rays; see ``optix/query.cu``), or None
+    cuda: str | None = None
 
 
 # the operations as plain ints: compile-time constants of the programs
@@ -368,7 +377,7 @@ def _bitmap_programs(programs: QueryPrograms, raygen: Any, device: str) -> Engin
 class _Launch:
     """What every launch of one query shares."""
 
-    scene: Gas | Ias
+    scene: Scene
     batch: RayBatch
     programs: QueryPrograms
     values: Any
@@ -403,6 +412,15 @@ class _Launch:
             stand_in.out if out is None else out,
             rays.ray_data if isinstance(rays, Generated) else stand_in.ray_data,
             *record)
+        if getattr(self.scene, "engine", "software") == "optix":
+            if hits is not None:
+                raise NotImplementedError("per-ray closest hits are not read back from OptiX")
+            from .optix.pipeline import launch_query
+
+            launch_query(self.scene, self.programs.cuda, params, rays, r, payload)
+            return payload[:, 0]
+        scene = self.scene
+        assert isinstance(scene, (Gas, Ias))
         flags = 0 if op == HitOp.CLOSEST else \
             DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
         raygen = rays.raygen if isinstance(rays, Generated) else None
@@ -412,11 +430,11 @@ class _Launch:
         else:
             programs = _engine_programs(self.programs, raygen)
         if isinstance(rays, Generated):
-            got = engine_launch(self.scene, r, programs, flags=flags, payload=payload,
+            got = engine_launch(scene, r, programs, flags=flags, payload=payload,
                                 params=params, threads_per_block=self.threads_per_block,
                                 device=self.device)
         else:
-            got = engine_trace(self.scene, rays.origins, rays.directions, rays.tmin, rays.tmax,
+            got = engine_trace(scene, rays.origins, rays.directions, rays.tmin, rays.tmax,
                                programs=programs, flags=flags, payload=payload, params=params,
                                threads_per_block=self.threads_per_block, device=self.device)
         if hits is not None:
@@ -516,20 +534,20 @@ def _stand_ins(xp: Any, rowid_dtype: Any) -> _StandIns:
     return got
 
 
-def _query(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, values: Any,
+def _query(scene: Scene, batch: RayBatch, programs: QueryPrograms, values: Any,
            max_rays: int, threads_per_block: int, rowid_dtype: Any = np.uint32,
            device: str | None = None) -> _Launch:
     return _Launch(scene, batch, programs, values, int(max_rays), int(threads_per_block),
                    np.dtype(rowid_dtype), device)
 
 
-def first(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
+def first(scene: Scene, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
           threads_per_block: int = 128) -> Any:
     """Some matching rowID per lookup (uint64), :data:`MISS` for lookups without a match."""
     return _query(scene, batch, programs, None, max_rays, threads_per_block).reduce(HitOp.FIRST)
 
 
-def closest(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
+def closest(scene: Scene, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
             threads_per_block: int = 128) -> Any:
     """Per lookup the match of the closest hit of its first ray (in ray order) that hits a
     match (uint64), :data:`MISS` for lookups whose rays hit no match."""
@@ -537,7 +555,7 @@ def closest(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_r
         HitOp.CLOSEST)
 
 
-def closest_rays(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *,
+def closest_rays(scene: Scene, batch: RayBatch, programs: QueryPrograms, *,
                  max_rays: int, threads_per_block: int = 128) -> tuple[Any, Any, Any]:
     """Per ray of a batch: the match of its closest hit (uint64, :data:`MISS` without one), the
     hit's distance ``t`` (float32, inf) and whether it hit a front face (bool): for indexes
@@ -557,20 +575,20 @@ def closest_rays(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *,
     return xp.concatenate(matches), xp.concatenate(ts), xp.concatenate(fronts)
 
 
-def count(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
+def count(scene: Scene, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,
           threads_per_block: int = 128) -> Any:
     """Matches per lookup (int64)."""
     return _query(scene, batch, programs, None, max_rays, threads_per_block).reduce(HitOp.COUNT)
 
 
-def sum_values(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, values: Any, *,
+def sum_values(scene: Scene, batch: RayBatch, programs: QueryPrograms, values: Any, *,
                max_rays: int, threads_per_block: int = 128) -> Any:
     """Per lookup the sum of ``values[rowID]`` over its matches (of the rowIDs themselves when
     ``values`` is None), uint64 wrapping."""
     return _query(scene, batch, programs, values, max_rays, threads_per_block).reduce(HitOp.SUM)
 
 
-def collect(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, rowid_dtype: Any,
+def collect(scene: Scene, batch: RayBatch, programs: QueryPrograms, *, rowid_dtype: Any,
             max_rays: int, threads_per_block: int = 128) -> tuple[Any, Any]:
     """Every match as CSR: int64 ``offsets`` (Q + 1) and ``rowids`` of ``rowid_dtype`` (any
     order within a lookup)."""
@@ -578,7 +596,7 @@ def collect(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, *, rowid
                   rowid_dtype).collect()
 
 
-def mark_bits(scene: Gas | Ias, batch: RayBatch, programs: QueryPrograms, words: Any, *,
+def mark_bits(scene: Scene, batch: RayBatch, programs: QueryPrograms, words: Any, *,
               targets: Any = None, max_rays: int, threads_per_block: int = 128,
               device: str | None = None) -> None:
     """``BITMAP``: every match of lookup ``i`` sets (``match`` returns the rowID) or clears

@@ -19,6 +19,9 @@ Paper -> code
 * §3.6 updates: :meth:`RxIndex.update`, rebuild or refit (``Gas.refit``).
 * §2.2 / artifact programs: any-hit counts, sums, collects or takes the first hit
   (:mod:`.programs`); launched with DISABLE_CLOSESTHIT, and TERMINATE_ON_FIRST_HIT for ``rowid``.
+* The paper's OptiX: ``engine="optix"`` runs the same scene and rays on NVIDIA OptiX
+  (:mod:`indexzoo.native.rt.optix`; rx's programs in CUDA C++: ``programs.cu``); ``software``
+  on indexzoo's tracer; ``auto`` picks OptiX on a GPU with RT cores (docs/rt-engine.md).
 
 Decisions where the paper is silent or ambiguous
 ------------------------------------------------
@@ -32,9 +35,10 @@ Decisions where the paper is silent or ambiguous
 * [AMBIG] No +1 shift. The artifact maps x to ``float(x + 1)`` so that a from-zero ray at key 0
   keeps tmin = 0.5 >= 0; that costs one key in naive mode (2^23 - 2 is its largest) and one x bit
   in 3D mode (its split is 22/22/20). The issue fixes naive keys < 2^23 and 23/23/18, so x =
-  float(x) as in Table 1, and a from-zero ray that starts at x = 0 has tmin = -0.5. The engine
-  has no sign rule for tmin (hits need tmin < t < tmax); an OptiX backend, which wants tmin >= 0,
-  would need the shift.
+  float(x) as in Table 1, and a from-zero ray that starts at x = 0 has tmin = -0.5. The
+  software engine has no sign rule for tmin (hits need tmin < t < tmax); OptiX wants
+  tmin >= 0, so the OptiX backend starts such a ray at its tmin (origin -0.5, tmin 0: the same
+  segment, the same hits) instead of shifting every key.
 * [AMBIG] The triangle is the artifact's, around the key's point c with e = 0.5:
   (x-e, y+e, z-e), (x-e, y-e, z-e), (x+e, y, z+e), which contains c; the paper's example
   triangle does not contain (k, 0, 0) and is not used. In extended mode e is the gap float on
@@ -74,6 +78,15 @@ Decisions where the paper is silent or ambiguous
   compact=True cuts it to the used records (``optixAccelCompact``); memory_footprint reports the
   bytes held either way. Refit needs compact=False (§3.6: the update flag disables compaction's
   effect).
+* [AMBIG] ``engine="auto"`` is OptiX only on a GPU with RT cores. On the H100 (no RT cores)
+  OptiX's traversal in the driver and the software engine were within 0.7-1.2x of each other
+  (benchmarks/results/h100/2026-11-24d/), the software engine holds less memory and also runs
+  on the CPU, so auto keeps it there. On OptiX, ``update="refit"`` builds a new GAS (OptiX
+  refits in place, and the old state must stay readable for lookups running meanwhile);
+  extended mode's AABBs are a ConfigError (OptiX missed boxes at x >= 1.4e14, see
+  ``params.OPTIX_EXTENDED_AABB``); spheres are custom primitives with the software engine's
+  sphere test (pyoptix binds no sphere input); AABB hits also check the ray's row, since
+  OptiX may call an intersection program for boxes near the ray.
 * [AMBIG] ``update(positions, new_keys)``: keys change in place, rowIDs and values stay; a
   position given twice takes its last new key. Refit moves the changed primitives and refits the
   BVH (same topology: answers stay exact, lookups may slow down, Table 4); rebuild builds the
@@ -83,16 +96,19 @@ Decisions where the paper is silent or ambiguous
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, DeviceUnavailable, Footprint, GpuIndex, IndexParams
 from indexzoo.devices import to_numpy
 from indexzoo.native.rt import query
 from indexzoo.native.rt.keymap import KeyCoder
 from indexzoo.native.rt.keyscene import key_gas
 from indexzoo.native.rt.trace import Gas
+
+if TYPE_CHECKING:
+    from indexzoo.native.rt.optix.accel import OptixGas
 
 from .params import RxParams
 from .programs import PROGRAMS
@@ -121,7 +137,8 @@ def _show_key(st: BuildState, keys: Any, where: Any, new: str = "") -> Any:
 class RxState(BuildState):
     """One build (or update) of ``rx``: the scene and what lookups read besides it."""
 
-    gas: Gas
+    engine: str          # "software" or "optix": the engine this build runs on
+    gas: Gas | OptixGas
     own_keys: Any        # the key column in rowID order, or None (generated triangles)
     high_parts: Any      # sorted distinct high parts (stored geometry), or None
     peak: int
@@ -147,9 +164,34 @@ class RxIndex(GpuIndex[RxState]):
     # -------------------------------------------------------------- build
     def _build(self, st: RxState, keys: Any) -> None:
         self.coder.check_keys(keys, _show_key(st, keys, lambda i: f"rowID {i}"))
+        st.engine = self._engine(st.device)
         self._scene(st, keys)
 
-    def _scene(self, st: RxState, keys: Any, gas: Gas | None = None, held: int = 0) -> None:
+    def _engine(self, device: str) -> str:
+        """The engine of ``params.engine`` on ``device``: ``optix`` raises DeviceUnavailable
+        (saying what is missing) where OptiX cannot run; ``auto`` is OptiX only on a GPU with
+        RT cores where OptiX is usable and the geometry is stored (without RT cores OptiX
+        traverses in software, and the software engine measured faster there: see
+        docs/rt-engine.md)."""
+        want = self.params.engine
+        if want == "software" or (want == "auto" and device != "cuda"):
+            return "software"
+        if device != "cuda":
+            raise DeviceUnavailable(f"engine='optix' runs on the GPU only; this index is on "
+                                    f"{device!r} (use device='cuda', or engine='software')")
+        from indexzoo.native.rt import optix
+
+        if want == "optix":
+            optix.require()
+            return "optix"
+        p = self.params
+        if p.geometry != "stored" or (p.key_mode, p.primitive) == ("extended", "aabb") or \
+                not optix.status().usable:
+            return "software"
+        return "optix" if optix.rt_cores() else "software"
+
+    def _scene(self, st: RxState, keys: Any, gas: Gas | OptixGas | None = None,
+               held: int = 0) -> None:
         """Fill ``st`` with the scene of ``keys``: a build, or, given the current ``gas``, a
         refit. ``held``: bytes the caller keeps alive meanwhile (an update's current scene)."""
         p, coder = self.params, self.coder
@@ -157,7 +199,7 @@ class RxIndex(GpuIndex[RxState]):
         wide = 0 if keys.dtype == _U64 else 8 * n  # the uint64 copy of uint32 keys
         generated = p.geometry == "generated"
         built = key_gas(coder, p.primitive, p.geometry, keys, leaf_size=p.leaf_size,
-                        compact=p.compact, refit=gas)
+                        compact=p.compact, refit=gas, engine=st.engine)
         new_gas, peak = built.gas, built.peak_bytes
         # generated triangles: the engine's records are the keys (in BVH order); the index
         # keeps no second copy and rebuilds the rowID-ordered column when an update needs it
@@ -184,6 +226,7 @@ class RxIndex(GpuIndex[RxState]):
         if st.own_keys is not None:
             return st.own_keys
         gas = st.gas
+        assert isinstance(gas, Gas)  # generated triangles: the software engine only
         keys = st.xp.empty_like(gas.data)
         keys[gas.bvh.order] = gas.data
         return keys
@@ -217,14 +260,18 @@ class RxIndex(GpuIndex[RxState]):
         keys = self._keys(old).copy()
         keys[positions] = new_keys
         refit = self.params.update == "refit"
+        new.engine = old.engine
         self._scene(new, keys, old.gas if refit else None, held=sum(self._parts(old).values()))
 
     # -------------------------------------------------------------- tracing
     def _batch(self, st: RxState, plan: Plan) -> Plan:
         """The plan with what rx's programs read: the keys (AABB and sphere scenes) and, for
         spheres, the hit confirmation (see programs.py)."""
-        keys = st.no_keys if self.params.primitive == "triangle" else self._keys(st)
-        return plan.with_record(keys, self.params.primitive == "sphere")
+        prim = self.params.primitive
+        keys = st.no_keys if prim == "triangle" else self._keys(st)
+        # OptiX's AABB program compares keys with the rays' integer bounds (programs.cu)
+        return plan.with_record(keys, prim == "sphere",
+                                bounds=prim == "aabb" and st.engine == "optix")
 
     def _launch_args(self) -> dict[str, Any]:
         p = self.params

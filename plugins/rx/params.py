@@ -14,7 +14,15 @@ from pydantic import Field, model_validator
 
 from indexzoo.native.rt.params import KeySceneParams
 
-__all__ = ["PAPER_DEFAULT", "PRESETS", "RxParams"]
+__all__ = ["OPTIX_EXTENDED_AABB", "PAPER_DEFAULT", "PRESETS", "RxParams"]
+
+#: Why OptiX does not take extended mode's AABBs (measured; docs/rt-engine.md).
+OPTIX_EXTENDED_AABB = (
+    "engine='optix' cannot trace extended mode's AABBs: extended mode puts a key's x coordinate "
+    "at the float whose bit pattern is 2x + 0x3F000000 (up to 1.7e38), and OptiX's traversal of "
+    "custom primitives missed every box whose x lay at 1.4e14 or beyond (it found those at "
+    "2.1e9 and below; H100, driver 580, OptiX 9.0). Use primitive='triangle' (OptiX's built-in "
+    "triangles hold there), or engine='software'")
 
 
 class RxParams(KeySceneParams):
@@ -25,6 +33,11 @@ class RxParams(KeySceneParams):
         default="perpendicular",
         description="Point lookups [§3.3, Table 2]: a short ray along z through the key's point, "
                     "or the range [k, k] (a ray along x, with the origin of range_ray).")
+    engine: Literal["auto", "software", "optix"] = Field(
+        default="auto",
+        description="The ray tracer: indexzoo's software engine (CUDA cores or the CPU), NVIDIA "
+                    "OptiX (the GPU only; RT cores where the GPU has them), or auto: OptiX where "
+                    "the GPU has RT cores and OptiX is usable, else the software engine.")
     update: Literal["rebuild", "refit"] = Field(
         default="rebuild",
         description="update(): build the scene again, or move the changed primitives and refit "
@@ -34,6 +47,11 @@ class RxParams(KeySceneParams):
         if self.update == "refit" and self.compact:
             raise ValueError("update='refit' needs an update-capable build, which disables "
                              "compaction (§3.6); set compact=False, or use update='rebuild'")
+        if self.engine == "optix" and self.geometry == "generated":
+            raise ValueError("engine='optix' needs geometry='stored': OptiX's GAS keeps its "
+                             "own primitives and has no generated geometry")
+        if self.engine == "optix" and self.key_mode == "extended" and self.primitive == "aabb":
+            raise ValueError(OPTIX_EXTENDED_AABB)
         return self
 
 

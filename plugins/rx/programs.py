@@ -18,10 +18,17 @@ AABBs need no such check.
 (:func:`indexzoo.native.rt.keyprims.exact_key_box`) over ``keys[prim]``: as in the artifact it
 compares the stored integer key exactly (a point ray: equality; a range ray: lo <= key <= hi),
 so float rounding can never admit a neighbour.
+
+``programs.cu`` holds their twins for the OptiX engine (:data:`CUDA`): ``iz_match`` is
+``rx_match``; the AABB intersection program there reads the ray's integer bounds from the
+record (``ray_lo``, ``ray_hi``, which rx's plans fill for AABB scenes on OptiX) instead of
+recovering them from the ray, since OptiX hands programs the launch index; and ``iz_raygen``
+is :func:`~indexzoo.native.rt.keyprims.perpendicular_raygen`.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,7 +37,7 @@ from numba.extending import register_jitable
 from indexzoo.native.rt.keyprims import exact_key_box
 from indexzoo.native.rt.query import NO_MATCH, QueryPrograms
 
-__all__ = ["PROGRAMS", "RxRecord", "rx_intersect", "rx_match"]
+__all__ = ["CUDA", "PROGRAMS", "RxRecord", "rx_intersect", "rx_match"]
 
 
 class RxRecord(NamedTuple):
@@ -62,6 +69,10 @@ def _key_of(params, inst, prim):
 rx_intersect = exact_key_box(_key_of)
 
 
+#: The same programs in CUDA C++ for the OptiX engine (``programs.cu``).
+CUDA = importlib.resources.files(__package__).joinpath("programs.cu").read_text()
+
 #: The programs of each primitive kind.
-PROGRAMS = {"triangle": QueryPrograms(match=rx_match), "sphere": QueryPrograms(match=rx_match),
-            "aabb": QueryPrograms(match=rx_match, intersection=rx_intersect)}
+PROGRAMS = {"triangle": QueryPrograms(match=rx_match, cuda=CUDA),
+            "sphere": QueryPrograms(match=rx_match, cuda=CUDA),
+            "aabb": QueryPrograms(match=rx_match, intersection=rx_intersect, cuda=CUDA)}

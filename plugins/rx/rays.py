@@ -58,11 +58,13 @@ class Plan(RayBatch):
     # hits are confirmed against the ray's integer bounds
     keys: Any = field(default=None, repr=False)
     confirm: bool = False
+    bounds: bool = False  # fill ray_lo/ray_hi even without confirm (AABBs on OptiX)
 
-    def with_record(self, keys: Any, confirm: bool) -> Plan:
-        """The plan with what its launch records need."""
+    def with_record(self, keys: Any, confirm: bool, bounds: bool = False) -> Plan:
+        """The plan with what its launch records need: ``confirm`` sphere hits against the
+        rays' integer bounds, or only fill the ``bounds`` (OptiX's AABB program reads them)."""
         return Plan(self.n_queries, self.starts, self.coder, self.kind, self.zero, self.a, self.b,
-                    self.first, self.highs, self.one_each, keys, confirm)
+                    self.first, self.highs, self.one_each, keys, confirm, confirm or bounds)
 
     def rays(self, s: int, e: int) -> Rays | Generated:
         """Rays ``s .. e-1`` of the flat list (one perpendicular ray per lookup: generated in
@@ -75,7 +77,7 @@ class Plan(RayBatch):
 
     def record(self, s: int, e: int) -> RxRecord:
         c = self.coder
-        if self.confirm:
+        if self.bounds:
             owner = self.owners(s, e)
             ray_lo = self.a[owner].astype(_U64, copy=False)
             ray_hi = ray_lo if self.b is None else self.b[owner].astype(_U64, copy=False)

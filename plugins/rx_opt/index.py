@@ -163,6 +163,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         if len(cuts) <= 2:
             built = key_gas(coder, p.primitive, p.geometry, pkeys, leaf_size=p.leaf_size,
                             compact=p.compact)
+            assert isinstance(built.gas, Gas)  # rx-opt runs on the software engine only
             return built.gas, xp.zeros(1, dtype=np.int64), held + built.peak_bytes
         generated = p.geometry == "generated"
 
@@ -262,6 +263,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
             return first, count
         gas = key_gas(coder, p.primitive, p.geometry, probes, leaf_size=p.leaf_size,
                       compact=p.compact).gas
+        assert isinstance(gas, Gas)  # rx-opt runs on the software engine only
         if st.first is None:
             starts = _run_starts(xp, st.keys)
             keys = st.keys[starts]

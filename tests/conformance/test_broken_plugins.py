@@ -67,6 +67,17 @@ def test_check_command_rejects_unknown_groups() -> None:
     assert main(["check", "searchsorted", "--group", "nope"], out=io.StringIO()) == 2
 
 
+def test_check_command_sets_parameters_and_rejects_bad_ones(capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    out = io.StringIO()
+    assert main(["check", "btree", "--group", "ranges", "--set", "node_width=8"], out=out) == 0
+    assert "btree node_width=8 on cpu" in out.getvalue() and "0 failed" in out.getvalue()
+    assert main(["check", "btree", "--set", "node_width"], out=io.StringIO()) == 2
+    assert "expected PARAM=VALUE" in capsys.readouterr().err
+    assert main(["check", "btree", "--set", "no_such=1"], out=io.StringIO()) == 2
+    assert "no_such" in capsys.readouterr().err
+
+
 def test_inapplicable_checks_are_reported_as_skipped_with_the_reason() -> None:
     results = run_checks(make_context("warpcore-hash", device="cpu"), groups=["ranges"])
     assert results and all(r.status == "skipped" for r in results)

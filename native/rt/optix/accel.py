@@ -1,0 +1,136 @@
+"""``optixAccelBuild`` for the query layer: :class:`OptixGas`, a GAS over triangles, spheres or
+AABBs (the software engine's :data:`~indexzoo.native.rt.geometry.TRIANGLES`,
+:data:`~indexzoo.native.rt.geometry.SPHERES`, :data:`~indexzoo.native.rt.geometry.AABBS` rows,
+primitive ``i`` = row ``i``), with compaction (``optixAccelCompact``) and the byte counts
+OptiX reports.
+
+* Triangles: the (N, 9) rows are OptiX's vertex buffer (three float3 per triangle, no index
+  buffer); the GAS keeps its own copy, so the rows are not held after the build.
+* AABBs: the (N, 6) rows (min xyz, max xyz) are OptiX's ``OptixAabb`` buffer; the index's
+  intersection program decides hits.
+* Spheres: the (N, 3) centres and one radius. pyoptix binds no sphere build input, so each
+  sphere is a custom primitive (its box, centre -+ radius) whose intersection program is the
+  layer's sphere test; the GAS keeps the centres, as OptiX's sphere GAS keeps its own.
+
+Every input carries ``OPTIX_GEOMETRY_FLAG_REQUIRE_SINGLE_ANYHIT_CALL``: a primitive reaches
+any-hit at most once per ray, as on the software engine (counts and sums depend on it).
+
+Updates: OptiX refits a GAS in place (``OPTIX_BUILD_OPERATION_UPDATE``), while an index must
+keep its old structure readable for lookups running meanwhile (an update builds a new state
+beside the old one). :meth:`OptixGas.refit` therefore builds a new GAS over the moved
+primitives: the same answers, a build's time instead of a refit's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from indexzoo import Footprint
+from indexzoo.errors import InvalidInput
+
+from ..geometry import AABBS, SPHERES, TRIANGLES
+from . import _import_optix
+from .pipeline import context
+
+__all__ = ["OptixGas", "build_gas"]
+
+_WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
+
+
+@dataclass(frozen=True, eq=False)
+class OptixGas:
+    """A GAS on OptiX: its traversable ``handle`` and the device ``buffer`` holding it."""
+
+    kind: int
+    n: int
+    handle: int
+    buffer: Any            # CuPy uint8: the (compacted) acceleration structure
+    centres: Any           # spheres: float32 (N, 3); else None
+    radius: float
+    compacted: bool
+    output_bytes: int      # optixAccelComputeMemoryUsage's output size
+    temp_bytes: int        # ... and its temporary size
+    peak_bytes: int        # the most held at once while building (input rows included)
+
+    engine = "optix"
+
+    def footprint(self) -> Footprint:
+        parts = {"gas": int(self.buffer.nbytes)}
+        if self.centres is not None:
+            parts["sphere_centres"] = int(self.centres.nbytes)
+        return Footprint(breakdown=parts, peak_build_bytes=self.peak_bytes)
+
+    def refit(self, data: Any) -> OptixGas:
+        """A GAS over the moved primitives ``data`` (as many as before): built anew, see the
+        module docstring."""
+        if int(data.shape[0]) != self.n:
+            raise InvalidInput(f"refit needs {self.n} primitives, got {int(data.shape[0])}")
+        return build_gas(self.kind, data, radius=self.radius, compact=self.compacted)
+
+
+def _emit_desc(optix: Any, ptr: int) -> Any:
+    return optix.AccelEmitDesc(result=ptr, type=optix.PROPERTY_TYPE_COMPACTED_SIZE)
+
+
+def build_gas(kind: int, data: Any, *, radius: float = 0.0, compact: bool = True) -> OptixGas:
+    """A GAS over the rows of ``data`` (CuPy float32, (N, 9), (N, 3) or (N, 6) by ``kind``)."""
+    import cupy
+
+    if kind not in _WIDTH:
+        raise InvalidInput(f"unknown primitive kind {kind!r}")
+    data = cupy.ascontiguousarray(data, dtype=np.float32)
+    n = int(data.shape[0])
+    if data.ndim != 2 or data.shape[1] != _WIDTH[kind]:
+        raise InvalidInput(f"primitive rows of kind {kind} must be (N, {_WIDTH[kind]}), "
+                           f"got {data.shape}")
+    centres = data if kind == SPHERES else None
+    if n == 0:  # nothing to build: launches over an empty scene are skipped (every ray misses)
+        return OptixGas(kind, 0, 0, cupy.zeros(0, np.uint8), centres, float(radius), compact,
+                        0, 0, int(data.nbytes))
+    optix = _import_optix()
+    ctx = context()
+    flags = [optix.GEOMETRY_FLAG_REQUIRE_SINGLE_ANYHIT_CALL]
+    boxes = None
+    if kind == TRIANGLES:
+        inp = optix.BuildInputTriangleArray()
+        inp.vertexFormat = optix.VERTEX_FORMAT_FLOAT3
+        inp.numVertices = 3 * n
+        inp.vertexBuffers = [int(data.data.ptr)]
+        inp.flags = flags
+        inp.numSbtRecords = 1
+    else:
+        if kind == SPHERES:
+            r = np.float32(radius)
+            boxes = cupy.concatenate([data - r, data + r], axis=1)
+        else:
+            boxes = data
+        inp = optix.BuildInputCustomPrimitiveArray(
+            aabbBuffers=[int(boxes.data.ptr)], numPrimitives=n, flags=flags, numSbtRecords=1)
+    build_flags = int(optix.BUILD_FLAG_PREFER_FAST_TRACE)
+    if compact:
+        build_flags |= int(optix.BUILD_FLAG_ALLOW_COMPACTION)
+    opts = optix.AccelBuildOptions(buildFlags=build_flags, operation=optix.BUILD_OPERATION_BUILD)
+    need = ctx.accelComputeMemoryUsage([opts], [inp])
+    temp_b, out_b = int(need.tempSizeInBytes), int(need.outputSizeInBytes)
+    temp = cupy.empty(max(temp_b, 1), np.uint8)
+    out = cupy.empty(max(out_b, 1), np.uint8)
+    size = cupy.zeros(1, np.uint64)
+    stream = cupy.cuda.get_current_stream().ptr
+    emit = [_emit_desc(optix, int(size.data.ptr))] if compact else []
+    handle = ctx.accelBuild(stream, [opts], [inp], int(temp.data.ptr), temp_b,
+                            int(out.data.ptr), out_b, emit)
+    held = int(data.nbytes) + (0 if boxes is None or boxes is data else int(boxes.nbytes))
+    peak = held + temp_b + out_b
+    del temp
+    if compact:
+        small = int(size.get()[0])  # waits for the build
+        if 0 < small < out_b:
+            packed = cupy.empty(small, np.uint8)
+            handle = ctx.accelCompact(stream, handle, int(packed.data.ptr), small)
+            peak = max(peak, held + out_b + small)
+            out = packed
+    return OptixGas(kind, n, int(handle), out, centres, float(radius), compact, out_b, temp_b,
+                    peak)

@@ -1,0 +1,54 @@
+// rx's programs for the OptiX engine (indexzoo.native.rt.optix), the twins of programs.py's
+// rx_match and of keyprims.perpendicular_raygen, and rx's AABB intersection program. They
+// read rx's launch record (RxRecord) by name: keys, x_kind, x_bits, y_bits, ray_lo, ray_hi,
+// confirm; ray_data holds the lookup keys of generated perpendicular rays.
+
+// A hit is rowID `prim` (primitives are in rowID order); sphere hits are confirmed against
+// the ray's integer key bounds, as on the software engine (programs.py says why).
+static __forceinline__ __device__ long long iz_match(unsigned int ray, unsigned int prim) {
+  if (params.confirm) {
+    const unsigned long long key = (unsigned long long)params.keys[prim];
+    if (key < params.ray_lo[ray] || key > params.ray_hi[ray]) return IZ_NO_MATCH;
+  }
+  return (long long)prim;
+}
+
+// AABB scenes: the box of a key is hit exactly when the key lies in the ray's integer bounds
+// (ray_lo, ray_hi: the lookup's key or range) and, for a ray along x, in the ray's own row:
+// OptiX may call an intersection program for any box near the ray (its BVH bounds are
+// conservative), so a box of another row inside the range must not count here (its own
+// row's ray counts it). The row of a ray along x is its origin's (y, z), exact integers. The
+// hit is reported mid-segment: rx's operations never ask where along the ray a hit lies.
+extern "C" __global__ void __intersection__iz() {
+  const unsigned int ray = optixGetLaunchIndex().x;
+  const unsigned long long key = (unsigned long long)params.keys[optixGetPrimitiveIndex()];
+  if (key < params.ray_lo[ray] || key > params.ray_hi[ray]) return;
+  if (optixGetObjectRayDirection().z == 0.0f) {
+    const float3 o = optixGetObjectRayOrigin();
+    const unsigned long long row = (unsigned long long)o.y
+        | ((unsigned long long)o.z << (unsigned long long)params.y_bits);
+    if ((key >> (unsigned long long)params.x_bits) != row) return;
+  }
+  optixReportIntersection(0.5f * (optixGetRayTmin() + optixGetRayTmax()), 0);
+}
+
+// Perpendicular point rays (Table 2), made from the lookup key: from the key's point minus
+// 0.5 in z, along z, for t in (0, 1). The key's point: x part -> X (float(x), or in extended
+// mode the float with bit pattern 2x + 0x3F000000), high part -> (y, z).
+#define IZ_HAS_RAYGEN 1
+static __forceinline__ __device__ void iz_raygen(unsigned int i, float3& o, float3& d,
+                                                 float& tmin, float& tmax) {
+  const unsigned long long k = (unsigned long long)params.ray_data[i];
+  const unsigned long long xb = (unsigned long long)params.x_bits;
+  const unsigned long long yb = (unsigned long long)params.y_bits;
+  const unsigned long long x = k & ((1ull << xb) - 1ull);
+  const unsigned long long h = k >> xb;
+  const float y = __ull2float_rn(h & ((1ull << yb) - 1ull));
+  const float z = __ull2float_rn(h >> yb);
+  const float X = params.x_kind == 1 ? __uint_as_float((unsigned int)(2ull * x + 0x3F000000ull))
+                                     : __ull2float_rn(x);
+  o = make_float3(X, y, z - 0.5f);
+  d = make_float3(0.0f, 0.0f, 1.0f);
+  tmin = 0.0f;
+  tmax = 1.0f;
+}
