@@ -19,7 +19,6 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
@@ -45,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import cupy as cp
 
+    from indexzoo.bench import environment
     from indexzoo.native.rt import optix
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = environment("cuda")["commit"]  # $INDEXZOO_COMMIT on a copied tree
     out: dict[str, Any] = {"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
                            "commit": commit, "python": platform.python_version(),
                            "optix": optix.status().reason, "keys": 1 << args.keys,
