@@ -19,6 +19,7 @@ static __forceinline__ __device__ long long iz_match(unsigned int ray, unsigned 
 // conservative), so a box of another row inside the range must not count here (its own
 // row's ray counts it). The row of a ray along x is its origin's (y, z), exact integers. The
 // hit is reported mid-segment: rx's operations never ask where along the ray a hit lies.
+#define IZ_HAS_INTERSECTION 1
 extern "C" __global__ void __intersection__iz() {
   const unsigned int ray = optixGetLaunchIndex().x;
   const unsigned long long key = (unsigned long long)params.keys[optixGetPrimitiveIndex()];

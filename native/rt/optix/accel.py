@@ -7,7 +7,8 @@ OptiX reports.
 * Triangles: the (N, 9) rows are OptiX's vertex buffer (three float3 per triangle, no index
   buffer); the GAS keeps its own copy, so the rows are not held after the build.
 * AABBs: the (N, 6) rows (min xyz, max xyz) are OptiX's ``OptixAabb`` buffer; the index's
-  intersection program decides hits.
+  intersection program decides hits, or, with ``keep_boxes=True``, the layer's box test (the
+  software engine's default) over the rows the GAS then keeps.
 * Spheres: the (N, 3) centres and one radius. pyoptix binds no sphere build input, so each
   sphere is a custom primitive (its box, centre -+ radius) whose intersection program is the
   layer's sphere test; the GAS keeps the centres, as OptiX's sphere GAS keeps its own.
@@ -48,7 +49,7 @@ class OptixGas:
     n: int
     handle: int
     buffer: Any            # CuPy uint8: the (compacted) acceleration structure
-    centres: Any           # spheres: float32 (N, 3); else None
+    prims: Any             # rows the programs read: sphere centres (N, 3), kept boxes (N, 6)
     radius: float
     compacted: bool
     output_bytes: int      # optixAccelComputeMemoryUsage's output size
@@ -59,8 +60,8 @@ class OptixGas:
 
     def footprint(self) -> Footprint:
         parts = {"gas": int(self.buffer.nbytes)}
-        if self.centres is not None:
-            parts["sphere_centres"] = int(self.centres.nbytes)
+        if self.prims is not None:
+            parts["sphere_centres" if self.kind == SPHERES else "boxes"] = int(self.prims.nbytes)
         return Footprint(breakdown=parts, peak_build_bytes=self.peak_bytes)
 
     def refit(self, data: Any) -> OptixGas:
@@ -68,15 +69,19 @@ class OptixGas:
         module docstring."""
         if int(data.shape[0]) != self.n:
             raise InvalidInput(f"refit needs {self.n} primitives, got {int(data.shape[0])}")
-        return build_gas(self.kind, data, radius=self.radius, compact=self.compacted)
+        return build_gas(self.kind, data, radius=self.radius, compact=self.compacted,
+                         keep_boxes=self.kind == AABBS and self.prims is not None)
 
 
 def _emit_desc(optix: Any, ptr: int) -> Any:
     return optix.AccelEmitDesc(result=ptr, type=optix.PROPERTY_TYPE_COMPACTED_SIZE)
 
 
-def build_gas(kind: int, data: Any, *, radius: float = 0.0, compact: bool = True) -> OptixGas:
-    """A GAS over the rows of ``data`` (CuPy float32, (N, 9), (N, 3) or (N, 6) by ``kind``)."""
+def build_gas(kind: int, data: Any, *, radius: float = 0.0, compact: bool = True,
+              keep_boxes: bool = False) -> OptixGas:
+    """A GAS over the rows of ``data`` (CuPy float32, (N, 9), (N, 3) or (N, 6) by ``kind``).
+    ``keep_boxes``: AABB scenes keep their rows for the layer's default box test (needed when
+    the index supplies no intersection program)."""
     import cupy
 
     if kind not in _WIDTH:
@@ -86,9 +91,9 @@ def build_gas(kind: int, data: Any, *, radius: float = 0.0, compact: bool = True
     if data.ndim != 2 or data.shape[1] != _WIDTH[kind]:
         raise InvalidInput(f"primitive rows of kind {kind} must be (N, {_WIDTH[kind]}), "
                            f"got {data.shape}")
-    centres = data if kind == SPHERES else None
+    prims = data if kind == SPHERES or (kind == AABBS and keep_boxes) else None
     if n == 0:  # nothing to build: launches over an empty scene are skipped (every ray misses)
-        return OptixGas(kind, 0, 0, cupy.zeros(0, np.uint8), centres, float(radius), compact,
+        return OptixGas(kind, 0, 0, cupy.zeros(0, np.uint8), prims, float(radius), compact,
                         0, 0, int(data.nbytes))
     optix = _import_optix()
     ctx = context()
@@ -132,5 +137,5 @@ def build_gas(kind: int, data: Any, *, radius: float = 0.0, compact: bool = True
             handle = ctx.accelCompact(stream, handle, int(packed.data.ptr), small)
             peak = max(peak, held + out_b + small)
             out = packed
-    return OptixGas(kind, n, int(handle), out, centres, float(radius), compact, out_b, temp_b,
+    return OptixGas(kind, n, int(handle), out, prims, float(radius), compact, out_b, temp_b,
                     peak)

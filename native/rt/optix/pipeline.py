@@ -5,7 +5,8 @@ the software engine's ``trace``/``launch``).
 
 A program source is assembled from four parts: OptiX's header, the launch-parameter struct
 written from the launch record (:mod:`.record`), the index's programs (``iz_match``; for
-AABB scenes ``__intersection__iz``; for generated rays ``iz_raygen`` with ``IZ_HAS_RAYGEN``),
+AABB scenes ``__intersection__iz`` with ``IZ_HAS_INTERSECTION``, or else the layer's box test
+over boxes the GAS keeps; for generated rays ``iz_raygen`` with ``IZ_HAS_RAYGEN``),
 and the layer's programs in ``query.cu``. Pipelines are cached per source hash and kind;
 creating one is serialised by a lock (lookups may run from several threads).
 """
@@ -36,7 +37,7 @@ _PIPELINES: dict[tuple[str, int], Pipeline] = {}
 #: The engine's own fields, first in every launch struct (``iz_``: kept apart from the
 #: record's names).
 ENGINE_FIELDS = ("iz_handle", "iz_payload", "iz_n_rays", "iz_generated", "iz_origins",
-                 "iz_directions", "iz_tmin", "iz_tmax", "iz_centres", "iz_radius")
+                 "iz_directions", "iz_tmin", "iz_tmax", "iz_prims", "iz_radius")
 
 
 def context() -> Any:
@@ -101,8 +102,10 @@ def _layer_prelude() -> str:
             "#define IZ_CLOSEST 4\n#define IZ_BITMAP 5\n#define IZ_NO_MATCH (-1LL)\n")
 
 
-def pipeline(src: str, kind: int) -> Pipeline:
-    """The pipeline of program source ``src`` for scenes of primitive ``kind`` (cached)."""
+def pipeline(src: str, kind: int, own_intersection: bool = False) -> Pipeline:
+    """The pipeline of program source ``src`` for scenes of primitive ``kind`` (cached);
+    ``own_intersection``: AABB hits by the index's ``__intersection__iz`` (else the layer's
+    box test). The source decides it, so the source's hash keys the cache."""
     key = (hashlib.sha256(src.encode()).hexdigest(), int(kind))
     got = _PIPELINES.get(key)
     if got is not None:
@@ -110,12 +113,12 @@ def pipeline(src: str, kind: int) -> Pipeline:
     with _LOCK:
         got = _PIPELINES.get(key)
         if got is None:
-            got = _make_pipeline(src, int(kind))
+            got = _make_pipeline(src, int(kind), own_intersection)
             _PIPELINES[key] = got
     return got
 
 
-def _make_pipeline(src: str, kind: int) -> Pipeline:
+def _make_pipeline(src: str, kind: int, own_intersection: bool) -> Pipeline:
     import cupy
 
     optix = _import_optix()
@@ -145,7 +148,8 @@ def _make_pipeline(src: str, kind: int) -> Pipeline:
     if kind == SPHERES:
         hit.update(hitgroupModuleIS=module, hitgroupEntryFunctionNameIS="__intersection__iz_sphere")
     elif kind == AABBS:
-        hit.update(hitgroupModuleIS=module, hitgroupEntryFunctionNameIS="__intersection__iz")
+        entry = "__intersection__iz" if own_intersection else "__intersection__iz_box"
+        hit.update(hitgroupModuleIS=module, hitgroupEntryFunctionNameIS=entry)
     groups = [group(raygenModule=module, raygenEntryFunctionName="__raygen__iz"),
               group(missModule=module, missEntryFunctionName="__miss__iz"),
               group(**hit)]
@@ -200,20 +204,24 @@ def launch_query(scene: Any, index_source: str | None, params: Any, rays: Any, n
     if generated and "IZ_HAS_RAYGEN" not in index_source:
         raise NotImplementedError("rays made by a ray-generation program need the index's "
                                   "iz_raygen in its OptiX programs")
+    own = "IZ_HAS_INTERSECTION" in index_source
+    if scene.kind == AABBS and scene.prims is None and not own:
+        raise ValueError("an AABB scene on OptiX needs the index's intersection program "
+                         "(IZ_HAS_INTERSECTION) or its boxes: build it with keep_boxes=True")
     if generated:
         o = d = tmin = tmax = stand
     else:
         o = cupy.ascontiguousarray(rays.origins, dtype=np.float32)
         d = cupy.ascontiguousarray(rays.directions, dtype=np.float32)
-        tmin = cupy.ascontiguousarray(rays.tmin, dtype=np.float32)
-        tmax = cupy.ascontiguousarray(rays.tmax, dtype=np.float32)
-    centres = scene.centres if scene.centres is not None else stand
+        tmin, tmax = (cupy.ascontiguousarray(cupy.broadcast_to(
+            cupy.asarray(t, dtype=np.float32), (n_rays,))) for t in (rays.tmin, rays.tmax))
+    prims = scene.prims if scene.prims is not None else stand
     engine = (np.uint64(scene.handle), payload, np.int64(n_rays), np.bool_(generated), o, d,
-              tmin, tmax, centres, np.float32(scene.radius))
+              tmin, tmax, prims, np.float32(scene.radius))
     names = ENGINE_FIELDS + tuple(params._fields)
     values = engine + tuple(params)
     lay = layout(names, values)
-    pipe = pipeline(source(lay, index_source), scene.kind)
+    pipe = pipeline(source(lay, index_source), scene.kind, own)
     optix = _import_optix()
     host = pack(lay, values)
     dev = cupy.asarray(host)

@@ -93,7 +93,7 @@ extern "C" __global__ void __closesthit__iz() {
 
 extern "C" __global__ void __miss__iz() {}
 
-// Spheres (centres in params.iz_centres, one radius): pyoptix has no binding of OptiX's
+// Spheres (centres in params.iz_prims, one radius): pyoptix has no binding of OptiX's
 // built-in sphere input, so spheres are custom primitives with the software engine's sphere
 // test (indexzoo.native.rt.geometry.hit_sphere_c): the discriminant from the closest
 // approach, not b^2 - ac, so long axis-parallel rays on integer coordinates stay exact.
@@ -105,9 +105,9 @@ extern "C" __global__ void __intersection__iz_sphere() {
   const float3 d = optixGetObjectRayDirection();
   const float tmin = optixGetRayTmin(), tmax = optixGetRayTmax();
   const unsigned long long j = 3ull * p;
-  const float fx = __fsub_rn(o.x, params.iz_centres[j]);
-  const float fy = __fsub_rn(o.y, params.iz_centres[j + 1]);
-  const float fz = __fsub_rn(o.z, params.iz_centres[j + 2]);
+  const float fx = __fsub_rn(o.x, params.iz_prims[j]);
+  const float fy = __fsub_rn(o.y, params.iz_prims[j + 1]);
+  const float fz = __fsub_rn(o.z, params.iz_prims[j + 2]);
   const float a = d.x * d.x + d.y * d.y + d.z * d.z;
   if (!(a > 0.0f)) return;
   const float b = fx * d.x + fy * d.y + fz * d.z;
@@ -121,3 +121,35 @@ extern "C" __global__ void __intersection__iz_sphere() {
   if (tmin < t0 && t0 < tmax) optixReportIntersection(t0, 0);
   else if (tmin < t1 && t1 < tmax) optixReportIntersection(t1, 1);
 }
+
+// AABBs without an index's intersection program (the boxes kept in params.iz_prims, min xyz
+// then max xyz): the software engine's default (geometry.hit_box), the entry into the closed
+// box, or the exit when the entry lies at or before tmin.
+#ifndef IZ_HAS_INTERSECTION
+extern "C" __global__ void __intersection__iz_box() {
+  const unsigned long long j = 6ull * optixGetPrimitiveIndex();
+  const float3 o = optixGetObjectRayOrigin();
+  const float3 d = optixGetObjectRayDirection();
+  const float tmin = optixGetRayTmin(), tmax = optixGetRayTmax();
+  const float ov[3] = {o.x, o.y, o.z}, dv[3] = {d.x, d.y, d.z};
+  const float inf = __int_as_float(0x7f800000);
+  float tnear = -inf, tfar = inf;
+  bool moving = false;
+  for (int k = 0; k < 3; ++k) {
+    const float lo = params.iz_prims[j + k], hi = params.iz_prims[j + 3 + k];
+    if (dv[k] == 0.0f) {
+      if (!(lo <= ov[k] && ov[k] <= hi)) return;
+    } else {
+      moving = true;
+      float t0 = __fdiv_rn(__fsub_rn(lo, ov[k]), dv[k]);
+      float t1 = __fdiv_rn(__fsub_rn(hi, ov[k]), dv[k]);
+      if (t1 < t0) { const float t = t0; t0 = t1; t1 = t; }
+      if (t0 > tnear) tnear = t0;
+      if (t1 < tfar) tfar = t1;
+    }
+  }
+  if (!moving || !(tnear <= tfar)) return;
+  if (tmin < tnear && tnear < tmax) optixReportIntersection(tnear, 0);
+  else if (tnear <= tmin && tmin < tfar && tfar < tmax) optixReportIntersection(tfar, 1);
+}
+#endif
