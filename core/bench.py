@@ -35,8 +35,8 @@ import numpy as np
 from . import interrupts
 from .config import check_writable_folder
 from .devices import resolve_device, to_numpy
-from .display import shown, shown_path
-from .errors import ConfigError, MissingDependency
+from .display import one_line, shown, shown_path
+from .errors import ConfigError, DeviceUnavailable, MissingDependency
 from .references import GATHER, RAW, reference_calls
 from .registry import available, create, named
 from .resources import available_memory, check_fits, estimate_workload
@@ -405,7 +405,11 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
             if mode not in index.capabilities.out_modes:
                 log.write(f"    {name:<16} skipped: no out={mode!r}\n")
                 continue
-            build = time_call(_build_fn(index, data.keys), device, repeats=repeats)
+            try:
+                build = time_call(_build_fn(index, data.keys), device, repeats=repeats)
+            except DeviceUnavailable as exc:  # e.g. engine="optix" where OptiX cannot run
+                log.write(f"    {name:<16} skipped: {one_line(str(exc))}\n")
+                continue
             fp = index.memory_footprint()
             sig = _count_signature(index, data)
             c = Contender(entry, index, _lookup_fn(index, data, mode), build,

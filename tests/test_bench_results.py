@@ -168,6 +168,19 @@ def test_bench_table_json_and_plots_carry_the_spread(tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("w-cpu-*.png"))) == 1
 
 
+def test_an_entry_whose_engine_cannot_run_is_skipped_with_the_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = io.StringIO()
+    code = main(["bench", "--preset", "tiny", "--device", "cpu", "--repeats", "1", "--no-plot",
+                 "--indexes", "rx", "--param-sweep", "rx.engine=software,optix",
+                 "--output", str(tmp_path)], out=out)
+    assert code == 0, out.getvalue()
+    assert "rx engine=optix  skipped: engine='optix' runs on the GPU only" in \
+        capsys.readouterr().err
+    assert "rx engine=software" in out.getvalue()
+    assert "rx engine=optix" not in out.getvalue()  # no row for what did not run
+
+
 # ---------------------------------------------------------------------- hardware references
 def test_every_point_workload_is_stated_against_the_raw_call_and_the_gather_floor(
         tmp_path: Path) -> None:
