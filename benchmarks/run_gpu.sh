@@ -29,6 +29,12 @@
 #                                 same workloads as profile:); summary sections, one report each
 #   tpch:SF                       TPC-H lineitem at scale factor SF by tpchgen-cli (its wheel and
 #                                 pyarrow's sent with device-wheels.sh), then the tpch section
+#   optix-tests                   the OptiX engine's tests: tests/native/test_rt_optix.py and
+#                                 tests/plugins/test_rx_optix.py on cuda (about 6 minutes)
+#   rt-engines                    benchmarks/rt_engines.py: rx on the software engine and OptiX
+# The OptiX steps need the kit of ../shared/tools/optix copied into the ignored .gpu/optix
+# (../shared does not travel to the GPU machine); the script installs its wheel and sets
+# OptiX_INSTALL_DIR when the folder is there.
 # Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUTDIR STEP...}
@@ -38,6 +44,11 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv \
   > "$out/nvidia-smi.csv" 2>&1
 echo "${INDEXZOO_COMMIT:-unknown}" > "$out/commit.txt"
+if [ -d .gpu/optix ]; then  # the OptiX kit, copied from ../shared/tools/optix
+  python3 -m pip install -q --no-deps --target /tmp/optix .gpu/optix/pyoptix-*.whl \
+    > /dev/null 2>&1
+  export PYTHONPATH=/tmp/optix${PYTHONPATH:+:$PYTHONPATH} OptiX_INSTALL_DIR=$PWD/.gpu/optix
+fi
 python3 -m pip install -q --no-build-isolation --no-deps --no-index ./tests/example_plugin \
   > /dev/null 2>&1
 noplot=""
@@ -165,6 +176,13 @@ for step in "$@"; do
           > "$out/ncu-$name.txt" 2>&1
         echo "--- $name (exit $?)"; grep -E "^  [a-zA-Z_].*\(|Duration|Memory Throughput|DRAM Throughput|L2 Hit|L1/TEX Hit|Compute \(SM\)|Achieved Occupancy|Registers Per|Issue Slots Busy|No Eligible" "$out/ncu-$name.txt" | head -n 40
       done | tee -a "$out/ncu.txt" ;;
+    optix-tests)
+      python3 -m pytest -q -p no:cacheprovider tests/native/test_rt_optix.py \
+        tests/plugins/test_rx_optix.py --indexzoo-device cuda -W ignore::DeprecationWarning \
+        > "$out/pytest-optix.txt" 2>&1
+      echo "exit $?" >> "$out/pytest-optix.txt"; tail -n 3 "$out/pytest-optix.txt" ;;
+    rt-engines)
+      python3 benchmarks/rt_engines.py "$out/rt_engines.json" 2>&1 | tee "$out/rt_engines.txt" ;;
     *)
       echo "unknown step $step" ;;
   esac
