@@ -61,3 +61,15 @@ def test_the_source_is_header_struct_params_index_programs_then_the_layer() -> N
         "#define IZ_NO_MATCH", "/* the index's programs */", "__raygen__iz")]
     assert order == sorted(order)
     assert "unsigned long long* keys;" in src
+
+
+def test_a_launch_prepares_its_struct_and_source_once_per_field_types() -> None:
+    names = ("iz_handle", "keys", "x_bits")
+    a = pipeline.prepared("/* p */", names, (np.uint64(1), np.zeros(2, np.uint64), np.int64(3)))
+    b = pipeline.prepared("/* p */", names, (np.uint64(9), np.ones(5, np.uint64), np.int64(7)))
+    assert b is a  # other values, same types: nothing written again
+    c = pipeline.prepared("/* p */", names, (np.uint64(1), np.zeros(2, np.uint32), np.int64(3)))
+    assert c is not a and "unsigned int* keys;" in c[0].declaration
+    assert "unsigned long long* keys;" in a[1] and len(a[2]) == 64
+    assert pipeline.prepared("/* q */", names, (np.uint64(1), np.zeros(2, np.uint64),
+                                                np.int64(3)))[1] != a[1]
