@@ -26,8 +26,7 @@ def add_cli(sub: Any) -> None:
 
 
 def _params(sets: list[str]) -> dict[str, Any]:
-    import json
-
+    from indexzoo.bench import _value  # JSON, else text: as bench's --set reads values
     from indexzoo.errors import ConfigError
 
     params: dict[str, Any] = {}
@@ -35,10 +34,7 @@ def _params(sets: list[str]) -> dict[str, Any]:
         name, sep, value = text.partition("=")
         if not (sep and name and value):
             raise ConfigError(f"--set {text!r}: expected PARAM=VALUE, e.g. --set engine=optix")
-        try:
-            params[name] = json.loads(value)
-        except json.JSONDecodeError:
-            params[name] = value
+        params[name] = _value(value)
     return params
 
 
