@@ -74,10 +74,10 @@ NO_MATCH = np.int64(-1)
 _U64 = np.uint64
 
 if TYPE_CHECKING:
-    from .optix.accel import OptixGas
+    from .optix.accel import OptixGas, OptixIas
 
-#: What the layer traces: the software engine's GAS or IAS, or a GAS on OptiX.
-Scene = Union[Gas, Ias, "OptixGas"]
+#: What the layer traces: the software engine's GAS or IAS, or a GAS or IAS on OptiX.
+Scene = Union[Gas, Ias, "OptixGas", "OptixIas"]
 
 
 class HitOp(enum.IntEnum):

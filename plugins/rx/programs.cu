@@ -5,7 +5,8 @@
 
 // A hit is rowID `prim` (primitives are in rowID order); sphere hits are confirmed against
 // the ray's integer key bounds, as on the software engine (programs.py says why).
-static __forceinline__ __device__ long long iz_match(unsigned int ray, unsigned int prim) {
+static __forceinline__ __device__ long long iz_match(unsigned int ray, unsigned int inst,
+                                                     unsigned int prim) {
   if (params.confirm) {
     const unsigned long long key = (unsigned long long)params.keys[prim];
     if (key < params.ray_lo[ray] || key > params.ray_hi[ray]) return IZ_NO_MATCH;

@@ -24,15 +24,16 @@ pytestmark = [pytest.mark.optix, pytest.mark.gpu]
 
 GRID = 12
 CUDA = """
-static __forceinline__ __device__ long long iz_match(unsigned int ray, unsigned int prim) {
-  return (long long)prim;
+static __forceinline__ __device__ long long iz_match(unsigned int ray, unsigned int inst,
+                                                     unsigned int prim) {
+  return (long long)prim + 1000000ll * inst;
 }
 """
 
 
 @register_jitable
 def every_hit(ray, inst, prim, t, front, params):
-    return np.int64(prim)
+    return np.int64(prim) + np.int64(1000000) * np.int64(inst)
 
 
 PROGRAMS = query.QueryPrograms(match=every_hit, cuda=CUDA)
@@ -159,3 +160,55 @@ def test_an_aabb_scene_without_boxes_or_an_intersection_program_is_refused() -> 
     scene = optix_gas(geo.AABBS, cp.asarray(_scene(geo.AABBS)))
     with pytest.raises(ValueError, match="keep_boxes=True"):
         query.count(scene, _batch(_rays(10, 1), cp), PROGRAMS, max_rays=16)
+
+
+@pytest.mark.parametrize("kind", [geo.TRIANGLES, geo.AABBS], ids=["triangles", "aabbs"])
+def test_an_ias_with_transforms_ids_and_masks_matches_the_software_engine(kind: int) -> None:
+    import cupy as cp
+
+    from indexzoo.native.rt.optix.accel import build_gas as optix_gas
+    from indexzoo.native.rt.optix.accel import build_ias as optix_ias
+    from indexzoo.native.rt.trace import Instance, build_ias
+
+    rows = cp.asarray(_scene(kind))
+    gases = {"software": build_gas(kind, rows), "optix": optix_gas(kind, rows, keep_boxes=True)}
+
+    def instances(g: Any) -> list[Instance]:
+        out = []
+        for k in range(4):  # stacked along z, 20 apart; the third one invisible (mask 0)
+            t = np.eye(3, 4, dtype=np.float32)
+            t[2, 3] = 20 * k
+            out.append(Instance(g, t, instance_id=10 + k, mask=0 if k == 2 else 0xFF))
+        return out
+
+    scenes = {"software": build_ias(instances(gases["software"])),
+              "optix": optix_ias(instances(gases["optix"]))}
+    rng = np.random.default_rng(3)
+    n = 800
+    o = rng.integers(0, GRID, (n, 3)).astype(np.float32) + np.array([0.1, 0.05, 0.05],
+                                                                    np.float32)
+    o[rng.random(n) < 0.2] += np.float32(0.4)
+    o[:, 2] = -1
+    d = np.zeros((n, 3), np.float32)
+    d[:, 2] = 1
+    rays = query.Rays(o, d, np.zeros(n, np.float32), np.full(n, 100, np.float32))
+    got: dict[str, dict[str, Any]] = {}
+    for name, scene in scenes.items():
+        b = _batch(rays, cp)
+        res = {"count": _host(query.count(scene, b, PROGRAMS, max_rays=300)),
+               "sum": _host(query.sum_values(scene, b, PROGRAMS, None, max_rays=300)),
+               "closest": _host(query.closest(scene, b, PROGRAMS, max_rays=300)),
+               "first": _host(query.first(scene, b, PROGRAMS, max_rays=300))}
+        off, ids = query.collect(scene, b, PROGRAMS, rowid_dtype=np.uint64, max_rays=300)
+        off, ids = _host(off), _host(ids)
+        res["sets"] = [np.sort(ids[off[i]:off[i + 1]]) for i in range(n)]
+        got[name] = res
+    sw, ox = got["software"], got["optix"]
+    assert set(np.unique(sw["count"])) <= {0, 3 * GRID} and int(sw["count"].max()) == 3 * GRID
+    np.testing.assert_array_equal(ox["count"], sw["count"])
+    np.testing.assert_array_equal(ox["sum"], sw["sum"])
+    np.testing.assert_array_equal(ox["closest"], sw["closest"])
+    for i, (a, b) in enumerate(zip(ox["sets"], sw["sets"], strict=True)):
+        np.testing.assert_array_equal(a, b, err_msg=f"ray {i}")
+        assert (ox["first"][i] in b) if b.size else ox["first"][i] == query.MISS
+    assert scenes["optix"].footprint().breakdown["ias"] > 0

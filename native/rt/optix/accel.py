@@ -36,7 +36,7 @@ from ..geometry import AABBS, SPHERES, TRIANGLES
 from . import _import_optix
 from .pipeline import context
 
-__all__ = ["OptixGas", "build_gas"]
+__all__ = ["OptixGas", "OptixIas", "build_gas", "build_ias"]
 
 _WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
 
@@ -57,6 +57,7 @@ class OptixGas:
     peak_bytes: int        # the most held at once while building (input rows included)
 
     engine = "optix"
+    instanced = False
 
     def footprint(self) -> Footprint:
         parts = {"gas": int(self.buffer.nbytes)}
@@ -139,3 +140,85 @@ def build_gas(kind: int, data: Any, *, radius: float = 0.0, compact: bool = True
             out = packed
     return OptixGas(kind, n, int(handle), out, prims, float(radius), compact, out_b, temp_b,
                     peak)
+
+
+@dataclass(frozen=True, eq=False)
+class OptixIas:
+    """An IAS on OptiX over instances of :class:`OptixGas` (``optixAccelBuild`` of an
+    ``OptixInstance`` array): the software engine's :class:`~indexzoo.native.rt.trace.Instance`
+    objects (3x4 row-major object-to-world transform, instance id reported to the programs as
+    ``inst``, visibility mask) over GASes of one primitive kind."""
+
+    kind: int
+    n: int                 # instances
+    handle: int
+    buffer: Any            # CuPy uint8: the IAS
+    instances: Any         # CuPy uint8: the OptixInstance records
+    gases: tuple[OptixGas, ...]  # the distinct GASes (kept alive with the IAS)
+    prims: Any             # the one GAS's rows the programs read (spheres, kept boxes), or None
+    radius: float
+    peak_bytes: int
+
+    engine = "optix"
+    instanced = True
+
+    def footprint(self) -> Footprint:
+        parts = {"ias": int(self.buffer.nbytes), "instances": int(self.instances.nbytes),
+                 "gas": sum(int(g.buffer.nbytes) for g in self.gases)}
+        if self.prims is not None:
+            parts["sphere_centres" if self.kind == SPHERES else "boxes"] = int(self.prims.nbytes)
+        return Footprint(breakdown=parts, peak_build_bytes=max(self.peak_bytes,
+                                                               sum(parts.values())))
+
+
+def build_ias(instances: Any) -> OptixIas:
+    """An IAS over ``instances`` (:class:`~indexzoo.native.rt.trace.Instance` objects whose
+    ``gas`` is an :class:`OptixGas`; one primitive kind and radius). Sphere scenes and AABB
+    scenes that keep their boxes need every instance to share one GAS: the layer's programs
+    read that GAS's rows by primitive index."""
+    import cupy
+
+    instances = list(instances)
+    if not instances:
+        raise InvalidInput("an IAS needs at least one instance")
+    first = instances[0].gas
+    distinct: dict[int, OptixGas] = {}
+    for k, ins in enumerate(instances):
+        g = ins.gas
+        if not isinstance(g, OptixGas):
+            raise InvalidInput(f"instance {k}: gas must be an OptixGas, got {type(g).__name__}")
+        if (g.kind, g.radius) != (first.kind, first.radius):
+            raise InvalidInput("all GASes of an IAS must share primitive kind and radius")
+        if not 0 <= int(ins.mask) <= 0xFF or not 0 <= int(ins.instance_id) < 2**23:
+            raise InvalidInput(f"instance {k}: mask must be 0..255 and instance_id 0..2^23-1")
+        distinct.setdefault(id(g), g)
+    gases = tuple(distinct.values())
+    if first.prims is not None and len(gases) > 1:
+        raise InvalidInput("instances of sphere scenes or of AABB scenes that keep their boxes "
+                           "must share one GAS (the programs read its rows by primitive index)")
+    optix = _import_optix()
+    ctx = context()
+    records = []
+    for ins in instances:
+        t = np.eye(3, 4, dtype=np.float32) if ins.transform is None else \
+            np.asarray(ins.transform.get() if hasattr(ins.transform, "get") else ins.transform,
+                       dtype=np.float32).reshape(3, 4)
+        records.append(optix.Instance(
+            transform=[float(v) for v in t.reshape(-1)], flags=int(optix.INSTANCE_FLAG_NONE),
+            instanceId=int(ins.instance_id), sbtOffset=0, visibilityMask=int(ins.mask),
+            traversableHandle=int(ins.gas.handle)))
+    host = np.frombuffer(optix.getDeviceRepresentation(records), dtype=np.uint8)
+    dev = cupy.asarray(host)
+    inp = optix.BuildInputInstanceArray(instances=int(dev.data.ptr), numInstances=len(records))
+    opts = optix.AccelBuildOptions(buildFlags=int(optix.BUILD_FLAG_PREFER_FAST_TRACE),
+                                   operation=optix.BUILD_OPERATION_BUILD)
+    need = ctx.accelComputeMemoryUsage([opts], [inp])
+    temp_b, out_b = int(need.tempSizeInBytes), int(need.outputSizeInBytes)
+    temp = cupy.empty(max(temp_b, 1), np.uint8)
+    out = cupy.empty(max(out_b, 1), np.uint8)
+    stream = cupy.cuda.get_current_stream().ptr
+    handle = ctx.accelBuild(stream, [opts], [inp], int(temp.data.ptr), temp_b,
+                            int(out.data.ptr), out_b, [])
+    peak = int(dev.nbytes) + temp_b + out_b
+    return OptixIas(first.kind, len(records), int(handle), out, dev, gases, first.prims,
+                    first.radius, peak)

@@ -90,10 +90,11 @@ class Pipeline:
     modules: Any
 
 
-def source(lay: Layout, index_source: str) -> str:
-    """The whole program source of one launch struct and one index's programs."""
-    return ("#include <optix.h>\n" + lay.declaration
-            + 'extern "C" { __constant__ Params params; }\n'
+def source(lay: Layout, index_source: str, instanced: bool = False) -> str:
+    """The whole program source of one launch struct and one index's programs (for an IAS:
+    ``IZ_INSTANCED`` defined, so ``iz_match`` gets ``optixGetInstanceId()`` as ``inst``)."""
+    return ("#include <optix.h>\n" + ("#define IZ_INSTANCED 1\n" if instanced else "")
+            + lay.declaration + 'extern "C" { __constant__ Params params; }\n'
             + _layer_prelude() + index_source + "\n" + _layer_source())
 
 
@@ -103,10 +104,11 @@ def _layer_prelude() -> str:
 
 
 def pipeline(src: str, kind: int, own_intersection: bool = False,
-             digest: str | None = None) -> Pipeline:
+             digest: str | None = None, instanced: bool = False) -> Pipeline:
     """The pipeline of program source ``src`` for scenes of primitive ``kind`` (cached);
     ``own_intersection``: AABB hits by the index's ``__intersection__iz`` (else the layer's
-    box test). The source decides it, so the source's hash (``digest``, computed when not
+    box test); ``instanced``: an IAS over GASes (else one GAS). The source decides both (it
+    defines ``IZ_INSTANCED`` for an IAS), so the source's hash (``digest``, computed when not
     given) keys the cache."""
     key = (digest or hashlib.sha256(src.encode()).hexdigest(), int(kind))
     got = _PIPELINES.get(key)
@@ -115,12 +117,12 @@ def pipeline(src: str, kind: int, own_intersection: bool = False,
     with _LOCK:
         got = _PIPELINES.get(key)
         if got is None:
-            got = _make_pipeline(src, int(kind), own_intersection)
+            got = _make_pipeline(src, int(kind), own_intersection, instanced)
             _PIPELINES[key] = got
     return got
 
 
-def _make_pipeline(src: str, kind: int, own_intersection: bool) -> Pipeline:
+def _make_pipeline(src: str, kind: int, own_intersection: bool, instanced: bool) -> Pipeline:
     import cupy
 
     optix = _import_optix()
@@ -129,7 +131,8 @@ def _make_pipeline(src: str, kind: int, own_intersection: bool) -> Pipeline:
         optix.PRIMITIVE_TYPE_FLAGS_CUSTOM
     pco = optix.PipelineCompileOptions(
         usesMotionBlur=False, numPayloadValues=1, numAttributeValues=2,
-        traversableGraphFlags=int(optix.TRAVERSABLE_GRAPH_FLAG_ALLOW_SINGLE_GAS),
+        traversableGraphFlags=int(optix.TRAVERSABLE_GRAPH_FLAG_ALLOW_SINGLE_LEVEL_INSTANCING
+                                  if instanced else optix.TRAVERSABLE_GRAPH_FLAG_ALLOW_SINGLE_GAS),
         exceptionFlags=int(optix.EXCEPTION_FLAG_NONE), pipelineLaunchParamsVariableName="params",
         usesPrimitiveTypeFlags=prims)
     mco = optix.ModuleCompileOptions(maxRegisterCount=optix.COMPILE_DEFAULT_MAX_REGISTER_COUNT,
@@ -161,7 +164,7 @@ def _make_pipeline(src: str, kind: int, own_intersection: bool) -> Pipeline:
     sizes = optix.StackSizes()
     for g in groups:
         optix.util.accumulateStackSizes(g, sizes, pipe)
-    pipe.setStackSize(*optix.util.computeStackSizes(sizes, 1, 0, 0), 1)
+    pipe.setStackSize(*optix.util.computeStackSizes(sizes, 1, 0, 0), 2 if instanced else 1)
     size = int(optix.SBT_RECORD_HEADER_SIZE)
     host = np.zeros((3, size), np.uint8)
     for i, g in enumerate(groups):
@@ -178,17 +181,17 @@ def _make_pipeline(src: str, kind: int, own_intersection: bool) -> Pipeline:
 _PREPARED: dict[tuple[Any, ...], tuple[Layout, str, str]] = {}
 
 
-def prepared(index_source: str, names: tuple[str, ...], values: tuple[Any, ...]
-             ) -> tuple[Layout, str, str]:
+def prepared(index_source: str, names: tuple[str, ...], values: tuple[Any, ...],
+             instanced: bool = False) -> tuple[Layout, str, str]:
     """The launch struct of these fields, the whole program source and its hash, cached per
     index source, field names and field types: a repeated launch writes no source again and
     hashes nothing (a benign race may prepare one twice)."""
-    sig = (index_source, names, tuple(v.dtype.str if getattr(v, "ndim", 0) else type(v)
-                                      for v in values))
+    types = tuple(v.dtype.str if getattr(v, "ndim", 0) else type(v) for v in values)
+    sig = (index_source, instanced, names, types)
     got = _PREPARED.get(sig)
     if got is None:
         lay = layout(names, values)
-        src = source(lay, index_source)
+        src = source(lay, index_source, instanced)
         got = _PREPARED[sig] = (lay, src, hashlib.sha256(src.encode()).hexdigest())
     return got
 
@@ -240,8 +243,9 @@ def launch_query(scene: Any, index_source: str | None, params: Any, rays: Any, n
               tmin, tmax, prims, np.float32(scene.radius))
     names = ENGINE_FIELDS + tuple(params._fields)
     values = engine + tuple(params)
-    lay, src, digest = prepared(index_source, names, values)
-    pipe = pipeline(src, scene.kind, own, digest)
+    instanced = bool(scene.instanced)
+    lay, src, digest = prepared(index_source, names, values, instanced)
+    pipe = pipeline(src, scene.kind, own, digest, instanced)
     optix = _import_optix()
     host = pack(lay, values)
     dev = cupy.asarray(host)

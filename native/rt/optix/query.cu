@@ -1,12 +1,19 @@
 // The query layer's OptiX programs (indexzoo.native.rt.optix), the twins of the software
 // engine's in indexzoo.native.rt.query. Before this text come: <optix.h>, the launch struct
 // `Params` written from the launch record, `params` itself, the IZ_* operation numbers and
-// the index's programs: iz_match(ray, prim) -> rowID or IZ_NO_MATCH (or, under IZ_BITMAP,
+// the index's programs: iz_match(ray, inst, prim) -> rowID or IZ_NO_MATCH (or, under IZ_BITMAP,
 // -2 - rowID to clear a bit), __intersection__iz for AABB scenes, and iz_raygen with
 // IZ_HAS_RAYGEN where the index makes rays from per-ray data.
 //
 // Payloads live in global memory (params.iz_payload, one uint64 per ray, set by the host to
 // MISS or 0), as in the software engine, so every hit operation is the same code on both.
+
+// The instance of the current hit (0 when one GAS is traced directly, as on the software engine).
+#ifdef IZ_INSTANCED
+#define IZ_INST() optixGetInstanceId()
+#else
+#define IZ_INST() 0u
+#endif
 
 // Ray `i` of the launch: from the ray arrays, or made by the index's ray-generation program.
 // OptiX wants tmin >= 0; the software engine allows a negative tmin (RX's from-zero rays
@@ -52,7 +59,7 @@ extern "C" __global__ void __raygen__iz() {
 // _bitmap_anyhit).
 extern "C" __global__ void __anyhit__iz() {
   const unsigned int ray = optixGetLaunchIndex().x;
-  const long long r = iz_match(ray, optixGetPrimitiveIndex());
+  const long long r = iz_match(ray, IZ_INST(), optixGetPrimitiveIndex());
   const long long op = params.op;
   if (op == IZ_BITMAP) {
     if (r != IZ_NO_MATCH) {
@@ -88,7 +95,7 @@ extern "C" __global__ void __anyhit__iz() {
 
 extern "C" __global__ void __closesthit__iz() {
   const unsigned int ray = optixGetLaunchIndex().x;
-  params.iz_payload[ray] = (unsigned long long)iz_match(ray, optixGetPrimitiveIndex());
+  params.iz_payload[ray] = (unsigned long long)iz_match(ray, IZ_INST(), optixGetPrimitiveIndex());
 }
 
 extern "C" __global__ void __miss__iz() {}
