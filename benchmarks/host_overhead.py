@@ -84,6 +84,20 @@ def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[st
             "stage: cupy.cuda.get_current_stream()": cupy.cuda.get_current_stream,
             "stage: q.flags.c_contiguous": lambda: q.flags.c_contiguous,
         })
+        try:  # the prepared path (absent from trees before it, e.g. a `before` tree)
+            from indexzoo.native.targets import Slot
+        except ImportError:
+            pass
+        else:
+            bound = kernels.POINT_ROWID.bind(args.device, st.pairs.keys, st.pairs.rowids,
+                                             Slot(q.dtype), Slot(st.rowid_dtype), st.miss)
+            index.point(q)
+            prepared = st._prepared["rowid"]
+            pieces.update({
+                "stage: cupy.ndarray((n,), dtype)": lambda: cupy.ndarray((n,), st.rowid_dtype),
+                "stage: one bound launch (Kernel.bind)": lambda: bound(n, q, out),
+                "stage: the prepared answer (no checks)": lambda: prepared.answer(q),
+            })
     for mode in ("packed", "function", "numba") if args.device == "cuda" else ():
         def launch(mode: str = mode) -> None:
             set_launch_mode(mode)

@@ -33,6 +33,7 @@ unconstrained column has ``lo = 0`` and ``hi`` = the native maximum.
 from __future__ import annotations
 
 import abc
+import functools
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -64,6 +65,21 @@ BITMAP_CHUNK_BYTES = 1 << 26
 #: work (a ResourceError that says what to ask for instead); smaller ones are not checked.
 BITMAP_CHECK_FROM = 1 << 28
 DeviceName = Literal["cpu", "cuda"]
+
+
+class PreparedPoint(typing.NamedTuple):
+    """Point lookups of one build and out mode, prepared (see ``GpuIndex.point``): the batches
+    it takes (``array_type``, ``dtype``, at most ``max_batch``, under ``params``) and the
+    function that answers one with a :class:`LookupResult`."""
+
+    array_type: type
+    dtype: np.dtype
+    max_batch: int
+    params: IndexParams
+    answer: Callable[[Any], LookupResult]
+
+
+_UNPREPARED: Any = object()
 
 
 class Capabilities(BaseModel):
@@ -298,6 +314,18 @@ class GpuIndex(abc.ABC, Generic[S]):
     # ------------------------------------------------------------------ lookups
     def point(self, queries: Any, *, out: Out = "rowid") -> LookupResult:
         """Look up each key in ``queries``; results in query order on the index's device."""
+        st = self._state
+        if st is not None and type(out) is str:
+            # the prepared path: a batch that every check below would pass unchanged (the
+            # device's array type, 1-D, keys of the index's native dtype, one chunk) goes
+            # straight to the plugin's answer, prepared once per build and out mode
+            prep = st._prepared.get(out, _UNPREPARED)
+            if prep is _UNPREPARED:
+                prep = self._prepare_point(st, out)
+            if (prep is not None and type(queries) is prep.array_type and queries.ndim == 1
+                    and queries.dtype is prep.dtype and 0 < queries.shape[0] <= prep.max_batch
+                    and self.params is prep.params):
+                return prep.answer(queries)
         st = self._live()
         self._require("point", "point lookups")
         mode = check_out(out, self.capabilities.out_modes, self.name)
@@ -310,6 +338,24 @@ class GpuIndex(abc.ABC, Generic[S]):
         if outside is not None:
             outside = to_device(outside, self.device)
         return self._run(st, "point", mode, (enc,), outside)
+
+    def _prepare_point(self, st: S, out: str) -> PreparedPoint | None:
+        """The prepared point lookups of build ``st`` and mode ``out`` (cached in the state),
+        or None where the general path has work to do for every batch: a multi-column or
+        remapped key type, sorted probes, an empty build, a mode without a fused hook."""
+        prep: PreparedPoint | None = None
+        caps, keymap, params = self.capabilities, st.keymap, self.params
+        hook = self._hook("point", out) if out in ("rowid", "count", "sum") else None
+        if (caps.point and out in caps.out_modes and caps.dims == 1 and st.dims == 1
+                and st.n > 0 and keymap.source == keymap.target and hook is not None
+                and not (params.sort_probes and "point" in self.sorted_probe_kinds)
+                and st.device == self.device):
+            fn = self._prepared_point(st, out) or functools.partial(hook, st)
+            array_type = st.xp.ndarray
+            prep = PreparedPoint(array_type, np.dtype(keymap.source), params.max_batch, params,
+                                 results.fast_result(out, fn))
+        st._prepared[out] = prep
+        return prep
 
     def range(self, lo: Any, hi: Any, *, out: Out = "count") -> LookupResult:
         """Inclusive ranges ``[lo[i], hi[i]]``; ``lo > hi`` is an empty range, not an error."""
@@ -577,6 +623,15 @@ class GpuIndex(abc.ABC, Generic[S]):
         """Fill ``new`` from ``old`` with the keys at ``positions`` (unique, increasing int64
         rowIDs) set to ``new_keys`` (native dtype). ``old`` must stay unchanged."""
         raise NotImplementedError(f"{type(self).__name__} declares updates but has no _update")
+
+    def _prepared_point(self, st: S, out: str) -> Callable[[Any], Any] | None:
+        """Optional: point lookups of build ``st`` in mode ``out`` ("rowid", "count" or
+        "sum") prepared for repeated calls, e.g. with the kernel's fixed arguments bound
+        (:meth:`indexzoo.native.targets.Kernel.bind`). The callable takes a batch that the
+        base has checked (the device's array type, 1-D, native dtype, 1 to ``max_batch``
+        lookups) and returns what ``_point_{out}(st, q)`` returns. None (the default): the
+        base calls ``_point_{out}`` itself."""
+        return None
 
     def _point_rowids(self, st: S, q: Any) -> tuple[Any, Any]:
         raise NotImplementedError(f"{type(self).__name__} must implement _point_rowids")

@@ -9,6 +9,7 @@ unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, get_args
 
@@ -119,6 +120,27 @@ class LookupResult:
 def count_from_csr(offsets: Any, dtype: Any) -> Any:
     """Matches per query from CSR offsets."""
     return (offsets[1:] - offsets[:-1]).astype(dtype)
+
+
+def fast_result(out: Out, fn: Callable[[Any], Any]) -> Callable[[Any], LookupResult]:
+    """``lambda q: LookupResult(out, **{out: fn(q)})`` for one of the one-array modes
+    (``rowid``, ``count``, ``sum``), at a third of a frozen dataclass's construction cost:
+    the prepared lookup path calls it once per batch."""
+    if out not in ("rowid", "count", "sum"):
+        raise ValueError(f"fast_result takes a one-array out mode, not {out!r}")
+    blank = dict.fromkeys(f.name for f in fields(LookupResult))
+    blank["out"] = out
+    new = object.__new__
+
+    def answer(q: Any) -> LookupResult:
+        arr = fn(q)
+        res = new(LookupResult)
+        d = res.__dict__
+        d.update(blank)
+        d[out] = arr
+        return res
+
+    return answer
 
 
 def rowid_from_csr(offsets: Any, rowids: Any, miss: Any, dtype: Any) -> Any:

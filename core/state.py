@@ -66,6 +66,9 @@ class BuildState:
         self.rowid_dtype: np.dtype = rowid_dtype_for(self.n)
         self.miss: np.integer = self.rowid_dtype.type(np.iinfo(self.rowid_dtype).max)
         self._xp = array_module(device)  # looked up once: every lookup call reads it
+        # prepared point lookups of this build, per out mode (see GpuIndex.point); filled on
+        # first use, after the state is sealed (a dict, so sealing does not freeze it)
+        self._prepared: dict[str, Any] = {}
 
     @property
     def xp(self) -> ModuleType:

@@ -51,8 +51,9 @@ from pydantic import Field
 
 from indexzoo import IndexParams
 
-__all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "GroupKernel", "Kernel",
-           "KernelParams", "call_parallel", "launch_cuda", "values_arg"]
+__all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundLaunch",
+           "GroupKernel", "Kernel", "KernelParams", "Slot", "call_parallel", "launch_cuda",
+           "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
 
@@ -265,6 +266,14 @@ def _pack_format(plan: Any) -> str:
     return _PACK_CODES[plan]
 
 
+def _param_offsets(plans: list[Any]) -> list[int]:
+    """Byte offset of each argument's first flattened parameter in the packed buffer: at C
+    alignment, the size of everything before it and its first field, less that field."""
+    codes = [_pack_format(p) for p in plans]
+    return [struct.calcsize("@" + "".join(codes[:j]) + codes[j][:1])
+            - struct.calcsize("@" + codes[j][:1]) for j in range(len(codes))]
+
+
 def _extractor(plans: list[Any]) -> Callable[..., tuple[Any, ...]]:
     """A function of the launch arguments that returns their flattened parameters, in the
     order of :func:`_pack_format`: straight-line code generated once per argument types (the
@@ -366,6 +375,37 @@ class Kernel:
         blocks = (n + threads_per_block - 1) // threads_per_block
         launch_cuda(self, fn, blocks, threads_per_block, (n, *args))
 
+    def bind(self, device: str, *args: Any,
+             threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> BoundLaunch:
+        """This kernel with ``args`` bound, :class:`Slot` places left open: for a call that
+        repeats with the same fixed arguments (an index's arrays) and fresh lookups and
+        outputs, at the host cost of the open arguments alone (see :class:`BoundLaunch`).
+        The fixed arrays must stay alive and in place as long as the bound launch is used."""
+        if len(args) != len(self.arg_names):
+            raise TypeError(f"{self!r} takes {len(self.arg_names)} arguments, got {len(args)}")
+        return BoundLaunch(self, device, args, threads_per_block)
+
+
+def _fast_launcher(owner: Any, fn: Any, args: tuple[Any, ...]) -> _CupyLaunch | None:
+    """The CuPy launcher of dispatcher ``fn`` for these arguments' types (made on first use and
+    kept in ``owner._fast``), or None where only numba's own launch can run them."""
+    cupy = _cupy() if _FAST_LAUNCH else None
+    key = None if cupy is None else _arg_key(args, cupy.ndarray)
+    if key is None:
+        return None
+    fast = owner._fast.get(key, False)
+    if fast is False:
+        with owner._lock:
+            try:
+                fast = _CupyLaunch(fn, tuple(np.int64(a) if type(a) is int else a
+                                             for a in args))
+            except Exception as exc:  # fall back to numba's launch, say why once
+                warnings.warn(f"{owner!r}: CuPy launch unavailable ({exc}); using "
+                              "numba's", RuntimeWarning, stacklevel=4)
+                fast = None
+            owner._fast[key] = fast
+    return typing.cast("_CupyLaunch | None", fast)
+
 
 def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any, ...],
                 shared_mem: int = 0) -> None:
@@ -374,28 +414,130 @@ def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any,
     its ``_fast`` dict, guarded by its ``_lock``."""
     # Python ints go to the fast path as they are (the key types them as int64, the packer
     # writes them as such), and become np.int64 only for numba's own launch
-    cupy = _cupy() if _FAST_LAUNCH else None
-    key = None if cupy is None else _arg_key(args, cupy.ndarray)
-    if key is not None:
-        fast = owner._fast.get(key, False)
-        if fast is False:
-            with owner._lock:
-                try:
-                    fast = _CupyLaunch(fn, tuple(np.int64(a) if type(a) is int else a
-                                                 for a in args))
-                except Exception as exc:  # fall back to numba's launch, say why once
-                    warnings.warn(f"{owner!r}: CuPy launch unavailable ({exc}); using "
-                                  "numba's", RuntimeWarning, stacklevel=3)
-                    fast = None
-                owner._fast[key] = fast
-        if fast is not None:
-            assert cupy is not None
-            fast(blocks, threads, args, cupy.cuda.get_current_stream(), shared_mem)
-            return
+    fast = _fast_launcher(owner, fn, args)
+    if fast is not None:
+        fast(blocks, threads, args, _cupy().cuda.get_current_stream(), shared_mem)
+        return
     full = tuple(np.int64(a) if type(a) is int else a for a in args)
     with warnings.catch_warnings():  # small batches are legal; numba warns about them
         warnings.filterwarnings("ignore", message=".*under-utilization")
         fn[blocks, threads, _numba_stream(), shared_mem](*full)
+
+
+class Slot(typing.NamedTuple):
+    """A launch argument that :meth:`Kernel.bind` leaves open: a C-contiguous array of
+    ``dtype`` and ``ndim`` dimensions, given at each call of the bound launch."""
+
+    dtype: np.dtype
+    ndim: int = 1
+
+
+class BoundLaunch:
+    """A kernel with its fixed arguments bound (see :meth:`Kernel.bind`): ``launch(n, *open)``
+    runs ``n`` items with the open arguments (the :class:`Slot` places, in order) filled in.
+
+    On the GPU the fixed arguments are flattened into the parameter buffer once per thread, so
+    a call writes only the item count and the open arrays' pointers, shapes and strides, and
+    launches: no argument-type key, no walk over the bound arrays. An open array whose dtype,
+    dimensions or contiguity differ from its slot's takes the kernel's ordinary call, which
+    compiles or picks the matching specialisation; so does every call on the CPU.
+    """
+
+    def __init__(self, kernel: Kernel, device: str, args: tuple[Any, ...], threads_per_block: int,
+                 items: Callable[[int], int] | None = None):
+        self.kernel = kernel
+        self.device = device
+        self.args = args
+        self.threads_per_block = threads_per_block
+        self.items = items
+        self.open = tuple(i for i, a in enumerate(args) if isinstance(a, Slot))
+        self.call: Callable[..., None] = self._ordinary
+        if device == "cuda":
+            fast = self._packed()
+            if fast is not None:
+                self.call = fast
+
+    def __call__(self, n: int, *opened: Any) -> None:
+        self.call(n, *opened)
+
+    def _ordinary(self, n: int, *opened: Any) -> None:
+        """The kernel's ordinary call with the open arguments put in their places."""
+        if len(opened) != len(self.open):
+            raise TypeError(f"{self.kernel!r} bound with {len(self.open)} open arguments, got "
+                            f"{len(opened)}")
+        full = list(self.args)
+        for i, a in zip(self.open, opened, strict=True):
+            full[i] = a
+        self.kernel(self.device, n if self.items is None else self.items(n), *full,
+                    threads_per_block=self.threads_per_block)
+
+    def _packed(self) -> Callable[..., None] | None:
+        """The GPU call that writes only the open arguments into a prepared parameter buffer
+        (None where the CuPy launch cannot take these arguments)."""
+        cupy = _cupy()
+        if cupy is None or _LAUNCH_MODE != "packed":
+            return None
+        stand_ins = tuple(cupy.empty((1,) * a.ndim, dtype=a.dtype) if isinstance(a, Slot)
+                          else a for a in self.args)
+        kernel = self.kernel
+        fast = _fast_launcher(kernel, kernel._get("cuda"), (0, *stand_ins))
+        if fast is None:
+            return None
+        offsets = _param_offsets(fast._plan)
+        template = fast._packer.pack(*fast._extract(np.int64(0), *stand_ins))
+        local = threading.local()
+
+        def buffer() -> Any:
+            buf = local.buf = ctypes.create_string_buffer(template, len(template))
+            local.size = ctypes.c_size_t(len(template))
+            local.extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2,
+                                                ctypes.addressof(local.size), 0)
+            local.extra_ptr = ctypes.addressof(local.extra)
+            return buf
+
+        # one generated function per bound launch: check each open array against its slot,
+        # write the count and the open arrays' fields (after numba's meminfo and parent
+        # words, which stay zero), launch
+        env: dict[str, Any] = {
+            "local": local, "buffer": buffer, "ordinary": self._ordinary,
+            "stream": cupy.cuda.get_current_stream, "launch": cupy.cuda.driver.launchKernel,
+            "fptr": fast._function_ptr, "tpb": self.threads_per_block,
+            "pack_n": struct.Struct("@q").pack_into, "AttributeError": AttributeError}
+        names = [f"s{j}" for j in range(len(self.open))]
+        contiguous = ("_c_contiguous" if all(hasattr(a, "_c_contiguous") for a in stand_ins
+                                             if isinstance(a, cupy.ndarray))
+                      else "flags.c_contiguous")
+        checks, packs = [], ["pack_n(buf, 0, items)"]
+        for j, i in enumerate(self.open):
+            slot = self.args[i]
+            env[f"dt{j}"] = np.dtype(slot.dtype)
+            env[f"pk{j}"] = struct.Struct("@qqQ" + "q" * (2 * slot.ndim)).pack_into
+            a = names[j]
+            checks.append(f"{a}.dtype is not dt{j} or {a}.ndim != {slot.ndim} "
+                          f"or not {a}.{contiguous}")
+            fields = [f"{a}.size", f"{a}.itemsize", f"{a}.data.ptr"]
+            fields += [f"{a}.shape[{d}]" for d in range(slot.ndim)]
+            fields += [f"{a}.strides[{d}]" for d in range(slot.ndim)]
+            packs.append(f"pk{j}(buf, {offsets[i + 1] + 16}, {', '.join(fields)})")
+        items = "n" if self.items is None else "items_of(n)"
+        env["items_of"] = self.items
+        args = ", ".join(["n", *names])
+        src = [f"def launch({args}):"]
+        if checks:
+            src += [f"    if {' or '.join(f'({c})' for c in checks)}:",
+                    f"        return ordinary({args})"]
+        src += [f"    items = {items}",
+                "    if items <= 0:",
+                "        return",
+                "    try:",
+                "        buf = local.buf",
+                "    except AttributeError:",
+                "        buf = buffer()",
+                *[f"    {p}" for p in packs],
+                "    launch(fptr, (items + tpb - 1) // tpb, 1, 1, tpb, 1, 1, 0, stream().ptr, 0,",
+                "           local.extra_ptr)"]
+        exec("\n".join(src) + "\n", env)
+        return typing.cast("Callable[..., None]", env["launch"])
 
 
 class GroupKernel:
@@ -447,6 +589,19 @@ class GroupKernel:
         else:
             self.cooperative()(device, self._threads(n, group), *args,
                                threads_per_block=threads_per_block)
+
+    def bind(self, device: str, *args: Any, group: int = 1,
+             threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> BoundLaunch:
+        """The operation with ``args`` bound (see :meth:`Kernel.bind`); a call serves ``n``
+        items as :meth:`__call__` does, with ``group`` threads each on the GPU."""
+        if device == "cpu" or group == 1:
+            return self.scalar.bind(device, *args, threads_per_block=threads_per_block)
+        coop = self.cooperative()
+        if len(args) != len(coop.arg_names):
+            raise TypeError(f"{coop!r} takes {len(coop.arg_names)} arguments, got {len(args)}")
+        threads = self._threads
+        return BoundLaunch(coop, device, args, threads_per_block,
+                           items=lambda n: threads(n, group))
 
 
 class BlockKernel:

@@ -26,13 +26,14 @@ Decisions where the papers are silent or differ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
 from indexzoo.native.sort import SortedPairs, sort_pairs
-from indexzoo.native.targets import KernelParams, values_arg
+from indexzoo.native.targets import KernelParams, Slot, values_arg
 
 __all__ = ["SortedArrayIndex", "SortedArrayState"]
 
@@ -92,6 +93,23 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
                            threads_per_block=self.params.threads_per_block)
 
     # -------------------------------------------------------------- hooks
+    def _prepared_point(self, st: SortedArrayState, out: str) -> Callable[[Any], Any] | None:
+        """``rowid`` lookups with the sorted pairs bound into the launch: a call allocates the
+        answer and launches (the small-batch path of issue 20)."""
+        if out != "rowid":
+            return None
+        launch = k.POINT_ROWID.bind(self.device, st.pairs.keys, st.pairs.rowids,
+                                    Slot(st.native_dtype), Slot(st.rowid_dtype), st.miss,
+                                    threads_per_block=self.params.threads_per_block)
+        empty, dtype = st.xp.empty, st.rowid_dtype
+
+        def rowid(q: Any) -> Any:
+            res = empty(q.shape[0], dtype)
+            launch(q.shape[0], q, res)
+            return res
+
+        return rowid
+
     def _point_rowid(self, st: SortedArrayState, q: Any) -> Any:
         return self._rowid(st, k.POINT_ROWID, q)
 

@@ -70,6 +70,7 @@ Decisions where the papers are silent
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
@@ -79,7 +80,7 @@ from pydantic import Field
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
-from indexzoo.native.targets import DEFAULT_THREADS_PER_BLOCK, KernelParams, values_arg
+from indexzoo.native.targets import DEFAULT_THREADS_PER_BLOCK, KernelParams, Slot, values_arg
 
 __all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_table",
            "next_prime_windows", "value_word_dtype"]
@@ -347,6 +348,26 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
             return None
         eq = qt == st.ht.empty
         return eq if bool(eq.any()) else None
+
+    def _prepared_point(self, st: WarpcoreHashState, out: str) -> Callable[[Any], Any] | None:
+        """``rowid`` lookups with the table bound into the launch, where no lookup can need
+        the out-of-band key (none was built) and lookups need no conversion to the table's
+        key width: a call allocates the answer and launches (the small-batch path of issue
+        20)."""
+        ht = st.ht
+        if out != "rowid" or st.oob.shape[0] or ht.tkeys.dtype != st.native_dtype:
+            return None
+        launch = hashing.FIND_ROWID.bind(
+            self.device, ht.record(), Slot(ht.tkeys.dtype), Slot(st.rowid_dtype), st.miss,
+            group=self.params.group_size, threads_per_block=self.params.threads_per_block)
+        empty, dtype = st.xp.empty, st.rowid_dtype
+
+        def rowid(q: Any) -> Any:
+            res = empty(q.shape[0], dtype)
+            launch(q.shape[0], q, res)
+            return res
+
+        return rowid
 
     def _point_rowid(self, st: WarpcoreHashState, q: Any) -> Any:
         ht = st.ht

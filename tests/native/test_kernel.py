@@ -1,9 +1,11 @@
 """``indexzoo.native.targets.Kernel``: a per-item body runs once per item on the CPU, whatever
-the body is called."""
+the body is called; a bound kernel (``Kernel.bind``) runs like the ordinary call with its open
+arguments filled in, on either device."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from numba.extending import register_jitable
 
 from indexzoo.native.targets import Kernel
@@ -27,3 +29,62 @@ def test_a_body_named_like_the_generated_loop_still_runs() -> None:
         out = np.zeros_like(x)
         Kernel(fn)("cpu", 10, x, out)
         np.testing.assert_array_equal(out, 2 * x)
+
+
+@register_jitable
+def scaled_item(i, x, factor, out):  # type: ignore[no-untyped-def]
+    out[i] = x[i] * factor
+
+
+def test_a_bound_kernel_takes_its_open_arguments_in_order(device: str) -> None:
+    from indexzoo.devices import to_device, to_numpy
+    from indexzoo.native.targets import Slot
+
+    k = Kernel(scaled_item)
+    launch = k.bind(device, Slot(np.dtype(np.int64)), np.int64(3), Slot(np.dtype(np.int64)))
+    x = to_device(np.arange(10, dtype=np.int64), device)
+    for n in (10, 4, 0):
+        out = to_device(np.full(10, -1, np.int64), device)
+        launch(n, x, out)
+        want = np.where(np.arange(10) < n, 3 * np.arange(10), -1)
+        np.testing.assert_array_equal(to_numpy(out), want)
+    with pytest.raises(TypeError, match="2 open arguments, got 1"):
+        launch._ordinary(3, x)
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        k.bind(device, Slot(np.dtype(np.int64)))
+
+
+def test_a_bound_kernel_takes_arrays_unlike_its_slots_through_the_ordinary_call(
+        device: str) -> None:
+    # a strided view or another dtype than the slot's cannot use the prepared buffer (the
+    # kernel was compiled for C-contiguous arrays of the slot's dtype): the ordinary call
+    # compiles or picks the matching specialisation
+    from indexzoo.devices import to_device, to_numpy
+    from indexzoo.native.targets import Slot
+
+    launch = Kernel(scaled_item).bind(device, Slot(np.dtype(np.int64)), np.int64(2),
+                                      Slot(np.dtype(np.int64)))
+    x = to_device(np.arange(20, dtype=np.int64), device)
+    out = to_device(np.zeros(10, np.int64), device)
+    launch(10, x[::2], out)
+    np.testing.assert_array_equal(to_numpy(out), 2 * np.arange(0, 20, 2))
+    out32 = to_device(np.zeros(10, np.int32), device)
+    launch(10, x, out32)
+    np.testing.assert_array_equal(to_numpy(out32), 2 * np.arange(10))
+
+
+def test_the_packed_offsets_are_where_the_packer_writes_each_argument() -> None:
+    import struct
+
+    from numba import typeof
+
+    from indexzoo.native.targets import _flat_plan, _pack_format, _param_offsets
+
+    args = (np.int64(5), np.bool_(True), (np.zeros(5, np.uint64), np.int32(-7)),
+            np.zeros((4, 3), np.uint32), np.float32(1.5), np.uint8(1), np.zeros(2, np.int64))
+    plans = [_flat_plan(typeof(a)) for a in args]
+    # int64 at 0, bool at 8, the tuple's array at 16 (7 words), its int32 at 72, the 2-D
+    # array at 80 (9 words), float32 at 152, uint8 at 156, the last array at 160
+    assert _param_offsets(plans) == [0, 8, 16, 80, 152, 156, 160]
+    fmt = "@" + "".join(_pack_format(p) for p in plans)
+    assert struct.calcsize(fmt) == 160 + 7 * 8

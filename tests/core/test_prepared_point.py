@@ -1,0 +1,168 @@
+"""The prepared path of ``GpuIndex.point``: a batch that every check of the general path would
+pass unchanged (the device's array type, 1-D, keys of the index's native dtype, one chunk) is
+answered by the plugin's hook, or its prepared form, without the general path's steps; every
+other batch takes the general path; both give the same answers, and a rebuild prepares again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import indexzoo
+from indexzoo import InvalidInput, NotBuilt
+from indexzoo.devices import to_device, to_numpy
+
+INDEXES = ["sorted-array", "warpcore-hash", "btree", "searchsorted", "lightweight", "rx"]
+MODES = ["rowid", "count", "sum"]
+
+
+def _keys(n: int = 3000, seed: int = 7) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, 1 << 40, n).astype(np.uint64)
+    keys[10:20] = keys[0]  # duplicates
+    return keys
+
+
+def _lookups(keys: np.ndarray, n: int = 500, seed: int = 8) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    q = rng.choice(keys, n)
+    q[::5] = rng.integers(0, 1 << 40, q[::5].shape[0]).astype(np.uint64)  # mostly misses
+    return q
+
+
+def _expected(keys: np.ndarray, q: np.ndarray, out: str, miss: int) -> np.ndarray:
+    """What each mode must answer (rowid: any matching rowID is checked separately)."""
+    hits = [np.nonzero(keys == x)[0] for x in q]
+    if out == "count":
+        return np.array([len(h) for h in hits])
+    if out == "sum":
+        return np.array([h.astype(np.uint64).sum(dtype=np.uint64) for h in hits], np.uint64)
+    return np.array([miss if len(h) == 0 else -1 for h in hits], dtype=np.int64)
+
+
+def _check(keys: np.ndarray, q: np.ndarray, res: Any, out: str, miss: int) -> None:
+    got = to_numpy(getattr(res, out))
+    want = _expected(keys, q, out, miss)
+    if out != "rowid":
+        np.testing.assert_array_equal(got.astype(want.dtype), want)
+        return
+    found = want != miss
+    np.testing.assert_array_equal(got[~found], miss)
+    np.testing.assert_array_equal(keys[got[found].astype(np.int64)], q[found])
+
+
+def _general_only(monkeypatch: pytest.MonkeyPatch, ix: Any) -> list[str]:
+    """Record every batch that reaches the general path (``_run``)."""
+    seen: list[str] = []
+    run = ix._run
+
+    def spy(st: Any, kind: str, out: str, arrays: Any, outside: Any) -> Any:
+        seen.append(kind)
+        return run(st, kind, out, arrays, outside)
+
+    monkeypatch.setattr(ix, "_run", spy)
+    return seen
+
+
+@pytest.mark.parametrize("name", INDEXES)
+def test_a_native_batch_skips_the_general_path_and_answers_every_mode(
+        name: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys, ix = _keys(), indexzoo.create(name, device=device)
+    ix.build(to_device(keys, device))
+    q = _lookups(keys)
+    seen = _general_only(monkeypatch, ix)
+    fused = [m for m in MODES if m in ix.capabilities.out_modes and ix._hook("point", m)]
+    for out in MODES:  # a mode the plugin derives from rowids needs the general path
+        _check(keys, q, ix.point(to_device(q, device), out=out), out, int(ix.miss))
+    assert "rowid" in fused and seen == ["point"] * (len(MODES) - len(fused)), name
+    assert ix.state._prepared["rowid"] is not None
+
+
+@pytest.mark.parametrize("batch", ["list", "int64", "uint32", "strided", "one", "two-d",
+                                   "empty", "host-on-gpu"])
+def test_other_batches_take_the_general_path_with_the_same_answers(
+        batch: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys, ix = _keys(), indexzoo.create("sorted-array", device=device)
+    ix.build(to_device(keys, device))
+    q = _lookups(keys)
+    seen = _general_only(monkeypatch, ix)
+    if batch == "two-d":
+        with pytest.raises(InvalidInput, match="1-D"):
+            ix.point(to_device(q.reshape(25, 20), device))
+        return
+    given: Any = {
+        "list": [int(x) for x in q], "int64": q.astype(np.int64), "uint32": q.astype(np.uint32),
+        "strided": np.repeat(q, 2)[::2], "one": q[:1], "empty": q[:0], "host-on-gpu": q,
+    }[batch]
+    if batch == "uint32":
+        q = q.astype(np.uint32).astype(np.uint64)
+    if batch == "one":
+        q = q[:1]
+    if batch == "empty":
+        q = q[:0]
+    if batch not in ("list", "host-on-gpu"):
+        given = to_device(given, device)
+    res = ix.point(given)
+    _check(keys, q, res, "rowid", int(ix.miss))
+    assert res.device == device
+    # a strided view or a single lookup is still a native 1-D batch: the prepared path
+    # takes it (its kernels read strides); the rest need the general path's work
+    general = batch not in ("strided", "one") and not (batch == "host-on-gpu" and device == "cpu")
+    assert seen == (["point"] if general else [])
+
+
+def test_batches_over_max_batch_and_sorted_probes_take_the_general_path(
+        device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = _keys()
+    q = _lookups(keys)
+    for params in ({"max_batch": 64}, {"sort_probes": True}):
+        ix = indexzoo.create("sorted-array", params=params, device=device)
+        ix.build(to_device(keys, device))
+        seen = _general_only(monkeypatch, ix)
+        _check(keys, q, ix.point(to_device(q, device)), "rowid", int(ix.miss))
+        assert seen == ["point"], params
+
+
+def test_replaced_params_are_honoured(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = _keys()
+    q = _lookups(keys)
+    ix = indexzoo.create("sorted-array", device=device)
+    ix.build(to_device(keys, device))
+    ix.point(to_device(q, device))  # prepared under the default params
+    ix.params = ix.params.model_copy(update={"max_batch": 64})
+    seen = _general_only(monkeypatch, ix)
+    _check(keys, q, ix.point(to_device(q, device)), "rowid", int(ix.miss))
+    assert seen == ["point"]
+
+
+@pytest.mark.parametrize("name", ["sorted-array", "warpcore-hash"])
+def test_a_rebuild_answers_from_the_new_keys(name: str, device: str) -> None:
+    first, second = _keys(seed=1), _keys(seed=2)
+    ix = indexzoo.create(name, device=device)
+    ix.build(to_device(first, device))
+    q = _lookups(second)
+    ix.point(to_device(_lookups(first), device))
+    ix.build(to_device(second, device))
+    _check(second, q, ix.point(to_device(q, device)), "rowid", int(ix.miss))
+
+
+def test_errors_are_the_general_paths(device: str) -> None:
+    ix = indexzoo.create("sorted-array", device=device)
+    with pytest.raises(NotBuilt):
+        ix.point(np.zeros(3, np.uint64))
+    ix.build(to_device(_keys(), device))
+    q = to_device(np.zeros(3, np.uint64), device)
+    for bad in ("bogus", ["rowid"], None):
+        with pytest.raises(InvalidInput, match="out mode"):
+            ix.point(q, out=bad)  # type: ignore[arg-type]
+
+
+def test_an_empty_build_answers_misses(device: str) -> None:
+    ix = indexzoo.create("sorted-array", device=device)
+    ix.build(to_device(np.zeros(0, np.uint64), device))
+    res = ix.point(to_device(np.arange(4, dtype=np.uint64), device))
+    assert (to_numpy(res.rowid) == ix.miss).all()
+    assert ix.state._prepared["rowid"] is None
