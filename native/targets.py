@@ -376,14 +376,15 @@ class Kernel:
         launch_cuda(self, fn, blocks, threads_per_block, (n, *args))
 
     def bind(self, device: str, *args: Any,
-             threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> BoundLaunch:
-        """This kernel with ``args`` bound, :class:`Slot` places left open: for a call that
-        repeats with the same fixed arguments (an index's arrays) and fresh lookups and
-        outputs, at the host cost of the open arguments alone (see :class:`BoundLaunch`).
-        The fixed arrays must stay alive and in place as long as the bound launch is used."""
+             threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> Callable[..., None]:
+        """This kernel with ``args`` bound, :class:`Slot` places left open: a function
+        ``launch(n, *open)`` for a call that repeats with the same fixed arguments (an index's
+        arrays) and fresh lookups and outputs, at the host cost of the open arguments alone
+        (see :class:`BoundLaunch`). It keeps the fixed arrays alive; they must stay in place
+        (unchanged in shape) as long as it is used."""
         if len(args) != len(self.arg_names):
             raise TypeError(f"{self!r} takes {len(self.arg_names)} arguments, got {len(args)}")
-        return BoundLaunch(self, device, args, threads_per_block)
+        return BoundLaunch(self, device, args, threads_per_block).call
 
 
 def _fast_launcher(owner: Any, fn: Any, args: tuple[Any, ...]) -> _CupyLaunch | None:
@@ -433,8 +434,9 @@ class Slot(typing.NamedTuple):
 
 
 class BoundLaunch:
-    """A kernel with its fixed arguments bound (see :meth:`Kernel.bind`): ``launch(n, *open)``
-    runs ``n`` items with the open arguments (the :class:`Slot` places, in order) filled in.
+    """A kernel with its fixed arguments bound (see :meth:`Kernel.bind`): its ``call(n,
+    *open)`` runs ``n`` items with the open arguments (the :class:`Slot` places, in order)
+    filled in.
 
     On the GPU the fixed arguments are flattened into the parameter buffer once per thread, so
     a call writes only the item count and the open arrays' pointers, shapes and strides, and
@@ -456,9 +458,6 @@ class BoundLaunch:
             fast = self._packed()
             if fast is not None:
                 self.call = fast
-
-    def __call__(self, n: int, *opened: Any) -> None:
-        self.call(n, *opened)
 
     def _ordinary(self, n: int, *opened: Any) -> None:
         """The kernel's ordinary call with the open arguments put in their places."""
@@ -500,7 +499,7 @@ class BoundLaunch:
         # words, which stay zero), launch
         env: dict[str, Any] = {
             "local": local, "buffer": buffer, "ordinary": self._ordinary,
-            "stream": cupy.cuda.get_current_stream, "launch": cupy.cuda.driver.launchKernel,
+            "stream": cupy.cuda.get_current_stream, "launch_kernel": cupy.cuda.driver.launchKernel,
             "fptr": fast._function_ptr, "tpb": self.threads_per_block,
             "pack_n": struct.Struct("@q").pack_into, "AttributeError": AttributeError}
         names = [f"s{j}" for j in range(len(self.open))]
@@ -522,7 +521,7 @@ class BoundLaunch:
         items = "n" if self.items is None else "items_of(n)"
         env["items_of"] = self.items
         args = ", ".join(["n", *names])
-        src = [f"def launch({args}):"]
+        src = [f"def bound_launch({args}):"]
         if checks:
             src += [f"    if {' or '.join(f'({c})' for c in checks)}:",
                     f"        return ordinary({args})"]
@@ -534,10 +533,10 @@ class BoundLaunch:
                 "    except AttributeError:",
                 "        buf = buffer()",
                 *[f"    {p}" for p in packs],
-                "    launch(fptr, (items + tpb - 1) // tpb, 1, 1, tpb, 1, 1, 0, stream().ptr, 0,",
-                "           local.extra_ptr)"]
+                "    launch_kernel(fptr, (items + tpb - 1) // tpb, 1, 1, tpb, 1, 1, 0, stream().ptr,",
+                "                  0, local.extra_ptr)"]
         exec("\n".join(src) + "\n", env)
-        return typing.cast("Callable[..., None]", env["launch"])
+        return typing.cast("Callable[..., None]", env["bound_launch"])
 
 
 class GroupKernel:
@@ -591,7 +590,7 @@ class GroupKernel:
                                threads_per_block=threads_per_block)
 
     def bind(self, device: str, *args: Any, group: int = 1,
-             threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> BoundLaunch:
+             threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> Callable[..., None]:
         """The operation with ``args`` bound (see :meth:`Kernel.bind`); a call serves ``n``
         items as :meth:`__call__` does, with ``group`` threads each on the GPU."""
         if device == "cpu" or group == 1:
@@ -601,7 +600,7 @@ class GroupKernel:
             raise TypeError(f"{coop!r} takes {len(coop.arg_names)} arguments, got {len(args)}")
         threads = self._threads
         return BoundLaunch(coop, device, args, threads_per_block,
-                           items=lambda n: threads(n, group))
+                           items=lambda n: threads(n, group)).call
 
 
 class BlockKernel:

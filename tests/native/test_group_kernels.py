@@ -4,13 +4,16 @@ cooperative bodies, run under numba's CUDA simulator, answer like the scalar one
 
 from __future__ import annotations
 
+import struct
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
 from helpers import agrees_in_the_simulator
+from numba.extending import register_jitable
 
-from indexzoo.native.targets import GroupKernel
+from indexzoo.native.targets import GroupKernel, Kernel
 
 SCRIPT = textwrap.dedent("""
     import cudasim_warp
@@ -174,3 +177,82 @@ def test_python_ints_reach_the_fast_launch_as_int64_parameters() -> None:
     fmt = "@" + "".join(_pack_format(p) for p in plans)
     assert struct.pack(fmt, *_extractor(plans)(2**62, np.int64(2**62))) == struct.pack(
         "@qq", 2**62, 2**62)
+
+
+class _FakeDeviceArray:
+    """What the bound launch reads of a CuPy array (dtype, ndim, contiguity, size, pointer,
+    shape, strides), over a NumPy array."""
+
+    def __init__(self, a: np.ndarray):
+        self.a = a
+        self.dtype, self.ndim, self.size, self.itemsize = a.dtype, a.ndim, a.size, a.itemsize
+        self.shape, self.strides = a.shape, a.strides
+        self._c_contiguous = a.flags.c_contiguous
+        self.data = type("Pointer", (), {"ptr": a.ctypes.data})()
+
+
+def test_a_bound_launch_writes_the_parameter_buffer_of_the_ordinary_packed_launch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Kernel.bind packs the fixed arguments once and writes only the count and the open
+    # arrays per call: the bytes handed to cuLaunchKernel must be those the ordinary packed
+    # launch would write for the same arguments (checked without a GPU: CuPy and the compiled
+    # kernel are stand-ins; the packer and the extractor are the real ones)
+    import ctypes
+    from types import SimpleNamespace
+
+    from numba import typeof
+
+    from indexzoo.native import targets
+    from indexzoo.native.targets import Slot, _extractor, _flat_plan, _pack_format
+
+    sent: list[tuple[Any, ...]] = []
+
+    def launch_kernel(fptr: int, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                      shared: int, stream: int, params: int, extra: int) -> None:
+        words = (ctypes.c_void_p * 5).from_address(extra)
+        size = ctypes.c_size_t.from_address(words[3]).value
+        sent.append((fptr, gx, bx, stream, ctypes.string_at(words[1], size)))
+
+    fake_cupy = SimpleNamespace(
+        ndarray=_FakeDeviceArray,
+        empty=lambda shape, dtype: _FakeDeviceArray(np.zeros(shape, dtype)),
+        cuda=SimpleNamespace(get_current_stream=lambda: SimpleNamespace(ptr=77),
+                             driver=SimpleNamespace(launchKernel=launch_kernel)))
+
+    def fast_launcher(owner: Any, fn: Any, args: tuple[Any, ...]) -> Any:
+        def host(a: Any) -> Any:
+            if isinstance(a, tuple):
+                return tuple(host(x) for x in a)
+            return a.a if isinstance(a, _FakeDeviceArray) else (np.int64(a) if type(a) is int
+                                                                else a)
+
+        plan = [_flat_plan(typeof(host(a))) for a in args]
+        packer = struct.Struct("@" + "".join(_pack_format(p) for p in plan))
+        return SimpleNamespace(_plan=plan, _packer=packer, _extract=_extractor(plan),
+                               _function_ptr=1234)
+
+    monkeypatch.setattr(targets, "_cupy", lambda: fake_cupy)
+    monkeypatch.setattr(targets, "_fast_launcher", fast_launcher)
+    keys = _FakeDeviceArray(np.arange(40, dtype=np.uint64).reshape(8, 5))
+    record = (_FakeDeviceArray(np.arange(3, dtype=np.uint32)), np.int32(-4), np.uint8(9))
+    op = Kernel(scaled_pair_item)
+    monkeypatch.setattr(op, "_get", lambda device: None)
+    launch = op.bind("cuda", keys, Slot(np.dtype(np.uint64)), np.bool_(True), record,
+                     Slot(np.dtype(np.int32)), np.float32(0.5), threads_per_block=64)
+    for n in (1, 100, 1000):
+        q = _FakeDeviceArray(np.arange(n, dtype=np.uint64) * 3)
+        out = _FakeDeviceArray(np.zeros(n, np.int32))
+        launch(n, q, out)
+        fptr, grid, block, stream, sent_bytes = sent[-1]
+        full = (n, keys, q, np.bool_(True), record, out, np.float32(0.5))
+        plain = fast_launcher(None, None, full)
+        assert sent_bytes == plain._packer.pack(*plain._extract(*full))
+        assert (fptr, grid, block, stream) == (1234, (n + 63) // 64, 64, 77)
+    calls = len(sent)
+    launch(0, q, out)  # no item: no launch
+    assert len(sent) == calls
+
+
+@register_jitable
+def scaled_pair_item(i, keys, q, flag, rec, out, factor):  # type: ignore[no-untyped-def]
+    out[i] = q[i] * factor
