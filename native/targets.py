@@ -53,7 +53,7 @@ from indexzoo import IndexParams
 
 __all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundLaunch",
            "GroupKernel", "Kernel", "KernelParams", "Slot", "call_parallel", "launch_cuda",
-           "values_arg"]
+           "one_per_item", "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
 
@@ -423,6 +423,19 @@ def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any,
     with warnings.catch_warnings():  # small batches are legal; numba warns about them
         warnings.filterwarnings("ignore", message=".*under-utilization")
         fn[blocks, threads, _numba_stream(), shared_mem](*full)
+
+
+def one_per_item(launch: Callable[..., None], xp: Any, dtype: Any) -> Callable[[Any], Any]:
+    """A prepared lookup over a bound launch whose open arguments are the lookups and an
+    answer of one ``dtype`` element per lookup: ``q -> answer`` (allocated, then launched)."""
+    empty = xp.empty
+
+    def answer(q: Any) -> Any:
+        res = empty(q.shape[0], dtype)
+        launch(q.shape[0], q, res)
+        return res
+
+    return answer
 
 
 class Slot(typing.NamedTuple):

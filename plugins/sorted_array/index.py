@@ -33,7 +33,7 @@ from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
 from indexzoo.native.sort import SortedPairs, sort_pairs
-from indexzoo.native.targets import KernelParams, Slot, values_arg
+from indexzoo.native.targets import KernelParams, Slot, one_per_item, values_arg
 
 __all__ = ["SortedArrayIndex", "SortedArrayState"]
 
@@ -101,14 +101,7 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
         launch = k.POINT_ROWID.bind(self.device, st.pairs.keys, st.pairs.rowids,
                                     Slot(st.native_dtype), Slot(st.rowid_dtype), st.miss,
                                     threads_per_block=self.params.threads_per_block)
-        empty, dtype = st.xp.empty, st.rowid_dtype
-
-        def rowid(q: Any) -> Any:
-            res = empty(q.shape[0], dtype)
-            launch(q.shape[0], q, res)
-            return res
-
-        return rowid
+        return one_per_item(launch, st.xp, st.rowid_dtype)
 
     def _point_rowid(self, st: SortedArrayState, q: Any) -> Any:
         return self._rowid(st, k.POINT_ROWID, q)

@@ -80,7 +80,13 @@ from pydantic import Field
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
-from indexzoo.native.targets import DEFAULT_THREADS_PER_BLOCK, KernelParams, Slot, values_arg
+from indexzoo.native.targets import (
+    DEFAULT_THREADS_PER_BLOCK,
+    KernelParams,
+    Slot,
+    one_per_item,
+    values_arg,
+)
 
 __all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_table",
            "next_prime_windows", "value_word_dtype"]
@@ -360,14 +366,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
         launch = hashing.FIND_ROWID.bind(
             self.device, ht.record(), Slot(ht.tkeys.dtype), Slot(st.rowid_dtype), st.miss,
             group=self.params.group_size, threads_per_block=self.params.threads_per_block)
-        empty, dtype = st.xp.empty, st.rowid_dtype
-
-        def rowid(q: Any) -> Any:
-            res = empty(q.shape[0], dtype)
-            launch(q.shape[0], q, res)
-            return res
-
-        return rowid
+        return one_per_item(launch, st.xp, st.rowid_dtype)
 
     def _point_rowid(self, st: WarpcoreHashState, q: Any) -> Any:
         ht = st.ht

@@ -86,6 +86,20 @@ def _host(a: Any) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
+def _hit_answers(scene: Any, b: query.RayBatch, values: Any, rowid_dtype: Any,
+                 max_rays: int) -> dict[str, Any]:
+    """The hit operations' answers for one batch on one scene, on the host: COUNT, SUM,
+    FIRST, CLOSEST, and COLLECT's sets sorted per ray."""
+    res = {"count": _host(query.count(scene, b, PROGRAMS, max_rays=max_rays)),
+           "sum": _host(query.sum_values(scene, b, PROGRAMS, values, max_rays=max_rays)),
+           "first": _host(query.first(scene, b, PROGRAMS, max_rays=max_rays)),
+           "closest": _host(query.closest(scene, b, PROGRAMS, max_rays=max_rays))}
+    off, ids = query.collect(scene, b, PROGRAMS, rowid_dtype=rowid_dtype, max_rays=max_rays)
+    off, ids = _host(off), _host(ids)
+    res["sets"] = [np.sort(ids[off[k]:off[k + 1]]) for k in range(off.shape[0] - 1)]
+    return res
+
+
 @pytest.mark.parametrize("kind", [geo.TRIANGLES, geo.SPHERES, geo.AABBS],
                          ids=["triangles", "spheres", "aabbs"])
 def test_every_hit_operation_matches_the_software_engine(kind: int) -> None:
@@ -103,13 +117,7 @@ def test_every_hit_operation_matches_the_software_engine(kind: int) -> None:
     got: dict[str, dict[str, Any]] = {}
     for name, scene in scenes.items():
         b = _batch(rays, cp)
-        res = {"count": _host(query.count(scene, b, PROGRAMS, max_rays=1000)),
-               "sum": _host(query.sum_values(scene, b, PROGRAMS, values, max_rays=1000)),
-               "first": _host(query.first(scene, b, PROGRAMS, max_rays=1000)),
-               "closest": _host(query.closest(scene, b, PROGRAMS, max_rays=1000))}
-        off, ids = query.collect(scene, b, PROGRAMS, rowid_dtype=np.uint32, max_rays=1000)
-        off, ids = _host(off), _host(ids)
-        res["sets"] = [np.sort(ids[off[i]:off[i + 1]]) for i in range(off.shape[0] - 1)]
+        res = _hit_answers(scene, b, values, np.uint32, 1000)
         words = cp.zeros((b.n_queries, (rows.shape[0] + 31) // 32), np.uint32)
         query.mark_bits(scene, b, PROGRAMS, words, max_rays=1000)
         res["bits"] = _host(words)
@@ -194,14 +202,7 @@ def test_an_ias_with_transforms_ids_and_masks_matches_the_software_engine(kind: 
     rays = query.Rays(o, d, np.zeros(n, np.float32), np.full(n, 100, np.float32))
     got: dict[str, dict[str, Any]] = {}
     for name, scene in scenes.items():
-        b = _batch(rays, cp)
-        res = {"count": _host(query.count(scene, b, PROGRAMS, max_rays=300)),
-               "sum": _host(query.sum_values(scene, b, PROGRAMS, None, max_rays=300)),
-               "closest": _host(query.closest(scene, b, PROGRAMS, max_rays=300)),
-               "first": _host(query.first(scene, b, PROGRAMS, max_rays=300))}
-        off, ids = query.collect(scene, b, PROGRAMS, rowid_dtype=np.uint64, max_rays=300)
-        off, ids = _host(off), _host(ids)
-        res["sets"] = [np.sort(ids[off[i]:off[i + 1]]) for i in range(n)]
+        res = _hit_answers(scene, _batch(rays, cp), None, np.uint64, 300)
         got[name] = res
     sw, ox = got["software"], got["optix"]
     assert set(np.unique(sw["count"])) <= {0, 3 * GRID} and int(sw["count"].max()) == 3 * GRID
