@@ -20,8 +20,9 @@ Paper / WarpCore -> code
 * Bulk build on the GPU: one group per pair, compare-and-swap on the lowest empty lane of the
   window; a lost race to the same key counts there, to another key moves to the next empty
   lane. On the CPU the twin inserts one pair after another with the same probing order.
-* ``layout``: ``soa`` (keys and value words in two arrays: a probe reads keys only and touches
-  the value word of a match) or ``aos`` (WarpCore's (key, value) pairs in one array).
+* ``layout``: ``aos`` (WarpCore's (key, value) pairs in one array, the default) or ``soa``
+  (keys and value words in two arrays: a probe reads keys only and touches the value word of
+  a match).
 
 Decisions where the papers are silent
 -------------------------------------
@@ -30,6 +31,14 @@ Decisions where the papers are silent
   and 5.86 G lookups/s; G = 4 is 0.43x the random-gather floor of that run, G = 8 0.35x.
   Nsight Compute on G = 8 showed the kernel issue-limited (67% of issue slots busy, DRAM 42%):
   fewer threads per key issue fewer instructions per lookup.
+* [AMBIG] Default ``layout`` ``aos``, WarpCore's own: on an H100 (the same workload, commit
+  d80469c, one run; the random-gather floor 27.5 G/s) ``aos`` looked up 15.5 G/s (0.56x the
+  floor) against ``soa``'s 12.1 (0.44x) and built in 9.25 ms (7.3 G inserts/s) against 13.7:
+  a slot's key and value word share a sector, so a hit reads one sector and an insert writes
+  one (Nsight Compute put the ``soa`` insert pass at 31% of DRAM bandwidth and 30% of issue
+  slots, latency-bound: a claim's compare-and-swap and the value word's write go to two
+  sectors). It costs memory with uint64 keys and uint32 value words (16 bytes a slot, not 12:
+  1342 against 1007 MB here); with keys and words of one width the layouts take the same.
 * [AMBIG] The baseline's empty/tombstone sentinels (``key(-2)``, ``key(-1)``) make the two
   largest keys unusable; here the empty sentinel is the key dtype's maximum and rows with that
   key are kept out of band (a sorted rowID list answered on the host side of each lookup), so
@@ -114,9 +123,10 @@ class WarpcoreHashParams(KernelParams):
                     "(pairs in the first build pass, distinct keys after a move).",
     )
     layout: Literal["soa", "aos"] = Field(
-        default="soa",
-        description="soa: keys and value words in two arrays; aos: (key, value) pairs in one "
-                    "array.",
+        default="aos",
+        description="aos: (key, value) pairs in one array (WarpCore's; measured faster for "
+                    "lookups and builds on an H100); soa: keys and value words in two arrays "
+                    "(less memory for uint64 keys with uint32 value words).",
     )
 
 
