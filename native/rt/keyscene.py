@@ -23,7 +23,7 @@ from .keyprims import KIND, SPHERE_RADIUS, geometry_function, primitives
 from .trace import Gas, build_gas
 
 if TYPE_CHECKING:
-    from .optix.accel import OptixGas
+    from .optix.accel import OptixGas, OptixScaledGas
 
 __all__ = ["KeyGas", "key_gas"]
 
@@ -33,12 +33,12 @@ class KeyGas:
     """The GAS over ``n`` keys (primitive ``i`` = the ``i``-th key given) and the most bytes
     held at once while building or refitting it, the input keys included."""
 
-    gas: Gas | OptixGas
+    gas: Gas | OptixGas | OptixScaledGas
     peak_bytes: int
 
 
 def key_gas(coder: KeyCoder, primitive: str, geometry: str, keys: Any, *, leaf_size: int,
-            compact: bool, refit: Gas | OptixGas | None = None,
+            compact: bool, refit: Gas | OptixGas | OptixScaledGas | None = None,
             engine: str = "software") -> KeyGas:
     """Build (or, given the current ``refit`` GAS over as many keys, refit) the GAS of
     ``keys`` (uint32/uint64, held by ``coder``'s mode) on ``engine`` ("software" or

@@ -74,10 +74,10 @@ NO_MATCH = np.int64(-1)
 _U64 = np.uint64
 
 if TYPE_CHECKING:
-    from .optix.accel import OptixGas, OptixIas
+    from .optix.accel import OptixGas, OptixIas, OptixScaledGas
 
 #: What the layer traces: the software engine's GAS or IAS, or a GAS or IAS on OptiX.
-Scene = Union[Gas, Ias, "OptixGas", "OptixIas"]
+Scene = Union[Gas, Ias, "OptixGas", "OptixIas", "OptixScaledGas"]
 
 
 class HitOp(enum.IntEnum):

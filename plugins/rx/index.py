@@ -83,8 +83,9 @@ Decisions where the paper is silent or ambiguous
   (benchmarks/results/h100/2026-11-24d/), the software engine holds less memory and also runs
   on the CPU, so auto keeps it there. On OptiX, ``update="refit"`` builds a new GAS (OptiX
   refits in place, and the old state must stay readable for lookups running meanwhile);
-  extended mode's AABBs are a ConfigError (OptiX missed boxes at x >= 1.4e14, see
-  ``params.OPTIX_EXTENDED_AABB``); spheres are custom primitives with the software engine's
+  extended mode's AABBs (x up to 1.7e38) are built scaled down under one scaling instance,
+  because OptiX's traversal missed custom-primitive boxes from 2^41 up
+  (``indexzoo.native.rt.optix.accel.FAR``); spheres are custom primitives with the software engine's
   sphere test (pyoptix binds no sphere input); AABB hits also check the ray's row, since
   OptiX may call an intersection program for boxes near the ray.
 * [AMBIG] ``update(positions, new_keys)``: keys change in place, rowIDs and values stay; a
@@ -108,7 +109,7 @@ from indexzoo.native.rt.keyscene import key_gas
 from indexzoo.native.rt.trace import Gas
 
 if TYPE_CHECKING:
-    from indexzoo.native.rt.optix.accel import OptixGas
+    from indexzoo.native.rt.optix.accel import OptixGas, OptixScaledGas
 
 from .params import RxParams
 from .programs import PROGRAMS
@@ -138,7 +139,7 @@ class RxState(BuildState):
     """One build (or update) of ``rx``: the scene and what lookups read besides it."""
 
     engine: str          # "software" or "optix": the engine this build runs on
-    gas: Gas | OptixGas
+    gas: Gas | OptixGas | OptixScaledGas
     own_keys: Any        # the key column in rowID order, or None (generated triangles)
     high_parts: Any      # sorted distinct high parts (stored geometry), or None
     peak: int
@@ -185,12 +186,11 @@ class RxIndex(GpuIndex[RxState]):
             optix.require()
             return "optix"
         p = self.params
-        if p.geometry != "stored" or (p.key_mode, p.primitive) == ("extended", "aabb") or \
-                not optix.status().usable:
+        if p.geometry != "stored" or not optix.status().usable:
             return "software"
         return "optix" if optix.rt_cores() else "software"
 
-    def _scene(self, st: RxState, keys: Any, gas: Gas | OptixGas | None = None,
+    def _scene(self, st: RxState, keys: Any, gas: Gas | OptixGas | OptixScaledGas | None = None,
                held: int = 0) -> None:
         """Fill ``st`` with the scene of ``keys``: a build, or, given the current ``gas``, a
         refit. ``held``: bytes the caller keeps alive meanwhile (an update's current scene)."""

@@ -14,15 +14,7 @@ from pydantic import Field, model_validator
 
 from indexzoo.native.rt.params import KeySceneParams
 
-__all__ = ["OPTIX_EXTENDED_AABB", "PAPER_DEFAULT", "PRESETS", "RxParams"]
-
-#: Why OptiX does not take extended mode's AABBs (measured; docs/rt-engine.md).
-OPTIX_EXTENDED_AABB = (
-    "engine='optix' cannot trace extended mode's AABBs: extended mode puts a key's x coordinate "
-    "at the float whose bit pattern is 2x + 0x3F000000 (up to 1.7e38), and OptiX's traversal of "
-    "custom primitives missed every box whose x lay at 1.4e14 or beyond (it found those at "
-    "2.1e9 and below; H100, driver 580, OptiX 9.0). Use primitive='triangle' (OptiX's built-in "
-    "triangles hold there), or engine='software'")
+__all__ = ["PAPER_DEFAULT", "PRESETS", "RxParams"]
 
 
 class RxParams(KeySceneParams):
@@ -50,8 +42,6 @@ class RxParams(KeySceneParams):
         if self.engine == "optix" and self.geometry == "generated":
             raise ValueError("engine='optix' needs geometry='stored': OptiX's GAS keeps its "
                              "own primitives and has no generated geometry")
-        if self.engine == "optix" and self.key_mode == "extended" and self.primitive == "aabb":
-            raise ValueError(OPTIX_EXTENDED_AABB)
         return self
 
 

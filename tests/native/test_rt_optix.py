@@ -213,3 +213,38 @@ def test_an_ias_with_transforms_ids_and_masks_matches_the_software_engine(kind: 
         np.testing.assert_array_equal(a, b, err_msg=f"ray {i}")
         assert (ox["first"][i] in b) if b.size else ox["first"][i] == query.MISS
     assert scenes["optix"].footprint().breakdown["ias"] > 0
+
+
+def test_far_boxes_are_found_as_on_the_software_engine() -> None:
+    # OptiX's traversal misses custom-primitive boxes from 2^41 up; such scenes are built
+    # scaled down under one scaling instance, with the kept boxes in that (scaled) space
+    import cupy as cp
+
+    from indexzoo.errors import InvalidInput
+    from indexzoo.native.rt.optix.accel import OptixScaledGas
+    from indexzoo.native.rt.optix.accel import build_gas as optix_gas
+
+    exps = np.arange(20, 127, 3)
+    x = np.ldexp(np.float32(1), exps).astype(np.float32)
+    half = (x / 4096).astype(np.float32)
+    ys = np.arange(x.shape[0], dtype=np.float32) * 4
+    boxes = np.stack([x - half, ys - 0.5, np.full_like(ys, -0.5),
+                      x + half, ys + 0.5, np.full_like(ys, 0.5)], axis=1)
+    n = x.shape[0]
+    o = np.stack([x, ys, np.full_like(ys, -1)], axis=1).astype(np.float32)
+    d = np.tile(np.array([0, 0, 1], np.float32), (n, 1))
+    o_par = np.stack([x - 2 * half, ys, np.zeros_like(ys)], axis=1).astype(np.float32)
+    d_par = np.tile(np.array([1, 0, 0], np.float32), (n, 1))
+    rays = query.Rays(np.concatenate([o, o_par]), np.concatenate([d, d_par]),
+                      np.zeros(2 * n, np.float32),
+                      np.concatenate([np.full(n, 2, np.float32), 4 * half]))
+    rows = cp.asarray(boxes)
+    far = optix_gas(geo.AABBS, rows, keep_boxes=True)
+    assert isinstance(far, OptixScaledGas) and far.exponents[0] > 0 and far.exponents[1:] == (0, 0)
+    for name, scene in {"software": build_gas(geo.AABBS, rows), "optix": far,
+                        "optix refit": far.refit(rows)}.items():
+        count = _host(query.count(scene, _batch(rays, cp), PROGRAMS, max_rays=1000))
+        np.testing.assert_array_equal(count, np.ones(2 * n), err_msg=name)
+    assert far.footprint().breakdown["gas"] > 0
+    with pytest.raises(InvalidInput, match="software engine"):
+        optix_gas(geo.SPHERES, cp.asarray(np.stack([x, ys, ys], axis=1)), radius=0.25)

@@ -13,6 +13,20 @@ OptiX reports.
   sphere is a custom primitive (its box, centre -+ radius) whose intersection program is the
   layer's sphere test; the GAS keeps the centres, as OptiX's sphere GAS keeps its own.
 
+Far custom primitives: OptiX's traversal missed every custom-primitive box with a coordinate
+of magnitude 2^41 or more (H100 without RT cores, driver 580, OptiX 9.0; boxes one ulp to X/4
+wide, rays along each axis; triangles at the same coordinates are found:
+``benchmarks/optix_far_boxes.py``). rx's extended mode puts keys there (x up to 1.7e38). An
+AABB scene with a coordinate beyond :data:`FAR` is therefore built scaled down per axis by a
+power of two (exact for normal floats) and traced through one instance whose transform scales
+it back (:class:`OptixScaledGas`): rays reach the programs in object space, so an index's
+intersection program sees that axis scaled (rx's reads the key, and y and z, which stay).
+The same boxes scaled under an instance were all found, up to 2^125. (Coordinates that the
+scaling would push below float32's normal range, under 2^(e - 126) on an axis scaled by 2^-e,
+lose precision; rx's smallest is 0.5.) Sphere scenes that far
+are refused (the layer's sphere test would need its radius in object space too; no index puts
+spheres there).
+
 Every input carries ``OPTIX_GEOMETRY_FLAG_REQUIRE_SINGLE_ANYHIT_CALL``: a primitive reaches
 any-hit at most once per ray, as on the software engine (counts and sums depend on it).
 
@@ -24,6 +38,7 @@ primitives: the same answers, a build's time instead of a refit's.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,9 +51,14 @@ from ..geometry import AABBS, SPHERES, TRIANGLES
 from . import _import_optix
 from .pipeline import context
 
-__all__ = ["OptixGas", "OptixIas", "build_gas", "build_ias"]
+__all__ = ["FAR", "OptixGas", "OptixIas", "OptixScaledGas", "build_gas", "build_ias"]
 
 _WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
+
+#: Custom-primitive coordinates of larger magnitude are built scaled (see the module docstring).
+FAR = 2.0 ** 40
+#: ... so that the largest magnitude on each scaled axis lies below 2^_NEAR.
+_NEAR = 30
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,7 +85,7 @@ class OptixGas:
             parts["sphere_centres" if self.kind == SPHERES else "boxes"] = int(self.prims.nbytes)
         return Footprint(breakdown=parts, peak_build_bytes=self.peak_bytes)
 
-    def refit(self, data: Any) -> OptixGas:
+    def refit(self, data: Any) -> OptixGas | OptixScaledGas:
         """A GAS over the moved primitives ``data`` (as many as before): built anew, see the
         module docstring."""
         if int(data.shape[0]) != self.n:
@@ -79,10 +99,11 @@ def _emit_desc(optix: Any, ptr: int) -> Any:
 
 
 def build_gas(kind: int, data: Any, *, radius: float = 0.0, compact: bool = True,
-              keep_boxes: bool = False) -> OptixGas:
+              keep_boxes: bool = False) -> OptixGas | OptixScaledGas:
     """A GAS over the rows of ``data`` (CuPy float32, (N, 9), (N, 3) or (N, 6) by ``kind``).
     ``keep_boxes``: AABB scenes keep their rows for the layer's default box test (needed when
-    the index supplies no intersection program)."""
+    the index supplies no intersection program). AABBs beyond :data:`FAR` come back as an
+    :class:`OptixScaledGas`; spheres that far are refused (see the module docstring)."""
     import cupy
 
     if kind not in _WIDTH:
@@ -92,6 +113,43 @@ def build_gas(kind: int, data: Any, *, radius: float = 0.0, compact: bool = True
     if data.ndim != 2 or data.shape[1] != _WIDTH[kind]:
         raise InvalidInput(f"primitive rows of kind {kind} must be (N, {_WIDTH[kind]}), "
                            f"got {data.shape}")
+    if kind != TRIANGLES and n:
+        exps = _far_exponents(data, radius if kind == SPHERES else 0.0)
+        if any(exps):
+            if kind == SPHERES:
+                raise InvalidInput(
+                    f"OptiX misses custom primitives with coordinates beyond {FAR:.0e} (spheres "
+                    "are custom primitives here); trace these spheres on the software engine")
+            scale = cupy.asarray(np.tile(np.ldexp(np.float32(1), [-e for e in exps]), 2),
+                                 dtype=np.float32)
+            inner = _build_gas(kind, data * scale, radius, compact, keep_boxes)
+            return OptixScaledGas(inner, exps, build_ias([_instance(inner, exps)]),
+                                  inner.peak_bytes + int(data.nbytes))
+    return _build_gas(kind, data, radius, compact, keep_boxes)
+
+
+def _far_exponents(data: Any, radius: float) -> tuple[int, int, int]:
+    """Per axis, the power of two to scale the rows' coordinates down by (0 where every
+    magnitude stays within :data:`FAR`)."""
+    big = np.abs(data.reshape(data.shape[0], -1, 3)).max(axis=(0, 1)).get() + np.float32(radius)
+    return tuple(max(0, int(np.ceil(np.log2(float(b)))) - _NEAR) if b > FAR else 0
+                 for b in big)  # type: ignore[return-value]
+
+
+def _instance(gas: OptixGas, exps: tuple[int, int, int]) -> Any:
+    from ..trace import Instance
+
+    t = np.zeros((3, 4), np.float32)
+    for k, e in enumerate(exps):
+        t[k, k] = np.ldexp(np.float32(1), e)
+    return Instance(typing.cast(Any, gas), t)  # Instance is typed for the software engine
+
+
+def _build_gas(kind: int, data: Any, radius: float, compact: bool,
+               keep_boxes: bool) -> OptixGas:
+    import cupy
+
+    n = int(data.shape[0])
     prims = data if kind == SPHERES or (kind == AABBS and keep_boxes) else None
     if n == 0:  # nothing to build: launches over an empty scene are skipped (every ray misses)
         return OptixGas(kind, 0, 0, cupy.zeros(0, np.uint8), prims, float(radius), compact,
@@ -222,3 +280,56 @@ def build_ias(instances: Any) -> OptixIas:
     peak = int(dev.nbytes) + temp_b + out_b
     return OptixIas(first.kind, len(records), int(handle), out, dev, gases, first.prims,
                     first.radius, peak)
+
+
+@dataclass(frozen=True, eq=False)
+class OptixScaledGas:
+    """A GAS of far custom primitives (see the module docstring): ``gas`` holds the rows scaled
+    down by ``2^-exponents[k]`` on axis ``k``, ``ias`` one instance of it whose transform
+    scales them back. The layer traces it like a GAS: ``prims`` (kept boxes) are in the
+    GAS's (scaled) space, where the programs see the rays."""
+
+    gas: OptixGas
+    exponents: tuple[int, int, int]
+    ias: OptixIas
+    build_peak: int  # the GAS's build peak with the unscaled rows beside their scaled copy
+
+    engine = "optix"
+    instanced = True
+
+    @property
+    def kind(self) -> int:
+        return self.gas.kind
+
+    @property
+    def n(self) -> int:
+        return self.gas.n
+
+    @property
+    def handle(self) -> int:
+        return self.ias.handle
+
+    @property
+    def prims(self) -> Any:
+        return self.gas.prims
+
+    @property
+    def radius(self) -> float:
+        return self.gas.radius
+
+    @property
+    def compacted(self) -> bool:
+        return self.gas.compacted
+
+    def footprint(self) -> Footprint:
+        fp = self.ias.footprint()
+        return Footprint(breakdown=fp.breakdown,
+                         peak_build_bytes=max(fp.peak_build_bytes, self.build_peak))
+
+    def refit(self, data: Any) -> OptixGas | OptixScaledGas:
+        """A GAS over the moved primitives ``data`` (unscaled, as many as before): built
+        anew, scaled again if they are still far."""
+        if int(data.shape[0]) != self.n:
+            raise InvalidInput(f"refit needs {self.n} primitives, got {int(data.shape[0])}")
+        return build_gas(self.kind, data, radius=self.radius, compact=self.compacted,
+                         keep_boxes=self.prims is not None)
