@@ -425,9 +425,12 @@ def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any,
         fn[blocks, threads, _numba_stream(), shared_mem](*full)
 
 
-def one_per_item(launch: Callable[..., None], xp: Any, dtype: Any) -> Callable[[Any], Any]:
+def one_per_item(launch: Callable[..., None], xp: Any, dtype: Any,
+                 as_range: bool = False) -> Callable[[Any], Any]:
     """A prepared lookup over a bound launch whose open arguments are the lookups and an
-    answer of one ``dtype`` element per lookup: ``q -> answer`` (allocated, then launched)."""
+    answer of one ``dtype`` element per lookup: ``q -> answer`` (allocated, then launched).
+    ``as_range``: the launch takes ranges, and a point ``q`` is the range ``[q, q]`` (its two
+    open bounds get the same array)."""
     empty = xp.empty
 
     def answer(q: Any) -> Any:
@@ -435,7 +438,12 @@ def one_per_item(launch: Callable[..., None], xp: Any, dtype: Any) -> Callable[[
         launch(q.shape[0], q, res)
         return res
 
-    return answer
+    def answer_range(q: Any) -> Any:
+        res = empty(q.shape[0], dtype)
+        launch(q.shape[0], q, q, res)
+        return res
+
+    return answer_range if as_range else answer
 
 
 class Slot(typing.NamedTuple):

@@ -54,6 +54,7 @@ Decisions
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -63,7 +64,7 @@ from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import btree
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import KernelParams, values_arg
+from indexzoo.native.targets import KernelParams, Slot, one_per_item, values_arg
 
 __all__ = ["BTreeIndex", "BTreeState"]
 
@@ -197,6 +198,18 @@ class BTreeIndex(GpuIndex[BTreeState]):
         if out.shape[0]:
             self._launch("FILL", lo.shape[0], st.tree.record(), lo, hi, offsets, out)
         return offsets, out
+
+    def _prepared_point(self, st: BTreeState, out: str) -> Callable[[Any], Any] | None:
+        """``rowid`` lookups (the ranges ``[q, q]``) with the tree's record bound into the
+        launch: a call allocates the answer and launches (the small-batch path)."""
+        if out != "rowid":
+            return None
+        p = self.params
+        launch = self._ops.FIND_ROWID.bind(
+            self.device, st.tree.record(), Slot(st.native_dtype), Slot(st.native_dtype),
+            Slot(st.rowid_dtype), st.miss, group=p.node_width if p.cooperative else 1,
+            threads_per_block=p.threads_per_block)
+        return one_per_item(launch, st.xp, st.rowid_dtype, as_range=True)
 
     def _point_rowid(self, st: BTreeState, q: Any) -> Any:
         return self._range_rowid(st, q, q)

@@ -138,7 +138,7 @@ def test_replaced_params_are_honoured(device: str, monkeypatch: pytest.MonkeyPat
     assert seen == ["point"]
 
 
-@pytest.mark.parametrize("name", ["sorted-array", "warpcore-hash"])
+@pytest.mark.parametrize("name", ["sorted-array", "warpcore-hash", "btree"])
 def test_a_rebuild_answers_from_the_new_keys(name: str, device: str) -> None:
     first, second = _keys(seed=1), _keys(seed=2)
     ix = indexzoo.create(name, device=device)
@@ -166,3 +166,14 @@ def test_an_empty_build_answers_misses(device: str) -> None:
     res = ix.point(to_device(np.arange(4, dtype=np.uint64), device))
     assert (to_numpy(res.rowid) == ix.miss).all()
     assert ix.state._prepared["rowid"] is None
+
+
+@pytest.mark.parametrize("params", [{"cooperative": True}, {"leaf_layout": "paired"},
+                                    {"inner_layout": "quarters"}])
+def test_the_b_tree_s_prepared_lookups_answer_in_every_layout(params: dict[str, Any],
+                                                              device: str) -> None:
+    keys, ix = _keys(), indexzoo.create("btree", params=params, device=device)
+    ix.build(to_device(keys, device))
+    q = _lookups(keys)
+    _check(keys, q, ix.point(to_device(q, device)), "rowid", int(ix.miss))
+    assert ix.state._prepared["rowid"] is not None
