@@ -19,14 +19,14 @@ INDEXES = ["sorted-array", "warpcore-hash", "btree", "searchsorted", "lightweigh
 MODES = ["rowid", "count", "sum"]
 
 
-def _keys(n: int = 3000, seed: int = 7) -> np.ndarray:
+def _keys(n: int = 1500, seed: int = 7) -> np.ndarray:
     rng = np.random.default_rng(seed)
     keys = rng.integers(0, 1 << 40, n).astype(np.uint64)
     keys[10:20] = keys[0]  # duplicates
     return keys
 
 
-def _lookups(keys: np.ndarray, n: int = 500, seed: int = 8) -> np.ndarray:
+def _lookups(keys: np.ndarray, n: int = 300, seed: int = 8) -> np.ndarray:
     rng = np.random.default_rng(seed)
     q = rng.choice(keys, n)
     q[::5] = rng.integers(0, 1 << 40, q[::5].shape[0]).astype(np.uint64)  # mostly misses
@@ -91,7 +91,7 @@ def test_other_batches_take_the_general_path_with_the_same_answers(
     seen = _general_only(monkeypatch, ix)
     if batch == "two-d":
         with pytest.raises(InvalidInput, match="1-D"):
-            ix.point(to_device(q.reshape(25, 20), device))
+            ix.point(to_device(q.reshape(15, 20), device))
         return
     given: Any = {
         "list": [int(x) for x in q], "int64": q.astype(np.int64), "uint32": q.astype(np.uint32),

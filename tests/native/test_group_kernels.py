@@ -89,6 +89,7 @@ RUNS_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.exhaustive  # about 19 s of simulated threads: CI runs it after the README's tests
 def test_the_collaborative_run_sum_agrees_with_one_thread_in_the_simulator() -> None:
     """cgRX's collaborative scan: G lanes share a run and add their parts."""
     agrees_in_the_simulator(RUNS_SCRIPT)
