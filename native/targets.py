@@ -213,14 +213,22 @@ class _CupyLaunch:
         local = self._local
         buf = getattr(local, "buf", None)
         if buf is None:
-            buf = local.buf = ctypes.create_string_buffer(max(self._packer.size, 1))
-            local.size = ctypes.c_size_t(self._packer.size)
-            local.extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(local.buf), 2,
-                                                ctypes.addressof(local.size), 0)
-            local.extra_ptr = ctypes.addressof(local.extra)
+            buf = _param_buffer(local, bytes(max(self._packer.size, 1)), self._packer.size)
         self._packer.pack_into(buf, 0, *self._extract(*args))
         self._launch_kernel(self._function_ptr, blocks, 1, 1, threads, 1, 1, shared_mem,
                             stream.ptr, 0, local.extra_ptr)
+
+
+def _param_buffer(local: threading.local, init: bytes, size: int) -> Any:
+    """This thread's parameter buffer (initialised with ``init``; ``size`` bytes handed to
+    the driver) and the ``extra`` array that passes it to ``cuLaunchKernel`` as
+    ``CU_LAUNCH_PARAM_BUFFER_POINTER`` / ``_SIZE``, kept in ``local`` (``buf``, ``extra_ptr``)."""
+    buf = local.buf = ctypes.create_string_buffer(init, len(init))
+    local.size = ctypes.c_size_t(size)
+    local.extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2,
+                                        ctypes.addressof(local.size), 0)
+    local.extra_ptr = ctypes.addressof(local.extra)
+    return buf
 
 
 def _flat_plan(ty: Any) -> Any:
@@ -508,12 +516,7 @@ class BoundLaunch:
         local = threading.local()
 
         def buffer() -> Any:
-            buf = local.buf = ctypes.create_string_buffer(template, len(template))
-            local.size = ctypes.c_size_t(len(template))
-            local.extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2,
-                                                ctypes.addressof(local.size), 0)
-            local.extra_ptr = ctypes.addressof(local.extra)
-            return buf
+            return _param_buffer(local, template, len(template))
 
         # one generated function per bound launch: check each open array against its slot,
         # write the count and the open arrays' fields (after numba's meminfo and parent
@@ -522,7 +525,7 @@ class BoundLaunch:
             "local": local, "buffer": buffer, "ordinary": self._ordinary,
             "stream": cupy.cuda.get_current_stream, "launch_kernel": cupy.cuda.driver.launchKernel,
             "fptr": fast._function_ptr, "tpb": self.threads_per_block,
-            "pack_n": struct.Struct("@q").pack_into, "AttributeError": AttributeError}
+            "pack_n": struct.Struct("@q").pack_into}
         names = [f"s{j}" for j in range(len(self.open))]
         contiguous = ("_c_contiguous" if all(hasattr(a, "_c_contiguous") for a in stand_ins
                                              if isinstance(a, cupy.ndarray))

@@ -328,8 +328,5 @@ class OptixScaledGas:
 
     def refit(self, data: Any) -> OptixGas | OptixScaledGas:
         """A GAS over the moved primitives ``data`` (unscaled, as many as before): built
-        anew, scaled again if they are still far."""
-        if int(data.shape[0]) != self.n:
-            raise InvalidInput(f"refit needs {self.n} primitives, got {int(data.shape[0])}")
-        return build_gas(self.kind, data, radius=self.radius, compact=self.compacted,
-                         keep_boxes=self.prims is not None)
+        anew as the inner GAS would be, so scaled again if they are still far."""
+        return self.gas.refit(data)
