@@ -9,7 +9,7 @@
 
 Every variant is built once on the preset's keys (``paper``: 2^26 uniform uint64 keys, 2^27
 random hit lookups), checked against the default (identical ``rowid`` answers, identical
-counts), then all variants and the raw ``searchsorted`` (``indexzoo.references``) are timed in
+counts), then all variants and the raw ``searchsorted`` (``indexzoo.tools.references``) are timed in
 interleaved rounds: round r times each of them once, so drifts of clock and temperature touch
 all alike. Reported per variant: median lookups/s, its spread, the ratio to the raw
 ``searchsorted`` and to the default, resident bytes.
@@ -28,11 +28,11 @@ import sys
 from typing import Any
 
 import indexzoo
-from indexzoo.bench import PRESETS
 from indexzoo.devices import to_numpy
-from indexzoo.references import RAW, reference_calls
-from indexzoo.timing import synchronize, time_once
-from indexzoo.workloads import generate
+from indexzoo.tools.bench import PRESETS
+from indexzoo.tools.references import RAW, reference_calls
+from indexzoo.tools.timing import synchronize, time_once
+from indexzoo.tools.workloads import generate
 
 _PARTS: dict[str, dict[str, Any]] = {
     "default": {},

@@ -20,7 +20,7 @@ import numpy as np
 import indexzoo
 from indexzoo.native.rt import bvh as B
 from indexzoo.native.rt.trace import _bounds
-from indexzoo.timing import time_call
+from indexzoo.tools.timing import time_call
 
 
 def phases(device: str, lo: Any, hi: Any, leaf_size: int, repeats: int) -> dict[str, Any]:

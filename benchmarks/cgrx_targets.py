@@ -19,7 +19,7 @@ Steps (2^scale uniform uint64 keys, 2^(scale+1) random hit lookups unless stated
   stages     the build's parts: the pair sort, the scene's arrays, the BVH
 
 Times are medians of ``--repeats`` runs after a warm-up (CUDA events on the GPU,
-indexzoo.timing). Prints one JSON block per step and keeps the JSON file up to date after each.
+indexzoo.tools.timing). Prints one JSON block per step and keeps the JSON file up to date after each.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import numpy as np
 from steps import run_steps
 
 import indexzoo
-from indexzoo.timing import time_call
-from indexzoo.workloads import Workload, generate
+from indexzoo.tools.timing import time_call
+from indexzoo.tools.workloads import Workload, generate
 
 _CGRX = (("cgrx-5x4", "cgrx-5x4", {}), ("cgrx-8x4", "cgrx-8x4", {}))
 _POINT_INDEXES = (("sorted-array", "sorted-array", {}), ("rx-opt", "rx-opt", {}), *_CGRX,

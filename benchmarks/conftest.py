@@ -5,7 +5,7 @@
     pytest-benchmark compare out.json --histogram hist
 
 Options: --bench-device (auto|cpu|cuda, default auto), --bench-presets (comma-separated names
-from indexzoo.bench.PRESETS, default quick), --bench-indexes (comma-separated names, 'builtin'
+from indexzoo.tools.bench.PRESETS, default quick), --bench-indexes (comma-separated names, 'builtin'
 (default) or 'all'). Data is generated once per (preset, device) and excluded from timings;
 GPU timings synchronize the device at the end of every round, and extra_info also records the
 CUDA-event median of the same work.
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from indexzoo.bench import PRESETS
 from indexzoo.devices import resolve_device
 from indexzoo.registry import available, builtin
-from indexzoo.workloads import Dataset, generate
+from indexzoo.tools.bench import PRESETS
+from indexzoo.tools.workloads import Dataset, generate
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -76,6 +76,6 @@ def dataset(preset: str, bench_device: str) -> Dataset:
 
 @pytest.fixture(scope="session")
 def environment_info(bench_device: str) -> dict[str, Any]:
-    from indexzoo.bench import environment
+    from indexzoo.tools.bench import environment
 
     return environment(bench_device)

@@ -23,7 +23,7 @@ import numpy as np
 
 import indexzoo
 from indexzoo.plugins.warpcore_hash.index import BuildPasses, _empty_table
-from indexzoo.timing import time_call
+from indexzoo.tools.timing import time_call
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import indexzoo
-from indexzoo.timing import synchronize
+from indexzoo.tools.timing import synchronize
 
 
 def per_call(fn: Any, device: str, calls: int, rounds: int = 5) -> dict[str, list[float]]:

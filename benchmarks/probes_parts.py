@@ -23,7 +23,7 @@ import numpy as np
 import indexzoo
 from indexzoo.native import permute
 from indexzoo.probes import probe_order
-from indexzoo.timing import time_call
+from indexzoo.tools.timing import time_call
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,8 +33,8 @@ import numpy as np
 import indexzoo
 from indexzoo.devices import to_device
 from indexzoo.native import targets
-from indexzoo.timing import synchronize, time_call
-from indexzoo.workloads import Workload, generate
+from indexzoo.tools.timing import synchronize, time_call
+from indexzoo.tools.workloads import Workload, generate
 
 
 class LaunchCounter:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import indexzoo
-from indexzoo.timing import time_call
+from indexzoo.tools.timing import time_call
 
 CONFIGS = {"paper": {}, "aabb": {"primitive": "aabb"}, "sphere": {"primitive": "sphere"},
            "uncompacted": {"compact": False},
@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import cupy as cp
 
-    from indexzoo.bench import environment
     from indexzoo.native.rt import optix
+    from indexzoo.tools.bench import environment
 
     commit = environment("cuda")["commit"]  # $INDEXZOO_COMMIT on a copied tree
     out: dict[str, Any] = {"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),

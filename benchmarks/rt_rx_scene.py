@@ -23,7 +23,7 @@ import json
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.timing import time_call
+from indexzoo.tools.timing import time_call
 
 
 @register_jitable

@@ -27,7 +27,7 @@ import numpy as np
 import indexzoo
 from indexzoo.conformance.oracle import packed
 from indexzoo.devices import to_device, to_numpy
-from indexzoo.timing import synchronize
+from indexzoo.tools.timing import synchronize
 
 
 def oracle(cols: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ Sections (``--only``):
 * ``build``: build seconds, stage shares and footprint of each index built (Fig. 18).
 
 Times are medians of ``--repeats`` runs after a warm-up (CUDA events on the GPU, as
-``indexzoo.timing``), one query per call (the paper's latency), and again with the bitmap
+``indexzoo.tools.timing``), one query per call (the paper's latency), and again with the bitmap
 copied to the host (the paper's "with transfer"; ``--no-transfer`` skips it). Each index is
 built once per table and dropped before the next. Prints a table; writes JSON with every
 repetition.
@@ -52,7 +52,7 @@ import indexzoo
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.native.scan import ITEMS, scan_bitmaps
 from indexzoo.plugins.rtscan import StageTimes
-from indexzoo.timing import synchronize, time_call
+from indexzoo.tools.timing import synchronize, time_call
 
 SECTIONS = ("uniform", "skew", "small", "selection", "vectors", "spacing", "predicates",
             "tpch")

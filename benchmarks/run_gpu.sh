@@ -91,25 +91,25 @@ for step in "$@"; do
       done | tee "$out/conformance-cuda.txt" ;;
     check:*)
       name=${step#check:}
-      python3 -m indexzoo.cli check "$name" --device cuda --size large \
+      python3 -m indexzoo.tools.cli check "$name" --device cuda --size large \
         > "$out/check-$name-cuda-large.txt" 2> "$out/check-$name-progress.txt"
       echo "exit $?" >> "$out/check-$name-cuda-large.txt"
       cat "$out/check-$name-cuda-large.txt" ;;
     bench:*)
       preset=${step#bench:}
-      python3 -m indexzoo.cli bench --preset "$preset" --device cuda --output "$out" \
+      python3 -m indexzoo.tools.cli bench --preset "$preset" --device cuda --output "$out" \
         2>&1 | tee "$out/bench-$preset.txt" ;;
     benchsum:*)
       preset=${step#benchsum:}
-      python3 -m indexzoo.cli bench --preset "$preset" --out-mode sum --device cuda \
+      python3 -m indexzoo.tools.cli bench --preset "$preset" --out-mode sum --device cuda \
         --output "$out" 2>&1 | tee "$out/benchsum-$preset.txt" ;;
     sweep:*)
       rest=${step#sweep:}; preset=${rest%%:*}; dim=${rest#*:}
-      python3 -m indexzoo.cli bench --preset "$preset" --sweep "$dim" --device cuda \
+      python3 -m indexzoo.tools.cli bench --preset "$preset" --sweep "$dim" --device cuda \
         --repeats 3 --output "$out" 2>&1 | tee "$out/sweep-$preset-$dim.txt" ;;
     psweep:*)
       rest=${step#psweep:}; preset=${rest%%:*}; spec=${rest#*:}
-      python3 -m indexzoo.cli bench --preset "$preset" --param-sweep "$spec" --indexes searchsorted \
+      python3 -m indexzoo.tools.cli bench --preset "$preset" --param-sweep "$spec" --indexes searchsorted \
         --device cuda --repeats 3 --output "$out" 2>&1 | tee "$out/psweep-$preset-${spec%%=*}.txt" ;;
     pytest-bench:*)
       presets=${step#pytest-bench:}
@@ -122,12 +122,12 @@ for step in "$@"; do
     benchi:*)
       rest=${step#benchi:}; preset=${rest%%:*}; rest=${rest#*:}; idx=${rest%%:*}
       mode=""; [ "$rest" != "$idx" ] && mode="--out-mode ${rest#*:}"
-      python3 -m indexzoo.cli bench --preset "$preset" --indexes "$idx" $mode --device cuda \
+      python3 -m indexzoo.tools.cli bench --preset "$preset" --indexes "$idx" $mode --device cuda \
         --output "$out" $noplot 2>&1 | tee -a "$out/bench-$preset.txt" ;;
     before:*)
       rest=${step#before:}; preset=${rest%%:*}; idx=${rest#*:}
       mkdir -p "$out/before"
-      PYTHONPATH="$before_path" python3 -m indexzoo.cli bench --preset "$preset" --indexes "$idx" \
+      PYTHONPATH="$before_path" python3 -m indexzoo.tools.cli bench --preset "$preset" --indexes "$idx" \
         --device cuda --output "$out/before" --no-plot 2>&1 | tee -a "$out/before-$preset.txt" ;;
     overhead:*)
       rest=${step#overhead:}; n=${rest%%:*}; idx=${rest#*:}
@@ -153,7 +153,7 @@ for step in "$@"; do
       python3 benchmarks/rtscan_targets.py --device cuda --only tpch --tpch "$dir/lineitem.tbl" \
         --out "$out/rtscan-tpch-sf$sf.json" 2>&1 | tee -a "$out/rtscan-tpch.txt" ;;
     recommend)
-      python3 -m indexzoo.cli recommend --workload quick --device cuda \
+      python3 -m indexzoo.tools.cli recommend --workload quick --device cuda \
         --out "$out/recommended.yaml" --force 2>&1 | tee "$out/recommend.txt" ;;
     profile:*)
       rest=${step#profile:}; idx=${rest%%:*}; size=${rest#*:}

@@ -14,7 +14,7 @@ Targets (2^26 uniform uint64 keys unless stated):
               join(index="sorted-array") vs a CuPy sort-merge join
   build       warpcore-hash build: 2^26 unique keys vs multiplicity 2^8
 
-Times are CUDA-event medians of ``--repeats`` runs after a warm-up (indexzoo.timing). Prints a
+Times are CUDA-event medians of ``--repeats`` runs after a warm-up (indexzoo.tools.timing). Prints a
 table and writes JSON.
 """
 
@@ -27,8 +27,8 @@ from typing import Any
 from steps import run_steps
 
 import indexzoo
-from indexzoo.timing import time_call
-from indexzoo.workloads import Workload, generate
+from indexzoo.tools.timing import time_call
+from indexzoo.tools.workloads import Workload, generate
 
 
 def _t(fn: Any, repeats: int) -> float:

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from indexzoo.timing import synchronize
+from indexzoo.tools.timing import synchronize
 
 
 def run_steps(steps: dict[str, Callable[[], Any]], names: str, device: str,

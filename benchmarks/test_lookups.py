@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 import indexzoo
-from indexzoo.bench import LATENCY_BATCHES
-from indexzoo.timing import synchronize, time_call
-from indexzoo.workloads import Dataset
+from indexzoo.tools.bench import LATENCY_BATCHES
+from indexzoo.tools.timing import synchronize, time_call
+from indexzoo.tools.workloads import Dataset
 
 ROUNDS = 5
 
@@ -63,8 +63,8 @@ def test_lookup_throughput(benchmark: Any, index_name: str, preset: str, dataset
 def test_small_batch_latency(benchmark: Any, index_name: str, bench_device: str, batch: int,
                              environment_info: dict[str, Any]) -> None:
     """Wall time of one call with a small batch, Python and launch overhead included."""
-    from indexzoo.bench import PRESETS
-    from indexzoo.workloads import generate
+    from indexzoo.tools.bench import PRESETS
+    from indexzoo.tools.workloads import generate
 
     data = generate(PRESETS["latency"], bench_device)
     index = indexzoo.create(index_name, device=bench_device).build(data.keys)

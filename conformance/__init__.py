@@ -23,10 +23,14 @@ def __getattr__(name: str) -> Any:
         from .suite import ConformanceSuite
 
         return ConformanceSuite
-    if name in ("CHECKS", "GROUPS", "Context"):
-        from . import checks
+    if name in ("CHECKS", "GROUPS"):
+        from . import catalog
 
-        return getattr(checks, name)
+        return getattr(catalog, name)
+    if name == "Context":
+        from .context import Context
+
+        return Context
     if name in ("make_context", "run_checks", "summary"):
         from . import runner
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from indexzoo import (
@@ -31,197 +30,13 @@ from indexzoo import (
     Out,
     Unsupported,
 )
+from indexzoo.contract import check_plugin_class
 from indexzoo.devices import to_device, to_numpy
+from indexzoo.errors import PluginError
 
+from .context import Context, check, verify
 from .data import EXTREME_KEYS_32, EXTREME_KEYS_64, FAMILIES, lookups, make_keys, ranges
 from .oracle import Oracle, compare
-
-__all__ = ["CHECKS", "GROUPS", "Check", "Context", "applicable", "skip_reason", "verify"]
-
-Size = Literal["small", "large"]
-
-GROUPS = ("contract", "differential", "out_modes", "ranges", "columns", "extremes", "sizes",
-          "dtypes",
-          "order", "bad_input", "ownership", "concurrency", "footprint", "capabilities")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One check: ``func(ctx)`` raises AssertionError when the index breaks the contract."""
-
-    name: str
-    group: str
-    func: Callable[[Context], None]
-    needs: tuple[str, ...] = ()
-    doc: str = ""
-
-    def __call__(self, ctx: Context) -> None:
-        self.func(ctx)
-
-    @property
-    def label(self) -> str:
-        return f"{self.group}/{self.name}"
-
-
-CHECKS: list[Check] = []
-
-
-def check(group: str, needs: Iterable[str] = ()) -> Callable[[Callable[[Context], None]],
-                                                              Callable[[Context], None]]:
-    """Register a check function (its name without ``check_`` is the check's name)."""
-    assert group in GROUPS, group
-
-    def deco(fn: Callable[[Context], None]) -> Callable[[Context], None]:
-        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        CHECKS.append(Check(fn.__name__.removeprefix("check_"), group, fn, tuple(needs), doc))
-        return fn
-
-    return deco
-
-
-def has(caps: Capabilities, need: str) -> bool:
-    if need == "multi":
-        return caps.dims > 1
-    if need in ("uint32", "uint64"):
-        return need in caps.key_dtypes
-    if need in OUT_MODES:
-        return need in caps.out_modes
-    return bool(getattr(caps, need))
-
-
-def _lacks(need: str) -> str:
-    if need == "multi":
-        return "the index takes one key column (capabilities.dims = 1)"
-    if need in ("uint32", "uint64"):
-        return f"the index does not take {need} keys (capabilities.key_dtypes)"
-    if need in OUT_MODES:
-        return f"the index does not offer out={need!r} (capabilities.out_modes)"
-    return f"the index declares {need}=False in its capabilities"
-
-
-def skip_reason(check: Check, caps: Capabilities) -> str | None:
-    """Why ``check`` does not apply to an index with ``caps`` (None: it applies)."""
-    missing = [n for n in check.needs if not has(caps, n)]
-    return "; ".join(_lacks(n) for n in missing) or None
-
-
-def applicable(caps: Capabilities) -> list[Check]:
-    """The checks that apply to an index with these capabilities."""
-    return [c for c in CHECKS if skip_reason(c, caps) is None]
-
-
-@dataclass
-class Context:
-    """What a check needs to know about the plugin under test."""
-
-    factory: Callable[..., GpuIndex]  # factory(**param_overrides) -> a fresh, unbuilt index
-    caps: Capabilities
-    device: str
-    size: Size = "small"
-    name: str = "index"
-    hypothesis_profile: str | None = None
-    #: check label (``group/name``) -> why the index is expected to fail it
-    expected_failures: dict[str, str] = field(default_factory=dict)
-    _settings: Any = field(default=None, repr=False)
-
-    def new(self, **params: Any) -> GpuIndex:
-        return self.factory(**params)
-
-    @property
-    def n_max(self) -> int:
-        return 1 << 12 if self.size == "small" else 1 << 18
-
-    @property
-    def n_lookups(self) -> int:
-        return 600 if self.size == "small" else 1 << 15
-
-    @property
-    def max_matches(self) -> int:
-        """Most matches one verified batch may have (all-equal keys x many lookups explode)."""
-        return 1 << 20 if self.size == "small" else 1 << 22
-
-    @property
-    def n_ranges(self) -> int:
-        return 300 if self.size == "small" else 1500
-
-    @property
-    def wide(self) -> bool:
-        return "uint64" in self.caps.key_dtypes
-
-    @property
-    def modes(self) -> tuple[Out, ...]:
-        return tuple(self.caps.out_modes)
-
-    def settings(self) -> Any:
-        if self._settings is None:
-            name = self.hypothesis_profile or (
-                "indexzoo-ci" if self.size == "small" else "indexzoo-thorough")
-            self._settings = settings(settings.get_profile(name), database=None)
-        return self._settings
-
-    def keys(self, values: Iterable[int], bits: int) -> np.ndarray:
-        """Keys as uint32/uint64 (uint32 when the index lacks uint64 and they fit)."""
-        arr = np.array(list(values), dtype=np.uint64)
-        if bits == 32 or not self.wide:
-            return arr.astype(np.uint32)
-        return arr
-
-
-settings.register_profile(
-    "indexzoo-ci", max_examples=12, deadline=None, derandomize=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much])
-settings.register_profile(
-    "indexzoo-thorough", max_examples=60, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much])
-
-
-def verify(ctx: Context, index: GpuIndex, keys: np.ndarray, *, values: Any = None,
-           points: np.ndarray | None = None, rng: tuple[np.ndarray, np.ndarray] | None = None,
-           label: str = "", modes: Iterable[Out] | None = None) -> None:
-    """Every offered ``out`` mode of ``index`` agrees with the oracle on these lookups.
-
-    Batches whose matches exceed ``ctx.max_matches`` are cut short first.
-    """
-    oracle = Oracle(keys, values)
-    if points is not None:
-        points = _within_budget(oracle, ctx.max_matches, points)[0]
-    if rng is not None:
-        rng = _within_budget(oracle, ctx.max_matches, *rng)  # type: ignore[assignment]
-    problems: list[str] = []
-    for mode in modes or ctx.modes:
-        p, r = points, rng
-        if mode == "bitmap":  # N bits per lookup: fewer lookups
-            keep = bitmap_lookups(oracle.keys.shape[0])
-            p = None if p is None else p[:keep]
-            r = None if r is None else (r[0][:keep], r[1][:keep])
-        if p is not None and ctx.caps.point:
-            res = index.point(p, out=mode)
-            problems += compare(res, oracle.point(p), oracle, mode, index, f"{label} point")
-        if r is not None and ctx.caps.range:
-            res = index.range(r[0], r[1], out=mode)
-            problems += compare(res, oracle.range(*r), oracle, mode, index, f"{label} range")
-    if problems:
-        raise AssertionError(f"{ctx.name}: " + "\n".join(problems))
-
-
-#: Bytes of expected bitmaps one verified batch may hold.
-BITMAP_BUDGET = 1 << 23
-
-
-def bitmap_lookups(n: int) -> int:
-    """How many lookups of an index of ``n`` rows fit ``BITMAP_BUDGET`` as bitmaps."""
-    return max(1, BITMAP_BUDGET // max(n, 1))
-
-
-def _within_budget(oracle: Oracle, budget: int, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    exp = oracle.range(arrays[0], arrays[-1])
-    total = np.cumsum(exp.count)
-    if not total.size or total[-1] <= budget:
-        return arrays
-    keep = max(int(np.searchsorted(total, budget, side="right")), 1)
-    return tuple(a[:keep] for a in arrays)
 
 
 def _snapshot(index: GpuIndex, points: np.ndarray, rng: tuple[np.ndarray, np.ndarray] | None,
@@ -254,6 +69,18 @@ def check_class_declares_the_contract(ctx: Context) -> None:
     assert set(ctx.caps.out_modes) <= set(OUT_MODES) and ctx.caps.out_modes
     assert index.device == ctx.device, f"index is on {index.device!r}, asked for {ctx.device!r}"
     assert not index.is_built
+
+
+@check("contract")
+def check_hooks_match_the_operation_table(ctx: Context) -> None:
+    """Every hook is an operation of the table, with its signature, for an operation the
+    capabilities declare; every declared operation is answered; the plugin API is one this
+    indexzoo takes."""
+    cls = ctx.cls if ctx.cls is not None else type(ctx.new())
+    try:
+        check_plugin_class(cls)
+    except PluginError as exc:
+        raise AssertionError(str(exc)) from None
 
 
 # ====================================================================== differential
@@ -894,6 +721,3 @@ def check_missing_capabilities_raise_unsupported(ctx: Context) -> None:
         raise AssertionError(f"{label}: not declared in capabilities, yet no Unsupported")
     verify(ctx, index, keys, points=q, rng=(q, q), label="after unsupported calls")
 
-
-# the multi-column checks register themselves in the "columns" group
-from . import multicolumn as _multicolumn  # noqa: E402,F401

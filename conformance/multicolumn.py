@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from indexzoo import GpuIndex, InvalidInput, Out, Unsupported
 from indexzoo.devices import to_device
 
-from .checks import Context, check
+from .context import Context, check
 from .data import lookups, make_keys, ranges
 from .oracle import ColumnsOracle, compare_mask
 

@@ -11,7 +11,8 @@ from indexzoo import GpuIndex, IndexSpec, Unsupported
 from indexzoo.devices import resolve_device
 from indexzoo.registry import lookup
 
-from .checks import CHECKS, GROUPS, Check, Context, skip_reason
+from .catalog import CHECKS, GROUPS
+from .context import Check, Context, skip_reason
 
 __all__ = ["BAD", "CheckResult", "expected_failures", "make_context", "resolve_index", "run_checks",
            "summary"]
@@ -89,7 +90,7 @@ def make_context(index: Any, *, device: str = "cpu", size: str = "small",
 
     return Context(factory=factory, caps=cls.capabilities, device=dev, size=size,  # type: ignore[arg-type]
                    name=cls.name, hypothesis_profile=hypothesis_profile,
-                   expected_failures=expected_failures(cls, expected))
+                   expected_failures=expected_failures(cls, expected), cls=cls)
 
 
 def run_checks(ctx: Context, groups: Iterable[str] | None = None,

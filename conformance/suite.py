@@ -21,7 +21,8 @@ import pytest
 
 from indexzoo import Unsupported
 
-from .checks import CHECKS, Check, Context, skip_reason
+from .catalog import CHECKS
+from .context import Check, Context, skip_reason
 from .runner import expected_failures, make_context, resolve_index
 
 __all__ = ["ConformanceSuite"]

@@ -21,12 +21,15 @@ from .errors import (
     InvalidInput,
     MissingDependency,
     NotBuilt,
+    PluginError,
     ResourceError,
     Unsupported,
 )
-from .hookspecs import hookimpl
+from .hookspecs import Suggestion, SuggestQuestion, hookimpl
 from .join import JoinResult, join
 from .keys import KeyMap
+from .operations import OPERATIONS, Operation, answers
+from .plugin_api import PLUGIN_API
 from .registry import available, create, load_errors, providers, register_plugin
 from .results import OUT_MODES, LookupResult, Out
 from .state import BuildState
@@ -34,7 +37,9 @@ from .state import BuildState
 __version__ = "0.1.0"
 
 __all__ = [
+    "OPERATIONS",
     "OUT_MODES",
+    "PLUGIN_API",
     "BuildState",
     "Capabilities",
     "ConfigError",
@@ -51,10 +56,15 @@ __all__ = [
     "LookupResult",
     "MissingDependency",
     "NotBuilt",
+    "Operation",
     "Out",
+    "PluginError",
     "ResourceError",
+    "SuggestQuestion",
+    "Suggestion",
     "Unsupported",
     "__version__",
+    "answers",
     "available",
     "create",
     "hookimpl",

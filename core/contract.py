@@ -1,39 +1,32 @@
 """The contract every index fulfils: :class:`GpuIndex`, :class:`Capabilities`,
 :class:`Footprint`.
 
-A plugin subclasses :class:`GpuIndex`, sets ``name``, ``Params`` and ``capabilities``, and
-implements a few hooks on clean arrays; the base class does everything that must behave the
-same for every index:
+A plugin subclasses :class:`GpuIndex`, sets ``name``, ``Params``, ``capabilities`` and
+``plugin_api`` (:data:`~indexzoo.plugin_api.PLUGIN_API`), and implements hooks on clean
+arrays. The hooks of the lookups are named by the operation table
+(:data:`~indexzoo.operations.OPERATIONS`: ``_point_<out>(st, q)``, ``_range_<out>(st, lo,
+hi)``); :mod:`indexzoo.hooks` resolves and checks them once per class, and says how the base
+derives the operations a plugin has no hook for. The others::
 
-* validation of keys, values, lookups and ``out`` (the specific error, nothing changed);
-* the order-preserving key map (plugins only see uint32 or uint64 keys);
-* lookups outside the key dtype's range, and lookups on an empty index;
-* chunking of batches larger than ``params.max_batch``;
-* the out modes a plugin has no fused version of, derived from ``"rowids"`` (or from
-  ``"bitmap"`` for a plugin whose lookups produce bitmaps);
-* multi-column input (``capabilities.dims > 1``): columns through one key map each, bounds
-  left unconstrained, shapes checked (see :mod:`indexzoo.columns`);
-* a build that fails leaves the previous build in place.
+    _build(st, keys)        keys: uint32/uint64 array (the index's own copy), rowID = position
+    _footprint(st)          -> Footprint of the plugin's buffers
+    _update(old, new, positions, new_keys)    with capabilities.updates
+    _prepared_point(st, op) optional: point lookups prepared once per build
 
-Hooks (``Q`` lookups of the index's key dtype, on the index's device)::
-
-    _build(st, keys)             keys: uint32/uint64 array (the index's own copy), rowID = position
-    _point_rowids(st, q)  -> (offsets, rowids)      required if capabilities.point
-    _range_rowids(st, lo, hi) -> (offsets, rowids)  required if capabilities.range ...
-    _range_bitmap(st, lo, hi) -> words              ... or this one
-    _point_<mode>(st, q), _range_<mode>(st, lo, hi) optional, fused (mode: rowid, count, sum,
-                                                    bitmap)
-    _footprint(st) -> Footprint
-
-A multi-column plugin (``dims > 1``) gets ``keys`` of shape (N, d) in Fortran order (each
-column contiguous), ``q``, ``lo`` and ``hi`` of shape (Q, d), all of one native dtype; an
-unconstrained column has ``lo = 0`` and ``hi`` = the native maximum.
+The base does everything that must behave the same for every index, as the stages of
+:mod:`indexzoo.pipeline`: validation (the specific error, nothing changed), the
+order-preserving key map (plugins only see uint32 or uint64 keys), lookups outside the key
+dtype's range and lookups on an empty index, sorted probes, chunking of batches larger than
+``params.max_batch``, and the out modes a plugin has no hook for. A multi-column plugin
+(``dims > 1``) gets ``keys`` of shape (N, d) in Fortran order (each column contiguous), ``q``,
+``lo`` and ``hi`` of shape (Q, d), all of one native dtype; an unconstrained column has
+``lo = 0`` and ``hi`` = the native maximum. A build that fails leaves the previous build in
+place.
 """
 
 from __future__ import annotations
 
 import abc
-import functools
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -41,12 +34,13 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from . import columns, results
+from . import columns, pipeline, results
 from .config import IndexParams, validate_params
 from .devices import array_module, device_of, resolve_device, to_device
-from .errors import InvalidInput, NotBuilt, ResourceError, Unsupported
+from .errors import InvalidInput, NotBuilt, PluginError, ResourceError, Unsupported
+from .hooks import Resolution, resolve
 from .keys import KeyMap
-from .probes import probe_order
+from .operations import Operation, operation
 from .resources import available_memory
 from .results import OUT_MODES, LookupResult, Out
 from .state import BuildState, describe_columns, rowid_dtype_for
@@ -58,9 +52,6 @@ S = TypeVar("S", bound=BuildState)
 
 KeyDtypeName = Literal["uint32", "uint64"]
 
-#: Bytes of bitmaps one chunk of lookups may produce when the base derives another out mode
-#: from a plugin's bitmaps.
-BITMAP_CHUNK_BYTES = 1 << 26
 #: out="bitmap" results from this many bytes are checked against the free memory before any
 #: work (a ResourceError that says what to ask for instead); smaller ones are not checked.
 BITMAP_CHECK_FROM = 1 << 28
@@ -159,6 +150,12 @@ class GpuIndex(abc.ABC, Generic[S]):
     #: index answers them; an index whose measurements show the grouping costing more than it
     #: saves for one kind leaves that kind out (and says so in its docs).
     sorted_probe_kinds: ClassVar[frozenset[str]] = frozenset({"point", "range"})
+    #: The plugin API the class is written against (``"2.0"``; see :mod:`indexzoo.plugin_api`).
+    #: A class that declares none is taken as 1.0, with a deprecation warning.
+    plugin_api: ClassVar[str]
+    #: True: a point lookup ``q`` the class has no point hook for is answered by the range
+    #: hook of the same out mode with the range ``[q, q]``.
+    points_as_ranges: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -181,6 +178,9 @@ class GpuIndex(abc.ABC, Generic[S]):
             )
         self.device: str = dev
         self._state: S | None = None
+        # the class's hooks, resolved against the operation table once per class (a plugin
+        # that breaks the contract fails here, with every problem named)
+        self._resolution: Resolution = resolve(type(self), GpuIndex)
 
     # ------------------------------------------------------------------ state
     @property
@@ -316,8 +316,8 @@ class GpuIndex(abc.ABC, Generic[S]):
         """Look up each key in ``queries``; results in query order on the index's device."""
         st = self._state
         if st is not None and type(out) is str:
-            # the prepared path: a batch that every check below would pass unchanged (the
-            # device's array type, 1-D, keys of the index's native dtype, one chunk) goes
+            # the prepared path: a batch that every stage of the pipeline would pass unchanged
+            # (the device's array type, 1-D, keys of the index's native dtype, one chunk) goes
             # straight to the plugin's answer, prepared once per build and out mode
             prep = st._prepared.get(out, _UNPREPARED)
             if prep is _UNPREPARED:
@@ -326,213 +326,60 @@ class GpuIndex(abc.ABC, Generic[S]):
                     and queries.dtype is prep.dtype and 0 < queries.shape[0] <= prep.max_batch
                     and self.params is prep.params):
                 return prep.answer(queries)
-        st = self._live()
-        self._require("point", "point lookups")
-        mode = check_out(out, self.capabilities.out_modes, self.name)
-        if self.capabilities.dims > 1:
-            enc, outside = self._point_columns(st, queries)
-            return self._run(st, "point", mode, (enc,), outside)
-        q = as_1d(queries, "queries")
-        enc, outside = st.keymap.encode_points(q, name="queries")
-        enc = to_device(enc, self.device)
-        if outside is not None:
-            outside = to_device(outside, self.device)
-        return self._run(st, "point", mode, (enc,), outside)
-
-    def _prepare_point(self, st: S, out: str) -> PreparedPoint | None:
-        """The prepared point lookups of build ``st`` and mode ``out`` (cached in the state),
-        or None where the general path has work to do for every batch: a multi-column or
-        remapped key type, sorted probes, an empty build, a mode without a fused hook."""
-        prep: PreparedPoint | None = None
-        caps, keymap, params = self.capabilities, st.keymap, self.params
-        hook = self._hook("point", out) if out in ("rowid", "count", "sum") else None
-        if (caps.point and out in caps.out_modes and caps.dims == 1 and st.dims == 1
-                and st.n > 0 and keymap.source == keymap.target and hook is not None
-                and not (params.sort_probes and "point" in self.sorted_probe_kinds)
-                and st.device == self.device):
-            fn = self._prepared_point(st, out) or functools.partial(hook, st)
-            array_type = st.xp.ndarray
-            prep = PreparedPoint(array_type, np.dtype(keymap.source), params.max_batch, params,
-                                 results.fast_result(out, fn))
-        st._prepared[out] = prep
-        return prep
+        return self._lookup("point", out, (queries,))
 
     def range(self, lo: Any, hi: Any, *, out: Out = "count") -> LookupResult:
         """Inclusive ranges ``[lo[i], hi[i]]``; ``lo > hi`` is an empty range, not an error."""
+        return self._lookup("range", out, (lo, hi))
+
+    def _lookup(self, kind: str, out: Any, raw: tuple[Any, ...]) -> LookupResult:
+        """One lookup call, stage by stage (:mod:`indexzoo.pipeline`)."""
         st = self._live()
-        self._require("range", "range lookups")
-        mode = check_out(out, self.capabilities.out_modes, self.name)
-        if self.capabilities.dims > 1:
-            return self._run(st, "range", mode, self._range_columns(st, lo, hi), None)
-        a, b = as_1d(lo, "lo"), as_1d(hi, "hi")
-        same_length(a, b, "lo", "hi")
-        elo, ehi = st.keymap.encode_ranges(a, b)
-        return self._run(st, "range", mode, (to_device(elo, self.device),
-                                              to_device(ehi, self.device)), None)
-
-    def _point_columns(self, st: S, queries: Any) -> tuple[Any, Any]:
-        """(Q, d) encoded point lookups of a multi-column index and the mask of lookups that
-        cannot match (None when all can)."""
-        cols = columns.as_columns(queries, "queries")
-        columns.column_count(cols, "queries", st.dims, "the index")
-        xp = st.xp
-        enc, outside = [], None
-        for j, (c, m) in enumerate(zip(cols, st.keymaps, strict=True)):
-            e, out = m.encode_points(c, name="queries" if st.dims == 1 else f"queries[{j}]")
-            enc.append(to_device(e, self.device))
-            if out is not None:
-                out = to_device(out, self.device)
-                outside = out if outside is None else outside | out
-        return xp.stack(enc, axis=1), outside
-
-    def _native_bounds(self, st: S, lo: Any, hi: Any) -> tuple[Any, Any] | None:
-        """``(lo, hi)`` on the index's device, C-contiguous, when both are (Q, d) arrays of
-        the native dtype over columns whose key maps are the identity (unsigned keys of that
-        width): then no bound needs the key map, and the columns need no assembly (the
-        general path costs a split, six encodings and per-column copies a call). None
-        otherwise: the general path checks and encodes."""
-        target = st.native_dtype
-        for b in (lo, hi):
-            if (getattr(b, "ndim", 0) != 2 or b.dtype != target or b.shape[1] != st.dims
-                    or not (isinstance(b, np.ndarray) or device_of(b) == "cuda")):
-                return None
-        if lo.shape != hi.shape or type(lo) is not type(hi):
-            return None
-        for m in st.keymaps:
-            if m.kind != "unsigned" or m.source != target or m.target != target:
-                return None
-        xp = st.xp
-        return (xp.ascontiguousarray(to_device(lo, self.device)),
-                xp.ascontiguousarray(to_device(hi, self.device)))
-
-    def _range_columns(self, st: S, lo: Any, hi: Any) -> tuple[Any, Any]:
-        """(Q, d) encoded inclusive bounds of a multi-column index; a None column is
-        unconstrained on that side, and a side that leaves no key makes the range empty."""
-        native = self._native_bounds(st, lo, hi)
-        if native is not None:
-            return native
-        lo_cols = columns.as_columns(lo, "lo", allow_none=True)
-        hi_cols = columns.as_columns(hi, "hi", allow_none=True)
-        columns.column_count(lo_cols, "lo", st.dims, "the index")
-        columns.column_count(hi_cols, "hi", st.dims, "the index")
-        q_lo = {int(c.shape[0]) for c in lo_cols if c is not None}
-        q_hi = {int(c.shape[0]) for c in hi_cols if c is not None}
-        if q_lo != q_hi:
-            raise InvalidInput(f"arguments 'lo' and 'hi' must have the same length, got "
-                               f"{q_lo.pop()} and {q_hi.pop()}")
-        q, target = q_lo.pop(), st.native_dtype
-        lo_enc: list[Any] = []
-        hi_enc: list[Any] = []
-        for j, m in enumerate(st.keymaps):
-            sfx = "" if st.dims == 1 else f"[{j}]"
-            a, b, empty = lo_cols[j], hi_cols[j], None
-            ea = eb = None
-            if a is not None:
-                ea, empty = m.encode_bound(a, "lo", name=f"lo{sfx}")
-            if b is not None:
-                eb, out_b = m.encode_bound(b, "hi", name=f"hi{sfx}")
-                if out_b is not None:
-                    empty = out_b if empty is None else empty | out_b
-            lo_enc.append((ea, empty))
-            hi_enc.append((eb, empty))
-        # assembled where the bounds are (host bounds: one copy to the device per side, not
-        # one per column and side)
-        made = [x for pair in lo_enc + hi_enc for x in pair if x is not None]
-        on_host = all(isinstance(x, np.ndarray) for x in made)
-        mod = np if on_host else st.xp
-
-        def side(enc: list[tuple[Any, Any]], absent: Any, if_empty: Any) -> Any:
-            cols = []
-            for e, empty in enc:
-                c = (mod.full(q, absent, dtype=target) if e is None
-                     else mod.asarray(to_device(e, "cpu" if on_host else self.device)
-                                      ).astype(target, copy=False))
-                if empty is not None:
-                    c = mod.where(to_device(empty, "cpu" if on_host else self.device),
-                                  target.type(if_empty), c)
-                cols.append(c)
-            if on_host:
-                both = np.stack(cols, axis=1) if cols else np.empty((q, 0), dtype=target)
-                return to_device(both, self.device)
-            both = mod.empty((q, len(cols)), dtype=target)
-            for j, c in enumerate(cols):  # CuPy's stack costs more host time than the copies
-                both[:, j] = c
-            return both
-
-        elo = side(lo_enc, 0, 1)
-        ehi = side(hi_enc, np.iinfo(target).max, 0)
-        return elo, ehi
-
-    def _require(self, capability: str, what: str) -> None:
-        if not getattr(self.capabilities, capability):
-            hint = "; an ordered index such as 'sorted-array' does" if capability == "range" else ""
-            raise Unsupported(f"index {self.name!r} does not support {what}{hint}")
-
-    def _run(self, st: S, kind: str, out: Out, arrays: tuple[Any, ...],
-             outside: Any) -> LookupResult:
-        xp, q = st.xp, int(arrays[0].shape[0])
-        if out == "bitmap":
+        op = self._operation(kind, out)
+        batch = pipeline.encode(st, op, raw, self.device, self.capabilities.dims > 1)
+        q, xp = batch.q, st.xp
+        if op.out == "bitmap":
             self._check_bitmap_size(st, q)
-        if st.n == 0 or q == 0:
-            return results.empty_result(out, q, xp, st.rowid_dtype, st.miss, st.n)
-        if outside is not None:
-            inside = xp.nonzero(~outside)[0]
-            part = self._run(st, kind, out, tuple(a[inside] for a in arrays), None)
-            return results.scatter_result(part, inside, q, xp, st.rowid_dtype, st.miss, st.n)
-        if self.params.sort_probes and q > 1 and kind in self.sorted_probe_kinds:
-            # sorted probes: lookups grouped by the top bits of their keys (ranges by lo; the
-            # first column's for a multi-column index; see core/probes.py), answered, put back
-            # in the caller's order; the grouping and the un-permute are part of the call
-            from indexzoo.native import permute  # numba: imported on first use
+        arrays, keep = pipeline.inside(batch, xp)
+        if st.n == 0 or int(arrays[0].shape[0]) == 0:
+            return results.empty_result(op.out, q, xp, st.rowid_dtype, st.miss, st.n)
+        perm = None
+        if (self.params.sort_probes and int(arrays[0].shape[0]) > 1
+                and op.kind in self.sorted_probe_kinds):
+            arrays, perm = pipeline.order(arrays, self.params.probe_sort_bits, xp)
+        route = self._resolution.routes[op]
+        parts = [pipeline.answer(route, self, st, chunk)
+                 for chunk in pipeline.chunks(arrays, self.params.max_batch)]
+        return pipeline.assemble(parts, perm, keep, q, op, st)
 
-            first = arrays[0] if arrays[0].ndim == 1 else arrays[0][:, 0]
-            order = probe_order(first, xp, self.params.probe_sort_bits)
-            res = self._chunked(st, kind, out, tuple(
-                permute.gather(a, order, xp) if a.ndim == 1 else a[order] for a in arrays))
-            return results.unpermute_result(res, order, xp)
-        return self._chunked(st, kind, out, arrays)
+    def _operation(self, kind: str, out: Any) -> Operation:
+        """The operation a call asks for, or the error saying why the index cannot answer it."""
+        caps = self.capabilities
+        if not getattr(caps, kind):
+            hint = "; an ordered index such as 'sorted-array' does" if kind == "range" else ""
+            raise Unsupported(f"index {self.name!r} does not support {kind} lookups{hint}")
+        return operation(kind, check_out(out, caps.out_modes, self.name))
 
-    def _chunked(self, st: S, kind: str, out: Out, arrays: tuple[Any, ...]) -> LookupResult:
-        step = self.params.max_batch
-        if int(arrays[0].shape[0]) <= step:  # one chunk: no slices (each costs host time)
-            return self._dispatch(st, kind, out, arrays)
-        parts = [self._dispatch(st, kind, out, tuple(a[s:s + step] for a in arrays))
-                 for s in range(0, int(arrays[0].shape[0]), step)]
-        return results.concat_results(parts, st.xp)
-
-    def _dispatch(self, st: S, kind: str, out: Out, arrays: tuple[Any, ...]) -> LookupResult:
-        fused: Callable[..., Any] | None = self._hook(kind, out)
-        if fused is not None:
-            if out == "rowids":
-                offsets, rowids = fused(st, *arrays)
-                return LookupResult(out, offsets=offsets, rowids=rowids)
-            return LookupResult(out, **{out: fused(st, *arrays)})
-        bitmap_hook = self._hook(kind, "bitmap")
-        if self._hook(kind, "rowids") is None and bitmap_hook is not None:
-            # the plugin's lookups produce bitmaps: derive from chunks of lookups whose bitmaps
-            # stay within BITMAP_CHUNK_BYTES
-            step = max(1, BITMAP_CHUNK_BYTES // max(4 * results.bitmap_words(st.n), 1))
-            q = int(arrays[0].shape[0])
-            if q > step:
-                return results.concat_results(
-                    [self._dispatch(st, kind, out, tuple(a[s:s + step] for a in arrays))
-                     for s in range(0, q, step)], st.xp)
-            words = bitmap_hook(st, *arrays)
-            if out == "count":
-                return LookupResult(out, count=results.count_from_bitmap(words, st.rowid_dtype))
-            offsets, rowids = results.csr_from_bitmap(words, st.rowid_dtype)
-        else:
-            offsets, rowids = getattr(self, f"_{kind}_rowids")(st, *arrays)
-        if out == "rowids":
-            return LookupResult(out, offsets=offsets, rowids=rowids)
-        if out == "rowid":
-            return LookupResult(out, rowid=results.rowid_from_csr(
-                offsets, rowids, st.miss, st.rowid_dtype))
-        if out == "count":
-            return LookupResult(out, count=results.count_from_csr(offsets, st.rowid_dtype))
-        if out == "bitmap":
-            return LookupResult(out, bitmap=results.bitmap_from_csr(offsets, rowids, st.n))
-        return LookupResult(out, sum=results.sum_from_csr(offsets, rowids, st.values))
+    def _prepare_point(self, st: S, out: str) -> PreparedPoint | None:
+        """The prepared point lookups of build ``st`` and mode ``out`` (cached in the state),
+        or None where the pipeline has work to do for every batch: a multi-column or
+        remapped key type, sorted probes, an empty build, a mode the plugin derives."""
+        prep: PreparedPoint | None = None
+        caps, keymap, params = self.capabilities, st.keymap, self.params
+        route = None
+        if out in ("rowid", "count", "sum") and caps.point and out in caps.out_modes:
+            route = self._resolution.routes.get(operation("point", out))
+        if (route is not None and not route.derived and caps.dims == 1 and st.dims == 1
+                and st.n > 0 and keymap.source == keymap.target
+                and not (params.sort_probes and "point" in self.sorted_probe_kinds)
+                and st.device == self.device):
+            # plugin API 1.0's hook receives the out mode, 2.0's the operation
+            asked: Any = route.op if self._resolution.api != "1.0" else route.op.out
+            fn = self._prepared_point(st, asked) or route.source.bind(self, st)
+            prep = PreparedPoint(st.xp.ndarray, np.dtype(keymap.source), params.max_batch,
+                                 params, results.fast_result(route.op.out, fn))
+        st._prepared[out] = prep
+        return prep
 
     def _check_bitmap_size(self, st: S, q: int) -> None:
         """ResourceError before answering ``q`` lookups as bitmaps that cannot fit."""
@@ -546,17 +393,6 @@ class GpuIndex(abc.ABC, Generic[S]):
                 f"(one row of ceil(N/32) words per lookup), but only {avail[0] / 1e9:.1f} GB "
                 f"is available ({avail[1]}); ask for fewer lookups at once, or for "
                 "out='count'/'rowids'")
-
-    def _hook(self, kind: str, out: str) -> Callable[..., Any] | None:
-        """The plugin's ``_{kind}_{out}`` hook, or None where it has none (the base's
-        ``_point_rowids``/``_range_rowids`` placeholders count as none)."""
-        fn = getattr(self, f"_{kind}_{out}", None)
-        if fn is None:
-            return None
-        if out == "rowids" and getattr(type(self), f"_{kind}_rowids") is getattr(
-                GpuIndex, f"_{kind}_rowids"):
-            return None
-        return typing.cast("Callable[..., Any]", fn)
 
     # ------------------------------------------------------------------ memory
     def memory_footprint(self) -> Footprint:
@@ -624,33 +460,30 @@ class GpuIndex(abc.ABC, Generic[S]):
         rowIDs) set to ``new_keys`` (native dtype). ``old`` must stay unchanged."""
         raise NotImplementedError(f"{type(self).__name__} declares updates but has no _update")
 
-    def _prepared_point(self, st: S, out: str) -> Callable[[Any], Any] | None:
-        """Optional: point lookups of build ``st`` in mode ``out`` ("rowid", "count" or
-        "sum") prepared for repeated calls, e.g. with the kernel's fixed arguments bound
+    def _prepared_point(self, st: S, op: Operation) -> Callable[[Any], Any] | None:
+        """Optional: point lookups of build ``st`` for ``op`` (a point operation whose out mode
+        is "rowid", "count" or "sum", answered by its own hook) prepared for repeated calls,
+        e.g. with the kernel's fixed arguments bound
         (:meth:`indexzoo.native.targets.Kernel.bind`). The callable takes a batch that the
         base has checked (the device's array type, 1-D, native dtype, 1 to ``max_batch``
-        lookups) and returns what ``_point_{out}(st, q)`` returns. None (the default): the
-        base calls ``_point_{out}`` itself."""
+        lookups) and returns what the operation's hook returns. None (the default): the base
+        calls the hook itself."""
         return None
 
-    def _point_rowids(self, st: S, q: Any) -> tuple[Any, Any]:
-        raise NotImplementedError(f"{type(self).__name__} must implement _point_rowids")
 
-    def _range_rowids(self, st: S, lo: Any, hi: Any) -> tuple[Any, Any]:
-        raise NotImplementedError(f"{type(self).__name__} must implement _range_rowids")
-
-
-def check_plugin_class(cls: Any) -> None:
-    """Raise TypeError unless ``cls`` is a usable GpuIndex subclass (used by the registry)."""
+def check_plugin_class(cls: Any) -> Resolution:
+    """How ``cls`` answers each operation, or :class:`~indexzoo.errors.PluginError` naming
+    every way it breaks the plugin contract (the registry calls this at registration)."""
     if not (isinstance(cls, type) and issubclass(cls, GpuIndex)):
-        raise TypeError(f"register() expects a GpuIndex subclass, got {cls!r}")
-    missing = [a for a in ("name", "capabilities") if not hasattr(cls, a)]
-    if missing:
-        raise TypeError(f"{cls.__qualname__} lacks {', '.join(missing)}")
-    if not isinstance(cls.name, str) or not cls.name:
-        raise TypeError(f"{cls.__qualname__}.name must be a non-empty string")
-    if not isinstance(cls.capabilities, Capabilities):
-        raise TypeError(f"{cls.__qualname__}.capabilities must be a Capabilities instance")
+        raise PluginError(f"register() expects a GpuIndex subclass, got {cls!r}")
+    problems = []
+    if not isinstance(getattr(cls, "name", None), str) or not cls.name:
+        problems.append("name must be a non-empty string")
+    if not isinstance(getattr(cls, "capabilities", None), Capabilities):
+        problems.append("capabilities must be a Capabilities instance")
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, IndexParams)):
-        raise TypeError(f"{cls.__qualname__}.Params must subclass indexzoo.IndexParams")
-
+        problems.append("Params must subclass indexzoo.IndexParams")
+    if problems:
+        raise PluginError(f"index class {cls.__module__}.{cls.__qualname__} breaks the plugin "
+                          f"contract: {'; '.join(problems)}")
+    return resolve(cls, GpuIndex)

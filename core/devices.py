@@ -52,6 +52,7 @@ __all__ = [
     "install_command",
     "nvidia_driver",
     "resolve_device",
+    "short_error",
     "to_device",
     "to_numpy",
     "xp_of",
@@ -268,7 +269,8 @@ def cuda_status() -> tuple[bool, str]:
     return True, f"{count} CUDA GPU(s) visible; using device 0, {name}"
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
+    """An exception's message on one line, cut to 120 characters."""
     text = " ".join(str(exc).split())
     return text if len(text) <= 120 else text[:117] + "..."
 
@@ -277,7 +279,7 @@ def _import_problem(what: str, module: str, exc: BaseException) -> str:
     """"CuPy is not installed", or "CuPy cannot be imported (...)" for a broken install."""
     if isinstance(exc, ModuleNotFoundError) and exc.name in (module, module.split(".")[0]):
         return f"{what} is not installed"
-    return f"{what} cannot be imported ({type(exc).__name__}: {_short(exc)})"
+    return f"{what} cannot be imported ({type(exc).__name__}: {short_error(exc)})"
 
 
 def resolve_device(device: str = "auto") -> str:

@@ -18,6 +18,7 @@ __all__ = [
     "InvalidInput",
     "MissingDependency",
     "NotBuilt",
+    "PluginError",
     "ResourceError",
     "Unsupported",
 ]
@@ -42,8 +43,16 @@ class ConfigError(IndexZooError, ValueError):
     malformed spec file. Raised before any device work starts."""
 
 
-class DuplicatePlugin(ConfigError):
-    """Two plugins registered the same index name. The message names both providers."""
+class PluginError(ConfigError):
+    """A plugin cannot be used: it failed to load, its register hook failed, or an index class
+    it registers breaks the plugin contract (a misspelled hook, a hook with the wrong
+    signature, a plugin API this indexzoo cannot take). The message names the plugin or the
+    class and every problem; the other plugins stay usable."""
+
+
+class DuplicatePlugin(PluginError):
+    """Two plugins registered the same index name. The message names both providers; that
+    name is unusable until one of them is removed, every other name stays usable."""
 
 
 class NotBuilt(IndexZooError, RuntimeError):

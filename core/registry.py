@@ -1,9 +1,17 @@
 """The plugin registry: pluggy, with the entry-point group ``indexzoo``.
 
 Built-in indexes are registered by the project's own ``pyproject.toml`` through the same
-group as third-party ones, so both are found the same way. A plugin that fails to import
-does not take the others down: it is reported by :func:`load_errors` (and ``indexzoo
-list``), and creating one of its indexes raises ConfigError with the reason.
+group as third-party ones, so both are found the same way, and one rule holds for all:
+
+* an index class is checked when it is registered (:func:`~indexzoo.contract.check_plugin_class`:
+  its hooks against the operation table, its plugin API version);
+* a plugin that fails (its module cannot be imported or exits, its register hook raises,
+  a class it registers breaks the contract) loses only what it provides: the names it
+  registered, or all of its names when its module or hook fails;
+* a name registered by two providers is unusable until one of them goes: using it raises
+  :class:`~indexzoo.DuplicatePlugin` naming both, in Python and on the command line alike;
+* every other index stays usable, and :func:`load_errors` (``indexzoo list``) says what is
+  not and why.
 """
 
 from __future__ import annotations
@@ -12,18 +20,19 @@ import difflib
 import importlib.metadata
 import threading
 import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TextIO
 
 import pluggy
 
 from . import hookspecs
-from .config import IndexSpec
+from .config import IndexSpec, spec_from_data
 from .contract import GpuIndex, check_plugin_class
 from .display import shown
-from .errors import ConfigError, DuplicatePlugin
+from .errors import ConfigError, DuplicatePlugin, PluginError
+from .hookspecs import Suggestion, SuggestQuestion
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -31,6 +40,7 @@ __all__ = [
     "available",
     "builtin",
     "create",
+    "deprecations",
     "load_errors",
     "lookup",
     "named",
@@ -39,6 +49,7 @@ __all__ = [
     "register_plugin",
     "reset",
     "selection",
+    "suggestions",
     "unregister_plugin",
 ]
 
@@ -52,6 +63,18 @@ class Registration:
     cls: type[GpuIndex]
     provider: str
     distribution: str | None = None  # the installed distribution, for entry-point plugins
+    deprecations: tuple[str, ...] = ()  # what an older plugin API's class should change
+
+
+@dataclass
+class _Table:
+    """The result of running every register hook: usable names, and what is not usable."""
+
+    usable: dict[str, Registration] = field(default_factory=dict)
+    #: index name -> the error its use raises (a clash, a class that breaks the contract)
+    unusable: dict[str, PluginError] = field(default_factory=dict)
+    #: plugin -> why it provides nothing (its register hook failed)
+    broken: dict[str, str] = field(default_factory=dict)
 
 
 class _State:
@@ -59,8 +82,8 @@ class _State:
         self.lock = threading.RLock()
         self.pm: pluggy.PluginManager | None = None
         self.dists: dict[str, tuple[str, str | None]] = {}
-        self.errors: dict[str, str] = {}
-        self.table: dict[str, Registration] | None = None
+        self.errors: dict[str, str] = {}  # entry point -> why it could not be loaded
+        self.table: _Table | None = None
 
 
 _state = _State()
@@ -73,22 +96,32 @@ def plugin_manager() -> pluggy.PluginManager:
             pm = pluggy.PluginManager(hookspecs.PROJECT)
             pm.add_hookspecs(hookspecs)
             for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-                if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
-                    continue
-                dist = getattr(ep, "dist", None)
-                where = f"distribution {dist.name} {dist.version}" if dist else "unknown dist"
-                try:
-                    plugin = ep.load()
-                except Exception as exc:  # a broken plugin must not hide the others
-                    _state.errors[ep.name] = f"{ep.value} ({where}): {type(exc).__name__}: {exc}"
-                    warnings.warn(f"indexzoo plugin {ep.name!r} failed to load: "
-                                  f"{_state.errors[ep.name]}", stacklevel=2)
-                    continue
-                pm.register(plugin, name=ep.name)
-                _state.dists[ep.name] = (f"entry point {ep.name!r} = {ep.value} ({where})",
-                                         dist.name if dist else None)
+                _load_entry_point(pm, ep)
             _state.pm = pm
         return _state.pm
+
+
+def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoint) -> None:
+    if pm.is_blocked(ep.name):
+        return
+    dist = getattr(ep, "dist", None)
+    where = f"distribution {dist.name} {dist.version}" if dist else "unknown dist"
+    try:
+        plugin = ep.load()
+    except (Exception, SystemExit) as exc:  # a broken plugin must not take the others down
+        what = "exited" if isinstance(exc, SystemExit) else type(exc).__name__
+        _state.errors[ep.name] = f"{ep.value} ({where}): {what}: {exc}"
+        warnings.warn(f"indexzoo plugin {ep.name!r} failed to load: {_state.errors[ep.name]}",
+                      stacklevel=3)
+        return
+    if pm.is_registered(plugin):  # the same module under a second entry point
+        return
+    # two distributions may use one entry-point name: both load, and a name clash between
+    # their indexes is decided by the duplicate-name rule, not by which loaded first
+    name = ep.name if pm.get_plugin(ep.name) is None else f"{ep.name} ({where})"
+    pm.register(plugin, name=name)
+    _state.dists[name] = (f"entry point {ep.name!r} = {ep.value} ({where})",
+                          dist.name if dist else None)
 
 
 def _provider(pm: pluggy.PluginManager, plugin: Any) -> tuple[str, str | None]:
@@ -96,43 +129,81 @@ def _provider(pm: pluggy.PluginManager, plugin: Any) -> tuple[str, str | None]:
     return _state.dists.get(name, (f"plugin {name!r} registered at run time", None))
 
 
-def _table() -> dict[str, Registration]:
+def _run_register_hooks() -> _Table:
+    pm = plugin_manager()
+    table = _Table()
+    seen: dict[str, list[Registration]] = {}
+    refused: dict[str, PluginError] = {}
+    for impl in pm.hook.indexzoo_register_indexes.get_hookimpls():
+        provider, dist = _provider(pm, impl.plugin)
+        mine: list[Registration] = []
+
+        def register(cls: Any, provider: str = provider, dist: str | None = dist,
+                     mine: list[Registration] = mine) -> None:
+            name = getattr(cls, "name", None) if isinstance(cls, type) else None
+            try:
+                resolution = check_plugin_class(cls)
+            except PluginError as exc:
+                if not (isinstance(name, str) and name):
+                    raise  # nothing to name: the plugin's hook fails as a whole
+                refused[name] = PluginError(f"index {name!r} of {provider} cannot be used: {exc}")
+                return
+            mine.append(Registration(cls, provider, dist, resolution.deprecations))
+
+        try:
+            impl.function(register=register)
+        except (Exception, SystemExit) as exc:
+            what = "exited" if isinstance(exc, SystemExit) else type(exc).__name__
+            table.broken[provider] = f"its register hook failed: {what}: {exc}"
+            warnings.warn(f"indexzoo plugin {provider} failed: {table.broken[provider]}",
+                          stacklevel=4)
+            continue
+        for reg in mine:
+            seen.setdefault(reg.cls.name, []).append(reg)
+    for name, regs in seen.items():
+        distinct = {id(r.cls): r for r in regs}
+        if len(distinct) > 1:
+            a, b = list(distinct.values())[:2]
+            table.unusable[name] = DuplicatePlugin(
+                f"index name {name!r} is registered twice: by {a.provider} as "
+                f"{a.cls.__module__}.{a.cls.__qualname__}, and by {b.provider} as "
+                f"{b.cls.__module__}.{b.cls.__qualname__}; uninstall one of them (every other "
+                f"index is usable)")
+        else:
+            table.usable[name] = regs[0]
+    for name, err in refused.items():
+        table.unusable.setdefault(name, err)
+        table.usable.pop(name, None)
+    table.usable = dict(sorted(table.usable.items()))
+    return table
+
+
+def _table() -> _Table:
     with _state.lock:
         if _state.table is None:
-            pm = plugin_manager()
-            table: dict[str, Registration] = {}
-            for impl in pm.hook.indexzoo_register_indexes.get_hookimpls():
-                provider, dist = _provider(pm, impl.plugin)
-
-                def register(cls: Any, provider: str = provider, dist: str | None = dist) -> None:
-                    check_plugin_class(cls)
-                    old = table.get(cls.name)
-                    if old is not None and old.cls is not cls:
-                        raise DuplicatePlugin(
-                            f"index name {cls.name!r} is registered twice: by {old.provider} "
-                            f"as {old.cls.__module__}.{old.cls.__qualname__}, and by "
-                            f"{provider} as {cls.__module__}.{cls.__qualname__}"
-                        )
-                    table[cls.name] = Registration(cls, provider, dist)
-
-                impl.function(register=register)
-            _state.table = dict(sorted(table.items()))
+            _state.table = _run_register_hooks()
         return _state.table
 
 
 def available() -> MappingProxyType[str, type[GpuIndex]]:
-    """Every registered index: name -> class (``.capabilities``, ``.Params``, docstring)."""
-    return MappingProxyType({n: r.cls for n, r in _table().items()})
+    """Every usable registered index: name -> class (``.capabilities``, ``.Params``, doc)."""
+    return MappingProxyType({n: r.cls for n, r in _table().usable.items()})
 
 
 def providers() -> MappingProxyType[str, str]:
-    """Every registered index: name -> who provided it."""
-    return MappingProxyType({n: r.provider for n, r in _table().items()})
+    """Every usable registered index: name -> who provided it."""
+    return MappingProxyType({n: r.provider for n, r in _table().usable.items()})
+
+
+def deprecations() -> MappingProxyType[str, tuple[str, ...]]:
+    """Usable indexes written against an older plugin API: name -> what they should change."""
+    return MappingProxyType({n: r.deprecations for n, r in _table().usable.items()
+                             if r.deprecations})
 
 
 def builtin() -> list[str]:
     """Names of the indexes that ship with indexzoo itself."""
-    return [n for n, r in _table().items() if r.distribution == "indexzoo"]
+    return [n for n, r in _table().usable.items() if r.distribution == "indexzoo"]
 
 
 def selection(which: str) -> tuple[list[str], list[str]]:
@@ -163,24 +234,35 @@ def named(spec: str, note: TextIO | None = None) -> list[str]:
 
 
 def load_errors() -> MappingProxyType[str, str]:
-    """Entry points that failed to import: entry-point name -> reason."""
-    plugin_manager()
-    return MappingProxyType(dict(_state.errors))
+    """What is registered but unusable, and why: entry points that failed to load, plugins
+    whose register hook failed, index names registered twice, index classes that break the
+    plugin contract (name -> reason)."""
+    table = _table()
+    out = dict(_state.errors)
+    out.update(table.broken)
+    out.update({name: str(err) for name, err in table.unusable.items()})
+    return MappingProxyType(out)
 
 
 def lookup(name: str) -> type[GpuIndex]:
-    """The index class registered as ``name``, or ConfigError naming the alternatives."""
+    """The index class registered as ``name``; :class:`~indexzoo.DuplicatePlugin` or
+    :class:`~indexzoo.errors.PluginError` for a name that is registered but unusable,
+    ConfigError naming the alternatives for an unknown one."""
     if not isinstance(name, str):
         raise ConfigError(f"index name must be a string, got {type(name).__name__} {shown(name)}")
     table = _table()
-    if name in table:
-        return table[name].cls
+    if name in table.usable:
+        return table.usable[name].cls
+    if name in table.unusable:
+        err = table.unusable[name]
+        raise type(err)(str(err))
     if name in _state.errors:
-        raise ConfigError(f"index {name!r} could not be loaded: {_state.errors[name]}")
-    close = difflib.get_close_matches(name, list(table), n=1) if len(name) <= 100 else []
+        raise PluginError(f"index {name!r} could not be loaded: {_state.errors[name]}")
+    usable = list(table.usable)
+    close = difflib.get_close_matches(name, usable, n=1) if len(name) <= 100 else []
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ConfigError(
-        f"unknown index {shown(name, 40)}{hint} Available: {', '.join(table) or 'none'}"
+        f"unknown index {shown(name, 40)}{hint} Available: {', '.join(usable) or 'none'}"
     )
 
 
@@ -202,13 +284,29 @@ def create(index: str | IndexSpec | dict[str, Any], /, *, device: str | None = N
                 f"{type(given).__name__} {shown(given)}")
         params = {**(given or {}), **params}
     if isinstance(index, dict):
-        from .config import spec_from_data
-
         index = spec_from_data(index)
     if isinstance(index, IndexSpec):
         cls = lookup(index.index)
         return cls({**index.params, **params}, device=device or index.device)
     return lookup(index)(params, device=device or "auto")
+
+
+def suggestions(question: SuggestQuestion) -> list[Suggestion]:
+    """What the plugins suggest for ``question`` (the hook ``indexzoo_suggest_indexes``); a
+    plugin whose hook fails is left out with a warning."""
+    pm = plugin_manager()
+    out: list[Suggestion] = []
+    for impl in pm.hook.indexzoo_suggest_indexes.get_hookimpls():
+        call: Callable[..., Any] = impl.function
+        try:
+            got = call(question=question)
+        except Exception as exc:
+            warnings.warn(f"indexzoo plugin {_provider(pm, impl.plugin)[0]}: its suggestion "
+                          f"hook failed: {type(exc).__name__}: {exc}", stacklevel=2)
+            continue
+        if isinstance(got, Suggestion):
+            out.append(got)
+    return out
 
 
 def register_plugin(plugin: Any, name: str | None = None) -> str:

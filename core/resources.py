@@ -67,7 +67,7 @@ def _gb(n: float) -> str:
 
 def estimate_workload(workload: Any, out: str | None = None, *, n_keys: int | None = None,
                       key_bytes: int | None = None) -> MemoryEstimate:
-    """The estimate (see the module docstring) for an :class:`~indexzoo.workloads.Workload`;
+    """The estimate (see the module docstring) for an :class:`~indexzoo.tools.workloads.Workload`;
     ``n_keys`` and ``key_bytes`` override the workload's (keys from a file)."""
     n = int(workload.n_keys if n_keys is None else n_keys)
     kb = int(workload.key_dtype.itemsize if key_bytes is None else key_bytes)

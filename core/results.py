@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from .devices import xp_of as _xp
+from .probes import scatter
 
 __all__ = [
     "OUT_MODES",
@@ -253,16 +254,9 @@ def scatter_result(part: LookupResult, inside: Any, q: int, xp: Any, rowid_dtype
 def unpermute_result(res: LookupResult, order: Any, xp: Any) -> LookupResult:
     """The result of lookups answered in the order ``order`` (lookup ``order[j]`` answered
     ``j``-th), put back in the original order."""
-    from indexzoo.native.permute import scatter  # numba: imported on first use
-
     q = int(order.shape[0])
     if res.out != "rowids":
-        sorted_part = getattr(res, res.out)
-        if sorted_part.ndim != 1:  # bitmaps: one row per lookup
-            back = xp.empty_like(sorted_part)
-            back[order] = sorted_part
-            return LookupResult(res.out, **{res.out: back})
-        return LookupResult(res.out, **{res.out: scatter(sorted_part, order, xp)})
+        return LookupResult(res.out, **{res.out: scatter(getattr(res, res.out), order, xp)})
     counts_sorted = res.offsets[1:] - res.offsets[:-1]
     inverse = scatter(xp.arange(q, dtype=OFFSET_DTYPE), order, xp)
     counts = counts_sorted[inverse]

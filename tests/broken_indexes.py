@@ -69,7 +69,7 @@ class IgnoresValuesInSum(SortedArrayIndex):
 
     name: ClassVar[str] = "broken-ignores-values"
 
-    def _sum(self, st: Any, lo: Any, hi: Any) -> Any:
+    def _range_sum(self, st: Any, lo: Any, hi: Any) -> Any:
         out = st.xp.empty(lo.shape[0], dtype="uint64")
         values, use_values = values_arg(None, st.xp)
         self._launch(k.SUM, out.shape[0], st.pairs.keys, st.pairs.rowids, values, use_values,
@@ -112,13 +112,13 @@ class RebuildsInPlace(SortedArrayIndex):
 
     name: ClassVar[str] = "broken-rebuilds-in-place"
 
-    def _publish(self, st: Any) -> None:
-        old = self._state
+    def _build(self, st: Any, keys: Any) -> None:
+        super()._build(st, keys)
+        old = self.state if self.is_built else None  # the live build, which lookups read
         if old is not None and st.n <= old.n:  # never longer keys than rowIDs: no bad reads
             object.__setattr__(old, "pairs", SortedPairs(st.pairs.keys, old.pairs.rowids, 0))
             object.__setattr__(old, "values", st.values)
             time.sleep(0.002)
-        super()._publish(st)
 
 
 #: broken class -> the check that must catch it (group/name)

@@ -32,6 +32,7 @@ class ColumnScan(GpuIndex[ScanState]):
 
     name: ClassVar[str] = "test-column-scan"
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=5)
+    plugin_api: ClassVar[str] = "2.0"
 
     def _build(self, st: ScanState, keys: Any) -> None:
         assert keys.ndim == 2 and keys.shape[1] == st.dims and keys.flags.f_contiguous

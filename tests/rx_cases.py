@@ -69,30 +69,10 @@ class InDomain(RxIndex):
         ghi = xp.where(u[bi] == hi, g[bi], g[bi] + np.uint64(1))
         return (xp.where(empty, 1, glo).astype(lo.dtype), xp.where(empty, 0, ghi).astype(hi.dtype))
 
-    def _point_rowid(self, st: Any, q: Any) -> Any:
-        return super()._point_rowid(st, self._points(st, q))
-
-    def _point_count(self, st: Any, q: Any) -> Any:
-        return super()._point_count(st, self._points(st, q))
-
-    def _point_sum(self, st: Any, q: Any) -> Any:
-        return super()._point_sum(st, self._points(st, q))
-
-    def _point_rowids(self, st: Any, q: Any) -> tuple[Any, Any]:
-        return super()._point_rowids(st, self._points(st, q))
-
-    def _range_rowid(self, st: Any, lo: Any, hi: Any) -> Any:
-        return super()._range_rowid(st, *self._ranges(st, lo, hi))
-
-    def _range_count(self, st: Any, lo: Any, hi: Any) -> Any:
-        return super()._range_count(st, *self._ranges(st, lo, hi))
-
-    def _range_sum(self, st: Any, lo: Any, hi: Any) -> Any:
-        return super()._range_sum(st, *self._ranges(st, lo, hi))
-
-    def _range_rowids(self, st: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return super()._range_rowids(st, *self._ranges(st, lo, hi))
-
+    def _answer(self, st: Any, op: Any, *arrays: Any) -> Any:
+        mapped = (self._points(st, arrays[0]),) if op.kind == "point" else \
+            self._ranges(st, *arrays)
+        return super()._answer(st, op, *mapped)
 
 
 SUITE_CONFIGS: list[dict[str, Any]] = []

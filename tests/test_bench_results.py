@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from indexzoo.bench import (
+from indexzoo.tools.bench import (
     Contender,
     Entry,
     Record,
@@ -20,9 +20,9 @@ from indexzoo.bench import (
     overlap_groups,
     time_interleaved,
 )
-from indexzoo.cli import main
-from indexzoo.plots import PlotInfo, pareto_front, pareto_plot, plot_files, styles, sweep_plot
-from indexzoo.timing import Timing
+from indexzoo.tools.cli import main
+from indexzoo.tools.plots import PlotInfo, pareto_front, pareto_plot, plot_files, styles, sweep_plot
+from indexzoo.tools.timing import Timing
 
 
 def rec(name: str, seconds: list[float], n: int = 1000, resident: int = 10_000,
@@ -204,8 +204,8 @@ def test_every_point_workload_is_stated_against_the_raw_call_and_the_gather_floo
 def test_the_references_compute_what_they_claim() -> None:
     import numpy as np
 
-    from indexzoo.references import GATHER, RAW, reference_calls
-    from indexzoo.workloads import Workload, generate
+    from indexzoo.tools.references import GATHER, RAW, reference_calls
+    from indexzoo.tools.workloads import Workload, generate
 
     data = generate(Workload(name="r", n_keys=1000, n_lookups=300, batches=3), "cpu")
     calls = reference_calls(data, "cpu")

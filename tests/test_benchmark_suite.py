@@ -42,7 +42,7 @@ def _bench(tmp_path: Path, workload: dict, *args: str) -> tuple[int, str, Path]:
     """Run `indexzoo bench` on a small CPU workload written to tmp_path/w.json."""
     import io
 
-    from indexzoo.cli import main
+    from indexzoo.tools.cli import main
 
     wl = tmp_path / "w.json"
     wl.write_text(json.dumps(workload))
@@ -67,7 +67,7 @@ def test_bench_sweep_writes_a_line_plot(tmp_path: Path) -> None:
 def test_bench_param_sweep_and_set(tmp_path: Path) -> None:
     import io
 
-    from indexzoo.cli import main
+    from indexzoo.tools.cli import main
 
     code, text, wl = _bench(tmp_path, {"name": "ps", "n_keys": 2048, "n_lookups": 2048},
                             "--indexes", "sorted-array", "--set", "sorted-array.threads_per_block=64",

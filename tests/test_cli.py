@@ -19,7 +19,7 @@ from helpers import add_broken_entry_point
 
 import indexzoo
 from indexzoo import devices
-from indexzoo.cli import main
+from indexzoo.tools.cli import main
 
 
 def run(*argv: str) -> tuple[int, str]:
@@ -158,7 +158,7 @@ def laughs() -> str:
 
 _LAUGHS_CHILD = """
 import sys, indexzoo
-from indexzoo.cli import main
+from indexzoo.tools.cli import main
 print("ready", flush=True)
 try:
     indexzoo.load_spec(sys.argv[1])
@@ -268,7 +268,7 @@ def _forbid(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
 
 def test_run_that_cannot_fit_is_refused_before_allocating(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    from indexzoo import runner
+    from indexzoo.tools import runner
 
     _tiny_memory(monkeypatch)
     _forbid(monkeypatch, runner, "generate")
@@ -297,7 +297,7 @@ def test_run_at_the_documented_maxima_is_refused_not_a_memory_error(
 
 def test_bench_that_cannot_fit_is_refused_before_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from indexzoo import bench
+    from indexzoo.tools import bench
 
     _tiny_memory(monkeypatch)
     _forbid(monkeypatch, bench, "run_bench")
@@ -310,7 +310,7 @@ def test_bench_that_cannot_fit_is_refused_before_running(tmp_path: Path, monkeyp
 
 def test_memory_error_anywhere_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from indexzoo import runner
+    from indexzoo.tools import runner
 
     def boom(*a: Any, **k: Any) -> int:
         raise MemoryError("Unable to allocate 64.0 GiB for an array with shape (8589934592,)")
@@ -325,7 +325,7 @@ def test_cupy_out_of_memory_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     import types
 
-    from indexzoo import runner
+    from indexzoo.tools import runner
 
     class OutOfMemoryError(Exception):  # CuPy's, looked up in sys.modules: cupy is not imported
         pass
@@ -348,7 +348,7 @@ def test_cupy_out_of_memory_is_one_line_exit_1(monkeypatch: pytest.MonkeyPatch,
 def test_unusable_bench_output_fails_before_any_work(tmp_path: Path, case: str,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    from indexzoo import bench
+    from indexzoo.tools import bench
 
     _forbid(monkeypatch, bench, "run_bench")
     blocker = tmp_path / "taken"
@@ -422,7 +422,7 @@ def test_key_file_that_is_no_file_or_holds_no_keys(tmp_path: Path, case: str,
 # ---------------------------------------------------------------------- bench selections
 def test_bench_set_for_an_index_not_selected_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    from indexzoo import bench
+    from indexzoo.tools import bench
 
     _forbid(monkeypatch, bench, "run_bench")
     code, _ = run("bench", "--preset", "tiny", "--device", "cpu", "--indexes", "sorted-array",
@@ -437,7 +437,7 @@ def test_bench_set_for_an_index_not_selected_is_an_error(tmp_path: Path, monkeyp
 def test_bench_with_no_index_selected_is_an_error(tmp_path: Path, selection: str,
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from indexzoo import bench
+    from indexzoo.tools import bench
 
     _forbid(monkeypatch, bench, "run_bench")
     code, _ = run("bench", "--preset", "tiny", "--device", "cpu", "--indexes", selection,
@@ -473,6 +473,6 @@ def test_a_plugin_that_fails_to_load_is_one_warning_line(monkeypatch: pytest.Mon
         code, text = run("list")
     finally:
         registry.reset()
-    assert code == 0 and "(failed to load)" in text
+    assert code == 0 and "(unusable)" in text
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith("indexzoo: UserWarning: indexzoo plugin 'broken' failed to load")

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from indexzoo import devices, doctor
-from indexzoo.cli import main
+from indexzoo import devices
+from indexzoo.tools import doctor
+from indexzoo.tools.cli import main
 
 SMI = """\
 | NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from indexzoo import cli
+from indexzoo.tools import cli
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix",
                                 reason="POSIX signals")
@@ -67,7 +67,7 @@ def _small_workload(tmp_path: Path) -> Path:
 
 def test_interrupt_while_results_are_written_leaves_no_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from indexzoo import plots
+    from indexzoo.tools import bench
 
     def interrupted_draw(path: Path) -> None:  # the JSON is written by now
         raise KeyboardInterrupt
@@ -75,7 +75,7 @@ def test_interrupt_while_results_are_written_leaves_no_files(
     def plot_files(records: Any, stem: Path, info: Any) -> list[tuple[Path, Any]]:
         return [(stem.with_suffix(".png"), interrupted_draw)]
 
-    monkeypatch.setattr(plots, "plot_files", plot_files)
+    monkeypatch.setattr(bench, "plot_files", plot_files)
     out = tmp_path / "out"
     code = cli.main(["bench", "--workload", str(_small_workload(tmp_path)), "--device", "cpu",
                      "--indexes", "searchsorted", "--repeats", "1", "--output", str(out)],
@@ -87,7 +87,7 @@ def test_interrupt_while_results_are_written_leaves_no_files(
 
 _CHILD = """
 import sys
-from indexzoo.cli import main
+from indexzoo.tools.cli import main
 print("ready", flush=True)
 sys.exit(main())  # as the console script does: arguments from sys.argv
 """

@@ -17,20 +17,20 @@ import pytest
 
 import indexzoo
 from indexzoo import Capabilities, ConfigError, InvalidInput, devices, registry
-from indexzoo.cli import main
 from indexzoo.plugins.lightweight import recommend as tree
 from indexzoo.plugins.sorted_array import SortedArrayIndex
-from indexzoo.recommend import (
+from indexzoo.tools.cli import main
+from indexzoo.tools.recommend import (
     Candidate,
     Outcome,
     candidates,
     choose,
-    lightweight_picks,
     make_sample,
     parse_bytes,
+    suggested,
 )
-from indexzoo.timing import Timing
-from indexzoo.workloads import Workload
+from indexzoo.tools.timing import Timing
+from indexzoo.tools.workloads import Workload
 
 FEW = "sorted-array,warpcore-hash,btree,searchsorted"
 
@@ -90,9 +90,10 @@ def test_pick_is_among_the_two_fastest_and_its_spec_builds(keys_file: Path,
 
 def test_default_candidates_stand_the_lightweight_family_in_by_the_tree(keys_file: Path) -> None:
     sample = make_sample(np.load(keys_file), Workload(), "cpu", 1 << 20, 1 << 10)
-    picks = lightweight_picks(sample, "cpu")
-    assert [t for t, _ in picks] == ["paper", "measured", "in-cache"]
-    names = [c.name for c in candidates(list(indexzoo.available()), picks)]
+    suggestions = suggested(sample, "cpu")
+    assert [s.note for s in suggestions] == ["lightweight decision tree"]
+    assert [t for t, _ in suggestions[0].picks] == ["paper", "measured", "in-cache"]
+    names = [c.name for c in candidates(list(indexzoo.available()), suggestions)]
     family = {"ao-bs", "eo-bs", "ao-pb-bs", "eo-ks", "ao-pb-ks", "lightweight"}
     assert [n for n in names if n in family] == ["eo-bs"]  # 20k keys fit any cache: both agree
     assert {"sorted-array", "warpcore-hash", "btree", "rx"} <= set(names)
@@ -283,7 +284,7 @@ def test_beyond_the_cache_the_trees_picks_and_the_in_cache_pick_are_measured() -
     sample = make_sample(None, Workload(n_keys=1 << 26, n_lookups=64), "cpu", 4096, 64)
     assert sample.n == 4096 and sample.n_total == 1 << 26
     cands = [c for c in candidates(["sorted-array", "eo-bs", "ao-bs"],
-                                   lightweight_picks(sample, "cpu")) if "tree" in c.note]
+                                   suggested(sample, "cpu")) if "tree" in c.note]
     assert [(c.label, c.note) for c in cands] == [
         ("eo-ks k=9", "lightweight decision tree (paper)"),
         ("ao-pb-bs", "lightweight decision tree (measured)"),

@@ -66,6 +66,7 @@ class RtBoxIndex(GpuIndex[BoxState]):
 
     name: ClassVar[str] = "rt-boxes"
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False)
+    plugin_api: ClassVar[str] = "2.0"
 
     def _build(self, st: BoxState, keys: Any) -> None:
         c = points(keys)

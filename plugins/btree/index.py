@@ -60,7 +60,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native import btree
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.sort import sort_pairs
@@ -140,6 +140,9 @@ class BTreeIndex(GpuIndex[BTreeState]):
     name: ClassVar[str] = "btree"
     Params: ClassVar[type[IndexParams]] = BTreeParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    plugin_api: ClassVar[str] = "2.0"
+    #: a point lookup q is the range [q, q]: the descent to the first key >= q serves both
+    points_as_ranges: ClassVar[bool] = True
     params: BTreeParams
 
     def _build(self, st: BTreeState, keys: Any) -> None:
@@ -199,10 +202,10 @@ class BTreeIndex(GpuIndex[BTreeState]):
             self._launch("FILL", lo.shape[0], st.tree.record(), lo, hi, offsets, out)
         return offsets, out
 
-    def _prepared_point(self, st: BTreeState, out: str) -> Callable[[Any], Any] | None:
+    def _prepared_point(self, st: BTreeState, op: Operation) -> Callable[[Any], Any] | None:
         """``rowid`` lookups (the ranges ``[q, q]``) with the tree's record bound into the
         launch: a call allocates the answer and launches (the small-batch path)."""
-        if out != "rowid":
+        if op.out != "rowid":
             return None
         p = self.params
         launch = self._ops.FIND_ROWID.bind(
@@ -210,15 +213,3 @@ class BTreeIndex(GpuIndex[BTreeState]):
             Slot(st.rowid_dtype), st.miss, group=p.node_width if p.cooperative else 1,
             threads_per_block=p.threads_per_block)
         return one_per_item(launch, st.xp, st.rowid_dtype, as_range=True)
-
-    def _point_rowid(self, st: BTreeState, q: Any) -> Any:
-        return self._range_rowid(st, q, q)
-
-    def _point_count(self, st: BTreeState, q: Any) -> Any:
-        return self._range_count(st, q, q)
-
-    def _point_sum(self, st: BTreeState, q: Any) -> Any:
-        return self._range_sum(st, q, q)
-
-    def _point_rowids(self, st: BTreeState, q: Any) -> tuple[Any, Any]:
-        return self._range_rowids(st, q, q)

@@ -56,7 +56,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation, answers
 from indexzoo.devices import to_device
 from indexzoo.native.runs import answer_runs
 from indexzoo.native.sort import sort_pairs
@@ -89,6 +89,9 @@ class CgrxIndex(GpuIndex[CgrxState]):
     name: ClassVar[str] = "cgrx"
     Params: ClassVar[type[IndexParams]] = CgrxParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    plugin_api: ClassVar[str] = "2.0"
+    #: a point lookup q is the range [q, q]: the successor search of q finds its run
+    points_as_ranges: ClassVar[bool] = True
     params: CgrxParams
 
     # -------------------------------------------------------------- build
@@ -164,33 +167,11 @@ class CgrxIndex(GpuIndex[CgrxState]):
                 for row in rows.tolist()]
 
     # -------------------------------------------------------------- answers
-    def _answer(self, st: CgrxState, out: str, lo: Any, hi: Any) -> Any:
+    @answers(kinds=("range",), outs=("rowid", "count", "sum", "rowids"))
+    def _answer(self, st: CgrxState, op: Operation, lo: Any, hi: Any) -> Any:
+        """Every out mode from the runs the closest-hit rays and the bucket search find."""
         first, count = self._runs(st, lo, hi)
         p = self.params
-        return answer_runs(self.device, out, st.rowids, first, count, st.values,
+        return answer_runs(self.device, op.out, st.rowids, first, count, st.values,
                            st.rowid_dtype, st.miss, group=1 << p.scan_group_log,
                            threads_per_block=p.threads_per_block)
-
-    def _point_rowid(self, st: CgrxState, q: Any) -> Any:
-        return self._answer(st, "rowid", q, q)
-
-    def _point_count(self, st: CgrxState, q: Any) -> Any:
-        return self._answer(st, "count", q, q)
-
-    def _point_sum(self, st: CgrxState, q: Any) -> Any:
-        return self._answer(st, "sum", q, q)
-
-    def _point_rowids(self, st: CgrxState, q: Any) -> tuple[Any, Any]:
-        return self._answer(st, "rowids", q, q)
-
-    def _range_rowid(self, st: CgrxState, lo: Any, hi: Any) -> Any:
-        return self._answer(st, "rowid", lo, hi)
-
-    def _range_count(self, st: CgrxState, lo: Any, hi: Any) -> Any:
-        return self._answer(st, "count", lo, hi)
-
-    def _range_sum(self, st: CgrxState, lo: Any, hi: Any) -> Any:
-        return self._answer(st, "sum", lo, hi)
-
-    def _range_rowids(self, st: CgrxState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._answer(st, "rowids", lo, hi)

@@ -30,6 +30,7 @@ class FusedScanIndex(GpuIndex[ScanState]):
     name: ClassVar[str] = "fused-scan"
     Params: ClassVar[type[KernelParams]] = KernelParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=64)
+    plugin_api: ClassVar[str] = "2.0"
     params: KernelParams
 
     def _build(self, st: ScanState, keys: Any) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexzoo.hookspecs import hookimpl
+from indexzoo.hookspecs import Suggestion, SuggestQuestion, hookimpl
 
 from .index import PRESETS, LightweightIndex
-from .recommend import recommend
+from .recommend import Tree, recommend
 
 __all__ = ["PRESETS", "LightweightIndex", "recommend"]
 
@@ -19,3 +19,17 @@ def indexzoo_register_indexes(register: Any) -> None:
     register(LightweightIndex)
     for cls in PRESETS.values():
         register(cls)
+
+
+@hookimpl
+def indexzoo_suggest_indexes(question: SuggestQuestion) -> Suggestion:
+    """The decision trees' picks for ``indexzoo recommend``: the paper's tree and the measured
+    one for the user's key count, and the paper's pick for data that fits the L2 ("in-cache")."""
+    q = question
+    trees: tuple[tuple[str, int, Tree], ...] = (("paper", q.n_keys, "paper"),
+                                                ("measured", q.n_keys, "measured"),
+                                                ("in-cache", 1, "paper"))
+    picks = tuple((label, recommend(n, q.key_bytes, q.kind, q.device, ordered=q.ordered,
+                                    tree=tree)) for label, n, tree in trees)
+    return Suggestion(frozenset([LightweightIndex.name, *PRESETS]), picks,
+                      "lightweight decision tree")

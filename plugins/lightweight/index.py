@@ -104,6 +104,9 @@ class LightweightIndex(GpuIndex[LightweightState]):
     name: ClassVar[str] = "lightweight"
     Params: ClassVar[type[IndexParams]] = LightweightParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    plugin_api: ClassVar[str] = "2.0"
+    #: a point lookup q is the range [q, q], but for rowid (one search for the key itself)
+    points_as_ranges: ClassVar[bool] = True
     params: LightweightParams
 
     # -------------------------------------------------------------- build
@@ -262,7 +265,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
         op(self.device, q, *args, group=lw.WARP if self.params.multi_thread_scan else 1,
            threads_per_block=self.params.threads_per_block)
 
-    def _sum(self, st: LightweightState, lo: Any, hi: Any) -> Any:
+    def _range_sum(self, st: LightweightState, lo: Any, hi: Any) -> Any:
         q = int(lo.shape[0])
         out = st.xp.empty(q, dtype=np.uint64)
         values, use_values = values_arg(st.values, st.xp)
@@ -273,7 +276,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
             self._scan(lw.RUN_SUM, q, st.layout, start, stop, values, use_values, out)
         return out
 
-    def _rowids_csr(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
+    def _range_rowids(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
         q = int(lo.shape[0])
         start, stop = self._ranks(st, lo, hi)
         offsets = offsets_from_counts(stop - start)
@@ -285,36 +288,17 @@ class LightweightIndex(GpuIndex[LightweightState]):
                 self._scan(lw.RUN_FILL, q, st.layout, start, offsets, out)
         return offsets, out
 
-    def _count(self, st: LightweightState, lo: Any, hi: Any) -> Any:
+    def _range_count(self, st: LightweightState, lo: Any, hi: Any) -> Any:
         start, stop = self._ranks(st, lo, hi)
         return (stop - start).astype(st.rowid_dtype)
 
-    # -------------------------------------------------------------- hooks
     def _point_rowid(self, st: LightweightState, q: Any) -> Any:
         return self._locate(st, q, lw.POINT, st.rowid_dtype)
-
-    def _point_count(self, st: LightweightState, q: Any) -> Any:
-        return self._count(st, q, q)
-
-    def _point_sum(self, st: LightweightState, q: Any) -> Any:
-        return self._sum(st, q, q)
-
-    def _point_rowids(self, st: LightweightState, q: Any) -> tuple[Any, Any]:
-        return self._rowids_csr(st, q, q)
 
     def _range_rowid(self, st: LightweightState, lo: Any, hi: Any) -> Any:
         first = self._locate(st, lo, lw.FIRST, st.rowid_dtype)
         start, stop = self._ranks(st, lo, hi)
         return st.xp.where(stop > start, first, st.miss).astype(st.rowid_dtype)
-
-    def _range_count(self, st: LightweightState, lo: Any, hi: Any) -> Any:
-        return self._count(st, lo, hi)
-
-    def _range_sum(self, st: LightweightState, lo: Any, hi: Any) -> Any:
-        return self._sum(st, lo, hi)
-
-    def _range_rowids(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._rowids_csr(st, lo, hi)
 
 
 def _pins(pa: int, pbb: int = 0, ps: int = 0) -> lw.PinRecord:

@@ -159,6 +159,7 @@ class RtscanIndex(GpuIndex[RtscanState]):
     Params: ClassVar[type[IndexParams]] = RtscanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True,
                                                         duplicates=True, dims=MAX_COLUMNS)
+    plugin_api: ClassVar[str] = "2.0"
     params: RtscanParams
     #: Attach a :class:`~.profile.StageTimes` to time the stages (None: nothing is timed).
     stage_timer: StageTimer | None = None

@@ -101,7 +101,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from indexzoo import BuildState, Capabilities, DeviceUnavailable, Footprint, GpuIndex, IndexParams
+from indexzoo import (
+    BuildState,
+    Capabilities,
+    DeviceUnavailable,
+    Footprint,
+    GpuIndex,
+    IndexParams,
+    Operation,
+    answers,
+)
 from indexzoo.devices import to_numpy
 from indexzoo.native.rt import query
 from indexzoo.native.rt.keymap import KeyCoder
@@ -155,6 +164,7 @@ class RxIndex(GpuIndex[RxState]):
     Params: ClassVar[type[IndexParams]] = RxParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True,
                                                         updates=True)
+    plugin_api: ClassVar[str] = "2.0"
     params: RxParams
 
     @property
@@ -278,51 +288,30 @@ class RxIndex(GpuIndex[RxState]):
         return {"max_rays": p.max_rays, "threads_per_block": p.threads_per_block}
 
     # -------------------------------------------------------------- lookups
-    def _point_plan(self, st: RxState, q: Any) -> Plan:
+    def _plan_points(self, st: RxState, q: Any) -> Plan:
+        """The rays of point lookups: one perpendicular ray each, or the rays of ``[q, q]``."""
         if self.params.point_ray == "perpendicular":
             return perpendicular_plan(self.coder, q)
-        return self._range_plan(st, q, q)
+        return self._plan_ranges(st, q, q)
 
-    def _range_plan(self, st: RxState, lo: Any, hi: Any) -> Plan:
+    def _plan_ranges(self, st: RxState, lo: Any, hi: Any) -> Plan:
+        """The rays of range lookups: along each occupied row the range covers."""
         return range_plan(self.coder, lo, hi, self._highs(st), self.params.range_ray == "zero")
 
-    def _rowid(self, st: RxState, plan: Plan) -> Any:
-        res = query.first(st.gas, self._batch(st, plan), PROGRAMS[self.params.primitive],
-                          **self._launch_args())
-        return st.xp.where(res == query.MISS, st.miss, res).astype(st.rowid_dtype)
-
-    def _count(self, st: RxState, plan: Plan) -> Any:
-        return query.count(st.gas, self._batch(st, plan), PROGRAMS[self.params.primitive],
-                           **self._launch_args()).astype(st.rowid_dtype)
-
-    def _sum(self, st: RxState, plan: Plan) -> Any:
-        return query.sum_values(st.gas, self._batch(st, plan), PROGRAMS[self.params.primitive],
-                                st.values, **self._launch_args())
-
-    def _collect(self, st: RxState, plan: Plan) -> tuple[Any, Any]:
-        return query.collect(st.gas, self._batch(st, plan), PROGRAMS[self.params.primitive],
-                             rowid_dtype=st.rowid_dtype, **self._launch_args())
-
-    def _point_rowid(self, st: RxState, q: Any) -> Any:
-        return self._rowid(st, self._point_plan(st, q))
-
-    def _point_count(self, st: RxState, q: Any) -> Any:
-        return self._count(st, self._point_plan(st, q))
-
-    def _point_sum(self, st: RxState, q: Any) -> Any:
-        return self._sum(st, self._point_plan(st, q))
-
-    def _point_rowids(self, st: RxState, q: Any) -> tuple[Any, Any]:
-        return self._collect(st, self._point_plan(st, q))
-
-    def _range_rowid(self, st: RxState, lo: Any, hi: Any) -> Any:
-        return self._rowid(st, self._range_plan(st, lo, hi))
-
-    def _range_count(self, st: RxState, lo: Any, hi: Any) -> Any:
-        return self._count(st, self._range_plan(st, lo, hi))
-
-    def _range_sum(self, st: RxState, lo: Any, hi: Any) -> Any:
-        return self._sum(st, self._range_plan(st, lo, hi))
-
-    def _range_rowids(self, st: RxState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._collect(st, self._range_plan(st, lo, hi))
+    @answers(kinds=("point", "range"), outs=("rowid", "count", "sum", "rowids"))
+    def _answer(self, st: RxState, op: Operation, *arrays: Any) -> Any:
+        """A lookup batch's rays, traced with the hit operation of the out mode: the first
+        match (``rowid``), every match counted, summed or collected."""
+        plan = self._plan_points(st, *arrays) if op.kind == "point" else \
+            self._plan_ranges(st, *arrays)
+        batch, programs = self._batch(st, plan), PROGRAMS[self.params.primitive]
+        if op.out == "rowid":
+            res = query.first(st.gas, batch, programs, **self._launch_args())
+            return st.xp.where(res == query.MISS, st.miss, res).astype(st.rowid_dtype)
+        if op.out == "count":
+            return query.count(st.gas, batch, programs, **self._launch_args()
+                               ).astype(st.rowid_dtype)
+        if op.out == "sum":
+            return query.sum_values(st.gas, batch, programs, st.values, **self._launch_args())
+        return query.collect(st.gas, batch, programs, rowid_dtype=st.rowid_dtype,
+                             **self._launch_args())

@@ -67,7 +67,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
+from indexzoo import (
+    BuildState,
+    Capabilities,
+    Footprint,
+    GpuIndex,
+    IndexParams,
+    InvalidInput,
+    Operation,
+    answers,
+)
 from indexzoo.devices import to_device, xp_of
 from indexzoo.native.csr import gather_runs, offsets_from_counts
 from indexzoo.native.rt import query
@@ -112,6 +121,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
     name: ClassVar[str] = "rx-opt"
     Params: ClassVar[type[IndexParams]] = RxOptParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    plugin_api: ClassVar[str] = "2.0"
     #: [AMBIG] sorted probes order point batches only (see the module docstring)
     sorted_probe_kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     params: RxOptParams
@@ -218,7 +228,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         return xp.where(res == query.MISS, np.int64(-1), res.astype(np.int64))
 
     # -------------------------------------------------------------- point lookups
-    def _point_batch(self, st: OptRxState, q: Any, offsets: Any) -> query.RayBatch:
+    def _batch_of_points(self, st: OptRxState, q: Any, offsets: Any) -> query.RayBatch:
         coder, xp = self.coder, st.xp
         legal = coder.legal(q)
         n = int(q.shape[0])
@@ -240,11 +250,11 @@ class RxOptIndex(GpuIndex[OptRxState]):
             return True
         return int(st.xp.unique(q).shape[0]) < int(st.pkeys.shape[0])
 
-    def _point_runs(self, st: OptRxState, q: Any) -> tuple[Any, Any]:
+    def _runs_of_points(self, st: OptRxState, q: Any) -> tuple[Any, Any]:
         """(first sorted position, count) of every point lookup's run (count 0: a miss)."""
         if self._inverted(st, q):
             return self._inverse_runs(st, q)
-        return self._lookup(st, True, q, q)
+        return self._launch_lookup(st, True, q, q)
 
     def _inverse_runs(self, st: OptRxState, q: Any) -> tuple[Any, Any]:
         """Alg. 6: a BVH over the batch's distinct probes, one ray per distinct key."""
@@ -294,12 +304,12 @@ class RxOptIndex(GpuIndex[OptRxState]):
         return first, count
 
     # -------------------------------------------------------------- closest hit + scan
-    def _range_runs(self, st: OptRxState, lo: Any, hi: Any) -> tuple[Any, Any]:
+    def _runs_of_ranges(self, st: OptRxState, lo: Any, hi: Any) -> tuple[Any, Any]:
         """(first sorted position, count) of every range's keys: at most two closest-hit rays
         (see the module docstring), then the scan."""
-        return self._lookup(st, False, lo, hi)
+        return self._launch_lookup(st, False, lo, hi)
 
-    def _lookup(self, st: OptRxState, point: bool, lo: Any, hi: Any, rays: Any = None,
+    def _launch_lookup(self, st: OptRxState, point: bool, lo: Any, hi: Any, rays: Any = None,
                 device: str | None = None) -> tuple[Any, Any]:
         """One launch of :func:`.search.lookup_kernel`: each thread casts its lookup's rays
         and scans its run (``rays``: an int8 array of zeros that receives each lookup's number
@@ -345,7 +355,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         enc_lo, enc_hi = st.keymap.encode_ranges(a, b)
         enc_lo, enc_hi = to_device(enc_lo, self.device), to_device(enc_hi, self.device)
         rays = st.xp.zeros(int(enc_lo.shape[0]), dtype=np.int8)
-        self._lookup(st, hi is None, enc_lo, enc_hi, rays)
+        self._launch_lookup(st, hi is None, enc_lo, enc_hi, rays)
         return [int(r) for r in (rays.get() if st.xp is not np else rays).tolist()]
 
     # -------------------------------------------------------------- RX's any-hit ranges
@@ -357,7 +367,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         coder, xp, p = self.coder, st.xp, self.params
         scene, offsets = st.scene, st.part_offsets
         if point:
-            batch = self._point_batch(st, lo, offsets)
+            batch = self._batch_of_points(st, lo, offsets)
         else:
             casts, first_row = occupied_rows(coder, lo, hi, st.highs)
             starts = offsets_from_counts(casts)
@@ -383,10 +393,14 @@ class RxOptIndex(GpuIndex[OptRxState]):
     # -------------------------------------------------------------- answers from runs
     def _runs(self, st: OptRxState, kind: str, args: tuple[Any, ...]) -> tuple[Any, Any]:
         if kind == "point":
-            return self._point_runs(st, args[0])
-        return self._range_runs(st, *args)
+            return self._runs_of_points(st, args[0])
+        return self._runs_of_ranges(st, *args)
 
-    def _answer(self, st: OptRxState, kind: str, out: str, *args: Any) -> Any:
+    @answers(kinds=("point", "range"), outs=("rowid", "count", "sum", "rowids"))
+    def _answer(self, st: OptRxState, op: Operation, *args: Any) -> Any:
+        """Every out mode from the runs of sorted keys each lookup matches (closest hit +
+        scan), or from RX's any-hit rays (``range_method="anyhit"``)."""
+        kind, out = op
         tpb = self.params.threads_per_block
         if self.params.range_method == "anyhit":
             return self._answer_anyhit(st, kind, out, *args)
@@ -419,30 +433,6 @@ class RxOptIndex(GpuIndex[OptRxState]):
         if picked.shape[0]:
             xp.cumsum(picked, dtype=_U64, out=prefix[1:])
         return prefix[offsets[1:]] - prefix[offsets[:-1]]
-
-    def _point_rowid(self, st: OptRxState, q: Any) -> Any:
-        return self._answer(st, "point", "rowid", q)
-
-    def _point_count(self, st: OptRxState, q: Any) -> Any:
-        return self._answer(st, "point", "count", q)
-
-    def _point_sum(self, st: OptRxState, q: Any) -> Any:
-        return self._answer(st, "point", "sum", q)
-
-    def _point_rowids(self, st: OptRxState, q: Any) -> tuple[Any, Any]:
-        return self._answer(st, "point", "rowids", q)
-
-    def _range_rowid(self, st: OptRxState, lo: Any, hi: Any) -> Any:
-        return self._answer(st, "range", "rowid", lo, hi)
-
-    def _range_count(self, st: OptRxState, lo: Any, hi: Any) -> Any:
-        return self._answer(st, "range", "count", lo, hi)
-
-    def _range_sum(self, st: OptRxState, lo: Any, hi: Any) -> Any:
-        return self._answer(st, "range", "sum", lo, hi)
-
-    def _range_rowids(self, st: OptRxState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._answer(st, "range", "rowids", lo, hi)
 
 
 def _run_starts(xp: Any, sorted_values: Any) -> Any:

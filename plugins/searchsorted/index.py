@@ -34,6 +34,7 @@ class SearchsortedIndex(GpuIndex[SearchsortedState]):
     name: ClassVar[str] = "searchsorted"
     Params: ClassVar[type[IndexParams]] = IndexParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    plugin_api: ClassVar[str] = "2.0"
 
     def _build(self, st: SearchsortedState, keys: Any) -> None:
         st.pairs = sort_pairs(keys, st.rowid_dtype)

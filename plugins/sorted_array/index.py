@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
 from indexzoo.native.sort import SortedPairs, sort_pairs
@@ -54,6 +54,9 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
     name: ClassVar[str] = "sorted-array"
     Params: ClassVar[type[IndexParams]] = SortedArrayParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    plugin_api: ClassVar[str] = "2.0"
+    #: a point lookup q is the range [q, q], but for rowid (one search, not two)
+    points_as_ranges: ClassVar[bool] = True
     params: SortedArrayParams
 
     def _build(self, st: SortedArrayState, keys: Any) -> None:
@@ -72,31 +75,11 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
                      st.miss)
         return out
 
-    def _count(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
-        out = st.xp.empty(lo.shape[0], dtype=st.rowid_dtype)
-        self._launch(k.COUNT, out.shape[0], st.pairs.keys, lo, hi, out)
-        return out
-
-    def _sum(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
-        out = st.xp.empty(lo.shape[0], dtype="uint64")
-        values, use_values = values_arg(st.values, st.xp)
-        self._launch(k.SUM, out.shape[0], st.pairs.keys, st.pairs.rowids, values, use_values,
-                     lo, hi, out)
-        return out
-
-    def _rowids_csr(self, st: SortedArrayState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        q = lo.shape[0]
-        start = st.xp.empty(q, dtype="int64")
-        count = st.xp.empty(q, dtype="int64")
-        self._launch(k.BOUNDS, q, st.pairs.keys, lo, hi, start, count)
-        return gather_runs(self.device, st.pairs.rowids, start, count,
-                           threads_per_block=self.params.threads_per_block)
-
     # -------------------------------------------------------------- hooks
-    def _prepared_point(self, st: SortedArrayState, out: str) -> Callable[[Any], Any] | None:
+    def _prepared_point(self, st: SortedArrayState, op: Operation) -> Callable[[Any], Any] | None:
         """``rowid`` lookups with the sorted pairs bound into the launch: a call allocates the
-        answer and launches (the small-batch path of issue 20)."""
-        if out != "rowid":
+        answer and launches (the small-batch path)."""
+        if op.out != "rowid":
             return None
         launch = k.POINT_ROWID.bind(self.device, st.pairs.keys, st.pairs.rowids,
                                     Slot(st.native_dtype), Slot(st.rowid_dtype), st.miss,
@@ -106,23 +89,25 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
     def _point_rowid(self, st: SortedArrayState, q: Any) -> Any:
         return self._rowid(st, k.POINT_ROWID, q)
 
-    def _point_count(self, st: SortedArrayState, q: Any) -> Any:
-        return self._count(st, q, q)
-
-    def _point_sum(self, st: SortedArrayState, q: Any) -> Any:
-        return self._sum(st, q, q)
-
-    def _point_rowids(self, st: SortedArrayState, q: Any) -> tuple[Any, Any]:
-        return self._rowids_csr(st, q, q)
-
     def _range_rowid(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
         return self._rowid(st, k.RANGE_ROWID, lo, hi)
 
     def _range_count(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
-        return self._count(st, lo, hi)
+        out = st.xp.empty(lo.shape[0], dtype=st.rowid_dtype)
+        self._launch(k.COUNT, out.shape[0], st.pairs.keys, lo, hi, out)
+        return out
 
     def _range_sum(self, st: SortedArrayState, lo: Any, hi: Any) -> Any:
-        return self._sum(st, lo, hi)
+        out = st.xp.empty(lo.shape[0], dtype="uint64")
+        values, use_values = values_arg(st.values, st.xp)
+        self._launch(k.SUM, out.shape[0], st.pairs.keys, st.pairs.rowids, values, use_values,
+                     lo, hi, out)
+        return out
 
     def _range_rowids(self, st: SortedArrayState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._rowids_csr(st, lo, hi)
+        q = lo.shape[0]
+        start = st.xp.empty(q, dtype="int64")
+        count = st.xp.empty(q, dtype="int64")
+        self._launch(k.BOUNDS, q, st.pairs.keys, lo, hi, start, count)
+        return gather_runs(self.device, st.pairs.rowids, start, count,
+                           threads_per_block=self.params.threads_per_block)

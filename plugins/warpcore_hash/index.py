@@ -86,7 +86,15 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, InvalidInput
+from indexzoo import (
+    BuildState,
+    Capabilities,
+    Footprint,
+    GpuIndex,
+    IndexParams,
+    InvalidInput,
+    Operation,
+)
 from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.targets import (
@@ -298,6 +306,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
     name: ClassVar[str] = "warpcore-hash"
     Params: ClassVar[type[IndexParams]] = WarpcoreHashParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False, duplicates=True)
+    plugin_api: ClassVar[str] = "2.0"
     params: WarpcoreHashParams
 
     # -------------------------------------------------------------- build
@@ -365,13 +374,12 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
         eq = qt == st.ht.empty
         return eq if bool(eq.any()) else None
 
-    def _prepared_point(self, st: WarpcoreHashState, out: str) -> Callable[[Any], Any] | None:
+    def _prepared_point(self, st: WarpcoreHashState, op: Operation) -> Callable[[Any], Any] | None:
         """``rowid`` lookups with the table bound into the launch, where no lookup can need
         the out-of-band key (none was built) and lookups need no conversion to the table's
-        key width: a call allocates the answer and launches (the small-batch path of issue
-        20)."""
+        key width: a call allocates the answer and launches (the small-batch path)."""
         ht = st.ht
-        if out != "rowid" or st.oob.shape[0] or ht.tkeys.dtype != st.native_dtype:
+        if op.out != "rowid" or st.oob.shape[0] or ht.tkeys.dtype != st.native_dtype:
             return None
         launch = hashing.FIND_ROWID.bind(
             self.device, ht.record(), Slot(ht.tkeys.dtype), Slot(st.rowid_dtype), st.miss,

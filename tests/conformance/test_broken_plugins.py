@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from broken_indexes import EXPECTED_FAILURE
 
-from indexzoo.cli import main
 from indexzoo.conformance import make_context, run_checks, summary
 from indexzoo.plugins.sorted_array import SortedArrayIndex
+from indexzoo.tools.cli import main
 
 pytest_plugins = ["pytester"]
 

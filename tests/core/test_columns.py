@@ -3,6 +3,8 @@ brute-force column index."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from column_indexes import ColumnScan
@@ -175,18 +177,20 @@ def test_small_bitmaps_skip_the_free_memory_query(monkeypatch: pytest.MonkeyPatc
     assert res.bitmap.shape[0] == 3
 
 
-def test_native_2d_bounds_reach_the_index_without_assembly(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_native_2d_bounds_reach_the_index_without_assembly() -> None:
     """(Q, d) bounds already of the index's native dtype are handed on as they are (made
     C-contiguous at most): no per-column copies per call. Any bound that needs the key map
     (another dtype, a bound past the keys' range) takes the column-by-column path, with the
     same answers."""
-    cols = np.column_stack([A, A[::-1], A + 1]).astype(np.uint32)
-    idx = ColumnScan(device="cpu").build(cols)
     seen: list[tuple[np.ndarray, np.ndarray]] = []
-    real = ColumnScan._range_bitmap
-    monkeypatch.setattr(ColumnScan, "_range_bitmap",
-                        lambda self, st, lo, hi: seen.append((lo, hi)) or real(self, st, lo, hi))
+
+    class Spy(ColumnScan):
+        def _range_bitmap(self, st: Any, lo: Any, hi: Any) -> Any:
+            seen.append((lo, hi))
+            return super()._range_bitmap(st, lo, hi)
+
+    cols = np.column_stack([A, A[::-1], A + 1]).astype(np.uint32)
+    idx = Spy(device="cpu").build(cols)
     lo = np.array([[1, 2, 2], [0, 0, 0]], np.uint32)
     hi = np.array([[5, 9, 6], [9, 9, 9]], np.uint32)
     mask = np.all((cols[None] >= lo[:, None]) & (cols[None] <= hi[:, None]), axis=2)

@@ -36,6 +36,7 @@ class RowidsOnly(GpuIndex[KeysState]):
 
     name: ClassVar[str] = "rowids-only"
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
+    plugin_api: ClassVar[str] = "2.0"
 
     def _build(self, st: KeysState, keys: Any) -> None:
         st.keys = keys

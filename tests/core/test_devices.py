@@ -286,7 +286,7 @@ def test_cli_says_it_once_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path:
                                       capsys: pytest.CaptureFixture[str]) -> None:
     import io
 
-    from indexzoo.cli import main
+    from indexzoo.tools.cli import main
 
     fake_machine(monkeypatch, smi=SMI_12, usable=NO_CUPY)
     spec = tmp_path / "run.yaml"

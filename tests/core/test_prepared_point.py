@@ -14,6 +14,7 @@ import pytest
 import indexzoo
 from indexzoo import InvalidInput, NotBuilt
 from indexzoo.devices import to_device, to_numpy
+from indexzoo.operations import operation
 
 INDEXES = ["sorted-array", "warpcore-hash", "btree", "searchsorted", "lightweight", "rx"]
 MODES = ["rowid", "count", "sum"]
@@ -55,15 +56,15 @@ def _check(keys: np.ndarray, q: np.ndarray, res: Any, out: str, miss: int) -> No
 
 
 def _general_only(monkeypatch: pytest.MonkeyPatch, ix: Any) -> list[str]:
-    """Record every batch that reaches the general path (``_run``)."""
+    """Record every batch that reaches the general path (``_lookup``, the pipeline)."""
     seen: list[str] = []
-    run = ix._run
+    run = ix._lookup
 
-    def spy(st: Any, kind: str, out: str, arrays: Any, outside: Any) -> Any:
+    def spy(kind: str, out: str, raw: Any) -> Any:
         seen.append(kind)
-        return run(st, kind, out, arrays, outside)
+        return run(kind, out, raw)
 
-    monkeypatch.setattr(ix, "_run", spy)
+    monkeypatch.setattr(ix, "_lookup", spy)
     return seen
 
 
@@ -74,7 +75,9 @@ def test_a_native_batch_skips_the_general_path_and_answers_every_mode(
     ix.build(to_device(keys, device))
     q = _lookups(keys)
     seen = _general_only(monkeypatch, ix)
-    fused = [m for m in MODES if m in ix.capabilities.out_modes and ix._hook("point", m)]
+    routes = ix._resolution.routes
+    fused = [m for m in MODES if m in ix.capabilities.out_modes
+             and not routes[operation("point", m)].derived]
     for out in MODES:  # a mode the plugin derives from rowids needs the general path
         _check(keys, q, ix.point(to_device(q, device), out=out), out, int(ix.miss))
     assert "rowid" in fused and seen == ["point"] * (len(MODES) - len(fused)), name

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from indexzoo.devices import to_numpy
-from indexzoo.workloads import Workload, generate, permute_bits
+from indexzoo.tools.workloads import Workload, generate, permute_bits
 
 
 def host(data, attr):  # type: ignore[no-untyped-def]

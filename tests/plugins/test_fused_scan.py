@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import indexzoo
-from indexzoo import contract
+from indexzoo import pipeline
 
 
 def test_chunked_lookups_answer_like_one_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -19,7 +19,7 @@ def test_chunked_lookups_answer_like_one_chunk(monkeypatch: pytest.MonkeyPatch) 
     index = indexzoo.create("fused-scan", device="cpu").build(cols)
     whole = [index.range(lo, hi, out=m).to_host() for m in ("rowids", "count")]
     points = index.point([c[:50] for c in cols], out="rowids").to_host()
-    monkeypatch.setattr(contract, "BITMAP_CHUNK_BYTES", 4 * 32 * 3)  # three lookups a chunk
+    monkeypatch.setattr(pipeline, "BITMAP_CHUNK_BYTES", 4 * 32 * 3)  # three lookups a chunk
     parts = [index.range(lo, hi, out=m).to_host() for m in ("rowids", "count")]
     np.testing.assert_array_equal(whole[0].offsets, parts[0].offsets)
     np.testing.assert_array_equal(whole[0].rowids, parts[0].rowids)

@@ -152,7 +152,7 @@ def test_keys_and_ranges_at_the_bit_split_boundaries(primitive: str, rays: dict[
 def test_a_range_across_one_high_part_boundary_casts_two_rays() -> None:
     index = indexzoo.create("rx", device="cpu").build(
         np.arange(2**23 - 40, 2**23 + 40, dtype=np.uint64))
-    plan = index._range_plan(index.state, np.array([2**23 - 3], np.uint64), np.array([2**23 + 2], np.uint64))
+    plan = index._plan_ranges(index.state, np.array([2**23 - 3], np.uint64), np.array([2**23 + 2], np.uint64))
     assert plan.n_rays == 2
 
 
@@ -160,7 +160,7 @@ def test_sparse_64_bit_ranges_cast_one_ray_per_distinct_high_part_at_most() -> N
     keys = np.random.default_rng(4).integers(0, 2**64 - 1, 1000, dtype=np.uint64)
     index = indexzoo.create("rx", device="cpu").build(keys)
     everything = (np.array([0], np.uint64), np.array([2**64 - 1], np.uint64))
-    plan = index._range_plan(index.state, *everything)
+    plan = index._plan_ranges(index.state, *everything)
     assert plan.n_rays == np.unique(keys >> np.uint64(23)).shape[0] <= 1000  # not 2^41
     assert index.range(*everything, out="count").count.tolist() == [1000]
 

@@ -114,7 +114,7 @@ def test_the_closest_hit_is_the_first_key_at_or_above_lo(compress: bool, partiti
     index = indexzoo.create("rx-opt", device="cpu", compress_duplicates=compress,
                             partitions=partitions).build(keys)
     st = index.state
-    first, count = index._range_runs(st, lo, hi)
+    first, count = index._runs_of_ranges(st, lo, hi)
     sk = np.sort(keys)
     want = np.searchsorted(sk, lo, side="left")
     has = (want < sk.shape[0]) & (sk[np.minimum(want, sk.shape[0] - 1)] <= hi) & (lo <= hi)
@@ -234,7 +234,7 @@ for params in CASES:
         outs = []
         for device in ("cpu", "cuda"):
             rays = np.zeros(lo.shape[0], np.int8)
-            first, count = index._lookup(st, point, lo, hi, rays, device=device)
+            first, count = index._launch_lookup(st, point, lo, hi, rays, device=device)
             outs.append((first, count, rays))
         for a, b in zip(*outs):
             assert np.array_equal(a, b), (params, point)

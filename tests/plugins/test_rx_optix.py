@@ -62,7 +62,7 @@ def test_status_names_the_missing_bindings_and_how_to_install(monkeypatch: pytes
     def missing() -> Any:
         raise ModuleNotFoundError("No module named 'optix'", name="optix")
 
-    monkeypatch.setattr(optix, "_import_optix", missing)
+    monkeypatch.setattr(optix, "import_optix", missing)
     got = optix.status()
     assert not got.usable
     assert "pyoptix is not installed" in got.reason
@@ -75,7 +75,7 @@ def test_status_names_the_missing_bindings_and_how_to_install(monkeypatch: pytes
                                              ("/nonexistent", "holds no include/optix.h")])
 def test_status_names_missing_headers(monkeypatch: pytest.MonkeyPatch, where: str | None,
                                       fragment: str) -> None:
-    monkeypatch.setattr(optix, "_import_optix", lambda: object())
+    monkeypatch.setattr(optix, "import_optix", lambda: object())
     if where is None:
         monkeypatch.delenv("OptiX_INSTALL_DIR", raising=False)
     else:

@@ -23,20 +23,13 @@ import importlib
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
 
+from indexzoo import devices
 from indexzoo.errors import DeviceUnavailable
 
+from .sdk import ENV, INSTALL_HINT, headers_dir, import_optix
+
 __all__ = ["INSTALL_HINT", "OptixStatus", "headers_dir", "require", "rt_cores", "status"]
-
-#: How a user gets OptiX going (the README's "OptiX" section says the same).
-INSTALL_HINT = (
-    "install NVIDIA's OptiX Python bindings (pip install 'indexzoo[optix]', which builds "
-    "pyoptix against the OptiX SDK your driver supports), download the OptiX SDK headers and "
-    "set OptiX_INSTALL_DIR to the folder holding include/optix.h")
-
-_ENV = "OptiX_INSTALL_DIR"
-
 
 @dataclass(frozen=True)
 class OptixStatus:
@@ -45,18 +38,6 @@ class OptixStatus:
 
     usable: bool
     reason: str
-
-
-def headers_dir() -> str | None:
-    """The OptiX SDK folder named by ``OptiX_INSTALL_DIR`` if it holds ``include/optix.h``."""
-    where = os.environ.get(_ENV)
-    if where and os.path.isfile(os.path.join(where, "include", "optix.h")):
-        return where
-    return None
-
-
-def _import_optix() -> Any:
-    return importlib.import_module("optix")
 
 
 _LOCK = threading.Lock()
@@ -70,15 +51,15 @@ def status(probe_device: bool = True) -> OptixStatus:
     fails where the driver does not speak the bindings' OptiX ABI. The device probe is cached
     per process."""
     try:
-        optix = _import_optix()
+        optix = import_optix()
     except Exception as exc:  # ImportError, or a broken build's own error
         why = "pyoptix is not installed" if isinstance(exc, ModuleNotFoundError) else \
             f"pyoptix cannot be imported ({type(exc).__name__}: {exc})"
         return OptixStatus(False, f"{why}; {INSTALL_HINT}")
     if headers_dir() is None:
-        where = os.environ.get(_ENV)
-        why = f"{_ENV} is not set" if not where else \
-            f"{_ENV}={where!r} holds no include/optix.h"
+        where = os.environ.get(ENV)
+        why = f"{ENV} is not set" if not where else \
+            f"{ENV}={where!r} holds no include/optix.h"
         return OptixStatus(False, f"the OptiX SDK headers are needed to compile the programs: "
                                   f"{why}; {INSTALL_HINT}")
     try:
@@ -86,8 +67,6 @@ def status(probe_device: bool = True) -> OptixStatus:
     except Exception as exc:
         return OptixStatus(False, f"NVRTC from cuda.bindings is needed to compile the programs "
                                   f"({type(exc).__name__}: {exc}); pip install cuda-python")
-    from indexzoo import devices
-
     ok, why = devices.cuda_status()
     if not ok:
         return OptixStatus(False, f"OptiX needs a usable CUDA device: {why}")
@@ -126,7 +105,7 @@ def rt_cores() -> bool:
     """Whether the current GPU has RT cores (OptiX's RT core version > 0)."""
     from .pipeline import context
 
-    optix = _import_optix()
+    optix = import_optix()
     prop = getattr(optix, "DEVICE_PROPERTY_RTCORE_VERSION", None)
     if prop is None:
         return False

@@ -48,8 +48,8 @@ from indexzoo import Footprint
 from indexzoo.errors import InvalidInput
 
 from ..geometry import AABBS, SPHERES, TRIANGLES
-from . import _import_optix
 from .pipeline import context
+from .sdk import import_optix
 
 __all__ = ["FAR", "OptixGas", "OptixIas", "OptixScaledGas", "build_gas", "build_ias"]
 
@@ -154,7 +154,7 @@ def _build_gas(kind: int, data: Any, radius: float, compact: bool,
     if n == 0:  # nothing to build: launches over an empty scene are skipped (every ray misses)
         return OptixGas(kind, 0, 0, cupy.zeros(0, np.uint8), prims, float(radius), compact,
                         0, 0, int(data.nbytes))
-    optix = _import_optix()
+    optix = import_optix()
     ctx = context()
     flags = [optix.GEOMETRY_FLAG_REQUIRE_SINGLE_ANYHIT_CALL]
     boxes = None
@@ -254,7 +254,7 @@ def build_ias(instances: Any) -> OptixIas:
     if first.prims is not None and len(gases) > 1:
         raise InvalidInput("instances of sphere scenes or of AABB scenes that keep their boxes "
                            "must share one GAS (the programs read its rows by primitive index)")
-    optix = _import_optix()
+    optix = import_optix()
     ctx = context()
     records = []
     for ins in instances:

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from ..geometry import AABBS, SPHERES, TRIANGLES
-from . import _import_optix, headers_dir
 from .compiler import ptx
 from .record import Layout, layout, pack
+from .sdk import headers_dir, import_optix
 
 __all__ = ["ENGINE_FIELDS", "Pipeline", "context", "launch_query", "pipeline"]
 
@@ -48,7 +48,7 @@ def context() -> Any:
     with _LOCK:
         ctx = _CONTEXTS.get(dev)
         if ctx is None:
-            optix = _import_optix()
+            optix = import_optix()
             cupy.cuda.runtime.free(0)  # make sure the device's CUDA context exists
             ctx = optix.deviceContextCreate(0, optix.DeviceContextOptions())
             _CONTEXTS[dev] = ctx
@@ -125,7 +125,7 @@ def pipeline(src: str, kind: int, own_intersection: bool = False,
 def _make_pipeline(src: str, kind: int, own_intersection: bool, instanced: bool) -> Pipeline:
     import cupy
 
-    optix = _import_optix()
+    optix = import_optix()
     ctx = context()
     prims = optix.PRIMITIVE_TYPE_FLAGS_TRIANGLE if kind == TRIANGLES else \
         optix.PRIMITIVE_TYPE_FLAGS_CUSTOM
@@ -246,7 +246,7 @@ def launch_query(scene: Any, index_source: str | None, params: Any, rays: Any, n
     instanced = bool(scene.instanced)
     lay, src, digest = prepared(index_source, names, values, instanced)
     pipe = pipeline(src, scene.kind, own, digest, instanced)
-    optix = _import_optix()
+    optix = import_optix()
     host = pack(lay, values)
     dev = cupy.asarray(host)
     stream = cupy.cuda.get_current_stream()

@@ -34,6 +34,8 @@ class LinearScanIndex(GpuIndex[LinearScanState]):
     name: ClassVar[str] = "linear-scan"
     Params: ClassVar[type[IndexParams]] = LinearScanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
+    plugin_api: ClassVar[str] = "2.0"   # the indexzoo plugin API this class is written for
+    points_as_ranges: ClassVar[bool] = True  # a point lookup q is the range [q, q]
     params: LinearScanParams
 
     def _build(self, st: LinearScanState, keys: Any) -> None:
@@ -43,7 +45,7 @@ class LinearScanIndex(GpuIndex[LinearScanState]):
         return Footprint(breakdown={"keys": int(st.keys.nbytes)},
                          peak_build_bytes=int(st.keys.nbytes))
 
-    def _match(self, st: LinearScanState, lo: Any, hi: Any) -> tuple[Any, Any]:
+    def _range_rowids(self, st: LinearScanState, lo: Any, hi: Any) -> tuple[Any, Any]:
         xp, step = st.xp, self.params.block
         counts, rowids = [], []
         for s in range(0, lo.shape[0], step):
@@ -56,12 +58,6 @@ class LinearScanIndex(GpuIndex[LinearScanState]):
         offsets = xp.zeros(lo.shape[0] + 1, dtype="int64")
         xp.cumsum(counts_all, out=offsets[1:])
         return offsets, xp.concatenate(rowids)
-
-    def _point_rowids(self, st: LinearScanState, q: Any) -> tuple[Any, Any]:
-        return self._match(st, q, q)
-
-    def _range_rowids(self, st: LinearScanState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return self._match(st, lo, hi)
 
 
 @indexzoo.hookimpl

@@ -21,12 +21,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import MissingDependency
+from indexzoo.errors import MissingDependency
 
-if TYPE_CHECKING:
-    from .bench import Record
+from .records import Record
 
 __all__ = ["LOG_SPAN", "PlotInfo", "Style", "pareto_front", "pareto_plot", "plot_files",
            "styles", "sweep_plot"]
@@ -281,7 +280,7 @@ def pareto_plot(records: Sequence[Record], path: Path, info: PlotInfo,
     hi = [r.throughput_range[1] / ts for r in rows]
     front = pareto_front(list(zip(xs, ys, strict=True)))
     on_front = [i in front for i in range(len(rows))]
-    # the hardware references of the same run (indexzoo.references), as horizontal lines
+    # the hardware references of the same run (indexzoo.tools.references), as horizontal lines
     refs = [(v / ts, label, ls) for v, label, ls in (
         (rows[0].random_gather, "random gather: one random read per lookup (the floor)", ":"),
         (rows[0].raw_searchsorted, "raw searchsorted: positions only", "-."),

@@ -17,8 +17,11 @@ import os
 import platform
 from typing import TextIO
 
-from . import devices
-from .registry import available, load_errors
+import indexzoo
+from indexzoo import devices
+from indexzoo.registry import available, load_errors
+
+from .environment import device_name
 
 __all__ = ["THREADING_NOTE", "optix_engine", "optix_status", "package_version", "report",
            "threading_layer"]
@@ -49,7 +52,7 @@ def optix_status() -> tuple[bool, str, str | None]:
         mod = importlib.import_module("optix")
     except Exception as exc:  # ImportError, or a broken install's own error
         why = "not installed" if isinstance(exc, ModuleNotFoundError) and \
-            exc.name == "optix" else f"{type(exc).__name__}: {devices._short(exc)}"
+            exc.name == "optix" else f"{type(exc).__name__}: {devices.short_error(exc)}"
         return False, why, where
     try:
         version = "OptiX " + ".".join(str(v) for v in mod.version())
@@ -84,7 +87,7 @@ def threading_layer() -> tuple[str, str]:
         call_parallel(_probe, 64)
         layer = str(numba.threading_layer())
     except Exception as exc:
-        return f"unknown ({type(exc).__name__}: {devices._short(exc)})", wanted
+        return f"unknown ({type(exc).__name__}: {devices.short_error(exc)})", wanted
     return layer, wanted
 
 
@@ -98,10 +101,6 @@ def report(out: TextIO) -> int:
     """Write the report to ``out``; returns 0."""
     import numba
     import numpy as np
-
-    import indexzoo
-
-    from .bench import device_name
 
     out.write(f"indexzoo {indexzoo.__version__} (Python {platform.python_version()}, numpy "
               f"{np.__version__}, numba {numba.__version__}) on {platform.platform()}\n")

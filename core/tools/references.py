@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .devices import array_module
+from indexzoo.devices import array_module
+
 from .workloads import Dataset
 
 __all__ = ["GATHER", "RAW", "reference_calls"]

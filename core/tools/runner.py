@@ -26,16 +26,17 @@ import numpy as np
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from indexzoo.config import IndexSpec, check_regular_file, format_validation, read_config_file
+from indexzoo.contract import GpuIndex
+from indexzoo.devices import array_module, to_device, to_numpy
+from indexzoo.display import one_line, shown, shown_path
+from indexzoo.errors import ConfigError
+from indexzoo.keys import KeyMap
+from indexzoo.registry import create
+from indexzoo.resources import check_fits, estimate_workload
+from indexzoo.results import LookupResult, Out
+
 from . import interrupts
-from .config import IndexSpec, check_regular_file, format_validation, read_config_file
-from .contract import GpuIndex
-from .devices import array_module, to_device, to_numpy
-from .display import one_line, shown, shown_path
-from .errors import ConfigError
-from .keys import KeyMap
-from .registry import create
-from .resources import check_fits, estimate_workload
-from .results import LookupResult, Out
 from .timing import synchronize, time_call
 from .workloads import Dataset, Workload, generate, generate_lookups
 

@@ -26,11 +26,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from indexzoo.config import describe_bounds
+from indexzoo.contract import check_plugin_class
+from indexzoo.display import one_line
+from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
+from indexzoo.registry import available, deprecations, load_errors, lookup, providers
+
 from . import interrupts
-from .config import describe_bounds
-from .display import one_line
-from .errors import ConfigError, IndexZooError, InvalidInput
-from .registry import available, load_errors, lookup, providers
 
 __all__ = ["main"]
 
@@ -76,7 +78,7 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     for name, caps, desc in rows:
         out.write(f"{name:<{w0}}  {caps:<{w1}}  {desc}\n")
     for name, why in load_errors().items():
-        out.write(f"{name:<{w0}}  {'(failed to load)':<{w1}}  {why}\n")
+        out.write(f"{name:<{w0}}  {'(unusable)':<{w1}}  {why}\n")
     engines = [name for name, cls in table.items() if "engine" in cls.Params.model_fields]
     if engines:
         out.write(f"\nray-tracing engines ({', '.join(engines)}: parameter engine): "
@@ -108,6 +110,13 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"provider:     {providers()[cls.name]}\n")
     out.write(f"class:        {cls.__module__}.{cls.__qualname__}\n")
     out.write(f"capabilities: {caps.summary()}; out modes: {', '.join(caps.out_modes)}\n")
+    resolution = check_plugin_class(cls)
+    out.write(f"plugin API:   {resolution.api}\n")
+    for note in deprecations().get(cls.name, ()):
+        out.write(f"  deprecated: {note}\n")
+    out.write("operations:\n")
+    for route in resolution.routes.values():
+        out.write(f"  {route.describe()}\n")
     out.write("parameters:\n")
     for fname, field in cls.Params.model_fields.items():
         bounds = describe_bounds(field)
@@ -181,7 +190,7 @@ def _add_bench(sub: Any) -> None:
 
 
 def _add_check(sub: Any) -> None:
-    from indexzoo.conformance.cli import add_cli
+    from .check import add_cli
 
     add_cli(sub)
 

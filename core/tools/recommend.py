@@ -7,7 +7,7 @@ lookups, on the user's device, and write the winner as an :class:`~indexzoo.Inde
 
 * Keys come from a key file (``.npy`` of any key dtype, or text with one key per line) or are
   generated from the workload; the workload (a file with the fields of
-  :class:`~indexzoo.workloads.Workload`, or a ``bench`` preset name) says what the lookups
+  :class:`~indexzoo.tools.workloads.Workload`, or a ``bench`` preset name) says what the lookups
   are: point or range (``range_hits``), hit rate, skew, how many.
 * **Sampling**: at most :data:`KEY_CAP` keys and :data:`LOOKUP_CAP` lookups are measured
   (per device). Larger key sets are sampled by key value (a hash of the encoded key picks
@@ -16,12 +16,13 @@ lookups, on the user's device, and write the winner as an :class:`~indexzoo.Inde
   throughput is that of the sample (lookups per second do not scale with their number).
 * **Candidates**: every registered index that can answer the workload: indexes without range
   lookups are skipped for ranges, indexes without duplicate keys when the keys repeat, indexes
-  without the ``out`` mode or the device; the lightweight family is represented by the
-  preset(s) its decision tree picks (the paper's tree and the measured one,
-  :func:`indexzoo.plugins.lightweight.recommend`) rather than by all six.
+  without the ``out`` mode or the device. A family of indexes whose plugin suggests its own
+  picks (the hook ``indexzoo_suggest_indexes``) is represented by them: the lightweight
+  family by the presets its decision trees pick (the paper's tree and the measured one)
+  rather than by all six.
 * **Measured**: each candidate is built, checked (its answers must agree with a NumPy
   reference on the sample), probed, and timed with the ``bench`` machinery
-  (:func:`indexzoo.bench.time_interleaved`: repetitions in interleaved rounds, median and
+  (:func:`indexzoo.tools.bench.time_interleaved`: repetitions in interleaved rounds, median and
   spread). A candidate that fails on the keys, answers wrongly, would exceed
   ``--memory-budget`` (its footprint scaled to the full keys), or is too slow to time (a call
   on the sample's lookups would take over :data:`SLOW_LIMIT_S`) is left out with the reason.
@@ -44,15 +45,18 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from indexzoo.config import IndexSpec, check_writable_folder
+from indexzoo.devices import resolve_device, to_device, to_numpy
+from indexzoo.display import one_line, shown, shown_path
+from indexzoo.errors import ConfigError
+from indexzoo.hookspecs import Suggestion, SuggestQuestion
+from indexzoo.keys import KeyMap
+from indexzoo.registry import available, builtin, create, named, suggestions
+from indexzoo.results import Out
+
 from . import interrupts
-from .bench import PRESETS, Contender, Entry, _keep_built, _pm, time_interleaved
-from .config import IndexSpec, check_writable_folder
-from .devices import resolve_device, to_device, to_numpy
-from .display import one_line, shown, shown_path
-from .errors import ConfigError
-from .keys import KeyMap
-from .registry import available, builtin, create, named
-from .results import Out
+from .bench import PRESETS, Contender, Entry, keep_built, time_interleaved
+from .options import load_workload
 from .timing import Timing, synchronize, time_once
 from .workloads import Workload, generate, generate_lookups, mix64
 
@@ -72,8 +76,6 @@ SLOW_LIMIT_S = {"cpu": 2.0, "cuda": 1.0}
 #: 2^15 items), whose compilation would cost as much as the measurement.
 PROBE_LOOKUPS = 256
 DEFAULT_OUT = "index.yaml"
-
-_LIGHTWEIGHT_NOTE = "lightweight decision tree"
 
 
 # ---------------------------------------------------------------------- inputs
@@ -106,12 +108,10 @@ def _bytes_text(n: float) -> str:
 def _load_workload(text: str) -> Workload:
     if text in PRESETS:
         return PRESETS[text]
-    from .bench import _load_workload as load
-
     if not Path(text).suffix:
         raise ConfigError(f"--workload {shown(text, 40)} is neither a preset "
                           f"({', '.join(sorted(PRESETS))}) nor a workload file")
-    return load(text)
+    return load_workload(text)
 
 
 def _check_output(path: Path, force: bool) -> None:
@@ -238,49 +238,33 @@ class Candidate:
         return self.name + " " + " ".join(f"{k}={v}" for k, v in self.params.items())
 
 
-def _lightweight_family() -> tuple[set[str], Any]:
-    """Registered names of the lightweight family and its ``recommend`` (or empty, None)."""
-    try:
-        from indexzoo.plugins.lightweight import LightweightIndex
-        from indexzoo.plugins.lightweight import recommend as tree
-    except ImportError:
-        return set(), None
-    names = {n for n, cls in available().items() if issubclass(cls, LightweightIndex)}
-    return names, tree
+def suggested(sample: Sample, device: str, ordered: bool = False) -> list[Suggestion]:
+    """What the plugins' own rules suggest for this sample (``indexzoo_suggest_indexes``): the
+    lightweight family answers with its decision trees' picks, ("paper", spec) and
+    ("measured", spec) for the user's full key count and ("in-cache", spec) for data that
+    fits the L2, so that a device whose caches behave unlike the paper's GPU (a CPU) is
+    measured on both sides of the tree's L2 switch."""
+    question = SuggestQuestion(n_keys=sample.n_total,
+                               key_bytes=4 if sample.ukeys.dtype.itemsize == 4 else 8,
+                               kind="point" if sample.point else "range", device=device,
+                               ordered=ordered)
+    return suggestions(question)
 
 
-def lightweight_picks(sample: Sample, device: str, ordered: bool = False) -> list[tuple[str, IndexSpec]]:
-    """What the lightweight decision trees pick: [("paper", spec), ("measured", spec)] for the
-    user's full key count, and ("in-cache", spec), the trees' pick for data that fits the L2
-    (where they agree), so that a device whose caches behave unlike the paper's GPU (a CPU)
-    is measured on both sides of the tree's L2 switch."""
-    _names, tree = _lightweight_family()
-    if tree is None:
-        return []
-    key_bytes = 4 if sample.ukeys.dtype.itemsize == 4 else 8
-    kind = "point" if sample.point else "range"
-    return [(t, tree(n, key_bytes, kind, device, ordered=ordered, tree=t2))
-            for t, n, t2 in (("paper", sample.n_total, "paper"),
-                             ("measured", sample.n_total, "measured"),
-                             ("in-cache", 1, "paper"))]
-
-
-def candidates(names: Sequence[str], picks: Sequence[tuple[str, IndexSpec]]) -> list[Candidate]:
-    """Every selected index, the lightweight family replaced by the trees' picks (give no
-    ``picks`` to measure the named indexes as they are)."""
-    family, _tree = _lightweight_family() if picks else (set(), None)
-    out: list[Candidate] = []
-    for name in names:
-        if name not in family:
-            out.append(Candidate(name))
-    trees: dict[tuple[str, str], tuple[IndexSpec, list[str]]] = {}
-    for tree, spec in picks:
-        if spec.index in available():
-            key = (spec.index, json.dumps(spec.params, sort_keys=True, default=str))
-            trees.setdefault(key, (spec, []))[1].append(tree)
-    for spec, which in trees.values():
-        out.append(Candidate(spec.index, dict(spec.params),
-                             f"{_LIGHTWEIGHT_NOTE} ({', '.join(which)})"))
+def candidates(names: Sequence[str], suggestions: Sequence[Suggestion]) -> list[Candidate]:
+    """Every selected index, each family that made a suggestion replaced by its picks (give
+    no ``suggestions`` to measure the named indexes as they are)."""
+    family = set().union(*(s.family for s in suggestions))
+    out = [Candidate(name) for name in names if name not in family]
+    for s in suggestions:
+        picked: dict[tuple[str, str], tuple[IndexSpec, list[str]]] = {}
+        for label, spec in s.picks:
+            if spec.index in available():
+                key = (spec.index, json.dumps(spec.params, sort_keys=True, default=str))
+                picked.setdefault(key, (spec, []))[1].append(label)
+        for spec, which in picked.values():
+            out.append(Candidate(spec.index, dict(spec.params),
+                                 f"{s.note} ({', '.join(which)})"))
     return out
 
 
@@ -309,7 +293,7 @@ class Recommendation:
     outcomes: list[Outcome]
     pick: Outcome | None
     why: str
-    trees: list[tuple[str, IndexSpec]]
+    suggestions: list[Suggestion]
     out: str
     repeats: int
 
@@ -365,11 +349,11 @@ def recommend_indexes(sample: Sample, device: str, names: Sequence[str], out: Ou
                       budget: int | None = None, repeats: int = 5, ordered: bool = False,
                       log: TextIO | None = None, use_tree: bool = True) -> Recommendation:
     """Measure the candidates on ``sample`` and pick one (see the module docstring).
-    ``use_tree``: the lightweight family is represented by its decision trees' picks
-    (otherwise the named indexes are measured as they are)."""
+    ``use_tree``: a family that suggests its own picks (the lightweight family's decision
+    trees) is represented by them (otherwise the named indexes are measured as they are)."""
     log = log or sys.stderr
     mode: Out = out or ("rowid" if sample.point else "count")
-    picks = lightweight_picks(sample, device, ordered)
+    picks = suggested(sample, device, ordered)
     outcomes: list[Outcome] = []
     contenders: list[tuple[Contender, Outcome]] = []
     reserve = sample.n * 96 + sample.n_lookups * 64  # what the next build and its calls need
@@ -445,7 +429,7 @@ def recommend_indexes(sample: Sample, device: str, names: Sequence[str], out: Ou
             o.status, o.reason = "failed", f"fails on these lookups: {_reason(exc)}"
             log.write(f"    {cand.label:<24} failed: {_reason(exc)}\n")
             continue
-        if not _keep_built(reserve, device):
+        if not keep_built(reserve, device):
             c.order = "sequential"
             c.seconds = [c.repetition(device) for _ in range(repeats)]
             c.index = c.run = None
@@ -476,12 +460,12 @@ def choose(measured: Sequence[Outcome]) -> tuple[Outcome | None, str]:
     if not ranked:
         return None, "no index could be measured on this workload"
     best = ranked[0]
-    fig = f"{best.throughput / 1e6:.3g} M lookups/s {_pm(best.timing) if best.timing else ''}"
+    fig = f"{best.throughput / 1e6:.3g} M lookups/s {best.timing.spread_text() if best.timing else ''}"
     size = _bytes_text(best.resident_bytes)
     if len(ranked) == 1:
         return best, f"the only index measured: {fig}, {size}"
     second = ranked[1]
-    sfig = f"{second.throughput / 1e6:.3g} M lookups/s {_pm(second.timing) if second.timing else ''}"
+    sfig = f"{second.throughput / 1e6:.3g} M lookups/s {second.timing.spread_text() if second.timing else ''}"
     ratio = best.throughput / second.throughput if second.throughput else math.inf
     if _overlap(best, second):
         if second.resident_bytes < best.resident_bytes:
@@ -512,7 +496,7 @@ def format_report(rec: Recommendation) -> str:
     for i, o in enumerate(rec.ranked, 1):
         mark = " <- pick" if o is rec.pick else ""
         rows.append([str(i), o.label, f"{o.throughput / 1e6:.3g}",
-                     _pm(o.timing) if o.timing else "-", _bytes_text(o.resident_bytes),
+                     o.timing.spread_text() if o.timing else "-", _bytes_text(o.resident_bytes),
                      o.candidate.note + mark])
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, h in enumerate(head)]
@@ -528,12 +512,13 @@ def format_report(rec: Recommendation) -> str:
         lines.append("not ranked:")
         lines += [f"  {o.label}: {o.status}, {o.reason}" for o in left]
     ranks = {o.label: i for i, o in enumerate(rec.ranked, 1)}
-    for tree, spec in rec.trees:
-        if tree == "in-cache":
-            continue
-        label = Candidate(spec.index, dict(spec.params)).label
-        where = f"rank {ranks[label]} of {len(ranks)}" if label in ranks else "not ranked"
-        lines.append(f"lightweight decision tree ({tree}): {label}, {where} here")
+    for suggestion in rec.suggestions:
+        for tree, spec in suggestion.picks:
+            if tree == "in-cache":
+                continue
+            label = Candidate(spec.index, dict(spec.params)).label
+            where = f"rank {ranks[label]} of {len(ranks)}" if label in ranks else "not ranked"
+            lines.append(f"{suggestion.note} ({tree}): {label}, {where} here")
     if rec.pick is None:
         lines.append(f"no recommendation: {rec.why}")
     else:
@@ -567,7 +552,7 @@ def add_cli(sub: Any) -> None:
                    help=".npy (any key dtype) or text file with one key per line")
     s.add_argument("--workload", metavar="SPEC",
                    help="the lookups (and, without KEYS_FILE, the keys): a workload file "
-                   "(YAML/TOML/JSON, the fields of indexzoo.workloads.Workload) or a bench "
+                   "(YAML/TOML/JSON, the fields of indexzoo.tools.workloads.Workload) or a bench "
                    "preset name; default: point lookups that all hit")
     s.add_argument("--key-dtype", default="uint64", metavar="DTYPE",
                    help="dtype of a text KEYS_FILE (default uint64)")

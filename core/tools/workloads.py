@@ -20,8 +20,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .devices import array_module
-from .errors import ConfigError
+from indexzoo.devices import array_module
+from indexzoo.errors import ConfigError
 
 __all__ = ["Dataset", "Workload", "generate", "generate_lookups", "mix64", "permute_bits"]
 

@@ -1,5 +1,5 @@
 """``indexzoo bench``: run workloads over chosen indexes on one device; print a table, write
-JSON and plots (:mod:`indexzoo.plots`).
+JSON and plots (:mod:`indexzoo.tools.plots`).
 
 Every figure comes with its ratio to the ``searchsorted`` peer measured in the same run, on
 the same data. Data generation and the build are timed apart from the lookups; lookups are
@@ -20,8 +20,6 @@ import datetime as _dt
 import json
 import math
 import os
-import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -32,15 +30,20 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from indexzoo.config import check_writable_folder
+from indexzoo.devices import resolve_device, to_numpy
+from indexzoo.display import one_line, shown, shown_path
+from indexzoo.errors import ConfigError, DeviceUnavailable, MissingDependency
+from indexzoo.registry import available, create, named
+from indexzoo.resources import available_memory, check_fits, estimate_workload
+from indexzoo.results import LookupResult, Out
+
 from . import interrupts
-from .config import check_writable_folder
-from .devices import resolve_device, to_numpy
-from .display import one_line, shown, shown_path
-from .errors import ConfigError, DeviceUnavailable, MissingDependency
+from .environment import environment
+from .options import load_workload, option_value, parse_assignment
+from .plots import PlotInfo, plot_files
+from .records import Entry, Record
 from .references import GATHER, RAW, reference_calls
-from .registry import available, create, named
-from .resources import available_memory, check_fits, estimate_workload
-from .results import LookupResult, Out
 from .timing import Timing, synchronize, time_call, time_once
 from .workloads import Dataset, Workload, generate
 
@@ -105,153 +108,6 @@ def sweep_workloads(base: Workload, dim: str, device: str) -> list[Workload]:
             continue
         out.append(base.model_copy(update=upd))
     return [Workload.model_validate(w.model_dump()) for w in out]
-
-
-# ---------------------------------------------------------------------- records
-@dataclass(frozen=True)
-class Entry:
-    """One index configuration to run: a registered name, parameters, a label for tables."""
-
-    name: str
-    params: dict[str, Any] = field(default_factory=dict)
-    label: str = ""
-    param: str | None = None  # the parameter a --param-sweep varies, if any
-    value: Any = None
-
-    @property
-    def title(self) -> str:
-        return self.label or self.name
-
-
-@dataclass
-class Record:
-    """One index on one workload."""
-
-    index: str
-    workload: str
-    device: str
-    n_keys: int
-    n_lookups: int
-    out: str
-    lookup_s: float
-    lookup_spread: float
-    throughput: float  # lookups per second
-    build_s: float
-    resident_bytes: int
-    peak_build_bytes: int
-    ratio_to_peer: float | None = None
-    agrees_with_peer: bool | None = None
-    sweep: str | None = None
-    sweep_value: Any = None
-    generate_s: float | None = None  # generating the workload's data on the device (untimed)
-    latency_us: dict[str, float] = field(default_factory=dict)
-    index_name: str = ""  # registered name (index is the table label)
-    param: str | None = None
-    param_value: Any = None
-    params: dict[str, Any] = field(default_factory=dict)
-    workload_spec: dict[str, Any] = field(default_factory=dict)
-    lookup_seconds: list[float] = field(default_factory=list)  # every timed repetition
-    build_seconds: list[float] = field(default_factory=list)
-    timing: str = "interleaved"  # or "sequential": repetitions back to back (see run_bench)
-    # the hardware references of the same run (:mod:`indexzoo.references`), lookups per second
-    raw_searchsorted: float | None = None
-    random_gather: float | None = None
-
-    @property
-    def ratio_to_raw(self) -> float | None:
-        """Throughput against the raw searchsorted call (positions only)."""
-        return self.throughput / self.raw_searchsorted if self.raw_searchsorted else None
-
-    @property
-    def ratio_to_gather(self) -> float | None:
-        """Throughput against the random-gather floor."""
-        return self.throughput / self.random_gather if self.random_gather else None
-
-    @property
-    def throughput_per_byte(self) -> float:
-        return self.throughput / self.resident_bytes if self.resident_bytes else float("nan")
-
-    @property
-    def lookup_timing(self) -> Timing:
-        return Timing(tuple(self.lookup_seconds) or (self.lookup_s,))
-
-    @property
-    def throughput_range(self) -> tuple[float, float]:
-        """(slowest, fastest) throughput over the repetitions."""
-        t = self.lookup_timing
-        return (self.n_lookups / t.slowest if t.slowest > 0 else float("inf"),
-                self.n_lookups / t.fastest if t.fastest > 0 else float("inf"))
-
-    @property
-    def half_spread(self) -> float:
-        """The ``±`` of the throughput: (max - min) / median / 2 of the repetitions' seconds."""
-        return self.lookup_timing.half_spread
-
-
-def _git_commit() -> str:
-    """The commit measured: $INDEXZOO_COMMIT if set (a copied tree without git history),
-    else ``git rev-parse HEAD`` with ``-dirty`` for uncommitted changes."""
-    if os.environ.get("INDEXZOO_COMMIT"):
-        return os.environ["INDEXZOO_COMMIT"]
-    try:
-        root = Path(__file__).resolve().parents[1]
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
-                              text=True, timeout=5)
-        if head.returncode:
-            return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=root, capture_output=True, text=True, timeout=5).stdout
-        return head.stdout.strip() + ("-dirty" if dirty.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def device_name(device: str) -> str:
-    if device == "cuda":
-        import cupy
-
-        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
-        return name.decode() if isinstance(name, bytes) else str(name)
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model} ({os.cpu_count()} threads)"
-
-
-def environment(device: str) -> dict[str, Any]:
-    """Where a result was measured: commit, device, library versions."""
-    import numba
-    import pydantic
-
-    env: dict[str, Any] = {
-        "commit": _git_commit(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "device": device,
-        "device_name": device_name(device),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-        "pydantic": pydantic.__version__,
-        "platform": platform.platform(),
-    }
-    if device == "cuda":
-        import cupy
-
-        env["cupy"] = cupy.__version__
-        env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
-        env["cuda_driver"] = cupy.cuda.runtime.driverGetVersion()
-        try:
-            import numba_cuda
-
-            env["numba_cuda"] = getattr(numba_cuda, "__version__", "?")
-        except ImportError:
-            pass
-    return env
 
 
 # ---------------------------------------------------------------------- running
@@ -362,7 +218,7 @@ def time_interleaved(contenders: Sequence[Contender], device: str, repeats: int,
             log.write(f"    round {r + 1}/{repeats} timed\n")
 
 
-def _keep_built(reserve: int, device: str) -> bool:
+def keep_built(reserve: int, device: str) -> bool:
     """Whether one more built index may stay alive for interleaved timing: the memory still
     available must cover the workload's own estimate (the memory check's figure) again."""
     avail = available_memory(device)
@@ -416,7 +272,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                           index.params.model_dump())
             c.calibrate(device)
             lat = _latency(index, data, device, repeats) if latency else {}
-            if not (interleave and _keep_built(reserve, device)):
+            if not (interleave and keep_built(reserve, device)):
                 c.order = "sequential"
                 c.seconds = [c.repetition(device) for _ in range(repeats)]
                 c.index = c.run = None  # release the index: only its figures are kept
@@ -465,20 +321,12 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
             )
             records.append(rec)
             flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
-            log.write(f"    {c.name:<16} {tp / 1e6:10.1f} M lookups/s {_pm(t)}{flag}\n")
+            log.write(f"    {c.name:<16} {tp / 1e6:10.1f} M lookups/s {t.spread_text()}{flag}\n")
         del done
     return records
 
 
 # ---------------------------------------------------------------------- output
-def _pm(t: Timing) -> str:
-    """``±4%``: half the range of the repetitions relative to their median; empty for one."""
-    if len(t.seconds) < 2:
-        return ""
-    h = t.half_spread * 100
-    return f"±{h:.0f}%" if h >= 1 or h == 0 else f"±{h:.1f}%"
-
-
 def _ranked(records: Sequence[Record]) -> list[Record]:
     """Records grouped by workload (in run order), fastest first within each."""
     order = {w: i for i, w in enumerate(dict.fromkeys(r.workload for r in records))}
@@ -497,7 +345,7 @@ def format_table(records: Sequence[Record]) -> str:
 
     for r in _ranked(records):
         rows.append([
-            r.workload, r.index, f"{r.throughput / 1e6:.1f}", _pm(r.lookup_timing) or "-",
+            r.workload, r.index, f"{r.throughput / 1e6:.1f}", r.lookup_timing.spread_text() or "-",
             ratio(r.ratio_to_peer), ratio(r.ratio_to_raw), ratio(r.ratio_to_gather),
             f"{r.build_s * 1e3:.2f}", f"{r.resident_bytes / 1e6:.1f}",
             f"{r.peak_build_bytes / 1e6:.1f}", f"{r.throughput_per_byte:.3g}",
@@ -621,48 +469,18 @@ def add_cli(sub: Any) -> None:
     s.set_defaults(func=cmd_bench)
 
 
-def _load_workload(path: str) -> Workload:
-    import pydantic
-
-    from .config import format_validation, read_config_file
-
-    data = read_config_file(path, what="workload file")
-    try:
-        return Workload.model_validate(data)
-    except pydantic.ValidationError as exc:
-        raise ConfigError(f"{shown_path(path)[1:-1]}: invalid workload: "
-                          f"{format_validation(exc)}") from None
-
-
-def _parse_assignment(text: str, flag: str) -> tuple[str, str, str]:
-    """``NAME.PARAM=VALUE`` -> (name, param, value text)."""
-    left, sep, value = text.partition("=")
-    name, dot, param = left.rpartition(".")
-    if not (sep and dot and name and param and value):
-        raise ConfigError(f"{flag} {shown(text)}: expected NAME.PARAM=VALUE, "
-                          "e.g. warpcore-hash.load_factor=0.5")
-    return name, param, value
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def _entries(names: list[str], sets: list[str], sweep: str | None) -> list[Entry]:
     """Index configurations from --indexes, --set and --param-sweep (checked before any run)."""
-    from .config import validate_params
-    from .registry import lookup
+    from indexzoo.config import validate_params
+    from indexzoo.registry import lookup
 
     fixed: dict[str, dict[str, Any]] = {}
     given: dict[str, str] = {}
     for text in sets:
-        name, param, value = _parse_assignment(text, "--set")
-        fixed.setdefault(name, {})[param] = _value(value)
+        name, param, value = parse_assignment(text, "--set")
+        fixed.setdefault(name, {})[param] = option_value(value)
         given.setdefault(name, text)
-    swept = _parse_assignment(sweep, "--param-sweep")[0] if sweep else None
+    swept = parse_assignment(sweep, "--param-sweep")[0] if sweep else None
     selected = list(names) + ([swept] if swept and swept not in names else [])
     if not selected:
         raise ConfigError("--indexes: no index selected; give index names separated by commas, "
@@ -674,12 +492,12 @@ def _entries(names: list[str], sets: list[str], sweep: str | None) -> list[Entry
                 f"({', '.join(selected)}); add it to --indexes or drop the --set")
     entries = [Entry(n, dict(fixed.get(n, {}))) for n in names]
     if sweep:
-        name, param, values = _parse_assignment(sweep, "--param-sweep")
+        name, param, values = parse_assignment(sweep, "--param-sweep")
         if name not in names:
             entries.append(Entry(name, dict(fixed.get(name, {}))))
         entries = [e for e in entries if e.name != name] + [
-            Entry(name, {**fixed.get(name, {}), param: _value(v)}, f"{name} {param}={v}",
-                  param, _value(v)) for v in values.split(",")]
+            Entry(name, {**fixed.get(name, {}), param: option_value(v)}, f"{name} {param}={v}",
+                  param, option_value(v)) for v in values.split(",")]
     for e in entries:
         cls = lookup(e.name)
         validate_params(cls.Params, e.params, e.name)  # ConfigError before any device work
@@ -713,8 +531,6 @@ def _write_results(records: Sequence[Record], env: dict[str, Any], stem: Path, l
                    with_plot: bool) -> list[Path]:
     """Write the JSON (and the PNGs) under temporary names, then rename them into place; on any
     error or interrupt, nothing of this call stays behind."""
-    from .plots import PlotInfo, plot_files
-
     info = PlotInfo(label, str(env.get("device_name", "")), str(env.get("commit", "")))
     pngs = plot_files(records, stem, info) if with_plot else []
     finals = [stem.with_suffix(".json")] + [f for f, _ in pngs]
@@ -741,7 +557,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     device = resolve_device(args.device)
-    base = _load_workload(args.workload) if args.workload else PRESETS[args.preset]
+    base = load_workload(args.workload) if args.workload else PRESETS[args.preset]
     latency = args.latency or (not args.workload and args.preset == "latency")
     workloads = sweep_workloads(base, args.sweep, device) if args.sweep else [base]
     if not workloads:

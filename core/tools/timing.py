@@ -46,6 +46,13 @@ class Timing:
         """(max - min) / median / 2: the ``±`` of a figure, as a fraction of its median."""
         return self.spread / 2
 
+    def spread_text(self) -> str:
+        """``±4%``: half the range of the repetitions relative to their median; empty for one."""
+        if len(self.seconds) < 2:
+            return ""
+        h = self.half_spread * 100
+        return f"±{h:.0f}%" if h >= 1 or h == 0 else f"±{h:.1f}%"
+
     @property
     def fastest(self) -> float:
         return min(self.seconds)
@@ -91,7 +98,7 @@ def time_once(fn: Callable[[], Any], device: str) -> float:
 def time_call(fn: Callable[[], Any], device: str, repeats: int = 5, warmup: int = 1) -> Timing:
     """Time ``fn()`` ``repeats`` times after ``warmup`` untimed calls.
 
-    Between calls, an interrupt that was swallowed on the way (see :mod:`indexzoo.interrupts`)
+    Between calls, an interrupt that was swallowed on the way (see :mod:`indexzoo.tools.interrupts`)
     is raised again."""
     for _ in range(warmup):
         _check_interrupt()

@@ -7,7 +7,12 @@ import sys
 import time
 from typing import Any, TextIO
 
-from indexzoo.errors import MissingDependency
+from indexzoo.config import validate_params
+from indexzoo.errors import ConfigError, MissingDependency
+from indexzoo.registry import lookup
+
+from .environment import device_name, environment
+from .options import option_value
 
 __all__ = ["add_cli"]
 
@@ -26,15 +31,12 @@ def add_cli(sub: Any) -> None:
 
 
 def _params(sets: list[str]) -> dict[str, Any]:
-    from indexzoo.bench import _value  # JSON, else text: as bench's --set reads values
-    from indexzoo.errors import ConfigError
-
     params: dict[str, Any] = {}
     for text in sets:
         name, sep, value = text.partition("=")
         if not (sep and name and value):
             raise ConfigError(f"--set {text!r}: expected PARAM=VALUE, e.g. --set engine=optix")
-        params[name] = _value(value)
+        params[name] = option_value(value)
     return params
 
 
@@ -43,25 +45,18 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         import hypothesis  # noqa: F401
     except ImportError:
         raise MissingDependency("hypothesis", "test", "indexzoo check") from None
-    from .checks import GROUPS
-    from .runner import make_context, run_checks, summary
+    # the suite imports hypothesis, an optional dependency: loaded once it is known to be there
+    from indexzoo.conformance import GROUPS, make_context, run_checks, summary
 
     if args.group:
         unknown = sorted(set(args.group) - set(GROUPS))
         if unknown:
-            from indexzoo.errors import ConfigError
-
             raise ConfigError(f"unknown check groups {unknown}; allowed: {', '.join(GROUPS)}")
     params = _params(args.set)
     if params:
-        from indexzoo.config import validate_params
-        from indexzoo.registry import lookup
-
         cls = lookup(args.name)
         validate_params(cls.Params, params, cls.name)  # ConfigError before any check runs
     ctx = make_context(args.name, device=args.device, size=args.size, params=params)
-    from indexzoo.bench import device_name, environment
-
     env = environment(ctx.device)
     shown = "".join(f" {k}={v!r}" for k, v in params.items())
     out.write(f"indexzoo check {ctx.name}{shown} on {ctx.device} ({device_name(ctx.device)}), "

@@ -1,0 +1,11 @@
+"""Every conformance check, in the order they run: the one-column checks (:mod:`.checks`),
+then the multi-column ``columns`` checks (:mod:`.multicolumn`)."""
+
+from __future__ import annotations
+
+from . import checks, multicolumn
+from .context import GROUPS, Check, checks_in
+
+__all__ = ["CHECKS", "GROUPS"]
+
+CHECKS: tuple[Check, ...] = (*checks_in(checks), *checks_in(multicolumn))

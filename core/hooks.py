@@ -1,0 +1,374 @@
+"""A plugin class's hooks, resolved once against the operation table and checked.
+
+:func:`resolve` answers, for one index class, which function answers each operation its
+capabilities declare (:class:`Route`), and raises :class:`~indexzoo.errors.PluginError`
+naming every problem at once: a misspelled hook (``_point_cnt``), a hook whose signature
+cannot take the arguments the base passes, a hook for an operation the capabilities do not
+declare, a declared operation nothing answers, a lifecycle hook left abstract, a plugin API
+this indexzoo cannot take. The registry calls it when a class is registered (so ``indexzoo
+list`` and ``indexzoo check`` report the problems), ``GpuIndex`` when an index is made, and
+the conformance suite's ``contract`` group checks it too.
+
+How an operation is answered, in this order:
+
+1. its own hook, ``_<kind>_<out>`` (:mod:`indexzoo.operations`), or a method marked with
+   :func:`~indexzoo.operations.answers` for it, called as ``method(self, st, op, *arrays)``;
+2. for a point operation of a class with ``points_as_ranges = True``: the same out mode's
+   range operation, found as in 1 and called with the range ``[q, q]``;
+3. derived by the base from the same kind's ``rowids`` answer (found by 1-2), else from its
+   ``bitmap`` answer: ``rowid`` (the first listed match), ``count``, ``sum``, and ``bitmap``
+   from ``rowids`` or ``rowids`` from ``bitmap``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import re
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import PluginError
+from .operations import KINDS, OPERATIONS, Operation, marked_operations, operation
+from .plugin_api import PLUGIN_API, Compatibility, compatibility
+from .results import OUT_MODES
+
+__all__ = ["LIFECYCLE_HOOKS", "Resolution", "Route", "Source", "declared_operations", "resolve"]
+
+#: The hooks that are not operations: name -> the arguments after ``self``, and when needed.
+LIFECYCLE_HOOKS: dict[str, tuple[tuple[str, ...], str]] = {
+    "_build": (("st", "keys"), "always: fill the state from the keys"),
+    "_footprint": (("st",), "always: the plugin's buffers in bytes"),
+    "_update": (("old", "new", "positions", "new_keys"), "with capabilities.updates"),
+    "_prepared_point": (("st", "op"), "optional: point lookups prepared once per build"),
+}
+_RESERVED = re.compile(r"_(point|range)_\w+")
+_MODE_LIKE = re.compile(r"_([a-z]+)_(" + "|".join(OUT_MODES) + r")")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A plugin function that answers ``op`` (its out mode is what it returns)."""
+
+    op: Operation
+    hook: str
+    fn: Callable[..., Any]
+    as_range: bool = False   # a point batch q is passed as the range (q, q)
+    generic: bool = False    # a method marked with answers(): fn(self, st, op, *arrays)
+
+    def __call__(self, index: Any, st: Any, arrays: tuple[Any, ...]) -> Any:
+        if self.as_range:
+            arrays = (arrays[0], arrays[0])
+        if self.generic:
+            return self.fn(index, st, self.op, *arrays)
+        return self.fn(index, st, *arrays)
+
+    def bind(self, index: Any, st: Any) -> Callable[[Any], Any]:
+        """``q -> answer`` for point batches of one build (the prepared path's call)."""
+        fn, op = self.fn, self.op
+        if self.generic:
+            if self.as_range:
+                return lambda q: fn(index, st, op, q, q)
+            return lambda q: fn(index, st, op, q)
+        if self.as_range:
+            return lambda q: fn(index, st, q, q)
+        return functools.partial(fn, index, st)
+
+    def describe(self) -> str:
+        """``_range_count(st, q, q)``, ``_answer(st, range/count, lo, hi)``."""
+        args = "q, q" if self.as_range else ", ".join(self.op.arguments)
+        if self.generic:
+            return f"{self.hook}(st, {self.op.kind}/{self.op.out}, {args})"
+        return f"{self.hook}(st, {args})"
+
+
+@dataclass(frozen=True)
+class Route:
+    """How the base answers ``op``: by calling ``source``, and, when the source answers
+    another out mode (``rowids`` or ``bitmap``), deriving ``op.out`` from its answer."""
+
+    op: Operation
+    source: Source
+
+    @property
+    def derived(self) -> bool:
+        return self.source.op.out != self.op.out
+
+    def describe(self) -> str:
+        how = f"derived from {self.source.describe()}" if self.derived else self.source.describe()
+        return f"{self.op.kind} {self.op.out}: {how}"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """One class's routes (operation -> :class:`Route`), the plugin API it targets, and what
+    it should change (deprecation notes of an older plugin API)."""
+
+    routes: Mapping[Operation, Route]
+    api: str
+    deprecations: tuple[str, ...] = field(default=())
+
+
+def declared_operations(caps: Any) -> list[Operation]:
+    """The operations a :class:`~indexzoo.Capabilities` declares."""
+    kinds = [k for k in KINDS if getattr(caps, k)]
+    return [op for op in OPERATIONS if op.kind in kinds and op.out in caps.out_modes]
+
+
+# ---------------------------------------------------------------------- resolution
+_LOCK = threading.Lock()
+_RESOLVED: weakref.WeakKeyDictionary[type, Resolution] = weakref.WeakKeyDictionary()
+
+
+def resolve(cls: type, base: type) -> Resolution:
+    """The routes of index class ``cls`` (a subclass of ``base``, :class:`~indexzoo.GpuIndex`),
+    computed once per class; :class:`~indexzoo.errors.PluginError` listing every problem."""
+    got = _RESOLVED.get(cls)
+    if got is not None:
+        return got
+    with _LOCK:
+        got = _RESOLVED.get(cls)
+        if got is None:
+            got = _resolve(cls, base)
+            for note in got.deprecations:
+                warnings.warn(f"index class {_where(cls)}: {note}", DeprecationWarning,
+                              stacklevel=4)
+            _RESOLVED[cls] = got
+    return got
+
+
+def _where(cls: type) -> str:
+    name = getattr(cls, "name", None)
+    shown = f" ({name!r})" if isinstance(name, str) and name else ""
+    return f"{cls.__module__}.{cls.__qualname__}{shown}"
+
+
+def _resolve(cls: type, base: type) -> Resolution:
+    declared = getattr(cls, "plugin_api", None)
+    try:
+        compat = compatibility(declared)
+    except ValueError as exc:
+        raise PluginError(f"index class {_where(cls)} is refused: {exc}") from None
+    refusal = compat.refusal()
+    if refusal is not None:
+        raise PluginError(f"index class {_where(cls)} is refused: {refusal}")
+    problems, notes = _check(cls, base, compat)
+    routes: dict[Operation, Route] = {}
+    if not problems:
+        routes, missing = _routes(cls, base, compat)
+        problems += missing
+    if problems:
+        raise PluginError(f"index class {_where(cls)} breaks the plugin contract (plugin API "
+                          f"{PLUGIN_API}): " + "; ".join(problems))
+    shown = declared if declared is not None else "1.0"
+    return Resolution(routes, shown, tuple(notes + compat.deprecations()))
+
+
+def _own_attributes(cls: type, base: type) -> dict[str, type]:
+    """Attribute name -> the class that defines it, for the classes of ``cls``'s MRO that come
+    before ``base`` (the plugin's own classes and mixins)."""
+    mro = cls.__mro__
+    stop = mro.index(base) if base in mro else len(mro)
+    owner: dict[str, type] = {}
+    for c in reversed(mro[:stop]):
+        for name in vars(c):
+            owner[name] = c
+    return owner
+
+
+def _function(cls: type, name: str) -> Any:
+    return inspect.getattr_static(cls, name)
+
+
+def _marks(cls: type, base: type, name: str) -> frozenset[Operation]:
+    """The operations method ``name`` answers: marked with ``answers`` on its nearest
+    definition that has marks (an override need not repeat the decorator)."""
+    mro = cls.__mro__
+    for c in mro[:mro.index(base) if base in mro else len(mro)]:
+        if name in vars(c):
+            got = marked_operations(vars(c)[name])
+            if got:
+                return got
+    return frozenset()
+
+
+def _signature_problem(cls: type, name: str, calls: list[tuple[str, ...]], expected: str
+                       ) -> str | None:
+    """Why ``cls.name`` cannot be called as the base calls it (None: it can)."""
+    raw = _function(cls, name)
+    if isinstance(raw, (staticmethod, classmethod, property)):
+        return f"{name} is a {type(raw).__name__}; expected a method: def {expected}"
+    fn = getattr(cls, name)
+    if not callable(fn):
+        return f"{name} is not a method but {type(raw).__name__}; expected def {expected}"
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None  # a callable numba or C cannot describe: taken on trust
+    for args in calls:
+        try:
+            sig.bind("self", *args)
+        except TypeError as exc:
+            plain = sig.replace(parameters=[p.replace(annotation=inspect.Parameter.empty)
+                                            for p in sig.parameters.values()],
+                                return_annotation=inspect.Signature.empty)
+            return (f"{name}{plain} cannot be called as {name}(self, {', '.join(args)}) "
+                    f"({exc}); expected def {expected}")
+    return None
+
+
+def _close(name: str, candidates: list[str]) -> str:
+    hit = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return f"; did you mean {hit[0]}?" if hit else ""
+
+
+def _caps_at(owner: type, cls: type, base: type) -> Any:
+    """The capabilities that govern a hook defined in ``owner``: the ones in effect where it
+    is defined (a subclass may narrow them deliberately), or ``cls``'s for a mixin that
+    declares none."""
+    caps = getattr(owner, "capabilities", None)
+    if caps is None or owner is base:
+        caps = getattr(cls, "capabilities", None)
+    return caps
+
+
+def _check(cls: type, base: type, compat: Compatibility) -> tuple[list[str], list[str]]:
+    """(problems, deprecation notes) of ``cls``'s hooks."""
+    problems: list[str] = []
+    notes: list[str] = []
+    owners = _own_attributes(cls, base)
+    hook_names = [op.hook for op in OPERATIONS]
+    by_hook = {op.hook: op for op in OPERATIONS}
+    table = ", ".join(op.signature.split("(")[0] for op in OPERATIONS)
+    for name, owner in owners.items():
+        if name in by_hook:
+            op = by_hook[name]
+            bad = _signature_problem(cls, name, [("st", *op.arguments)], op.signature)
+            if bad:
+                problems.append(bad)
+            caps = _caps_at(owner, cls, base)
+            if caps is not None and op not in declared_operations(caps):
+                problems.append(
+                    f"{name} answers {op}, which the capabilities of {owner.__qualname__} do "
+                    f"not declare ({_undeclared(op, caps)}); declare it or remove the hook")
+        elif _RESERVED.fullmatch(name):
+            text = (f"{name} is not an operation hook: names starting with _point_ or _range_ "
+                    f"are reserved for the operations{_close(name, hook_names)} (the hooks: "
+                    f"{table})")
+            if compat.major >= 2:
+                problems.append(text)
+            else:
+                notes.append(f"{text}; under plugin API {PLUGIN_API} this is an error")
+        else:
+            m = _MODE_LIKE.fullmatch(name)
+            if m and m.group(1) not in KINDS and difflib.get_close_matches(
+                    m.group(1), list(KINDS), n=1, cutoff=0.6):
+                problems.append(f"{name} looks like a misspelled hook{_close(name, hook_names)}")
+    overridable = set(LIFECYCLE_HOOKS) | {op.hook for op in OPERATIONS}
+    for name, owner in owners.items():
+        if (name.startswith("_") and not name.startswith(("__", "_abc_")) and name not in overridable
+                and name in _internals(base)):
+            problems.append(f"{owner.__qualname__}.{name} replaces the base class's own "
+                            f"{name} (not a hook); rename it")
+    for name, (args, _when) in LIFECYCLE_HOOKS.items():
+        if name in owners:
+            bad = _signature_problem(cls, name, [args], f"{name}(self, {', '.join(args)})")
+            if bad:
+                problems.append(bad)
+    if "_update" in owners:
+        caps = _caps_at(owners["_update"], cls, base)
+        if caps is not None and not caps.updates:
+            problems.append(f"_update is defined but the capabilities of "
+                            f"{owners['_update'].__qualname__} declare updates=False")
+    if "_prepared_point" in owners and compat.major < 2:
+        notes.append("_prepared_point(st, out) of plugin API 1.0 receives the out mode; under "
+                     f"{PLUGIN_API} it receives the Operation (op.out is the mode)")
+    answered: dict[Operation, str] = {op: op.hook for op in OPERATIONS if op.hook in owners}
+    for name, owner in owners.items():
+        marked = _marks(cls, base, name)
+        if not marked:
+            continue
+        kinds = sorted({op.kind for op in marked})
+        calls = [("st", "op", *operation(k, "count").arguments) for k in kinds]
+        bad = _signature_problem(cls, name, calls, f"{name}(self, st, op, *arrays)")
+        if bad:
+            problems.append(bad)
+        caps = _caps_at(owner, cls, base)
+        for op in sorted(marked):
+            if caps is not None and op not in declared_operations(caps):
+                problems.append(
+                    f"{name} is marked to answer {op}, which the capabilities of "
+                    f"{owner.__qualname__} do not declare ({_undeclared(op, caps)})")
+            if op in answered:
+                problems.append(f"{op} are answered twice, by {answered[op]} and by {name}")
+            answered[op] = name
+    abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+    for name in abstract:
+        args = LIFECYCLE_HOOKS.get(name, (("...",), ""))[0]
+        problems.append(f"{name} is not implemented; expected def {name}(self, {', '.join(args)})")
+    probe_kinds: frozenset[str] = getattr(cls, "sorted_probe_kinds", frozenset())
+    if not set(probe_kinds) <= set(KINDS):
+        problems.append(f"sorted_probe_kinds {sorted(probe_kinds)} names kinds other than "
+                        f"{', '.join(KINDS)}")
+    if not isinstance(getattr(cls, "points_as_ranges", False), bool):
+        problems.append("points_as_ranges must be True or False")
+    return problems, notes
+
+
+def _internals(base: type) -> set[str]:
+    """The private names the base class and its bases define (hooks aside)."""
+    return {n for c in base.__mro__ for n in vars(c)}
+
+
+def _undeclared(op: Operation, caps: Any) -> str:
+    if not getattr(caps, op.kind):
+        return f"{op.kind}=False"
+    return f"out_modes {', '.join(caps.out_modes)}"
+
+
+def _routes(cls: type, base: type, compat: Compatibility) -> tuple[dict[Operation, Route],
+                                                                   list[str]]:
+    """Every declared operation's route, and the declared operations nothing answers."""
+    owners = _own_attributes(cls, base)
+    caps = cls.capabilities  # type: ignore[attr-defined]
+    as_ranges = bool(getattr(cls, "points_as_ranges", False))
+    marked = {op: name for name in owners for op in _marks(cls, base, name)}
+
+    def own(op: Operation, as_range: bool = False) -> Source | None:
+        if op.hook in owners:
+            return Source(op, op.hook, getattr(cls, op.hook), as_range=as_range)
+        if op in marked:
+            return Source(op, marked[op], getattr(cls, marked[op]), as_range=as_range,
+                          generic=True)
+        return None
+
+    def direct(op: Operation) -> Source | None:
+        src = own(op)
+        if src is None and op.kind == "point" and as_ranges:
+            src = own(operation("range", op.out), as_range=True)
+        return src
+
+    routes: dict[Operation, Route] = {}
+    missing: list[str] = []
+    for op in declared_operations(caps):
+        src = direct(op)
+        if src is None:
+            bases = [m for m in ("rowids", "bitmap") if m != op.out]
+            for m in bases:
+                src = direct(operation(op.kind, m))
+                if src is not None:
+                    break
+        if src is None:
+            hint = (f"{op.signature} or {operation(op.kind, 'rowids').signature} (or "
+                    f"{operation(op.kind, 'bitmap').hook}), from which the base derives it")
+            if op.kind == "point":
+                hint += ", or points_as_ranges = True with the range hooks"
+            missing.append(f"{op} are declared but nothing answers them: define {hint}")
+            continue
+        routes[op] = Route(op, src)
+    return routes, missing

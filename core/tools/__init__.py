@@ -1,0 +1,13 @@
+"""The tools on top of the contract: the ``indexzoo`` command line and what its commands do.
+
+* :mod:`.cli` - the ``indexzoo`` command: ``list``, ``info``, ``run``, ``bench``, ``check``,
+  ``recommend``, ``doctor``;
+* :mod:`.bench`, :mod:`.plots`, :mod:`.references`, :mod:`.workloads`, :mod:`.timing` -
+  comparing indexes on a workload (``indexzoo bench`` and the pytest-benchmark suite);
+* :mod:`.recommend` - measuring the installed indexes on a user's keys;
+* :mod:`.runner` - ``indexzoo run SPEC``; :mod:`.check` - ``indexzoo check NAME``;
+* :mod:`.doctor` - what this machine offers; :mod:`.environment` - where a result was measured.
+
+Nothing below this package (the contract, the kernels, the plugins, the conformance suite)
+imports it.
+"""
