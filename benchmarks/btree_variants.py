@@ -1,6 +1,6 @@
 """``btree``'s leaf layouts, descents and inner layouts against the default and the raw
-``searchsorted``, in one run on one device (issue 14: point lookups >= 2.0x the raw
-``cupy.searchsorted``).
+``searchsorted``, in one run on one device (the B+-tree's target: point lookups >= 2.0x the
+raw ``cupy.searchsorted``).
 
     python benchmarks/btree_variants.py --device cuda [--preset paper] [--repeats 7]
         [--variants default,interleaved,paired,scan,interleaved+scan,paired+scan,quarters,

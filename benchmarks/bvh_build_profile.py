@@ -59,7 +59,7 @@ def phases(device: str, lo: Any, hi: Any, leaf_size: int, repeats: int) -> dict[
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
-    ap.add_argument("--scale", type=int, default=26)
+    ap.add_argument("--scale", type=int, default=26, help="log2 of the number of keys")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json")
     args = ap.parse_args(argv)

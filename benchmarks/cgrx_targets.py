@@ -1,5 +1,6 @@
-"""The measurements behind the ``cgrx`` issue's targets and sweeps, each ratio from one run on one
-device.
+"""The measurements behind cgRX's targets and sweeps (``docs/plugins/cgrx.md``: memory, build,
+points, Zipf points and ranges against ``sorted-array`` and ``rx-opt``), each ratio from one
+run on one device.
 
     python benchmarks/cgrx_targets.py --device cuda --json out.json [--scale 26] [--only ...]
 

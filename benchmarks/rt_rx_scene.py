@@ -1,5 +1,5 @@
 """The RX scene on the software ray tracer: build a GAS over one triangle per key and trace one
-perpendicular point ray per lookup (issue 5's targets: build <= 126.5 ms for 2^26 triangles,
+perpendicular point ray per lookup (the targets: build <= 126.5 ms for 2^26 triangles,
 >= 1.78 G rays/s with 2^27 rays; the RX paper's OptiX figures on an RTX 4090).
 
 Keys: uniform unique 64-bit, split 23/23/18 bits into x, y, z (RX's 3D mode). Triangle around the

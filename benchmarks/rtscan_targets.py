@@ -1,4 +1,4 @@
-"""RTScan's measurements (paper §5, digest 003 §3 and §7) on one GPU, in one run: the best
+"""RTScan's measurements (the RTScan paper's §5) on one GPU, in one run: the best
 ``rtscan`` variants against the fused CUDA-core scan, every answer checked against NumPy.
 
     python benchmarks/rtscan_targets.py --device cuda --out rtscan.json [--rows 100000000]
@@ -10,7 +10,7 @@ Sections (``--only``):
 
 * ``uniform``: 3 uniform uint32 columns, ``x_j < c`` at per-predicate selectivity 0.0 .. 1.0
   (Figs. 15, 19): ``rtscan``, ``rtscan-direct``, ``rtscan-noenc`` (the artifact's main
-  uniform run, AMBIG-13), ``rtc3`` (to selectivity 0.4), ``rtc1`` (to 0.2) and the fused
+  uniform run), ``rtc3`` (to selectivity 0.4), ``rtc1`` (to 0.2) and the fused
   scan; stage shares of ``rtscan`` at 0.9 (Fig. 17).
 * ``skew``: Zipf 1.1 / 1.3 / 1.5 and normal(2^31, 1) at 0.9 (Figs. 20, 25): encoding on and
   off, the direct refine, the fused scan.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One GPU session's checks and measurements, written to OUTDIR.
-#   INDEXZOO_COMMIT=<hash> bash benchmarks/run_gpu.sh OUTDIR STEP [STEP ...]
-# Steps:
+# The checks and measurements of one GPU run, written to OUTDIR and packed into OUTDIR.tar.gz.
+#   bash benchmarks/run_gpu.sh OUTDIR STEP [STEP ...]
+# Run it from the repository root, with the package installed (pip install -e '.[cuda12,test]'
+# or '.[cuda13,test]'). OUTDIR also gets nvidia-smi.csv (the GPU, its memory, driver and
+# clocks) and commit.txt (the commit measured). Steps:
 #   tests                the project's tests (GPU tests and the cuda device included)
 #   conformance          the conformance suite for every built-in index, --indexzoo-device=cuda
 #   conformance-par      the same, the docs examples and the GPU tests, in parallel processes
@@ -15,7 +17,7 @@
 #   gputests             the project's tests that run on the GPU (-k cuda, and the gpu marker)
 #   benchi:PRESET:INDEXES[:OUT]   bench on chosen indexes (and out mode)
 #   before:PRESET:INDEXES         the same bench with the tree in .gpu/before (an older commit,
-#                                 unpacked with `git archive`), for before/after in one session
+#                                 unpacked with `git archive`), for before/after in one run
 #   overhead:LOOKUPS[:INDEXES]    benchmarks/host_overhead.py on cuda (and in .gpu/before with
 #                                 before-overhead:LOOKUPS:INDEXES)
 #   rtscan:ROWS[:SECTIONS]        benchmarks/rtscan_targets.py on cuda (sections comma-separated;
@@ -27,15 +29,20 @@
 #                                 2^N keys, 2^M lookups)
 #   ncu:INDEXES[:keysNxM]         Nsight Compute on one warm lookup call of each index (the
 #                                 same workloads as profile:); summary sections, one report each
-#   tpch:SF                       TPC-H lineitem at scale factor SF by tpchgen-cli (its wheel and
-#                                 pyarrow's sent with device-wheels.sh), then the tpch section
+#   tpch:SF                       TPC-H lineitem at scale factor SF by tpchgen-cli (pip install
+#                                 tpchgen-cli; pyarrow, if installed, reads the file faster),
+#                                 then the tpch section
 #   optix-tests                   the OptiX engine's tests: tests/native/test_rt_optix.py and
 #                                 tests/plugins/test_rx_optix.py on cuda (about 6 minutes)
 #   rt-engines                    benchmarks/rt_engines.py: rx on the software engine and OptiX
-# The OptiX steps need the kit of ../shared/tools/optix copied into the ignored .gpu/optix
-# (../shared does not travel to the GPU machine); the script installs its wheel and sets
-# OptiX_INSTALL_DIR when the folder is there.
-# Set INDEXZOO_COMMIT to the commit hash when the tree carries no git history.
+# The OptiX steps need what the README's "OptiX" section describes: pyoptix built against the
+# OptiX SDK headers of the driver's OptiX version, and OptiX_INSTALL_DIR naming the SDK folder
+# (the one holding include/optix.h). Either set them up before running the script, or put
+# the SDK's include/ and a pyoptix wheel built against it into the folder .gpu/optix (never
+# committed): the script then installs that wheel into /tmp/optix and sets PYTHONPATH and
+# OptiX_INSTALL_DIR itself.
+# INDEXZOO_COMMIT=<hash> names the commit measured where the tree carries no (or stale) git
+# metadata, as a copied tree does; otherwise `git rev-parse HEAD` names it.
 set -uo pipefail
 out=${1:?usage: run_gpu.sh OUTDIR STEP...}
 shift
@@ -43,8 +50,8 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv \
   > "$out/nvidia-smi.csv" 2>&1
-echo "${INDEXZOO_COMMIT:-unknown}" > "$out/commit.txt"
-if [ -d .gpu/optix ]; then  # the OptiX kit, copied from ../shared/tools/optix
+echo "${INDEXZOO_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}" > "$out/commit.txt"
+if [ -d .gpu/optix ]; then  # the OptiX SDK headers and a pyoptix wheel built against them
   python3 -m pip install -q --no-deps --target /tmp/optix .gpu/optix/pyoptix-*.whl \
     > /dev/null 2>&1
   export PYTHONPATH=/tmp/optix${PYTHONPATH:+:$PYTHONPATH} OptiX_INSTALL_DIR=$PWD/.gpu/optix
@@ -187,5 +194,5 @@ for step in "$@"; do
       echo "unknown step $step" ;;
   esac
 done
-# the device tool returns at most 8 files: pack everything into one
+# one file to copy back from the GPU machine
 tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")" && echo "packed $out.tar.gz"

@@ -1,4 +1,5 @@
-"""The measurements behind the ``rx-opt`` issue's targets, each ratio from one run on one GPU.
+"""The measurements behind ``rx-opt``'s targets (``docs/plugins/rx-opt.md``), each ratio from one
+run on one GPU.
 
     python benchmarks/rx_opt_targets.py --json out.json [--scale 26] [--only ranges,points]
 
