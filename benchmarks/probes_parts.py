@@ -1,7 +1,8 @@
 """Where a sorted-probe call's time goes, on the GPU: the whole call with and without
 ``sort_probes`` for ``sorted-array`` and ``btree``, the lookups of an already grouped (and a
 fully sorted) batch, and each step of the order and the two permutations, CuPy's array
-expressions beside ``indexzoo.native.permute``'s kernels.
+expressions beside what ``indexzoo.probes`` runs (a fused elementwise kernel for the bucket
+ids, ``take`` and an indexed assignment for the permutations).
 
     python benchmarks/probes_parts.py probes_parts.json [--keys 26 --lookups 27]
 
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 import indexzoo
-from indexzoo.native import permute
+from indexzoo import probes
 from indexzoo.probes import probe_order
 from indexzoo.tools.timing import time_call
 
@@ -68,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     t("  min+max", lambda: (q.min(), q.max()))
     t("  bucket ids (CuPy: sub, shift, astype)",
       lambda: ((q - np.uint64(lo)) >> np.uint64(48)).astype(np.uint16))
-    t("  bucket ids (permute.bucket_ids)", lambda: permute.bucket_ids(q, lo, 48, np.uint16, cp))
+    t("  bucket ids (probes.bucket_ids)", lambda: probes.bucket_ids(q, lo, 48, np.uint16, cp))
     t("  argsort uint16", lambda: cp.argsort(b))
     t("gather q[order] (CuPy)", lambda: q[order])
-    t("gather (permute.gather)", lambda: permute.gather(q, order, cp))
+    t("gather (probes.gather)", lambda: probes.gather(q, order, cp))
     t("unpermute back[order] = res (CuPy, uint32)", unpermute)
-    t("unpermute (permute.scatter, uint32)", lambda: permute.scatter(res, order, cp))
+    t("unpermute (probes.scatter, uint32)", lambda: probes.scatter(res, order, cp))
     t("cp.sort(q) (full 64-bit)", lambda: cp.sort(q))
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)

@@ -1,7 +1,7 @@
 """The order in which sorted probes (``sort_probes=True``) hand a batch to an index.
 
 A full sort of 64-bit keys costs eight radix passes, which on a GPU is about as much time as
-the random lookups of a cheap index (``docs/plugins/sorted-array.md`` has the figures). Such
+the random lookups of a cheap index (``docs/architecture-notes.md``, "Sorted probes"). Such
 lookups need only be *grouped*, not sorted: two lookups whose keys share their top bits follow
 the same path through the upper levels of any ordered index and land in neighbouring leaves or
 slots, which the caches then serve. So the batch is ordered by the top ``bits`` bits
