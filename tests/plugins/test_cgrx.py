@@ -1,7 +1,7 @@
-"""``cgrx`` beyond the conformance suite: every ray path of the successor search (digest 001 §6.7)
-forced by a key set built for it, and seen to run; duplicate runs across buckets; equal
-representatives; identical answers across bucket sizes and scan groups; the presets; the
-footprint."""
+"""``cgrx`` beyond the conformance suite: every ray path of the successor search (rays along
+x, y and z, hit or missed) forced by a key set built for it, and seen to run; duplicate runs
+across buckets; equal representatives; identical answers across bucket sizes and scan groups;
+the presets; the footprint."""
 
 from __future__ import annotations
 
@@ -189,8 +189,8 @@ def test_presets_and_bounds() -> None:
 
 
 def test_the_scene_is_small_next_to_the_sorted_pairs() -> None:
-    """Resident = pairs + a BVH over about N/B triangles (the issue's target: at most 1.1x
-    sorted-array at B = 32)."""
+    """Resident = pairs + a BVH over about N/B triangles (at most 1.1x sorted-array at
+    B = 32)."""
     keys = np.random.default_rng(5).integers(0, 2**64 - 1, 1 << 16, dtype=np.uint64)
     cg = indexzoo.create("cgrx-5x4", device="cpu").build(keys).memory_footprint()
     sa = indexzoo.create("sorted-array", device="cpu").build(keys).memory_footprint()

@@ -1,6 +1,6 @@
 """``rx-opt`` (optimized RX) beyond the defaults' conformance suite: the suite for a sample of
-option combinations (every combination in the exhaustive tier), the invariants of the thesis
-digest's section 6 (option invariance, closest hit = first key >= lo, duplicate runs across
+option combinations (every combination in the exhaustive tier), the invariants the thesis's
+optimizations must keep (option invariance, closest hit = first key >= lo, duplicate runs across
 partition boundaries, boundary keys, more partitions than keys), the ray budget of a range, and
 the footprint of partitions."""
 
@@ -87,7 +87,7 @@ OPTIONS = [
 
 
 def test_every_option_gives_identical_answers(device: str) -> None:
-    """Digest 6.1: results are bit-identical across probe order, compression, partitions,
+    """Results are bit-identical across probe order, compression, partitions,
     range method, inverse mapping, primitive, geometry and ray origin (and match the reference,
     rowid included)."""
     keys, q, lo, hi = _workload()
@@ -108,7 +108,7 @@ def test_every_option_gives_identical_answers(device: str) -> None:
 @pytest.mark.parametrize("compress", [True, False])
 @pytest.mark.parametrize("partitions", [1, 3, 64])
 def test_the_closest_hit_is_the_first_key_at_or_above_lo(compress: bool, partitions: int) -> None:
-    """Digest 6.2: the traced position is the first sorted position with key >= lo (when that
+    """The traced position is the first sorted position with key >= lo (when that
     key is <= hi); with duplicates, its first occurrence."""
     keys, _, lo, hi = _workload(seed=5)
     index = indexzoo.create("rx-opt", device="cpu", compress_duplicates=compress,
@@ -123,7 +123,7 @@ def test_the_closest_hit_is_the_first_key_at_or_above_lo(compress: bool, partiti
 
 
 def test_a_duplicate_run_across_partition_cuts_is_found_whole() -> None:
-    """Digest 6.3: runs of equal keys crossing where partitions would cut (without compression
+    """Runs of equal keys crossing where partitions would cut (without compression
     the cuts move to run starts)."""
     keys = np.repeat(np.arange(10, dtype=np.uint64) * 1000, [1, 50, 1, 1, 200, 1, 1, 1, 80, 1])
     q = np.arange(10, dtype=np.uint64) * 1000
@@ -149,7 +149,7 @@ def test_more_partitions_than_keys_and_empty_builds() -> None:
 
 
 def _expected_rays(keys: np.ndarray, lo: int, hi: int, x_bits: int = 23) -> int:
-    """Digest 3.2 [AMBIG], as the module docstring states it: a ray on the first occupied row
+    """[AMBIG] multi-row ranges, as the module docstring states: a ray on the first occupied row
     at or after lo's, and a second on the next row only when the first ran on lo's own row
     and met no key in range."""
     highs = np.unique(keys >> np.uint64(x_bits)).tolist()
@@ -165,7 +165,7 @@ def _expected_rays(keys: np.ndarray, lo: int, hi: int, x_bits: int = 23) -> int:
 
 
 def test_a_range_casts_at_most_two_closest_hit_rays() -> None:
-    """Digest 3.2 [AMBIG]: however many rows a range spans, it casts one ray, and a second only
+    """[AMBIG] multi-row ranges: however many rows a range spans, it casts one ray, a second only
     when lo's own row holds no key from lo on."""
     rng = np.random.default_rng(8)
     keys = rng.integers(0, 2**64 - 1, 2000, dtype=np.uint64)
