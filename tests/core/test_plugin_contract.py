@@ -443,3 +443,16 @@ def test_registering_something_that_is_not_an_index_breaks_that_plugin_only(
         assert "sorted-array" in indexzoo.available()
     assert "register() expects a GpuIndex subclass" in \
         indexzoo.load_errors()["plugin 'bogus' registered at run time"]
+
+
+def test_info_and_check_show_what_an_older_plugin_should_change(clean_registry: None) -> None:
+    indexzoo.register_plugin(_plugin(OldStyle), name="old")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        info, check = io.StringIO(), io.StringIO()
+        assert main(["info", "test-old-style"], out=info) == 0
+        assert main(["check", "test-old-style", "--group", "sizes"], out=check) == 0
+    assert "plugin API:   1.0" in info.getvalue()
+    assert "deprecated: it declares no plugin_api" in info.getvalue()
+    assert "deprecated: it declares no plugin_api" in check.getvalue()
+    assert "point count: _point_count(st, q)" in info.getvalue()
