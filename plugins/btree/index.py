@@ -29,17 +29,10 @@ Beyond the paper's baseline
 * 64-bit keys (Awad's tree is 32-bit only) and the whole key domain: padding slots are ignored
   through per-node counts, so no key value is reserved.
 
-* Opt-in (issue 14; H100, 2^26 keys: paired 1.05x the default at 1.30x its memory, the scan
-  descent 0.52x): ``leaf_layout`` ``"interleaved"`` or
-  ``"paired"`` keeps a leaf's rowIDs next to its keys in one record array (the rowID read after
-  the leaf search then hits the adjacent line, or the sector just read); ``descent="scan"``
-  searches inner nodes by a branch-free count over all ``node_width`` pivots (the node's loads
-  issued together). See ``docs/plugins/btree.md``.
-* Opt-in, measured slower (H100, 2^26 keys: 0.95x the default): ``inner_layout="quarters"``
-  (node width 16, one thread per lookup, binary descent) stores each inner node as its four
-  quarter maxima, then its 16 keys, so a node search reads two 32-byte sectors (uint64) where
-  the binary search reads about three of four (the default kernel is L2-bound); inner keys
-  take 1.25x the memory.
+* Opt-in (issue 14; H100, 2^26 keys: paired 1.05x the default at 1.30x its memory):
+  ``leaf_layout`` ``"interleaved"`` or ``"paired"`` keeps a leaf's rowIDs next to its keys in
+  one record array (the rowID read after the leaf search then hits the adjacent line, or the
+  sector just read). See ``docs/plugins/btree.md``.
 
 Decisions
 ---------
@@ -58,7 +51,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import btree
@@ -93,38 +86,6 @@ class BTreeParams(KernelParams):
                     "search has already read). Records widen keys and rowIDs to the wider "
                     "dtype. H100, 2^26 keys: paired 1.05x split, at 1.30x the memory.",
     )
-    descent: Literal["binary", "scan"] = Field(
-        default="binary",
-        description="Inner-node search of the one-thread descent (cooperative=False, and the "
-                    "CPU): 'binary' (the default), a binary search over the node's slots; "
-                    "'scan', a branch-free count of the pivots below the key over all "
-                    "node_width slots, unrolled, so the node's loads are issued together "
-                    "instead of log2(node_width) dependent ones. Leaves are binary-searched "
-                    "either way. H100, 2^26 keys: 0.52x binary (L2-served inner nodes).",
-    )
-    inner_layout: Literal["sorted", "quarters"] = Field(
-        default="sorted",
-        description="How inner nodes store their keys: 'sorted' (the default), the node_width "
-                    "keys in order; 'quarters' (node_width=16, cooperative=False, "
-                    "descent='binary' only), each node's four quarter maxima, then its 16 keys, "
-                    "searched by counting the maxima below the key, then the keys below it in "
-                    "one quarter: two 32-byte sectors per node (uint64) instead of about three, "
-                    "for 1.25x the inner keys' memory. H100, 2^26 keys: 0.95x 'sorted' (the "
-                    "second dependent step per level costs more than the sector it saves).",
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> BTreeParams:
-        if self.inner_layout == "quarters":
-            # the quarters search replaces the node search of the one-thread descent; the
-            # cooperative kernels read sorted nodes of any width
-            need = [f"{name}={want!r}" for name, got, want in (
-                ("cooperative", self.cooperative, False), ("node_width", self.node_width, 16),
-                ("descent", self.descent, "binary")) if got != want]
-            if need:
-                raise ValueError(f"inner_layout='quarters' needs {', '.join(need)} (or "
-                                 "inner_layout='sorted')")
-        return self
 
 
 class BTreeState(BuildState):
@@ -146,7 +107,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
         pairs = sort_pairs(keys, st.rowid_dtype)
         p = self.params
         st.tree = btree.build_btree(pairs.keys, pairs.rowids, p.node_width, p.leaf_fill,
-                                    p.leaf_layout, p.inner_layout)
+                                    p.leaf_layout)
         resident = sum(st.tree.breakdown().values())
         st.peak = max(pairs.peak_bytes, int(pairs.keys.nbytes + pairs.rowids.nbytes) + resident)
 
@@ -161,8 +122,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
     # -------------------------------------------------------------- kernels
     @property
     def _ops(self) -> btree.Operations:
-        p = self.params
-        return btree.operations(p.leaf_layout, p.descent, p.node_width, p.inner_layout)
+        return btree.operations(self.params.leaf_layout)
 
     def _launch(self, name: str, q: int, *args: Any) -> None:
         """Run a tree operation (a field of :class:`~indexzoo.native.btree.Operations`): one
