@@ -16,9 +16,9 @@ Paper -> code
 * "Leaves filled to 50% or 100%": ``leaf_fill``. Inner nodes are packed full.
 * [AMBIG] Departure from the paper's traversal, by default: ``cooperative=False`` runs one
   thread per lookup on the GPU (the scalar body: a binary search in each node, children and
-  counts computed from the packed layout, so only keys are read). On an H100 (2^26 uint64 keys,
-  2^27 random hits, commit 4f4710d) it ran 4.70 G lookups/s against 2.21 G/s for groups of 16,
-  whose kernel Nsight Compute showed issue-bound (80.6% of issue slots busy, DRAM 28%).
+  counts computed from the packed layout, so only keys are read). It measured faster on an
+  H100, where the groups' kernel is bound by the instructions every lane issues at every level
+  (the compares, votes and shuffles), not by memory (measured: ``docs/plugins/btree.md``).
   ``cooperative=True`` keeps the paper's groups for every operation.
 
 Beyond the paper's baseline
@@ -29,10 +29,10 @@ Beyond the paper's baseline
 * 64-bit keys (Awad's tree is 32-bit only) and the whole key domain: padding slots are ignored
   through per-node counts, so no key value is reserved.
 
-* Opt-in (issue 14; H100, 2^26 keys: paired 1.05x the default at 1.30x its memory):
-  ``leaf_layout`` ``"interleaved"`` or ``"paired"`` keeps a leaf's rowIDs next to its keys in
-  one record array (the rowID read after the leaf search then hits the adjacent line, or the
-  sector just read). See ``docs/plugins/btree.md``.
+* Opt-in: ``leaf_layout`` ``"interleaved"`` or ``"paired"`` keeps a leaf's rowIDs next to its
+  keys in one record array (the rowID read after the leaf search then hits the adjacent line,
+  or the sector just read), for more memory: choose ``"paired"`` when point-lookup speed
+  matters more than resident bytes (measured: ``docs/plugins/btree.md``).
 
 Decisions
 ---------
@@ -71,8 +71,10 @@ class BTreeParams(KernelParams):
     cooperative: bool = Field(
         default=False,
         description="On the GPU, search each node with a group of node_width threads (the "
-                    "paper's traversal). False (the default, 2.1x faster on an H100): one "
-                    "thread per lookup, a binary search in each node, reading keys only.",
+                    "paper's traversal). False (the default) runs one thread per lookup, a "
+                    "binary search in each node reading keys only, which is faster on GPUs "
+                    "where the group's node search is issue-bound; True keeps the paper's "
+                    "groups.",
     )
     leaf_fill: Literal[0.5, 1.0] = Field(  # type: ignore[valid-type]  # float Literal: pydantic
         default=1.0, description="Share of each leaf's slots filled by the bulk load."
@@ -84,7 +86,8 @@ class BTreeParams(KernelParams):
                     "rowIDs (the rowID in the line after the keys' line); 'paired', (key, "
                     "rowID) side by side (the rowID in the sector of its key, which the leaf "
                     "search has already read). Records widen keys and rowIDs to the wider "
-                    "dtype. H100, 2^26 keys: paired 1.05x split, at 1.30x the memory.",
+                    "dtype, so they take more memory; choose 'paired' for faster point "
+                    "lookups when memory allows.",
     )
 
 
