@@ -32,8 +32,8 @@ Decisions where the paper is ambiguous (digest 003 §6 numbers)
 ---------------------------------------------------------------
 * [AMBIG-1] "K = 2^{27}" read as K = 27: ``eps = 2^(K-23)`` where ``2^K`` bounds every float of
   the scene (ranks at N = 1e8: eps = 16, the paper's value). The coverage argument is in
-  :mod:`.layout`; the artifact's eps = 0 is not copied (``eps=0`` is a parameter, and a test
-  shows it missing rows past 2^24).
+  :mod:`.layout`; the artifact's eps = 0 is not copied (it misses rows past 2^24), and epsilon
+  is no parameter: the rule always applies.
 * [AMBIG-2/3/4] ``sieve_vectors`` = K areas (the artifact's ``VAREA_N``), K-1 stored vectors,
   equi-depth borders ``i N / K`` moved to the start of their value's run; a value spanning
   several borders leaves fewer vectors.

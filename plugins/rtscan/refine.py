@@ -166,7 +166,7 @@ def build_group(coords: list[Any], cols: tuple[int, ...], n: int, params: Any,
 
 def _geometry(top: int, extent: int, n: int, g: int, p: Any) -> Geometry:
     return geometry(top, extent, n, g, width=p.cube_width, interval=p.ray_interval,
-                    spacing=p.ray_spacing, length=p.ray_length, eps=p.eps)
+                    spacing=p.ray_spacing, length=p.ray_length)
 
 
 def trace_plan(scene: GroupScene, plan: Any, ends: Any, total: int, lc: Any, plo: Any,
