@@ -1,6 +1,7 @@
 """A bulk-loaded B+-tree over sorted (key, rowID) pairs: the layout, the parallel bottom-up
 build (array operations only, so it runs on the GPU as it does on the CPU), and the CPU twin
-of the cooperative GPU search (``btree_cuda.py``).
+of the cooperative GPU search (``btree_cuda.py``). The leaf layouts' indexing and the in-node
+search, which both share, are in ``btree_nodes.py``.
 
 Layout (node width B):
 
@@ -38,22 +39,11 @@ from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
 
-from .search import bisect
+from .btree_nodes import LEAF_LAYOUTS, first_slot, leaf_indexing
 from .targets import GroupKernel
 
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "LEAF_LAYOUTS", "SUM", "BTree", "Operations",
            "TreeRecord", "build_btree", "leaf_indexing", "operations"]
-
-#: Leaf layouts: (record length in units of B elements, element step between a leaf's keys,
-#: rowID offset in units of B, rowID offset in elements). The key of slot ``s`` of leaf ``j``
-#: is element ``j*rec*B + step*s`` of ``leaf_keys``, its rowID element
-#: ``j*rec*B + rowid_lines*B + rowid_off + step*s`` of ``leaf_rowids`` (the same array as
-#: ``leaf_keys`` in the record layouts).
-LEAF_LAYOUTS: dict[str, tuple[int, int, int, int]] = {
-    "split": (1, 1, 0, 0),        # leaf_keys and leaf_rowids: two L x B arrays
-    "interleaved": (2, 1, 1, 0),  # one L x 2B array: B keys, then their B rowIDs
-    "paired": (2, 2, 0, 1),       # one L x B x 2 array: (key, rowID) side by side
-}
 
 
 class TreeRecord(NamedTuple):
@@ -205,53 +195,6 @@ def build_btree(sorted_keys: Any, sorted_rowids: Any, width: int, leaf_fill: flo
 
 
 # ---------------------------------------------------------------------- CPU twin
-@register_jitable
-def _first(keys, base, count, x, strict):
-    """The first slot ``i < count`` of the node at ``base`` whose key is ``>= x`` (``> x``
-    if ``strict``), or ``count``: a binary search over the node's sorted slots."""
-    return bisect(keys, base, base + count, x, strict) - base
-
-
-@register_jitable
-def _first_strided(keys, base, step, count, x, strict):
-    """:func:`_first` over keys ``step`` elements apart (the ``paired`` leaf layout)."""
-    lo = np.int64(0)
-    hi = count
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        k = keys[base + step * mid]
-        if k < x or (strict and k == x):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@functools.cache
-def leaf_indexing(leaf_layout: str) -> tuple[Any, Any, Any]:
-    """``(key_at, rowid_at, leaf_first)`` for a leaf layout, as jitable functions with the
-    layout's constants compiled in: the element indices of slot ``slot`` of leaf ``leaf`` in
-    ``t.leaf_keys`` and ``t.leaf_rowids``, and the leaf search (first slot ``>= x``, ``> x``
-    if ``strict``, among the first ``count``)."""
-    rec, step, rowid_lines, rowid_off = LEAF_LAYOUTS[leaf_layout]
-
-    @register_jitable
-    def key_at(t, leaf, slot):
-        return leaf * (rec * t.width) + step * slot
-
-    @register_jitable
-    def rowid_at(t, leaf, slot):
-        return leaf * (rec * t.width) + rowid_lines * t.width + rowid_off + step * slot
-
-    @register_jitable
-    def leaf_first(t, leaf, count, x, strict):
-        if step == 1:
-            return _first(t.leaf_keys, leaf * (rec * t.width), count, x, strict)
-        return _first_strided(t.leaf_keys, leaf * (rec * t.width), step, count, x, strict)
-
-    return key_at, rowid_at, leaf_first
-
-
 class Operations(NamedTuple):
     """The tree's four operations for one leaf layout."""
 
@@ -284,7 +227,7 @@ def operations(leaf_layout: str = "split") -> Operations:
             count = w
             if absolute + 1 == t.level_start[level + 1]:
                 count = np.int64(t.inner_count[absolute])
-            i = _first(t.inner_keys, absolute * w, count, x, strict)
+            i = first_slot(t.inner_keys, absolute * w, count, x, strict)
             if i == count:
                 return np.int64(-1), np.int64(0)
             node = node * w + i
