@@ -16,9 +16,9 @@ Paper -> code
 * "Leaves filled to 50% or 100%": ``leaf_fill``. Inner nodes are packed full.
 * [AMBIG] Departure from the paper's traversal, by default: ``cooperative=False`` runs one
   thread per lookup on the GPU (the scalar body: a binary search in each node, children and
-  counts computed from the packed layout, so only keys are read). It measured faster on an
-  H100, where the groups' kernel is bound by the instructions every lane issues at every level
-  (the compares, votes and shuffles), not by memory (measured: ``docs/plugins/btree.md``).
+  counts computed from the packed layout, so only keys are read). It measured faster, the
+  groups' kernel being bound by the instructions every lane issues at every level (the
+  compares, votes and shuffles), not by memory (measured: ``docs/plugins/btree.md``).
   ``cooperative=True`` keeps the paper's groups for every operation.
 
 Beyond the paper's baseline

@@ -95,7 +95,7 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
     # -------------------------------------------------------------- hooks
     def _prepared_point(self, st: SortedArrayState, out: str) -> Callable[[Any], Any] | None:
         """``rowid`` lookups with the sorted pairs bound into the launch: a call allocates the
-        answer and launches (the small-batch path of issue 20)."""
+        answer and launches (the small-batch path)."""
         if out != "rowid":
             return None
         launch = k.POINT_ROWID.bind(self.device, st.pairs.keys, st.pairs.rowids,
