@@ -1,4 +1,4 @@
-"""Matrix RT Refine's geometry (paper §4.4, digest 003 §1.7-1.8): the cube width, epsilon, the
+"""Matrix RT Refine's geometry (paper §4.4, precision loss §4.4.4): the cube width, epsilon, the
 cubes' float32 boxes, and the rays that cover a refine box: a grid of interval ``I`` across the
 ray direction, short segments of length ``L`` separated by a spacing ``S`` along it.
 

@@ -1,5 +1,5 @@
-"""Parameters of ``rtscan`` (digest 003 §2) and its presets: the paper's RTc1 and RTc3 and the
-ablations of its §5 (no encoding, no sieving) plus ``rtscan-direct``, the CUDA-core refine.
+"""Parameters of ``rtscan`` and its presets: the paper's RTc1 and RTc3 and the ablations of its
+§5 (no encoding, no sieving) plus ``rtscan-direct``, the CUDA-core refine.
 
 Geometry is in units of the cube width ``w`` (paper §5.10, Fig. 29): the ray interval, the
 spacing between ray segments and the segment length are fractions or multiples of ``w``.
@@ -102,7 +102,7 @@ class RtscanParams(KernelParams):
         return self
 
 
-#: The paper's variants, registered as indexes of their own (digest 003 §2).
+#: The paper's variants and ``rtscan-direct`` (ours), registered as indexes of their own.
 PRESETS: dict[str, dict[str, object]] = {
     "rtc1": dict(group_size=1, encoding=False, sieve_vectors=0),
     "rtc3": dict(group_size=3, encoding=False, sieve_vectors=0, ray_length=0.0, ray_axis="z"),
