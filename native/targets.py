@@ -320,8 +320,9 @@ class Kernel:
                                       loop="range" if serial else "prange"), namespace)
             # Without numba's reference counting (NRT): bodies read and write the arrays they
             # are given and allocate nothing, and every call of a helper that takes arrays or
-            # records of arrays would otherwise pay atomic increments and decrements (10x the
-            # time of a binary search step, measured on the lightweight family's CPU twins).
+            # records of arrays would otherwise pay atomic increments and decrements, which cost
+            # far more than a binary search step (measured on the lightweight family's CPU
+            # twins: docs/plugins/lightweight.md).
             return njit(parallel=not serial, nogil=True, _nrt=False)(namespace[self.name])
         from numba import cuda
 
