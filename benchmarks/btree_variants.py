@@ -1,10 +1,9 @@
-"""``btree``'s leaf layouts, descents and inner layouts against the default and the raw
+"""``btree``'s leaf layouts (and other node widths or traversals) against the default and the raw
 ``searchsorted``, in one run on one device (the B+-tree's target: point lookups >= 2.0x the
 raw ``cupy.searchsorted``).
 
     python benchmarks/btree_variants.py --device cuda [--preset paper] [--repeats 7]
-        [--variants default,interleaved,paired,scan,interleaved+scan,paired+scan,quarters,
-                    paired+quarters]
+        [--variants default,interleaved,paired]
         [--out-mode rowid] [--json out.json]
 
 Every variant is built once on the preset's keys (``paper``: 2^26 uniform uint64 keys, 2^27
@@ -14,8 +13,7 @@ interleaved rounds: round r times each of them once, so drifts of clock and temp
 all alike. Reported per variant: median lookups/s, its spread, the ratio to the raw
 ``searchsorted`` and to the default, resident bytes.
 
-Variant names: ``default``, a leaf layout (``interleaved``, ``paired``), ``scan``, the
-``quarters`` inner layout (not with ``scan``, ``coop`` or another width), or several joined by
+Variant names: ``default``, a leaf layout (``interleaved``, ``paired``), or several joined by
 ``+``; ``coop`` adds ``cooperative=True``; ``w8``/``w32`` set the node width.
 """
 
@@ -39,10 +37,6 @@ _PARTS: dict[str, dict[str, Any]] = {
     "split": {"leaf_layout": "split"},
     "interleaved": {"leaf_layout": "interleaved"},
     "paired": {"leaf_layout": "paired"},
-    "binary": {"descent": "binary"},
-    "scan": {"descent": "scan"},
-    "sorted": {"inner_layout": "sorted"},
-    "quarters": {"inner_layout": "quarters"},
     "coop": {"cooperative": True},
     "w8": {"node_width": 8},
     "w32": {"node_width": 32},
@@ -62,8 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
     ap.add_argument("--preset", default="paper", choices=sorted(PRESETS))
-    ap.add_argument("--variants", default="default,interleaved,paired,scan,interleaved+scan,"
-                                          "paired+scan,quarters,paired+quarters")
+    ap.add_argument("--variants", default="default,interleaved,paired")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--out-mode", default="rowid", choices=("rowid", "count", "sum", "rowids"))
     ap.add_argument("--json", metavar="FILE")

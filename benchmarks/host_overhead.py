@@ -51,11 +51,13 @@ def per_call(fn: Any, device: str, calls: int, rounds: int = 5) -> dict[str, lis
 
 
 def set_launch_mode(mode: str | None) -> None:
-    """Route GPU kernel launches through ``mode`` (None: the default path)."""
+    """Route GPU kernel launches through ``mode``: ``numba`` (numba-cuda's own launch), or
+    ``packed`` or None (the default path)."""
     from indexzoo.native import targets
 
+    if mode not in (None, "packed", "numba"):
+        raise SystemExit(f"unknown launch mode {mode!r}; one of packed, numba")
     targets._FAST_LAUNCH = mode != "numba"
-    targets._LAUNCH_MODE = "packed" if mode in (None, "numba") else mode
 
 
 def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -98,7 +100,7 @@ def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[st
                 "stage: one bound launch (Kernel.bind)": lambda: bound(n, q, out),
                 "stage: the prepared answer (no checks)": lambda: prepared.answer(q),
             })
-    for mode in ("packed", "function", "numba") if args.device == "cuda" else ():
+    for mode in ("packed", "numba") if args.device == "cuda" else ():
         def launch(mode: str = mode) -> None:
             set_launch_mode(mode)
             kernels.POINT_ROWID(args.device, n, st.pairs.keys, st.pairs.rowids, q, out, st.miss)
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--launch-modes", default=None,
                     help="on cuda, comma-separated kernel launch paths to compare in this run: "
-                         "packed (the default path), function (CuPy's Function call), numba")
+                         "packed (the default path), numba (numba-cuda's own launch)")
     ap.add_argument("--stages", action="store_true",
                     help="also time the pieces of a call: allocation, slicing, one bare launch")
     args = ap.parse_args(argv)

@@ -1,4 +1,5 @@
-"""Cooperative GPU search of the bulk-loaded B+-tree (layout and CPU twin: ``btree.py``).
+"""Cooperative GPU search of the bulk-loaded B+-tree (layout and CPU twin: ``btree.py``; the
+leaf layouts' indexing: ``btree_nodes.py``).
 
 One lookup per group of B threads (B = node width, 8, 16 or 32): in every node lane ``l``
 reads slot ``l`` (its pivot and its child reference in one coalesced step), the group votes on
@@ -20,7 +21,7 @@ import numpy as np
 from numba import cuda
 from numba.extending import register_jitable
 
-from .btree import leaf_indexing
+from .btree_nodes import leaf_indexing
 from .coop import group_of, group_sum, vote
 
 __all__ = ["GroupOperations", "count_group", "fill_group", "find_rowid_group", "group_operations",

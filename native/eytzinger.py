@@ -1,7 +1,6 @@
 """K-ary Eytzinger order (EO): the closed-form layout behind EO+BS and EO+KS.
 
-Paper: Henneberg & Schuhknecht, "Is Binary Search Really All You Need?" (seed 004), §3.2, §3.4
-and §3.5; digest ``papers/digests/004-binary-search.md`` §1.2, §1.4, §1.5.
+Paper: Henneberg & Schuhknecht, "Is Binary Search Really All You Need?", §3.2, §3.4 and §3.5.
 
 Layout (0-indexed, counted in *slots*, one key per slot, ``n`` slots in all):
 
@@ -21,7 +20,8 @@ sorted position :func:`eo_source` of its key, then does one load and one store (
 move together). :func:`eo_source` is also the *rank* of slot ``t`` (the number of keys before
 it in sorted order), which lookups may use.
 
-Closed form (the digest's [verified] "exact recipe", §1.5), for output slot ``t``:
+Closed form (tested against :func:`eo_reference`, an independent construction), for output
+slot ``t``:
 
 * ``t < K^H - 1`` (inner, complete levels): depth ``d`` with ``K^d-1 <= t < K^(d+1)-1``,
   ``i = t - (K^d - 1)``, ``l = H-1-d`` (the level counted *bottom-up* among the H complete
@@ -31,10 +31,11 @@ Closed form (the digest's [verified] "exact recipe", §1.5), for output slot ``t
 * ``t >= K^H - 1`` (leaf level): ``i = t - (K^H - 1)``, source ``i + i // (K-1)``: between
   every ``K-1`` leaf keys lies one inner key.
 
-Decisions on the digest's [AMBIG] points:
+Decisions where the paper is ambiguous [AMBIG]:
 
 * The paper numbers levels top-down for the output offset ``K^l - 1`` but bottom-up in ``q``;
-  here ``d`` is the depth (top-down) and ``l = H-1-d`` the bottom-up level, as the recipe.
+  here ``d`` is the depth (top-down) and ``l = H-1-d`` the bottom-up level, as in the closed
+  form above.
 * Leading empty slot: EO+BS (§3.2) keeps one empty slot in front ("better cache alignment",
   1-indexed: children of array index ``a`` at ``2a, 2a+1``); Fig. 10 shows none for K = 3.
   :data:`EO_GATHER` takes ``pad`` (0 or 1) so either is possible; with ``pad = 1`` array index

@@ -34,7 +34,8 @@ Build, in two passes over the (key, rowID) pairs (:func:`insert_or_count_cpu`,
 The CPU twin visits windows in the same order and lanes in lane order, so its lookups answer
 exactly like the GPU kernels on the same table (the GPU build may put a key in another lane and
 the rows of a run in another order than the sequential CPU build; sets of rowIDs, counts and
-sums do not change).
+sums do not change). The hash, the probe sequence and the layout's markers, which both compile
+in, are in ``hash_probing.py``.
 """
 
 from __future__ import annotations
@@ -45,60 +46,18 @@ import numpy as np
 from numba import njit
 from numba.extending import register_jitable
 
+from .hash_probing import NO_SLOT, RUN_COUNT, RUN_ROWS, fmix64, next_window, probe_start, row_value
 from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel
 
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "NO_SLOT", "RUN_COUNT", "RUN_ROWS", "SUM", "TableRecord",
            "find_slot", "fmix64", "insert_or_count", "insert_or_count_cpu", "next_prime",
            "next_window", "place_rows", "place_rows_cpu", "probe_start", "slot_of", "value_flag"]
 
-#: What :func:`find_slot` returns for a key that is not in the table.
-NO_SLOT = -1
-#: Position of a run's row count, relative to its offset in the overflow array.
-RUN_COUNT = 0
-#: Position of a run's first rowID, relative to its offset in the overflow array.
-RUN_ROWS = 1
-
 
 def value_flag(dtype: Any) -> np.integer:
     """The flag of value words of ``dtype`` that point into the overflow array: the top bit."""
     dt = np.dtype(dtype)
     return dt.type(1 << (8 * dt.itemsize - 1))
-
-
-@register_jitable
-def fmix64(x):
-    """MurmurHash3's 64-bit finaliser: a bijective mixer of uint64."""
-    x = np.uint64(x)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xFF51AFD7ED558CCD)
-    x ^= x >> np.uint64(33)
-    x *= np.uint64(0xC4CEB9FE1A85EC53)
-    x ^= x >> np.uint64(33)
-    return x
-
-
-@register_jitable
-def probe_start(key, n_windows):
-    """(first window, step) of ``key``'s probe sequence, both int64.
-
-    One fmix64; its upper 32 bits pick the first window and its lower 32 bits the step, each
-    mapped onto its range by a multiply-shift (Lemire's fast range reduction) instead of a
-    64-bit modulo, which costs a GPU far more than the hash itself.
-    """
-    h = fmix64(np.uint64(key))
-    hi = h >> np.uint64(32)
-    lo = h & np.uint64(0xFFFFFFFF)
-    w = np.int64((hi * np.uint64(n_windows)) >> np.uint64(32))
-    s = np.int64(np.uint64(1) + ((lo * np.uint64(n_windows - 1)) >> np.uint64(32)))
-    return w, s
-
-
-@register_jitable
-def next_window(w, s, n_windows):
-    w += s
-    if w >= n_windows:
-        w -= n_windows
-    return w
 
 
 def next_prime(x: int) -> int:
@@ -186,12 +145,6 @@ def query_slot(t, x):
     if x == t.empty:
         return NO_SLOT
     return slot_of(t, x)
-
-
-@register_jitable
-def row_value(r, values, use_values):
-    """What ``sum`` adds for rowID ``r``: ``values[r]``, or ``r`` itself without values."""
-    return values[np.int64(r)] if use_values else np.uint64(r)
 
 
 # ---------------------------------------------------------------------- CPU build

@@ -33,7 +33,7 @@ from numba import cuda
 from numba.extending import register_jitable
 
 from .coop import group_of, group_sum, vote
-from .hashing import NO_SLOT, RUN_COUNT, RUN_ROWS, next_window, probe_start, row_value
+from .hash_probing import NO_SLOT, RUN_COUNT, RUN_ROWS, next_window, probe_start, row_value
 from .targets import Kernel
 
 __all__ = ["INSERT", "PLACE", "count_group", "fill_group", "find_rowid_group", "sum_group"]

@@ -7,12 +7,12 @@ and the scan :class:`~indexzoo.native.targets.GroupKernel`\\ s), never directly.
   pivot ``l`` of the node, the group votes (``ballot_sync``, masked to the group) on
   ``pivot < x`` and the popcount is the child. EO+KS descends to the lower bound without the
   early exit (one vote per node instead of two) and checks it. The CPU twins
-  (``eo_ks_locate``, ``pb_ks_locate`` in ``lightweight.py``) give the same results one thread
-  at a time.
+  (``eo_ks_locate``, ``pb_ks_locate`` in ``lightweight_search.py``) give the same results one
+  thread at a time.
 * **Driver** (:func:`drive`, :func:`driver`): a block kernel generated per (scheme, group size
   G, lookups per thread R, reordering, pinning, key dtype), taking the build as its
-  :class:`~.lightweight.LayoutRecord` and :class:`~.lightweight.PinRecord` (the arity K
-  replaced by the compile-time constant G+1, so index arithmetic folds):
+  :class:`~.lightweight_search.LayoutRecord` and :class:`~.lightweight_search.PinRecord` (the
+  arity K replaced by the compile-time constant G+1, so index arithmetic folds):
 
   - *scheduling* [§4.1]: a grid-stride loop over tiles of ``(T/G)*R`` lookups; dynamic
     scheduling launches one block per tile, static scheduling one block per SM;
@@ -26,8 +26,8 @@ and the scan :class:`~indexzoo.native.targets.GroupKernel`\\ s), never directly.
 * **Multi-threaded range scans** [§5.7]: the cooperative bodies of ``RUN_SUM``/``RUN_FILL``
   (sorted runs) and ``EO_SCAN_SUM``/``EO_SCAN_FILL`` (EO level scans), with the scalar bodies'
   arguments (the number of ranges is the length of ``start``/``lo``): each lane scans its own
-  range up to :data:`~.lightweight.WARP` entries, then the warp finishes every longer range
-  together, 32 entries per step. Launched on whole warps.
+  range up to :data:`~.lightweight_search.WARP` entries, then the warp finishes every longer
+  range together, 32 entries per step. Launched on whole warps.
 
 This module imports ``numba.cuda``; only indexes on the ``cuda`` device import it.
 """
@@ -43,7 +43,7 @@ from numba import cuda
 from numba.extending import register_jitable
 
 from .coop import group_of, group_sum, vote
-from .lightweight import (
+from .lightweight_search import (
     NO_REORDER,
     REORDER_DOUBLE,
     SCHEMES,
@@ -390,9 +390,10 @@ def driver(scheme: str, group: int, per_thread: int, reorder: int, pin: bool,
 
         (nq, q, out, miss, mode, lay, pins, shm)
 
-    ``lay`` a :class:`~.lightweight.LayoutRecord`, ``pins`` a :class:`~.lightweight.PinRecord`,
-    ``shm`` the :class:`~.lightweight.SharedOffsets` of the reordering buffers in the dynamic
-    shared memory (key dtype, uint32, int64), after the ``pa + pbb`` pinned keys.
+    ``lay`` a :class:`~.lightweight_search.LayoutRecord`, ``pins`` a
+    :class:`~.lightweight_search.PinRecord`, ``shm`` the
+    :class:`~.lightweight_search.SharedOffsets` of the reordering buffers in the dynamic shared
+    memory (key dtype, uint32, int64), after the ``pa + pbb`` pinned keys.
     """
     from numba import types
     from numba.np.numpy_support import from_dtype

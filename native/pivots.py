@@ -1,8 +1,8 @@
 """The pivot buffer (PB) of AO+PB+BS and AO+PB+KS: an implicit K-ary tree of pivots over a
 sorted array, with no pointers.
 
-Paper: Henneberg & Schuhknecht, "Is Binary Search Really All You Need?" (seed 004), §3.3, §3.4,
-§3.5 and §4.5; digest ``papers/digests/004-binary-search.md`` §1.3, §1.4, §1.5 and O5.
+Paper: Henneberg & Schuhknecht, "Is Binary Search Really All You Need?", §3.3, §3.4, §3.5 and
+§4.5.
 
 The sorted (key, rowID) array of ``n`` entries stays as it is and is cut into *chunks* of ``C``
 keys (the last one may be shorter). The PB holds keys only, level by level, the root first:
@@ -28,11 +28,11 @@ rightmost prefix-sum entry ``<= t`` (the level sizes, top first, in a small int6
 :meth:`PivotPlan.offsets`), computes ``p`` (:func:`pb_source`) and copies one key or writes
 the sentinel.
 
-Decisions on the digest's [AMBIG] points:
+Decisions where the paper is ambiguous [AMBIG]:
 
 * Level sizes: the paper's sentence ("the bottom level has ceil(n/(K-1)) entries, each level
-  above 1/K of the one below") counts chunks, not pivots; the self-consistent definition above
-  ([verified] in the digest) is used instead.
+  above 1/K of the one below") counts chunks, not pivots; the self-consistent definition above,
+  which gives the paper's own ``p_{l,i}`` formula, is used instead.
 * Missing right children and padding of partial nodes are stored as the sentinel. Because the
   comparison is ``pivot < x``, a sentinel always sends the search left, even for ``x`` equal to
   the dtype maximum, and a real key equal to the dtype maximum behaves the same way, so such

@@ -15,10 +15,10 @@ One operation (:data:`SCAN`, a :class:`~indexzoo.native.targets.GroupKernel`) wi
   its rows still alive (no work between them, so ITEMS requests per lane are in flight at
   once, each warp-wide load 32 consecutive values: coalesced), then tests them; ITEMS ballots
   make the words, which lanes ``0 .. ITEMS-1`` store side by side. With one row per lane (one
-  4-byte load in flight) a scan of uint32 columns reached about a quarter of an H100's memory
-  bandwidth; the loads in flight are what a bandwidth-bound scan needs more of (3 uint32
-  columns of 1e8 rows on an H100, one run: 1.33 ms with one word per warp, 0.64 ms with four).
-  ``items=1`` keeps that earlier body (one word per warp) for A/B comparison on the GPU.
+  4-byte load in flight) a scan of uint32 columns used a small share of the memory bandwidth;
+  the loads in flight are what a bandwidth-bound scan needs more of, so ITEMS words per warp
+  are faster (measured: ``docs/plugins/rtscan.md``). ``items=1`` keeps that earlier body (one
+  word per warp) for A/B comparison on the GPU.
 
 :func:`scan_bitmaps` answers a batch of queries with one launch; :func:`scan_bitmap` one query.
 Columns are an (N, d) array of one unsigned dtype (Fortran order reads each column

@@ -25,11 +25,10 @@ concurrent calls run one at a time instead (``pip install tbb`` lifts that).
 GPU launches: numba-cuda compiles each kernel once per argument types; the launch itself then
 goes through the CUDA driver (the PTX numba produced, loaded as a CuPy module), on CuPy's
 current stream. The arguments are flattened the way numba's kernel ABI expects and packed into
-one parameter buffer for ``cuLaunchKernel`` by code generated per argument types. Host time of
-one bare launch on an H100 (one run): numba-cuda's own launch 269 us, CuPy's ``Function`` call
-54 us, the packed buffer 31 us, which matters for small batches. Anything the fast path cannot
-handle falls back to numba's own launch; set ``INDEXZOO_NUMBA_LAUNCH=1`` to always use numba's,
-``INDEXZOO_LAUNCH_MODE=function`` to use CuPy's call.
+one parameter buffer for ``cuLaunchKernel`` by code generated per argument types, which costs
+the host much less than numba-cuda's own launch and matters for small batches. Anything the
+fast path cannot handle falls back to numba's own launch; set ``INDEXZOO_NUMBA_LAUNCH=1`` to
+always use numba's.
 """
 
 from __future__ import annotations
@@ -89,9 +88,6 @@ def call_parallel(fn: Callable[..., Any], *args: Any) -> Any:
 
 
 _FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
-#: How the CuPy path hands parameters over: "packed" (one buffer, the default) or "function"
-#: (CuPy's ``Function`` call, one argument object per parameter; kept for comparison)
-_LAUNCH_MODE = os.environ.get("INDEXZOO_LAUNCH_MODE", "packed")
 _STREAMS: dict[int, Any] = {}
 
 
@@ -136,9 +132,6 @@ def {name}(n_items__, {args}):
     if i < n_items__:
         body__(i, {args})
 """
-
-
-_ZERO = np.uint64(0)
 
 
 def _arg_key(args: tuple[Any, ...], ndarray: Any) -> tuple[Any, ...] | None:
@@ -199,12 +192,6 @@ class _CupyLaunch:
 
             cupy.cuda.driver.funcSetAttribute(self._function.ptr, 8, shared_mem)
             self._shared_optin = shared_mem
-        if _LAUNCH_MODE == "function":
-            flat: list[Any] = []
-            for plan, a in zip(self._plan, args, strict=True):
-                _flatten(plan, a, flat)
-            self._function((blocks,), (threads,), flat, stream=stream, shared_mem=shared_mem)
-            return
         # every parameter packed into one buffer, laid out as the kernel's parameter list (C
         # alignment), handed to cuLaunchKernel through CU_LAUNCH_PARAM_BUFFER_POINTER: one
         # struct.pack instead of one CuPy argument object per flattened parameter
@@ -246,27 +233,15 @@ def _flat_plan(ty: Any) -> Any:
     raise TypeError(f"no fast launch for arguments of type {ty}")
 
 
-def _flatten(plan: Any, a: Any, flat: list[Any]) -> None:
-    if isinstance(plan, int):  # numba's array ABI: meminfo, parent, nitems, itemsize, data,
-        # shape, strides
-        flat += [_ZERO, _ZERO, np.int64(a.size), np.int64(a.itemsize), a]
-        flat += [np.int64(s) for s in a.shape]
-        flat += [np.int64(s) for s in a.strides]
-    elif isinstance(plan, tuple):
-        for p, x in zip(plan, a, strict=True):
-            _flatten(p, x, flat)
-    else:
-        flat.append(plan(a))
-
-
 _PACK_CODES = {np.int8: "b", np.uint8: "B", np.int16: "h", np.uint16: "H", np.int32: "i",
                np.uint32: "I", np.int64: "q", np.uint64: "Q", np.float32: "f", np.float64: "d",
                np.bool_: "?"}
 
 
 def _pack_format(plan: Any) -> str:
-    """The :mod:`struct` codes of one argument's flattened parameters (see :func:`_flatten`);
-    an array plan carries its number of dimensions."""
+    """The :mod:`struct` codes of one argument's flattened parameters, numba's kernel ABI
+    (per array: meminfo, parent, nitems, itemsize, data, shape, strides); an array plan
+    carries its number of dimensions."""
     if isinstance(plan, int):  # an array of that many dimensions
         return "QQqqQ" + "q" * (2 * plan)
     if isinstance(plan, tuple):
@@ -345,8 +320,9 @@ class Kernel:
                                       loop="range" if serial else "prange"), namespace)
             # Without numba's reference counting (NRT): bodies read and write the arrays they
             # are given and allocate nothing, and every call of a helper that takes arrays or
-            # records of arrays would otherwise pay atomic increments and decrements (10x the
-            # time of a binary search step, measured on the lightweight family's CPU twins).
+            # records of arrays would otherwise pay atomic increments and decrements, which cost
+            # far more than a binary search step (measured on the lightweight family's CPU
+            # twins: docs/plugins/lightweight.md).
             return njit(parallel=not serial, nogil=True, _nrt=False)(namespace[self.name])
         from numba import cuda
 
@@ -503,7 +479,7 @@ class BoundLaunch:
         """The GPU call that writes only the open arguments into a prepared parameter buffer
         (None where the CuPy launch cannot take these arguments)."""
         cupy = _cupy()
-        if cupy is None or _LAUNCH_MODE != "packed":
+        if cupy is None:
             return None
         stand_ins = tuple(cupy.empty((1,) * a.ndim, dtype=a.dtype) if isinstance(a, Slot)
                           else a for a in self.args)

@@ -32,8 +32,8 @@ same code on NumPy (CPU) and CuPy (GPU), its per-item steps as one-source kernel
    leaves before it come from a prefix sum over the leaves' first positions, and the left
    turns from a climb to the root. One pass over the nodes writes every record. (An earlier
    builder split top-down one level at a time, with a batch of array operations and host
-   synchronisations per level: 39-54 ms of topology for 0.5-17 M primitives on an H100,
-   whatever the size.)
+   synchronisations per level, which cost about as much for small scenes as for large ones;
+   measured: ``docs/rt-engine.md``.)
 4. **Layout.** Nodes are numbered depth-first (pre-order): a node's left child follows it, its
    right child follows the left subtree, and its **escape index** is the node after its whole
    subtree (pre-order index + subtree size; subtree sizes come bottom-up, pre-order indices

@@ -37,7 +37,8 @@ class SceneParams(KernelParams):
                     "default: a warp's rays share the most of their traversal when "
                     "neighbouring probes are neighbouring keys, and 2^32 groups order a batch "
                     "of 2^27 lookups as finely as a full sort, in four radix passes instead "
-                    "of eight (H100: rx-opt 1.05x, cgrx-8x4 1.05x the full sort).")
+                    "of eight, which makes sorted point lookups a little faster than a full "
+                    "sort; more bits order a batch more finely for more passes.")
 
 
 class KeySceneParams(SceneParams):

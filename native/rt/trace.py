@@ -79,9 +79,9 @@ __all__ = [
 ]
 
 #: CPU trace launches with fewer rays than this run on one core. A ray through the software
-#: BVH costs about 150 ns on one core (2^12 rays over 2^12 keys: 0.6 ms), three times a binary
-#: search, so the thread pool's wake-up (tens of microseconds) pays from far fewer items than
-#: the default threshold of cheap kernels (:data:`indexzoo.native.targets.SERIAL_BELOW`).
+#: BVH costs several times a binary search (measured: ``docs/plugins/rx.md``), so the thread
+#: pool's wake-up pays from far fewer items than the default threshold of cheap kernels
+#: (:data:`indexzoo.native.targets.SERIAL_BELOW`).
 RAYS_SERIAL_BELOW = int(os.environ.get("INDEXZOO_CPU_SERIAL_BELOW_RAYS", 1 << 10))
 
 TERMINATE_ON_FIRST_HIT = 1

@@ -16,9 +16,9 @@ Paper -> code
 * "Leaves filled to 50% or 100%": ``leaf_fill``. Inner nodes are packed full.
 * [AMBIG] Departure from the paper's traversal, by default: ``cooperative=False`` runs one
   thread per lookup on the GPU (the scalar body: a binary search in each node, children and
-  counts computed from the packed layout, so only keys are read). On an H100 (2^26 uint64 keys,
-  2^27 random hits, commit 4f4710d) it ran 4.70 G lookups/s against 2.21 G/s for groups of 16,
-  whose kernel Nsight Compute showed issue-bound (80.6% of issue slots busy, DRAM 28%).
+  counts computed from the packed layout, so only keys are read). It measured faster, the
+  groups' kernel being bound by the instructions every lane issues at every level (the
+  compares, votes and shuffles), not by memory (measured: ``docs/plugins/btree.md``).
   ``cooperative=True`` keeps the paper's groups for every operation.
 
 Beyond the paper's baseline
@@ -29,17 +29,10 @@ Beyond the paper's baseline
 * 64-bit keys (Awad's tree is 32-bit only) and the whole key domain: padding slots are ignored
   through per-node counts, so no key value is reserved.
 
-* Opt-in (issue 14; H100, 2^26 keys: paired 1.05x the default at 1.30x its memory, the scan
-  descent 0.52x): ``leaf_layout`` ``"interleaved"`` or
-  ``"paired"`` keeps a leaf's rowIDs next to its keys in one record array (the rowID read after
-  the leaf search then hits the adjacent line, or the sector just read); ``descent="scan"``
-  searches inner nodes by a branch-free count over all ``node_width`` pivots (the node's loads
-  issued together). See ``docs/plugins/btree.md``.
-* Opt-in, measured slower (H100, 2^26 keys: 0.95x the default): ``inner_layout="quarters"``
-  (node width 16, one thread per lookup, binary descent) stores each inner node as its four
-  quarter maxima, then its 16 keys, so a node search reads two 32-byte sectors (uint64) where
-  the binary search reads about three of four (the default kernel is L2-bound); inner keys
-  take 1.25x the memory.
+* Opt-in: ``leaf_layout`` ``"interleaved"`` or ``"paired"`` keeps a leaf's rowIDs next to its
+  keys in one record array (the rowID read after the leaf search then hits the adjacent line,
+  or the sector just read), for more memory: choose ``"paired"`` when point-lookup speed
+  matters more than resident bytes (measured: ``docs/plugins/btree.md``).
 
 Decisions
 ---------
@@ -58,7 +51,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native import btree
@@ -78,8 +71,10 @@ class BTreeParams(KernelParams):
     cooperative: bool = Field(
         default=False,
         description="On the GPU, search each node with a group of node_width threads (the "
-                    "paper's traversal). False (the default, 2.1x faster on an H100): one "
-                    "thread per lookup, a binary search in each node, reading keys only.",
+                    "paper's traversal). False (the default) runs one thread per lookup, a "
+                    "binary search in each node reading keys only, which is faster on GPUs "
+                    "where the group's node search is issue-bound; True keeps the paper's "
+                    "groups.",
     )
     leaf_fill: Literal[0.5, 1.0] = Field(  # type: ignore[valid-type]  # float Literal: pydantic
         default=1.0, description="Share of each leaf's slots filled by the bulk load."
@@ -91,40 +86,9 @@ class BTreeParams(KernelParams):
                     "rowIDs (the rowID in the line after the keys' line); 'paired', (key, "
                     "rowID) side by side (the rowID in the sector of its key, which the leaf "
                     "search has already read). Records widen keys and rowIDs to the wider "
-                    "dtype. H100, 2^26 keys: paired 1.05x split, at 1.30x the memory.",
+                    "dtype, so they take more memory; choose 'paired' for faster point "
+                    "lookups when memory allows.",
     )
-    descent: Literal["binary", "scan"] = Field(
-        default="binary",
-        description="Inner-node search of the one-thread descent (cooperative=False, and the "
-                    "CPU): 'binary' (the default), a binary search over the node's slots; "
-                    "'scan', a branch-free count of the pivots below the key over all "
-                    "node_width slots, unrolled, so the node's loads are issued together "
-                    "instead of log2(node_width) dependent ones. Leaves are binary-searched "
-                    "either way. H100, 2^26 keys: 0.52x binary (L2-served inner nodes).",
-    )
-    inner_layout: Literal["sorted", "quarters"] = Field(
-        default="sorted",
-        description="How inner nodes store their keys: 'sorted' (the default), the node_width "
-                    "keys in order; 'quarters' (node_width=16, cooperative=False, "
-                    "descent='binary' only), each node's four quarter maxima, then its 16 keys, "
-                    "searched by counting the maxima below the key, then the keys below it in "
-                    "one quarter: two 32-byte sectors per node (uint64) instead of about three, "
-                    "for 1.25x the inner keys' memory. H100, 2^26 keys: 0.95x 'sorted' (the "
-                    "second dependent step per level costs more than the sector it saves).",
-    )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> BTreeParams:
-        if self.inner_layout == "quarters":
-            # the quarters search replaces the node search of the one-thread descent; the
-            # cooperative kernels read sorted nodes of any width
-            need = [f"{name}={want!r}" for name, got, want in (
-                ("cooperative", self.cooperative, False), ("node_width", self.node_width, 16),
-                ("descent", self.descent, "binary")) if got != want]
-            if need:
-                raise ValueError(f"inner_layout='quarters' needs {', '.join(need)} (or "
-                                 "inner_layout='sorted')")
-        return self
 
 
 class BTreeState(BuildState):
@@ -149,7 +113,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
         pairs = sort_pairs(keys, st.rowid_dtype)
         p = self.params
         st.tree = btree.build_btree(pairs.keys, pairs.rowids, p.node_width, p.leaf_fill,
-                                    p.leaf_layout, p.inner_layout)
+                                    p.leaf_layout)
         resident = sum(st.tree.breakdown().values())
         st.peak = max(pairs.peak_bytes, int(pairs.keys.nbytes + pairs.rowids.nbytes) + resident)
 
@@ -164,8 +128,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
     # -------------------------------------------------------------- kernels
     @property
     def _ops(self) -> btree.Operations:
-        p = self.params
-        return btree.operations(p.leaf_layout, p.descent, p.node_width, p.inner_layout)
+        return btree.operations(self.params.leaf_layout)
 
     def _launch(self, name: str, q: int, *args: Any) -> None:
         """Run a tree operation (a field of :class:`~indexzoo.native.btree.Operations`): one

@@ -1,6 +1,6 @@
-"""cgRX's key-to-coordinate map (digest 001 §2.2; different from RX's): a key's bits split into x,
-y and z fields, each placed at its field value plus 0.5, y scaled by 2^15 and z by 2^25, so the
-slanted triangles of neighbouring rows and planes never overlap.
+"""cgRX's key-to-coordinate map (the public artifact's; different from RX's): a key's bits split
+into x, y and z fields, each placed at its field value plus 0.5, y scaled by 2^15 and z by 2^25,
+so the slanted triangles of neighbouring rows and planes never overlap.
 
 ==========  ======  ======  ======
 key width   x bits  y bits  z bits

@@ -1,15 +1,15 @@
-"""``cgrx``: coarse-granular RX (Henneberg, Kharal & Schuhknecht, arXiv 2406.03965, as
-described in Y. Wu's MSc thesis, §3.2, and digest 001 §2), on indexzoo's ray tracer and the RT
-query layer: one triangle per bucket of sorted keys, a successor search of at most five
+"""``cgrx``: coarse-granular RX (Henneberg, Kharal & Schuhknecht, arXiv 2406.03965, as described
+in Y. Wu's MSc thesis, §3.2, and built by the public artifact), on indexzoo's ray tracer and the
+RT query layer: one triangle per bucket of sorted keys, a successor search of at most five
 closest-hit rays, then a search and scan in the sorted keys.
 
 Paper / artifact -> code
 ------------------------
 * Build: radix-sorted (key, rowID) pairs (``sort_pairs``); buckets of ``2^bucket_log`` sorted
   keys, each represented by its largest key; the coordinate split, slanted triangles, moved and
-  flipped representatives, end-of-row and end-of-plane triangles of digest §2.2
+  flipped representatives, end-of-row and end-of-plane triangles of the artifact
   (:mod:`.scene`, :mod:`.coords`); one GAS over them.
-* Finding the bucket of a lower bound ``lo`` (digest §2.2, "Finding the bucket"): none beyond
+* Finding the bucket of a lower bound ``lo`` (the thesis's §3.2 and the artifact): none beyond
   the largest key; bucket 0 up to the first representative; else a ray +x from lo's point
   along its row; if it misses, a ray +y along the row-marker column of lo's plane, whose hit is
   an end-of-plane triangle (its bucket), a flipped triangle (its bucket: the only

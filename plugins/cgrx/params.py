@@ -1,6 +1,6 @@
-"""Parameters of ``cgrx`` (digest 001 §2.2) and its presets: ``cgrx-5x4`` (32-key buckets,
-16-thread scan groups) and ``cgrx-8x4`` (256-key buckets, 16 threads), the thesis's two
-configurations (Table 5.4)."""
+"""Parameters of ``cgrx`` (the thesis's §3.2, as the public artifact builds it) and its presets:
+``cgrx-5x4`` (32-key buckets, 16-thread scan groups) and ``cgrx-8x4`` (256-key buckets, 16
+threads), the thesis's two configurations (Table 5.4)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ class CgrxParams(SceneParams):
     leaf_size: int = Field(
         default=8, ge=1, le=32,
         description="Triangles per BVH leaf of the software ray tracer (OptiX's BVH is opaque). "
-                    "Smaller leaves cull the search's axis-aligned rays better and cost BVH "
-                    "nodes: on an H100 at 2^26 keys, 32-key buckets run 786 M lookups/s at 8 "
-                    "(1.08x sorted-array's memory) and 1246 at 1 (1.23x); cgrx-8x4 takes 1.")
+                    "Smaller leaves cull the search's axis-aligned rays better, so lookups are "
+                    "faster, and cost BVH nodes, so the scene takes more memory: 8 (the "
+                    "default) keeps 32-key buckets near sorted-array's memory, 1 is for speed; "
+                    "cgrx-8x4, with 8x fewer triangles, takes 1.")
     geometry: Literal["generated", "stored"] = Field(
         default="generated",
         description="generated: the engine makes each triangle from a 12-byte record during "
@@ -45,7 +46,7 @@ class CgrxParams(SceneParams):
 PRESETS: dict[str, dict[str, int]] = {
     "cgrx-5x4": dict(bucket_log=5, scan_group_log=4),
     # [AMBIG] leaf size is not a thesis dimension: 256-key buckets have few enough triangles
-    # that one per leaf keeps the scene at 1.05x sorted-array's memory (H100, 2^26 keys:
-    # 1331 M lookups/s against 845 at 8 per leaf)
+    # that one per leaf, the faster choice, keeps the scene close to sorted-array's memory
+    # (measured: docs/plugins/cgrx.md)
     "cgrx-8x4": dict(bucket_log=8, scan_group_log=4, leaf_size=1),
 }

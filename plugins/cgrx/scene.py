@@ -1,5 +1,5 @@
-"""cgRX's scene (digest 001 §2.2): one slanted triangle per bucket representative, row and plane
-markers, array operations only (NumPy or CuPy).
+"""cgRX's scene (the thesis's §3.2, as the public artifact builds it): one slanted triangle per
+bucket representative, row and plane markers, array operations only (NumPy or CuPy).
 
 The sorted keys are cut into buckets of B keys; bucket b holds sorted positions ``b*B ..
 min((b+1)*B, n) - 1`` and its representative is its last (largest) key. Triangles, each with

@@ -1,15 +1,14 @@
-"""cgRX's lookup kernel (digest 001 §2.2, "Finding the bucket", then the in-bucket search): one
-thread per lookup chains the successor search's closest-hit rays (at most five, each one's
-origin taken from the last one's hit) and then finds the run of keys in ``[lo, hi]`` from the
-bucket's start, all in one launch.
+"""cgRX's lookup kernel (the successor search of the thesis's §3.2, as the public artifact finds
+the bucket, then the in-bucket search): one thread per lookup chains the successor search's
+closest-hit rays (at most five, each one's origin taken from the last one's hit) and then finds
+the run of keys in ``[lo, hi]`` from the bucket's start, all in one launch.
 
 In OptiX terms this is a ray-generation program that calls ``optixTrace`` up to five times
 (:func:`indexzoo.native.rt.trace.closest_hit_query`); the artifact does the same in its
 raygen program. Nothing between the rays goes through memory or the host: an earlier version
 cast each phase as its own launch over the lookups still searching, with the compaction,
-coordinates and flip tests between them as array operations (seven launches, six host
-synchronisations and about 2,500 Python calls per batch; H100 profile in
-``docs/plugins/cgrx.md``).
+coordinates and flip tests between them as array operations (seven launches and six host
+synchronisations per batch; measured: ``docs/plugins/cgrx.md``).
 
 The rays, for a lower bound ``lo`` strictly between the first representative and the largest
 key (bucket 0 up to the first representative, none beyond the largest key):

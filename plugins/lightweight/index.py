@@ -1,7 +1,6 @@
 """The lightweight sorted-array family of Henneberg & Schuhknecht, "Is Binary Search Really All
-You Need? Supercharging Lightweight Database Indexing on GPUs" (digest
-``papers/digests/004-binary-search.md``): AO+BS, EO+BS, AO+PB+BS, EO+KS, AO+PB+KS with every
-optimisation the paper studies.
+You Need? Supercharging Lightweight Database Indexing on GPUs": AO+BS, EO+BS, AO+PB+BS, EO+KS,
+AO+PB+KS with every optimisation the paper studies.
 
 Paper -> code
 -------------
@@ -27,9 +26,10 @@ Paper -> code
 Kernels and records
 -------------------
 ``_build`` fills the state with three things the lookups hand to :mod:`indexzoo.native.lightweight`
-unchanged: the :class:`~indexzoo.native.lightweight.LayoutRecord` (the arrays and shapes, one
-kernel argument), the :class:`~indexzoo.native.lightweight.PinRecord` (the driver's pinning) and
-the :class:`~indexzoo.native.lightweight.DriverPlan` (scheme, group, R, reordering, grid cap).
+unchanged: the :class:`~indexzoo.native.lightweight_search.LayoutRecord` (the arrays and shapes,
+one kernel argument), the :class:`~indexzoo.native.lightweight_search.PinRecord` (the driver's
+pinning) and the :class:`~indexzoo.native.lightweight_search.DriverPlan` (scheme, group, R,
+reordering, grid cap).
 Every lookup is one device-agnostic call: ``lw.locate(device, plan, layout, pins, q, out, miss,
 mode)`` (the CPU twin or the GPU driver) and the scans ``OP(device, n, layout, ...,
 group=WARP or 1, threads_per_block=T)``; the index never picks a kernel per device.
@@ -43,17 +43,20 @@ Decisions where the paper is silent or ambiguous
 * [AMBIG] K=2 "full" PB: chunks of 2 keys (Fig. 6, §5.4's 27 levels for 2^28), not 1.
 * [AMBIG] K-ary EO pads no leading slot (Fig. 10); binary EO does (§3.2).
 * [AMBIG] Steps vs full pinning for AO+BS: "full" fills the rest of the shared memory with keys
-  of the next step (odd multiples of the next step size); no preset pins (it did not pay off
-  on the H200).
+  of the next step (odd multiples of the next step size); no preset pins: it helped only with
+  one block per SM, and once the SMs are full the shared memory it takes lowers occupancy
+  (measured: ``docs/plugins/lightweight.md``).
 * [AMBIG] Lookup order with R > 1: a tile of (T/G)·R lookups; without reordering lookup
   ``base + r·(T/G) + g`` goes to group g (coalesced loads); with reordering group g takes the
   sorted entries g·R .. g·R+R-1 (consecutive keys per group).
-* [AMBIG] AO+PB+KS's K is not stated ("small K"). Both KS presets use K=5, the best of
-  3..33 on the H200 (the paper's K=9 for EO+KS beyond L2: 0.83x of K=5's throughput there).
-* Preset defaults are the H200's best settings, not the RTX 4090's: on the H200 one block per SM
-  (132 blocks of 128 threads) leaves the SMs mostly idle (0.37x searchsorted for AO+BS), so
-  ``blocks_per_sm`` extends static scheduling; interleaving R lookups per thread did not pay
-  off there. Every paper setting remains a parameter.
+* [AMBIG] AO+PB+KS's K is not stated ("small K"). Both KS presets use K=5, the fastest K
+  measured, ahead of the paper's K=9 for EO+KS beyond L2: the K-ary group kernels are bound by
+  the instructions their K-1 lanes issue (measured: ``docs/plugins/lightweight.md``).
+* Preset defaults are the settings that measured best on an H200, not the paper's RTX 4090's:
+  with many more SMs, one block per SM (the paper's static scheduling) leaves them mostly idle,
+  so ``blocks_per_sm`` extends static scheduling, and interleaving R lookups per thread did not
+  pay off (measured: ``docs/plugins/lightweight.md``). Every paper setting remains a parameter;
+  choose them to reproduce the paper's configuration.
 * [AMBIG] Range results are not specified: every ``out`` mode is served; ``count`` is two rank
   searches (O(log n)), also for EO, whose closed-form build map gives a slot's rank.
 * Duplicates: point lookups are ranges ``[x, x]`` for ``count``/``sum``/``rowids``; ``rowid``

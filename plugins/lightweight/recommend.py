@@ -14,15 +14,14 @@ and the same tree corrected where our GPU measurements contradict it.
 rowIDs beyond 2^32 keys) exceed the L2.
 
 ``tree="paper"`` walks that tree as written. ``tree="measured"`` changes the branches beyond
-the L2 where the H200 measurements (``docs/plugins/lightweight.md``, commit 3190937 and
-bbce817) contradict it:
+the L2 where our GPU measurements (``docs/plugins/lightweight.md``) contradict it:
 
-* unordered point lookups beyond L2: ``ao-pb-bs``, not ``eo-ks`` with K=9 (2^26 uint64 keys:
-  7.86 G lookups/s, 2.31x searchsorted, against 0.85x for eo-ks K=9: 2.7x faster);
+* unordered point lookups beyond L2: ``ao-pb-bs``, not ``eo-ks`` with K=9, which looked up
+  several times slower;
 * ordered lookups, short rebuilds and mixed workloads beyond L2: ``ao-pb-bs``, not ``ao-pb-ks``
-  (points: 7.86 against 4.64 G lookups/s; builds equal; 2^6-key ranges equal);
-* many small range lookups beyond L2: stay with ``ao-bs`` (2^14-key sums: 27.5 against 16.0 M
-  ranges/s for ao-pb-ks; 2^6-key ranges equal).
+  (faster point lookups; builds and short ranges equal);
+* many small range lookups beyond L2: stay with ``ao-bs``, whose sums over long runs were
+  faster than ``ao-pb-ks``'s (short ranges equal).
 
 Within the L2 both trees agree (eo-bs, the measured winner at 2^22 keys; ao-bs for order and
 ranges). ``tree="auto"`` (the default) takes the measured tree on ``cuda`` and the paper's on

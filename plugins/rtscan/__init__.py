@@ -1,6 +1,6 @@
-"""Plugin ``rtscan``: RTScan (uniform encoding, data sieving, Matrix RT Refine; digest 003),
-with the paper's variants as presets of their own: ``rtc1``, ``rtc3``, ``rtscan-noenc``,
-``rtscan-nosieve`` and ``rtscan-direct`` (the CUDA-core refine)."""
+"""Plugin ``rtscan``: RTScan (Lv et al., PVLDB 17(6), 2024: uniform encoding, data sieving,
+Matrix RT Refine), with the paper's variants as presets of their own: ``rtc1``, ``rtc3``,
+``rtscan-noenc``, ``rtscan-nosieve`` and ``rtscan-direct`` (the CUDA-core refine)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Uniform encoding (paper §4.2, digest 003 §1.5): per column a stable argsort; a row's code is
-its 0-based rank, duplicates taking consecutive codes; the mapping table rewrites predicates.
+"""Uniform encoding (paper §4.2, Fig. 8): per column a stable argsort; a row's code is its
+0-based rank, duplicates taking consecutive codes; the mapping table rewrites predicates.
 
 For one column of N values:
 

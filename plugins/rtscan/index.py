@@ -1,6 +1,6 @@
-"""``rtscan``: RTScan (Lv et al., "RTScan: Efficient Scan with Ray Tracing Cores", PVLDB
-17(6), 2024; digest 003), on indexzoo's software ray tracer and the RT query layer: a
-multi-column scan index whose range lookups produce bitmaps.
+"""``rtscan``: RTScan (Lv et al., "RTScan: Efficient Scan with Ray Tracing Cores", PVLDB 17(6),
+2024), on indexzoo's software ray tracer and the RT query layer: a multi-column scan index whose
+range lookups produce bitmaps.
 
 Paper -> code
 -------------
@@ -15,7 +15,7 @@ Paper -> code
   the last value ``<= hi``. With encoding off the coordinates are the values.
 * §4.3 Data Sieving (``sieve_vectors``, ``selection``): :mod:`.sieve`; the approximate result
   is one kernel pass (the AND of at most two vectors per column).
-* §4.3.2 refine regions: :mod:`.regions`, digest §1.6's order-independent boxes
+* §4.3.2 refine regions: :mod:`.regions`, as order-independent boxes (ours)
   ``U_j x prod_{k<j} C_k x prod_{k>j} H_k``.
 * §4.4 Matrix RT Refine (``refine="rt"``): :mod:`.layout` (cube width, epsilon, rays with
   interval, spacing and length) and :mod:`.refine` (scene, programs). Alg. 1's shader is the
@@ -23,17 +23,17 @@ Paper -> code
   layer's ``BITMAP`` operation (added for RTScan to ``indexzoo.native.rt.query``) sets the bit
   (atomic OR) or clears it (atomic AND-NOT), as the artifact's ``atomicOr``/``atomicAnd``.
   Rows met twice get the same bit twice.
-* digest §2 ``rtscan-direct`` (``refine="direct"``): the slab's rows ``order[a:b]``, checked
+* ``rtscan-direct`` (ours, ``refine="direct"``): the slab's rows ``order[a:b]``, checked
   on CUDA cores with the same atomics, no BVH.
-* Point lookups (digest §2): never a bitmap per key; each key's rank run in the column where it
+* Point lookups (ours): never a bitmap per key; each key's rank run in the column where it
   is shortest (mapping table), those rows checked on the other columns.
 
-Decisions where the paper is ambiguous (digest 003 §6 numbers)
----------------------------------------------------------------
+Decisions where the paper is ambiguous
+--------------------------------------
 * [AMBIG-1] "K = 2^{27}" read as K = 27: ``eps = 2^(K-23)`` where ``2^K`` bounds every float of
   the scene (ranks at N = 1e8: eps = 16, the paper's value). The coverage argument is in
-  :mod:`.layout`; the artifact's eps = 0 is not copied (``eps=0`` is a parameter, and a test
-  shows it missing rows past 2^24).
+  :mod:`.layout`; the artifact's eps = 0 is not copied (it misses rows past 2^24), and epsilon
+  is no parameter: the rule always applies.
 * [AMBIG-2/3/4] ``sieve_vectors`` = K areas (the artifact's ``VAREA_N``), K-1 stored vectors,
   equi-depth borders ``i N / K`` moved to the start of their value's run; a value spanning
   several borders leaves fewer vectors.

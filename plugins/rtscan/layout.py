@@ -1,4 +1,4 @@
-"""Matrix RT Refine's geometry (paper §4.4, digest 003 §1.7-1.8): the cube width, epsilon, the
+"""Matrix RT Refine's geometry (paper §4.4, precision loss §4.4.4): the cube width, epsilon, the
 cubes' float32 boxes, and the rays that cover a refine box: a grid of interval ``I`` across the
 ray direction, short segments of length ``L`` separated by a spacing ``S`` along it.
 
@@ -30,7 +30,8 @@ Why no row in a box is missed (coverage; ``loss = 2^(K-25)`` bounds a rounding t
 * across (the ray's coordinate ``f(r)`` must lie in the cube's closed float32 slab): with
   ``|r - c| <= I/2 <= w/2``, ``f(c) - h <= c + loss - w/2 - eps/2 <= r`` because ``eps/2 >=
   loss``, and rounding is monotonic, so ``f(f(c) - h) <= f(r)``; the upper bound alike. With
-  ``eps = 0`` and ``K > 24`` this can fail (a test shows misses).
+  a smaller epsilon (the artifact's 0) and ``K > 24`` this can fail, which is why epsilon is
+  always the rule's and no parameter.
 * along (the cube's float32 slab must overlap the open ``(tmin, tmax)``): the upper cube bound
   is at least ``c + w/2 - 2 loss`` and ``tmin`` at most ``s0 - 1/2 + S'/2 - pad + loss``, and
   ``c >= s0``, ``w >= S'``: the gap is at least ``1/2 + pad - 3 loss > 0``; ``tmax`` alike.
@@ -102,15 +103,14 @@ class Geometry:
 
 
 def geometry(max_coord: int, extent: int, n: int, g: int, *, width: int | None = None,
-             interval: float = 1.0, spacing: float = 1.0, length: float = 13.4,
-             eps: float | None = None) -> Geometry:
+             interval: float = 1.0, spacing: float = 1.0, length: float = 13.4) -> Geometry:
     """The geometry of a group of ``g`` columns whose coordinates lie in ``[0, max_coord]``
     and span at most ``extent`` values on one axis, over ``n`` rows."""
     w = int(width) if width is not None else auto_width(extent, n, g)
     base = float(max_coord) + w + 2.0
     bits = float_bits(base)
     while True:  # K bounds the coordinates, the cube bounds (+eps) and the ray ends (+pad)
-        e = paper_eps(bits) if eps is None else float(eps)
+        e = paper_eps(bits)
         if float_bits(base + e + paper_eps(bits)) <= bits:
             break
         bits += 1

@@ -1,5 +1,5 @@
-"""Parameters of ``rtscan`` (digest 003 §2) and its presets: the paper's RTc1 and RTc3 and the
-ablations of its §5 (no encoding, no sieving) plus ``rtscan-direct``, the CUDA-core refine.
+"""Parameters of ``rtscan`` and its presets: the paper's RTc1 and RTc3 and the ablations of its
+§5 (no encoding, no sieving) plus ``rtscan-direct``, the CUDA-core refine.
 
 Geometry is in units of the cube width ``w`` (paper §5.10, Fig. 29): the ray interval, the
 spacing between ray segments and the segment length are fractions or multiples of ``w``.
@@ -13,10 +13,17 @@ from pydantic import Field, model_validator
 
 from indexzoo.native.targets import KernelParams
 
-__all__ = ["MAX_SIEVE_VECTORS", "MIN_SIEVE_VECTORS", "PRESETS", "RtscanParams"]
+__all__ = ["MAX_CUBE_WIDTH", "MAX_RAY_LENGTH", "MAX_SIEVE_VECTORS", "MIN_SIEVE_VECTORS",
+           "PRESETS", "RtscanParams"]
 
 MIN_SIEVE_VECTORS = 16
 MAX_SIEVE_VECTORS = 128
+#: The longest ray segment, in cube widths.
+MAX_RAY_LENGTH = 1e6
+#: The widest cube the refine can plan: a segment's period along the rays, ``(L + S) w`` with
+#: ``L <= MAX_RAY_LENGTH`` and ``S <= 1``, plus a box's extent (coordinates are below 2^32)
+#: must stay an int64 in the ray plan: ``(1e6 + 1) 2^43 + 2^32 < 2^63``.
+MAX_CUBE_WIDTH = 1 << 43
 
 
 class RtscanParams(KernelParams):
@@ -50,11 +57,13 @@ class RtscanParams(KernelParams):
         description="Columns per RT job (one BVH each) [§4.1]; groups are ANDed on CUDA "
                     "cores. 3: the paper; 2: the (2+2) layout of §5.9; 1: RTc1.")
     cube_width: int | None = Field(
-        default=None, ge=1,
-        description="Cube width w before epsilon, in coordinate units; null: chosen from the "
-                    "data, ceil((R^g / (14.4 N))^(1/g)) for a group of g columns spanning R "
-                    "coordinates, about one row per ray cell (the paper's tuned 8.3e4 at "
-                    "N = 1e8, R = N, g = 3).")
+        default=None, ge=1, le=MAX_CUBE_WIDTH,
+        description="Cube width w before epsilon, in coordinate units (at most 2^43); null: "
+                    "chosen from the data, ceil((R^g / (14.4 N))^(1/g)) for a group of g "
+                    "columns spanning R coordinates, about one row per ray cell (the paper's "
+                    "tuned 8.3e4 at N = 1e8, R = N, g = 3). Epsilon is always the paper's "
+                    "rule [§4.4.4], 2^(K-23) for coordinates below 2^K, K > 23 (0 below), "
+                    "which keeps every row of a box on some ray.")
     ray_interval: float = Field(
         default=1.0, gt=0.0, le=1.0,
         description="Spacing of the ray grid across the ray direction, as a fraction of w "
@@ -64,7 +73,7 @@ class RtscanParams(KernelParams):
         description="Gap between consecutive ray segments along the ray direction, as a "
                     "fraction of w (Fig. 29: 0..w); at most w, so cubes bridge the gaps.")
     ray_length: float = Field(
-        default=13.4, ge=0.0, le=1e6,
+        default=13.4, ge=0.0, le=MAX_RAY_LENGTH,
         description="Length of each ray segment, as a multiple of w (the paper's 1.1e6 for "
                     "w = 8.3e4); 0: one ray per grid point through the whole box (RTc3).")
     ray_axis: Literal["longest", "x", "y", "z"] = Field(
@@ -73,11 +82,6 @@ class RtscanParams(KernelParams):
                     "along one axis for every box (x, y, z: the group's first, second, third "
                     "column; along an unused axis the rays are as long as a cube is wide, "
                     "the paper's 1- and 2-predicate layouts).")
-    eps: float | None = Field(
-        default=None, ge=0.0,
-        description="Epsilon added to the cube width [§4.4.4]; null: 2^(K-23) for coordinates "
-                    "below 2^K, K > 23 (0 below), the paper's rule. A smaller value can miss "
-                    "rows (tests show it); kept for that experiment.")
     leaf_size: int = Field(
         default=4, ge=1, le=32,
         description="Cubes per BVH leaf of the software ray tracer (OptiX's BVH is opaque).")
@@ -98,7 +102,7 @@ class RtscanParams(KernelParams):
         return self
 
 
-#: The paper's variants, registered as indexes of their own (digest 003 §2).
+#: The paper's variants and ``rtscan-direct`` (ours), registered as indexes of their own.
 PRESETS: dict[str, dict[str, object]] = {
     "rtc1": dict(group_size=1, encoding=False, sieve_vectors=0),
     "rtc3": dict(group_size=3, encoding=False, sieve_vectors=0, ray_length=0.0, ray_axis="z"),

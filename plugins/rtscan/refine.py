@@ -14,7 +14,7 @@ only the total, and no per-ray or per-row array is written.
   satisfies them is set, any other cleared (atomic OR / AND-NOT on the bitmap's words, the
   device's atomics of the query layer's ``BITMAP`` operation, :func:`query.bit_writers`;
   idempotent). The ray's slot is found on its first hit and kept in its payload.
-* ``direct`` (ours, digest 003 §2 ``rtscan-direct``): with ranks, the rows of a box's slab
+* ``direct`` (ours, the ``rtscan-direct`` preset): with ranks, the rows of a box's slab
   ``[a, b)`` of column ``j`` are exactly ``order_j[a:b]``; for each box the narrowest of its
   columns is gathered, every row checked on all the query's columns and set or cleared with
   the same atomics. No BVH, no rays: the CUDA-core refine.
@@ -166,7 +166,7 @@ def build_group(coords: list[Any], cols: tuple[int, ...], n: int, params: Any,
 
 def _geometry(top: int, extent: int, n: int, g: int, p: Any) -> Geometry:
     return geometry(top, extent, n, g, width=p.cube_width, interval=p.ray_interval,
-                    spacing=p.ray_spacing, length=p.ray_length, eps=p.eps)
+                    spacing=p.ray_spacing, length=p.ray_length)
 
 
 def trace_plan(scene: GroupScene, plan: Any, ends: Any, total: int, lc: Any, plo: Any,

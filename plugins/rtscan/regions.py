@@ -1,5 +1,5 @@
-"""The regions a group's refine must visit (paper §4.3.2, Fig. 10, in digest 003 §1.6's
-order-independent form [ours]).
+"""The regions a group's refine must visit (paper §4.3.2, Fig. 10, in an order-independent form
+[ours]).
 
 Per column ``j`` of a group, in ranks: the predicate ``P_j = [x0, x1)``, the sieve's
 approximation ``A_j = [a0, a1)`` (empty without sieving), and

@@ -1,7 +1,7 @@
-"""Data sieving (paper §4.3, digest 003 §1.6): per column K equi-depth bins whose borders are
-moved to the start of their value's run, K-1 stored bit vectors ``F_i = [rank < border_i]``,
-the choice of vectors per predicate (positive or negative selection), and the approximate
-result of a column group: the AND of the chosen vectors, one pass on CUDA cores.
+"""Data sieving (paper §4.3): per column K equi-depth bins whose borders are moved to the start
+of their value's run, K-1 stored bit vectors ``F_i = [rank < border_i]``, the choice of vectors
+per predicate (positive or negative selection), and the approximate result of a column group:
+the AND of the chosen vectors, one pass on CUDA cores.
 
 Borders, in ranks: ``i * N // K`` for ``i = 1 .. K-1``, each moved down to the first rank of the
 value it falls in (the artifact's ``init_bindex_in_GPU``: all codes of one value stay on one

@@ -33,12 +33,12 @@ Decisions where the paper is silent or ambiguous
   whose any-hit writes each rowID at its ray's offset plus the ray's running count (the paper
   only sums values). ``sum`` adds ``values[rowID]`` (uint64, wrapping; the artifact: uint32).
 * [AMBIG] No +1 shift. The artifact maps x to ``float(x + 1)`` so that a from-zero ray at key 0
-  keeps tmin = 0.5 >= 0; that costs one key in naive mode (2^23 - 2 is its largest) and one x bit
-  in 3D mode (its split is 22/22/20). The issue fixes naive keys < 2^23 and 23/23/18, so x =
-  float(x) as in Table 1, and a from-zero ray that starts at x = 0 has tmin = -0.5. The
-  software engine has no sign rule for tmin (hits need tmin < t < tmax); OptiX wants
-  tmin >= 0, so the OptiX backend starts such a ray at its tmin (origin -0.5, tmin 0: the same
-  segment, the same hits) instead of shifting every key.
+  keeps tmin = 0.5 >= 0; that costs one key in naive mode (2^23 - 2 is its largest) and one x
+  bit in 3D mode (its split is 22/22/20). Here naive mode holds every key < 2^23 and the default
+  split is 23/23/18, so x = float(x) as in Table 1, and a from-zero ray that starts at x = 0 has
+  tmin = -0.5. The software engine has no sign rule for tmin (hits need tmin < t < tmax); OptiX
+  wants tmin >= 0, so the OptiX backend starts such a ray at its tmin (origin -0.5, tmin 0: the
+  same segment, the same hits) instead of shifting every key.
 * [AMBIG] The triangle is the artifact's, around the key's point c with e = 0.5:
   (x-e, y+e, z-e), (x-e, y-e, z-e), (x+e, y, z+e), which contains c; the paper's example
   triangle does not contain (k, 0, 0) and is not used. In extended mode e is the gap float on
@@ -78,10 +78,10 @@ Decisions where the paper is silent or ambiguous
   compact=True cuts it to the used records (``optixAccelCompact``); memory_footprint reports the
   bytes held either way. Refit needs compact=False (§3.6: the update flag disables compaction's
   effect).
-* [AMBIG] ``engine="auto"`` is OptiX only on a GPU with RT cores. On the H100 (no RT cores)
-  OptiX's traversal in the driver and the software engine were within 0.7-1.2x of each other
-  (benchmarks/results/h100/2026-11-24d/), the software engine holds less memory and also runs
-  on the CPU, so auto keeps it there. On OptiX, ``update="refit"`` builds a new GAS (OptiX
+* [AMBIG] ``engine="auto"`` is OptiX only on a GPU with RT cores. Without RT cores OptiX
+  traverses in software in the driver, no faster overall than the software engine (measured:
+  ``docs/plugins/rx.md``), while the software engine holds less memory and also runs on the
+  CPU, so auto keeps it there. On OptiX, ``update="refit"`` builds a new GAS (OptiX
   refits in place, and the old state must stay readable for lookups running meanwhile);
   extended mode's AABBs (x up to 1.7e38) are built scaled down under one scaling instance,
   because OptiX's traversal missed custom-primitive boxes from 2^41 up

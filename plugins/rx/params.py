@@ -64,7 +64,7 @@ PRESETS: dict[str, dict[str, object]] = {
     "refit": dict(compact=False, update="refit"),                      # Table 4
     "split-22-22-20": dict(x_bits=22, y_bits=22, z_bits=20),           # the artifact's split
     "generated": dict(geometry="generated", leaf_size=8),  # the engine's fastest RX scene
-    # memory-lean: one copy of the keys, 24-primitive leaves; on the H200 with 2^26 uint64 keys
-    # 1.07 GB (the paper's B+-tree: 1.23 GB), 1.79 G lookups/s, a 58.7 ms build
+    # memory-lean: one copy of the keys, 24-primitive leaves; smaller than the paper's B+-tree
+    # and faster to build than the paper's RX (measured: docs/plugins/rx.md)
     "lean": dict(geometry="generated", leaf_size=24),
 }

@@ -27,7 +27,7 @@ Thesis -> code
 
 Decisions where the thesis is ambiguous
 ---------------------------------------
-* [AMBIG] Multi-row ranges (digest §3.2): at most two closest-hit rays per range. The sorted
+* [AMBIG] Multi-row ranges (the thesis's §4.1, Alg. 3): at most two closest-hit rays per range. The sorted
   distinct high parts of the keys (``highs``, kept from the build as rx keeps them) name the
   first occupied row at or after lo's; ray 1 runs on it from lo's x part (or from 0 when lo's
   own row is empty) to hi's x part (or the row's end); only if it misses, ray 2 runs on the next
@@ -50,10 +50,9 @@ Decisions where the thesis is ambiguous
   the per-batch BVH build included. Range lookups are never inverted (the thesis leaves that
   open).
 * [AMBIG] Sorted probes order point batches, not ranges (``sorted_probe_kinds``): the thesis
-  sorts the probe set of a join (point lookups). Ordering 2^16 ranges by ``lo`` cost more than
-  it saved on an H100 (2^26 keys, 2^10 hits per range, ``out="sum"``, one run at 9a0acb7:
-  0.676 ms with the 32-bit grouping, 0.520 ms without; the grouping alone 0.18-0.20 ms), since
-  each range's thread already reads one contiguous run.
+  sorts the probe set of a join (point lookups). Ordering ranges by ``lo`` cost more than it
+  saved, since each range's thread already reads one contiguous run (measured:
+  ``docs/plugins/rx-opt.md``).
 * [AMBIG] ``range_method="anyhit"`` with compression: a hit stands for its key's whole run.
 * Every key mode, split and primitive of ``rx`` works as in ``rx``; ``update`` is not offered
   (the thesis has none: build again). Spheres are confirmed against the ray's integer bounds as

@@ -8,8 +8,8 @@ The engine's :func:`indexzoo.native.rt.trace.scene_query` is that ``optixTrace``
 
 An earlier version cast each ray phase as its own launch of the RT query layer, with the rows,
 the ray coordinates, the compaction of the second rays and the run search as array operations
-between them: three launches, host synchronisations and about 2.45 ms of host time per range
-call on the H100 (profile in ``docs/plugins/rx-opt.md``). The rays and answers are the same:
+between them: three launches and host synchronisations per range call, whose host time
+dominated (measured: ``docs/plugins/rx-opt.md``). The rays and answers are the same:
 
 * **Point lookup** ``q`` (a key the key mode can hold; any other misses): the perpendicular ray
   through ``q``'s point. A hit is exact (triangles and boxes meet only the ray of their own

@@ -26,19 +26,17 @@ Paper / WarpCore -> code
 
 Decisions where the papers are silent
 -------------------------------------
-* [AMBIG] Default ``group_size`` 4, not the papers' 8: on an H100 (2^26 uint64 keys, load 0.8,
-  2^27 random hits, commit 4f4710d, one run) G = 1, 2, 4, 8, 16 gave 9.53, 11.48, 11.94, 9.53
-  and 5.86 G lookups/s; G = 4 is 0.43x the random-gather floor of that run, G = 8 0.35x.
-  Nsight Compute on G = 8 showed the kernel issue-limited (67% of issue slots busy, DRAM 42%):
-  fewer threads per key issue fewer instructions per lookup.
-* [AMBIG] Default ``layout`` ``aos``, WarpCore's own: on an H100 (the same workload, commit
-  d80469c, one run; the random-gather floor 27.5 G/s) ``aos`` looked up 15.5 G/s (0.56x the
-  floor) against ``soa``'s 12.1 (0.44x) and built in 9.25 ms (7.3 G inserts/s) against 13.7:
-  a slot's key and value word share a sector, so a hit reads one sector and an insert writes
-  one (Nsight Compute put the ``soa`` insert pass at 31% of DRAM bandwidth and 30% of issue
-  slots, latency-bound: a claim's compare-and-swap and the value word's write go to two
-  sectors). It costs memory with uint64 keys and uint32 value words (16 bytes a slot, not 12:
-  1342 against 1007 MB here); with keys and words of one width the layouts take the same.
+* [AMBIG] Default ``group_size`` 4, not the papers' 8: four threads per key looked up fastest.
+  Most lookups end in their first window, and a larger group spends more threads (each
+  hashing, loading and comparing) on them; the kernel with groups of 8 was bound by the
+  instructions it issued, not by memory (measured: ``docs/plugins/warpcore-hash.md``).
+  ``group_size=8`` keeps the papers' configuration.
+* [AMBIG] Default ``layout`` ``aos``, WarpCore's own: a slot's key and value word share a
+  sector, so a hit reads one sector and an insert writes one, where ``soa`` sends a claim's
+  compare-and-swap and the value word's write to two sectors; ``aos`` measured faster for both
+  lookups and builds (measured: ``docs/plugins/warpcore-hash.md``). It costs memory with
+  uint64 keys and uint32 value words (16 bytes a slot, not 12); with keys and words of one
+  width the layouts take the same. Choose ``soa`` when memory matters more than speed.
 * [AMBIG] The baseline's empty/tombstone sentinels (``key(-2)``, ``key(-1)``) make the two
   largest keys unusable; here the empty sentinel is the key dtype's maximum and rows with that
   key are kept out of band (a sorted rowID list answered on the host side of each lookup), so
@@ -122,8 +120,10 @@ class WarpcoreHashParams(KernelParams):
     """Parameters of ``warpcore-hash``."""
 
     group_size: Literal[1, 2, 4, 8, 16, 32] = Field(
-        default=4, description="Threads probing one key together (slots per window); 8 in "
-                               "both papers, 4 measured fastest on an H100."
+        default=4, description="Threads probing one key together (slots per window). 4 (the "
+                               "default) issues fewer instructions per lookup, which is faster "
+                               "where most lookups end in their first window; 8 is both "
+                               "papers' setting."
     )
     load_factor: float = Field(
         default=0.8, ge=0.05, le=0.95,
@@ -132,9 +132,10 @@ class WarpcoreHashParams(KernelParams):
     )
     layout: Literal["soa", "aos"] = Field(
         default="aos",
-        description="aos: (key, value) pairs in one array (WarpCore's; measured faster for "
-                    "lookups and builds on an H100); soa: keys and value words in two arrays "
-                    "(less memory for uint64 keys with uint32 value words).",
+        description="aos (the default, WarpCore's): (key, value) pairs in one array, so a hit "
+                    "reads and an insert writes one sector, which is faster for lookups and "
+                    "builds; soa: keys and value words in two arrays, less memory for uint64 "
+                    "keys with uint32 value words.",
     )
 
 

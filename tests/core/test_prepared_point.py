@@ -171,8 +171,7 @@ def test_an_empty_build_answers_misses(device: str) -> None:
     assert ix.state._prepared["rowid"] is None
 
 
-@pytest.mark.parametrize("params", [{"cooperative": True}, {"leaf_layout": "paired"},
-                                    {"inner_layout": "quarters"}])
+@pytest.mark.parametrize("params", [{"cooperative": True}, {"leaf_layout": "paired"}])
 def test_the_b_tree_s_prepared_lookups_answer_in_every_layout(params: dict[str, Any],
                                                               device: str) -> None:
     keys, ix = _keys(), indexzoo.create("btree", params=params, device=device)

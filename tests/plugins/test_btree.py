@@ -1,8 +1,7 @@
 """``btree`` beyond the conformance suite: every node width and leaf fill, runs of duplicates
 spanning leaves, the structure's invariants, and identical answers from the CPU twin and the
-cooperative GPU kernels; the leaf layouts and descents (conformance suites of their own, edge
-cases, and the GPU bodies under numba's CUDA simulator), and the conformance suites of the
-``quarters`` inner layout (its other tests: ``test_btree_quarters.py``)."""
+cooperative GPU kernels; the leaf layouts (conformance suites of their own, edge cases, and the
+GPU bodies under numba's CUDA simulator)."""
 
 from __future__ import annotations
 
@@ -114,14 +113,10 @@ def test_cpu_twin_and_gpu_kernels_agree(width: int, fill: float) -> None:
         assert_identical(cpu.range(lo, hi, out=m), gpu.range(lo, hi, out=m), f"range {m}")
 
 
-# ---------------------------------------------------------------- leaf layouts and descents
-VARIANTS = [{"leaf_layout": "interleaved"}, {"leaf_layout": "paired"}, {"descent": "scan"},
-            {"inner_layout": "quarters"},
-            {"inner_layout": "quarters", "leaf_layout": "paired", "leaf_fill": 0.5},
-            {"leaf_layout": "paired", "descent": "scan", "node_width": 8, "leaf_fill": 0.5}]
+# ---------------------------------------------------------------- leaf layouts
+VARIANTS = [{"leaf_layout": "interleaved"}, {"leaf_layout": "paired"},
+            {"leaf_layout": "paired", "node_width": 8, "leaf_fill": 0.5}]
 #: the suite in the README's tier: the options combined; the others in the exhaustive tier
-#: (quarters, which needs the binary descent at width 16, combines with the leaf options only;
-#: it measured slower than the default and is kept opt-in)
 QUICK_VARIANTS = (VARIANTS[-1],)
 
 
@@ -135,31 +130,28 @@ for _p in VARIANTS:
                                              "__module__": __name__})
     globals()[_name] = _cls if _p in QUICK_VARIANTS else pytest.mark.exhaustive(_cls)
 
-LAYOUT_AND_DESCENT = [(layout, descent) for layout in btree.LEAF_LAYOUTS
-                      for descent in btree.DESCENTS]
+LAYOUTS = list(btree.LEAF_LAYOUTS)
 
 
 def _shapes() -> list[Any]:
-    """Every layout and descent at node width 16 and uint64 keys, and two other shapes, in
-    the README's test command; every combination with widths 8 (half-full leaves), 16 and 32
-    and both key dtypes in the exhaustive tier (each combination compiles its own kernels)."""
-    quick = {(lay, des, 16, 1.0, np.uint64) for lay, des in LAYOUT_AND_DESCENT}
-    quick |= {("paired", "scan", 8, 0.5, np.uint32), ("interleaved", "binary", 32, 1.0,
-                                                       np.uint32)}
+    """Every layout at node width 16 and uint64 keys, and two other shapes, in the README's
+    test command; every combination with widths 8 (half-full leaves), 16 and 32 and both key
+    dtypes in the exhaustive tier (each combination compiles its own kernels)."""
+    quick = {(lay, 16, 1.0, np.uint64) for lay in LAYOUTS}
+    quick |= {("paired", 8, 0.5, np.uint32), ("interleaved", 32, 1.0, np.uint32)}
     out = []
-    for lay, des in LAYOUT_AND_DESCENT:
+    for lay in LAYOUTS:
         for width, fill in ((8, 0.5), (16, 1.0), (32, 1.0)):
             for dtype in (np.uint32, np.uint64):
-                case = (lay, des, width, fill, dtype)
+                case = (lay, width, fill, dtype)
                 out.append(case if case in quick else pytest.param(
                     *case, marks=pytest.mark.exhaustive))
     return out
 
 
-@pytest.mark.parametrize("layout, descent, width, fill, dtype", _shapes())
-def test_layouts_and_descents_answer_like_the_reference(layout: str, descent: str, width: int,
-                                                        fill: float, dtype: type,
-                                                        device: str) -> None:
+@pytest.mark.parametrize("layout, width, fill, dtype", _shapes())
+def test_layouts_answer_like_the_reference(layout: str, width: int, fill: float, dtype: type,
+                                           device: str) -> None:
     """Duplicates spanning leaves, misses below and above every key (and the dtype's extremes,
     which are also the padding value), ranges over many leaves, every out mode."""
     rng = np.random.default_rng(width)
@@ -178,7 +170,7 @@ def test_layouts_and_descents_answer_like_the_reference(layout: str, descent: st
     span = lo[5:45] + np.minimum(top - lo[5:45], dtype(top // 8))  # about n/8 keys each
     hi = np.concatenate([np.array([top, 9, top, top, 0], dtype=dtype), span, uniq[::50] + 1])
     index = indexzoo.create("btree", device=device, node_width=width, leaf_fill=fill,
-                            leaf_layout=layout, descent=descent).build(keys, values)
+                            leaf_layout=layout).build(keys, values)
     assert index.height >= (2 if width == 8 else 1)
     miss = int(index.miss)
     assert_matches({m: index.point(q, out=m) for m in OUT_MODES}, reference(keys, q, q, values),
@@ -191,11 +183,11 @@ def test_layouts_and_descents_answer_like_the_reference(layout: str, descent: st
     assert_identical(default.point(q, out="rowid"), index.point(q, out="rowid"))
 
 
-@pytest.mark.parametrize("layout, descent", LAYOUT_AND_DESCENT)
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("n", [0, 1, 5, 16, 17])
-def test_layouts_and_descents_on_tiny_and_empty_indexes(layout: str, descent: str, n: int) -> None:
+def test_layouts_on_tiny_and_empty_indexes(layout: str, n: int) -> None:
     keys = np.arange(3, 3 + 2 * n, 2, dtype=np.uint64)
-    index = indexzoo.create("btree", device="cpu", leaf_layout=layout, descent=descent).build(keys)
+    index = indexzoo.create("btree", device="cpu", leaf_layout=layout).build(keys)
     q = np.array([0, 3, 4, 3 + 2 * n, 2**64 - 1, *keys.tolist()], dtype=np.uint64)
     assert_matches({m: index.point(q, out=m) for m in OUT_MODES}, reference(keys, q, q),
                    int(index.miss))
@@ -230,7 +222,7 @@ def test_record_layouts_widen_to_the_wider_dtype(layout: str, key_dtype: type,
     assert tree.breakdown()["leaf_records"] == leaves * width * 2 * item
     assert "leaf_keys" not in tree.breakdown()
     # the kernels read the records: find every key's rowID (the first of equal keys)
-    ops = btree.operations(layout, "binary", width)
+    ops = btree.operations(layout)
     out = np.empty(n, rowid_dtype)
     ops.FIND_ROWID("cpu", n, tree.record(), keys, keys, out, rowid_dtype(0))
     first = np.searchsorted(keys, keys)
@@ -259,13 +251,13 @@ SIM_SCRIPT = textwrap.dedent("""
 
     rng = np.random.default_rng(11)
     cases = CASES
-    for dtype_name, width, layout, descent in cases:
+    for dtype_name, width, layout in cases:
         dtype = np.dtype(dtype_name).type
         keys = rng.integers(0, 90, 300).astype(dtype)
         keys[:40] = 50  # a run over several leaves
         pairs = sort_pairs(keys, np.uint32)
         tree = btree.build_btree(pairs.keys, pairs.rowids, width, 1.0, layout).record()
-        ops = btree.operations(layout, descent, width)
+        ops = btree.operations(layout)
         lo = rng.integers(0, 100, 24).astype(dtype)
         lo[:3] = [50, 0, 95]
         hi = lo + rng.integers(0, 6, 24).astype(dtype)
@@ -281,7 +273,7 @@ SIM_SCRIPT = textwrap.dedent("""
                 op(device, 24, *a, group=group, threads_per_block=32)
                 outs.append(a[out_at])
             for o in outs[1:]:
-                assert np.array_equal(outs[0], o), (op, dtype, layout, descent, outs)
+                assert np.array_equal(outs[0], o), (op, dtype, layout, outs)
             return outs[0]
 
         all_agree(ops.FIND_ROWID, tree, lo, hi, np.empty(24, np.uint32), miss, out_at=3)
@@ -301,29 +293,28 @@ SIM_SCRIPT = textwrap.dedent("""
 """)
 
 
-SIM_CASES = [("uint32", 8, "paired", "scan")]
-SIM_CASES_MORE = [("uint32", 8, "interleaved", "binary"), ("uint64", 16, "paired", "binary"),
-                  ("uint64", 8, "split", "scan"), ("uint64", 8, "interleaved", "scan")]
+SIM_CASES = [("uint32", 8, "paired")]
+SIM_CASES_MORE = [("uint32", 8, "interleaved"), ("uint64", 16, "paired"),
+                  ("uint64", 8, "split")]
 
 
-def test_layouts_and_descents_agree_with_the_cpu_in_the_simulator() -> None:
-    """The one-thread bodies through cuda.jit and the cooperative bodies, per leaf layout and
-    descent, under numba's CUDA simulator (one case here, four more in the exhaustive tier:
-    the simulator runs every thread in Python)."""
+def test_layouts_agree_with_the_cpu_in_the_simulator() -> None:
+    """The one-thread bodies through cuda.jit and the cooperative bodies, per leaf layout,
+    under numba's CUDA simulator (one case here, three more in the exhaustive tier: the
+    simulator runs every thread in Python)."""
     agrees_in_the_simulator(SIM_SCRIPT.replace("CASES", repr(SIM_CASES)))
 
 
 @pytest.mark.exhaustive
-def test_more_layouts_and_descents_agree_with_the_cpu_in_the_simulator() -> None:
-    """The same for 64-bit keys, node width 16 and the split layout with the scan descent."""
+def test_more_layouts_agree_with_the_cpu_in_the_simulator() -> None:
+    """The same for 64-bit keys, node width 16 and the split layout."""
     agrees_in_the_simulator(SIM_SCRIPT.replace("CASES", repr(SIM_CASES_MORE)))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("layout, descent", LAYOUT_AND_DESCENT)
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("cooperative", [False, True])
-def test_layouts_and_descents_agree_between_cpu_and_gpu(layout: str, descent: str,
-                                                        cooperative: bool) -> None:
+def test_layouts_agree_between_cpu_and_gpu(layout: str, cooperative: bool) -> None:
     rng = np.random.default_rng(9)
     keys = rng.integers(0, 2**64 - 1, 1 << 16, dtype=np.uint64, endpoint=True)
     keys[::3] = rng.choice(keys, keys[::3].shape[0])
@@ -331,7 +322,7 @@ def test_layouts_and_descents_agree_between_cpu_and_gpu(layout: str, descent: st
                                                                 dtype=np.uint64)])
     lo = rng.choice(keys, 1 << 10)
     hi = np.maximum(lo, np.minimum(lo.astype(np.float64) + 2.0**52, 2.0**64 - 1).astype(np.uint64))
-    params = {"leaf_layout": layout, "descent": descent}
+    params = {"leaf_layout": layout}
     cpu = indexzoo.create("btree", device="cpu", **params).build(keys)
     gpu = indexzoo.create("btree", device="cuda", cooperative=cooperative, **params).build(keys)
     for m in OUT_MODES:

@@ -1,4 +1,4 @@
-"""``rtscan`` beyond the conformance suite (digest 003 §4): every bitmap compared bit for bit
+"""``rtscan`` beyond the conformance suite (the paper's §4): every bitmap compared bit for bit
 with a NumPy brute force on the original values, for the operators and the sieve's borders,
 positive/negative selection, skew and duplicates, small domains, float32 precision (epsilon,
 codes past 2^24, keys near 2^32), parameter invariance, conjunctions of 1 to 5 columns and
@@ -36,6 +36,7 @@ from indexzoo.plugins.rtscan.layout import (
     paper_eps,
     plan_rays,
 )
+from indexzoo.plugins.rtscan.params import MAX_CUBE_WIDTH, MAX_RAY_LENGTH
 from indexzoo.plugins.rtscan.refine import direct_plan, direct_strided, refine_rt
 from indexzoo.plugins.rtscan.regions import refine_boxes
 from indexzoo.plugins.rtscan.sieve import choose
@@ -617,23 +618,24 @@ def test_no_encoding_with_keys_near_2_32_and_neighbours_near_2_31() -> None:
         check(index, cols, lo, hi, str(params))
 
 
-def test_eps_zero_misses_rows_the_papers_epsilon_finds() -> None:
-    """Values near 2^31 (float32 spacing 256), cubes 255 wide: without epsilon some cubes'
-    rounded boxes fall between two rays; the default epsilon (512) finds every row."""
-    n = 20000
-    a = (2**31 + 77 + np.random.default_rng(4).permutation(n)).astype(U32)
-    b = np.zeros(n, U32)
-    cols = [a, b]
-    lo, hi = np.array([[2**31 + 78, 0]], U32), np.array([[TOP32, 0]], U32)  # not all rows
-    common = dict(encoding=False, sieve_vectors=0, cube_width=255, ray_axis="y",
-                  ray_length=1.0)
-    want = oracle(cols, lo, hi)
-    good = bitmap(make(cols, **common), lo, hi)
-    np.testing.assert_array_equal(good, want)
-    bad = bitmap(make(cols, eps=0.0, **common), lo, hi)
-    missing = int(np.unpackbits((want & ~bad).view(np.uint8)).sum())
-    assert missing > 0, "eps=0 should miss some rows here"
-    assert not (bad & ~want).any()  # never a false positive: the exact check decides
+@pytest.mark.parametrize("eps", [0.0, 16.0, 1e9, float("inf"), float("nan")])
+def test_epsilon_is_not_a_parameter(eps: float) -> None:
+    """Epsilon is always the paper's rule: an epsilon below it misses rows past 2^24, so no
+    value can be set."""
+    with pytest.raises(ConfigError, match="eps"):
+        indexzoo.create("rtscan", eps=eps)
+
+
+def test_the_widest_cube_builds_and_answers_and_a_wider_one_is_refused() -> None:
+    """The largest ``cube_width`` with the longest segments and widest spacing plans its rays
+    in int64 and answers exactly; one more is a ConfigError naming the field and its range."""
+    cols = [c.astype(U32) for c in table("uniform", 300, 3, 1)]
+    lo, hi = random_bounds(cols, 20, 2)
+    for params in ({}, {"encoding": False, "ray_length": MAX_RAY_LENGTH, "ray_spacing": 1.0}):
+        index = make(cols, cube_width=MAX_CUBE_WIDTH, **params)
+        check(index, cols, lo, hi, f"cube_width 2^43 {params}")
+    with pytest.raises(ConfigError, match=r"cube_width.*8796093022208"):
+        indexzoo.create("rtscan", cube_width=MAX_CUBE_WIDTH + 1)
 
 
 @pytest.mark.exhaustive
@@ -846,8 +848,9 @@ def test_presets_are_indexes_of_their_own() -> None:
 
 @pytest.mark.parametrize("bad", [{"sieve_vectors": 8}, {"sieve_vectors": 129},
                                  {"group_size": 4}, {"ray_interval": 0.0},
-                                 {"ray_interval": 1.5}, {"ray_spacing": 1.1}, {"eps": -1.0},
-                                 {"cube_width": 0}, {"selection": "best"},
+                                 {"ray_interval": 1.5}, {"ray_spacing": 1.1},
+                                 {"cube_width": 0}, {"cube_width": MAX_CUBE_WIDTH + 1},
+                                 {"ray_length": 2e6}, {"selection": "best"},
                                  {"sieve_vectors": 0, "selection": "positive"},
                                  {"refine": "bvh"}, {"encoding": 1}])
 def test_bad_parameters_are_config_errors(bad: dict[str, Any]) -> None:

@@ -1,0 +1,63 @@
+"""The scalar pieces of the WarpCore-style hash table that its CPU twin (``hashing.py``) and its
+GPU kernels (``hashing_cuda.py``) both compile in: the hash, the probe sequence (first window
+and step, both by multiply-shift), the markers of the multi-value layout, and what ``sum``
+adds for a row. The table, the layout and the probing scheme are described in ``hashing.py``.
+This module imports neither of the two, so the GPU module never imports the CPU one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba.extending import register_jitable
+
+__all__ = ["NO_SLOT", "RUN_COUNT", "RUN_ROWS", "fmix64", "next_window", "probe_start",
+           "row_value"]
+
+#: What a slot search (``hashing.find_slot``) returns for a key that is not in the table.
+NO_SLOT = -1
+#: Position of a run's row count, relative to its offset in the overflow array.
+RUN_COUNT = 0
+#: Position of a run's first rowID, relative to its offset in the overflow array.
+RUN_ROWS = 1
+
+
+@register_jitable
+def fmix64(x):
+    """MurmurHash3's 64-bit finaliser: a bijective mixer of uint64."""
+    x = np.uint64(x)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xFF51AFD7ED558CCD)
+    x ^= x >> np.uint64(33)
+    x *= np.uint64(0xC4CEB9FE1A85EC53)
+    x ^= x >> np.uint64(33)
+    return x
+
+
+@register_jitable
+def probe_start(key, n_windows):
+    """(first window, step) of ``key``'s probe sequence, both int64.
+
+    One fmix64; its upper 32 bits pick the first window and its lower 32 bits the step, each
+    mapped onto its range by a multiply-shift (Lemire's fast range reduction) instead of a
+    64-bit modulo, which costs a GPU far more than the hash itself.
+    """
+    h = fmix64(np.uint64(key))
+    hi = h >> np.uint64(32)
+    lo = h & np.uint64(0xFFFFFFFF)
+    w = np.int64((hi * np.uint64(n_windows)) >> np.uint64(32))
+    s = np.int64(np.uint64(1) + ((lo * np.uint64(n_windows - 1)) >> np.uint64(32)))
+    return w, s
+
+
+@register_jitable
+def next_window(w, s, n_windows):
+    w += s
+    if w >= n_windows:
+        w -= n_windows
+    return w
+
+
+@register_jitable
+def row_value(r, values, use_values):
+    """What ``sum`` adds for rowID ``r``: ``values[r]``, or ``r`` itself without values."""
+    return values[np.int64(r)] if use_values else np.uint64(r)
