@@ -134,7 +134,10 @@ for step in "$@"; do
     before:*)
       rest=${step#before:}; preset=${rest%%:*}; idx=${rest#*:}
       mkdir -p "$out/before"
-      PYTHONPATH="$before_path" python3 -m indexzoo.tools.cli bench --preset "$preset" --indexes "$idx" \
+      # the older tree's command line: indexzoo.tools.cli, or indexzoo.cli before the tools moved
+      cli=$(PYTHONPATH="$before_path" python3 -c "import importlib.util as u; print(
+        'indexzoo.tools.cli' if u.find_spec('indexzoo.tools') else 'indexzoo.cli')")
+      PYTHONPATH="$before_path" python3 -m "$cli" bench --preset "$preset" --indexes "$idx" \
         --device cuda --output "$out/before" --no-plot 2>&1 | tee -a "$out/before-$preset.txt" ;;
     overhead:*)
       rest=${step#overhead:}; n=${rest%%:*}; idx=${rest#*:}

@@ -182,10 +182,8 @@ def bitmap_from_csr(offsets: Any, rowids: Any, n: int) -> Any:
     bits = xp.left_shift(xp.ones(total, dtype=WORD_DTYPE), (r & 31).astype(WORD_DTYPE))
     if xp is np:
         np.bitwise_or.at(out.reshape(-1), flat, bits)
-    else:
-        import cupyx  # only reached with CuPy arrays
-
-        cupyx.scatter_add(out.reshape(-1), flat, bits)
+    else:  # CuPy has no bitwise_or.at; distinct bits add up to their OR
+        xp.add.at(out.reshape(-1), flat, bits)
     return out
 
 
