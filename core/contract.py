@@ -373,9 +373,13 @@ class GpuIndex(abc.ABC, Generic[S]):
                 and st.n > 0 and keymap.source == keymap.target
                 and not (params.sort_probes and "point" in self.sorted_probe_kinds)
                 and st.device == self.device):
-            # plugin API 1.0's hook receives the out mode, 2.0's the operation
+            # plugin API 1.0's hook receives the out mode, 2.0's the operation; a subclass that
+            # overrode the operation's hook (and not _prepared_point) is answered by its hook
             asked: Any = route.op if self._resolution.api != "1.0" else route.op.out
-            fn = self._prepared_point(st, asked) or route.source.bind(self, st)
+            fn = None
+            if route.op in self._resolution.prepared:
+                fn = self._prepared_point(st, asked)
+            fn = fn or route.source.bind(self, st)
             prep = PreparedPoint(st.xp.ndarray, np.dtype(keymap.source), params.max_batch,
                                  params, results.fast_result(route.op.out, fn))
         st._prepared[out] = prep

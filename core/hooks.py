@@ -112,6 +112,10 @@ class Resolution:
     routes: Mapping[Operation, Route]
     api: str
     deprecations: tuple[str, ...] = field(default=())
+    #: the point operations the class's ``_prepared_point`` may answer: those whose hook is
+    #: defined where ``_prepared_point`` is, or above it (a subclass that overrides the hook
+    #: and not ``_prepared_point`` gets its hook, never the base's prepared shortcut)
+    prepared: frozenset[Operation] = field(default=frozenset())
 
 
 def declared_operations(caps: Any) -> list[Operation]:
@@ -166,7 +170,19 @@ def _resolve(cls: type, base: type) -> Resolution:
         raise PluginError(f"index class {_where(cls)} breaks the plugin contract (plugin API "
                           f"{PLUGIN_API}): " + "; ".join(problems))
     shown = declared if declared is not None else "1.0"
-    return Resolution(routes, shown, tuple(notes + compat.deprecations()))
+    return Resolution(routes, shown, tuple(notes + compat.deprecations()),
+                      _preparable(cls, base, routes))
+
+
+def _preparable(cls: type, base: type, routes: Mapping[Operation, Route]) -> frozenset[Operation]:
+    owners = _own_attributes(cls, base)
+    prepared_owner = owners.get("_prepared_point")
+    if prepared_owner is None:
+        return frozenset()
+    return frozenset(op for op, route in routes.items()
+                     if op.kind == "point" and not route.derived
+                     and route.source.hook in owners
+                     and issubclass(prepared_owner, owners[route.source.hook]))
 
 
 def _own_attributes(cls: type, base: type) -> dict[str, type]:

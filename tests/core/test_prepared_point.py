@@ -179,3 +179,23 @@ def test_the_b_tree_s_prepared_lookups_answer_in_every_layout(params: dict[str, 
     q = _lookups(keys)
     _check(keys, q, ix.point(to_device(q, device)), "rowid", int(ix.miss))
     assert ix.state._prepared["rowid"] is not None
+
+
+def test_a_subclass_that_overrides_a_hook_is_answered_by_it_on_every_path() -> None:
+    """sorted-array prepares its rowid lookups with its own kernel bound; a subclass that
+    overrides ``_point_rowid`` (and not ``_prepared_point``) must be answered by its override
+    for a native batch (the prepared path) as for any other (the pipeline)."""
+    from indexzoo.plugins.sorted_array import SortedArrayIndex
+
+    class MissIsZero(SortedArrayIndex):
+        name = "test-miss-is-zero"
+
+        def _point_rowid(self, st: Any, q: Any) -> Any:
+            r = super()._point_rowid(st, q)
+            return st.xp.where(r == st.miss, st.rowid_dtype.type(0), r)
+
+    keys = np.array([5, 9, 11], dtype=np.uint64)
+    index = MissIsZero(device="cpu").build(keys)
+    native = index.point(np.array([9, 7], dtype=np.uint64)).rowid.tolist()
+    other = index.point(np.array([9, 7], dtype=np.int64)).rowid.tolist()
+    assert native == other == [1, 0]
