@@ -4,6 +4,7 @@ index usable: in Python and on the command line alike), broken plugins isolated.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -141,8 +142,41 @@ def test_a_builtin_name_reused_by_an_entry_point_is_unusable_in_python_and_the_o
 
 
 @pytest.mark.parametrize("entry_point", ["btree", "clash"])
-def test_the_command_line_follows_the_same_rule(entry_point: str, tmp_path: Path) -> None:
-    root = _clash_distribution(tmp_path / "site", entry_point)
+def test_the_command_line_follows_the_same_rule(
+        entry_point: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools.cli import main
+
+    monkeypatch.syspath_prepend(str(_clash_distribution(tmp_path / "site", entry_point)))
+    monkeypatch.chdir(tmp_path)
+    registry.reset()
+
+    def cli(*args: str) -> tuple[int, str, str]:
+        out = io.StringIO()
+        code = main(list(args), out=out)
+        return code, out.getvalue(), capsys.readouterr().err
+
+    code, listed, _ = cli("list")
+    assert code == 0
+    rows = {line.split()[0]: line for line in listed.splitlines() if line.strip()}
+    assert "(unusable)" in rows["btree"] and "registered twice" in rows["btree"]
+    assert "(unusable)" not in rows["sorted-array"]
+    (tmp_path / "index.yaml").write_text("index: btree\ndevice: cpu\n"
+                                         "workload: {n_keys: 100, n_lookups: 10}\n")
+    for args in (("info", "btree"), ("check", "btree", "--group", "sizes"),
+                 ("run", "index.yaml")):
+        code, _, err = cli(*args)
+        assert code == 2, err
+        assert "index name 'btree' is registered twice" in err
+        assert "clash_pkg.Clash" in err and "BTreeIndex" in err
+    code, checked, _ = cli("check", "sorted-array", "--group", "sizes")
+    assert code == 0 and "0 failed" in checked
+
+
+def test_the_console_command_in_its_own_process_follows_the_rule(tmp_path: Path) -> None:
+    """The same from a fresh process, as a user's shell runs it (entry points read from the
+    installed distributions, nothing patched)."""
+    root = _clash_distribution(tmp_path / "site", "btree")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
@@ -152,20 +186,9 @@ def test_the_command_line_follows_the_same_rule(entry_point: str, tmp_path: Path
 
     listed = cli("list")
     assert listed.returncode == 0, listed.stderr
-    rows = {line.split()[0]: line for line in listed.stdout.splitlines() if line.strip()}
-    assert "(unusable)" in rows["btree"] and "registered twice" in rows["btree"]
-    assert "(unusable)" not in rows["sorted-array"]
-    for args in (("info", "btree"), ("check", "btree", "--group", "sizes")):
-        got = cli(*args)
-        assert got.returncode == 2, got.stderr
-        assert "index name 'btree' is registered twice" in got.stderr
-        assert "clash_pkg.Clash" in got.stderr and "BTreeIndex" in got.stderr
-    (tmp_path / "index.yaml").write_text("index: btree\ndevice: cpu\n"
-                                         "workload: {n_keys: 100, n_lookups: 10}\n")
-    ran = cli("run", "index.yaml")
-    assert ran.returncode == 2 and "registered twice" in ran.stderr
-    ok = cli("check", "sorted-array", "--group", "sizes")
-    assert ok.returncode == 0 and "0 failed" in ok.stdout
+    assert "registered twice" in listed.stdout and "sorted-array" in listed.stdout
+    info = cli("info", "btree")
+    assert info.returncode == 2 and "index name 'btree' is registered twice" in info.stderr
 
 
 def test_runtime_plugin_registers_and_unregisters(clean_registry: None) -> None:
