@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import difflib
 import importlib.metadata
+import math
+import os
 import threading
+import traceback
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +33,7 @@ import pluggy
 from . import hookspecs
 from .config import IndexSpec, spec_from_data
 from .contract import GpuIndex, check_plugin_class
-from .display import shown
+from .display import one_line, shown
 from .errors import ConfigError, DuplicatePlugin, PluginError
 from .hookspecs import Suggestion, SuggestQuestion
 
@@ -41,6 +44,8 @@ __all__ = [
     "builtin",
     "create",
     "deprecations",
+    "import_timeout",
+    "load_error_details",
     "load_errors",
     "lookup",
     "named",
@@ -54,6 +59,9 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "indexzoo"
+#: Seconds a plugin's module may take to import before it is left out (``INDEXZOO_PLUGIN_TIMEOUT``)
+IMPORT_TIMEOUT_S = 30.0
+TIMEOUT_ENV = "INDEXZOO_PLUGIN_TIMEOUT"
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,7 @@ class _State:
         self.pm: pluggy.PluginManager | None = None
         self.dists: dict[str, tuple[str, str | None]] = {}
         self.errors: dict[str, str] = {}  # entry point -> why it could not be loaded
+        self.details: dict[str, str] = {}  # name -> the traceback behind an error
         self.table: _Table | None = None
 
 
@@ -101,16 +110,59 @@ def plugin_manager() -> pluggy.PluginManager:
         return _state.pm
 
 
+def import_timeout() -> float:
+    """Seconds one plugin module may take to import: ``INDEXZOO_PLUGIN_TIMEOUT`` (default
+    :data:`IMPORT_TIMEOUT_S`)."""
+    text = os.environ.get(TIMEOUT_ENV)
+    if text is None:
+        return IMPORT_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"environment variable {TIMEOUT_ENV}={shown(text, 40)} must be a "
+                          "positive number of seconds")
+    return value
+
+
+def _import(ep: importlib.metadata.EntryPoint, timeout: float) -> Any:
+    """``ep.load()`` in a worker thread, so that whatever the plugin's module does while it is
+    imported (raise, exit, raise KeyboardInterrupt, hang) stays with that plugin: a real Ctrl-C
+    still reaches the main thread, which waits at most ``timeout`` seconds."""
+    got: dict[str, Any] = {}
+
+    def load() -> None:
+        try:
+            got["plugin"] = ep.load()
+        except BaseException as exc:  # the plugin's own failure, reported by the caller
+            got["error"] = exc
+
+    worker = threading.Thread(target=load, name=f"indexzoo-import-{ep.name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"its module was still importing after {timeout:g} s (the limit is "
+                           f"{TIMEOUT_ENV}); it is left out")
+    if "error" in got:
+        raise got["error"]
+    return got["plugin"]
+
+
 def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoint) -> None:
     if pm.is_blocked(ep.name):
         return
     dist = getattr(ep, "dist", None)
     where = f"distribution {dist.name} {dist.version}" if dist else "unknown dist"
     try:
-        plugin = ep.load()
-    except (Exception, SystemExit) as exc:  # a broken plugin must not take the others down
-        what = "exited" if isinstance(exc, SystemExit) else type(exc).__name__
-        _state.errors[ep.name] = f"{ep.value} ({where}): {what}: {exc}"
+        plugin = _import(ep, import_timeout())
+    except ConfigError:
+        raise
+    except BaseException as exc:  # a broken plugin must not take the others down
+        what = {SystemExit: "exited", KeyboardInterrupt: "raised KeyboardInterrupt",
+                TimeoutError: "timed out"}.get(type(exc), type(exc).__name__)
+        _state.errors[ep.name] = one_line(f"{ep.value} ({where}): {what}: {exc}")
+        _state.details[ep.name] = "".join(traceback.format_exception(exc))
         warnings.warn(f"indexzoo plugin {ep.name!r} failed to load: {_state.errors[ep.name]}",
                       stacklevel=3)
         return
@@ -154,8 +206,11 @@ def _run_register_hooks() -> _Table:
             impl.function(register=register)
         except (Exception, SystemExit) as exc:
             what = "exited" if isinstance(exc, SystemExit) else type(exc).__name__
-            table.broken[provider] = f"its register hook failed: {what}: {exc}"
-            warnings.warn(f"indexzoo plugin {provider} failed: {table.broken[provider]}",
+            plugin = pm.get_name(impl.plugin) or provider
+            table.broken[plugin] = one_line(f"{provider}: its register hook failed: {what}: "
+                                            f"{exc}")
+            _state.details[plugin] = "".join(traceback.format_exception(exc))
+            warnings.warn(f"indexzoo plugin {plugin!r} failed: {table.broken[plugin]}",
                           stacklevel=4)
             continue
         for reg in mine:
@@ -242,6 +297,13 @@ def load_errors() -> MappingProxyType[str, str]:
     out.update(table.broken)
     out.update({name: str(err) for name, err in table.unusable.items()})
     return MappingProxyType(out)
+
+
+def load_error_details() -> MappingProxyType[str, str]:
+    """The tracebacks behind :func:`load_errors` where there was an exception (name -> text),
+    for ``indexzoo list --verbose``."""
+    _table()
+    return MappingProxyType(dict(_state.details))
 
 
 def lookup(name: str) -> type[GpuIndex]:
@@ -336,3 +398,4 @@ def reset() -> None:
         _state.pm, _state.table = None, None
         _state.dists.clear()
         _state.errors.clear()
+        _state.details.clear()

@@ -113,3 +113,18 @@ def add_broken_entry_point(monkeypatch: Any) -> None:
         return [*eps, BrokenEP()] if kw.get("group") == "indexzoo" else eps
 
     monkeypatch.setattr(md, "entry_points", fake_entry_points)
+
+
+def fake_distribution(root: Path, dist: str, entry_points: dict[str, str],
+                      modules: dict[str, str]) -> Path:
+    """A distribution ``dist`` installed in the folder ``root`` (put it on ``sys.path`` or
+    ``PYTHONPATH``): its ``indexzoo`` entry points (name -> module) and its modules (name ->
+    source). Found by ``importlib.metadata`` as a real install is."""
+    info = root / f"{dist.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[indexzoo]\n" + "".join(f"{name} = {module}\n" for name, module in entry_points.items()))
+    for name, source in modules.items():
+        (root / f"{name}.py").write_text(source)
+    return root

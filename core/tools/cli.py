@@ -30,7 +30,14 @@ from indexzoo.config import describe_bounds
 from indexzoo.contract import check_plugin_class
 from indexzoo.display import one_line
 from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
-from indexzoo.registry import available, deprecations, load_errors, lookup, providers
+from indexzoo.registry import (
+    available,
+    deprecations,
+    load_error_details,
+    load_errors,
+    lookup,
+    providers,
+)
 
 from . import interrupts
 
@@ -77,8 +84,11 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"{'name':<{w0}}  {'capabilities':<{w1}}  description\n")
     for name, caps, desc in rows:
         out.write(f"{name:<{w0}}  {caps:<{w1}}  {desc}\n")
+    details = load_error_details() if args.verbose else {}
     for name, why in load_errors().items():
         out.write(f"{name:<{w0}}  {'(unusable)':<{w1}}  {why}\n")
+        if name in details:
+            out.write("".join(f"    {line}\n" for line in details[name].rstrip().splitlines()))
     engines = [name for name, cls in table.items() if "engine" in cls.Params.model_fields]
     if engines:
         out.write(f"\nray-tracing engines ({', '.join(engines)}: parameter engine): "
@@ -164,6 +174,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("list", help="list the registered indexes")
     s.add_argument("--json", action="store_true", help="machine-readable output")
+    s.add_argument("--verbose", action="store_true",
+                   help="with each unusable plugin or index, the traceback behind it")
     s.set_defaults(func=cmd_list)
     s = sub.add_parser("info", help="show an index's parameters and capabilities")
     s.add_argument("name", nargs="?", help="registered index name (see `indexzoo list`)")

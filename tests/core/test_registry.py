@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import add_broken_entry_point
+from helpers import add_broken_entry_point, fake_distribution
 
 import indexzoo
 from indexzoo import registry
@@ -115,12 +115,7 @@ def indexzoo_register_indexes(register: Any) -> None:
 def _clash_distribution(root: Path, entry_point: str) -> Path:
     """A distribution ``clash-pkg`` installed in ``root`` (a folder on the path), with the
     entry point ``entry_point = clash_pkg`` in the ``indexzoo`` group."""
-    info = root / "clash_pkg-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: clash-pkg\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[indexzoo]\n{entry_point} = clash_pkg\n")
-    (root / "clash_pkg.py").write_text(CLASH)
-    return root
+    return fake_distribution(root, "clash-pkg", {entry_point: "clash_pkg"}, {"clash_pkg": CLASH})
 
 
 @pytest.mark.parametrize("entry_point", ["btree", "clash"])
