@@ -660,6 +660,52 @@ def check_lookups_racing_rebuilds_answer_from_one_build(ctx: Context) -> None:
            label="after the race")
 
 
+@check("concurrency", needs=("updates",))
+def check_updates_from_several_threads_are_never_lost(ctx: Context) -> None:
+    """Threads updating disjoint positions of one index at once: afterwards every position has
+    the key its thread set last (no update lost), and answers equal a fresh build's."""
+    threads, rounds = 3, 12 if ctx.size == "small" else 40
+    n = 900
+    keys = np.arange(n, dtype=np.uint64) * np.uint64(7)
+    index = ctx.new().build(keys)
+    final = keys.copy()
+    plans = []
+    for t in range(threads):
+        mine = np.arange(t, n, threads, dtype=np.int64)
+        steps = []
+        for r in range(rounds):
+            pos = mine[r % 3::3][:20]
+            new = (np.uint64(1_000_000) + np.uint64(10_000 * t + 100 * r)
+                   + np.arange(pos.shape[0], dtype=np.uint64))
+            steps.append((pos, new))
+            final[pos] = new
+        plans.append(steps)
+    index.update(*plans[0][0])  # compile outside the race
+    failures: list[str] = []
+
+    def updater(steps: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        try:
+            for pos, new in steps:
+                index.update(pos, new)
+        except Exception as exc:  # an error under concurrency is a failure of the plugin
+            failures.append(f"{type(exc).__name__}: {exc}")
+
+    workers = [threading.Thread(target=updater, args=(plans[t],), daemon=True)
+               for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=300)
+    assert not failures, f"updates from {threads} threads raised: {failures[0]}"
+    got = index.point(final, out="rowid").to_host().rowid
+    lost = np.flatnonzero(got.astype(np.int64) != np.arange(n))
+    assert lost.shape[0] == 0, (
+        f"{lost.shape[0]} of {n} positions lost their last update (first at rowIDs "
+        f"{lost[:5].tolist()})")
+    verify(ctx, index, final, points=final, rng=(final[:50], final[:50] + np.uint64(9)),
+           label="after concurrent updates")
+
+
 # ====================================================================== footprint
 @check("footprint")
 def check_footprint_is_consistent(ctx: Context) -> None:

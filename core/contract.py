@@ -27,6 +27,7 @@ place.
 from __future__ import annotations
 
 import abc
+import threading
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -178,6 +179,9 @@ class GpuIndex(abc.ABC, Generic[S]):
             )
         self.device: str = dev
         self._state: S | None = None
+        # held by update() from reading the state to publishing the next, and by a build's
+        # publication: updates take turns and are never lost (lookups never take it)
+        self._writing = threading.RLock()
         # the class's hooks, resolved against the operation table once per class (a plugin
         # that breaks the contract fails here, with every problem named)
         self._resolution: Resolution = resolve(type(self), GpuIndex)
@@ -298,7 +302,8 @@ class GpuIndex(abc.ABC, Generic[S]):
 
     def _publish(self, st: S) -> None:
         st.seal()
-        self._state = st  # one reference assignment: lookups see the old or the new state
+        with self._writing:  # never in the middle of an update, which read the state before
+            self._state = st  # one reference assignment: lookups see the old or the new state
 
     def _native_dtype(self, keymap: KeyMap) -> np.dtype:
         offered = self.capabilities.key_dtypes
@@ -416,8 +421,14 @@ class GpuIndex(abc.ABC, Generic[S]):
         RowIDs and values stay; a position given twice takes its last new key. Answers
         afterwards equal those of a fresh build over the updated key column. Bad input raises
         before anything changes; the update is published like a build (lookups running
-        meanwhile answer from the state before it).
+        meanwhile answer from the state before it). Updates from several threads take turns
+        (each applies to the state the previous one published: none is lost), and a build
+        publishes between updates, never under one.
         """
+        with self._writing:
+            return self._update_locked(positions, new_keys)
+
+    def _update_locked(self, positions: Any, new_keys: Any) -> GpuIndex[S]:
         st = self._live()
         if not self.capabilities.updates:
             raise Unsupported(f"index {self.name!r} does not support updates; build again")
