@@ -33,10 +33,14 @@ from indexzoo import (
 from indexzoo.contract import check_plugin_class
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.errors import PluginError
+from indexzoo.native.targets import SERIAL_BELOW
 
 from .context import Context, check, verify
 from .data import EXTREME_KEYS_32, EXTREME_KEYS_64, FAMILIES, lookups, make_keys, ranges
 from .oracle import Oracle, compare
+
+#: A batch this large is always checked, whatever the kernels' thresholds.
+LARGE_BATCH = 5000
 
 
 def _snapshot(index: GpuIndex, points: np.ndarray, rng: tuple[np.ndarray, np.ndarray] | None,
@@ -322,6 +326,19 @@ def check_lookup_batches_of_awkward_sizes(ctx: Context) -> None:
         pts = lookups(keys, q, q)
         lo, hi = ranges(keys, q, q)
         verify(ctx, index, keys, points=pts, rng=(lo, hi), label=f"{q} lookups")
+
+
+@check("sizes")
+def check_batches_above_every_threshold_answer_right(ctx: Context) -> None:
+    """One batch larger than every size at which a lookup changes path (the CPU kernels run
+    their parallel loop from SERIAL_BELOW lookups on), at every suite size."""
+    keys = make_keys("dense", 3000, 5, duplicates=ctx.caps.duplicates).keys
+    index = ctx.new().build(keys)
+    q = max(SERIAL_BELOW, LARGE_BATCH) + 17
+    pts = lookups(keys, q, 5)
+    top = pts.dtype.type(np.iinfo(pts.dtype).max)
+    hi = np.where(pts > top - 3, top, pts + pts.dtype.type(3))  # a few keys each
+    verify(ctx, index, keys, points=pts, rng=(pts, hi), label=f"one batch of {q} lookups")
 
 
 # ====================================================================== dtypes

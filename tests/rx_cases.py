@@ -43,6 +43,15 @@ class InDomain(RxIndex):
             keys = g[xp.searchsorted(u, keys)].astype(keys.dtype)
         super()._build(st, keys)
 
+    def _update(self, old: Any, new: Any, positions: Any, new_keys: Any) -> None:
+        # Keys that fit the mode reach rx unchanged; a mapped key set is not updated in place
+        if old.image is not None or (new_keys.shape[0] and int(new_keys.max()) >= LIMIT[
+                self.params.key_mode]):
+            raise NotImplementedError("the InDomain test wrapper updates only key sets that fit "
+                                      "the key mode")
+        new.image = None
+        super()._update(old, new, positions, new_keys)
+
     @staticmethod
     def _points(st: Any, q: Any) -> Any:
         if st.image is None:
