@@ -33,6 +33,7 @@ from indexzoo import (
 from indexzoo.contract import check_plugin_class
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.errors import PluginError
+from indexzoo.hooks import resolve
 from indexzoo.native.targets import SERIAL_BELOW
 
 from .context import Context, check, verify
@@ -52,10 +53,14 @@ def _snapshot(index: GpuIndex, points: np.ndarray, rng: tuple[np.ndarray, np.nda
         if rng is not None and index.capabilities.range:
             results.append(index.range(rng[0], rng[1], out=mode))
         for r in results:
-            h = r.to_host()
-            out += [a for a in (h.rowid, h.count, h.sum, h.offsets, h.rowids, h.bitmap)
-                    if a is not None]
+            out += _host_arrays(r)
     return out
+
+
+def _host_arrays(result: Any) -> list[np.ndarray]:
+    """The arrays of one lookup result, on the host."""
+    h = result.to_host()
+    return [a for a in (h.rowid, h.count, h.sum, h.offsets, h.rowids, h.bitmap) if a is not None]
 
 
 # ====================================================================== contract
@@ -85,6 +90,50 @@ def check_hooks_match_the_operation_table(ctx: Context) -> None:
         check_plugin_class(cls)
     except PluginError as exc:
         raise AssertionError(str(exc)) from None
+
+
+@check("contract")
+def check_a_subclass_hook_answers_on_every_path(ctx: Context) -> None:
+    """A subclass that overrides the hook answering an operation is the one called, for a
+    batch of the keys' own dtype (the prepared point path) and of another dtype (the general
+    path), and answers as the class does."""
+    plain = ctx.new()
+    cls = type(plain)
+    routes = resolve(cls, GpuIndex).routes
+    hooks = sorted({r.source.hook for r in routes.values()})
+    called: list[str] = []
+
+    def spy(name: str) -> Callable[..., Any]:
+        def hook(self: Any, st: Any, *args: Any) -> Any:
+            called.append(name)
+            return getattr(super(spied, self), name)(st, *args)  # type: ignore[misc]
+        hook.__name__ = name
+        return hook
+
+    spied = type(f"Spied{cls.__name__}", (cls,), {h: spy(h) for h in hooks})
+    index = spied(plain.params, device=ctx.device)
+    keys = make_keys("dense", 2000, 11, duplicates=ctx.caps.duplicates).keys
+    keys = keys if ctx.wide else keys.astype(np.uint32)
+    index.build(keys)
+    plain.build(keys)
+    native = lookups(keys, 300, 11)
+    top = native.dtype.type(np.iinfo(native.dtype).max)
+    wide = np.where(native > top - 2, top, native + native.dtype.type(2))
+    for dtype in (native.dtype, np.dtype(np.int64)):
+        q = to_device(native.astype(dtype), ctx.device)
+        hi = to_device(wide.astype(dtype), ctx.device)
+        for op, route in sorted(routes.items(), key=lambda kv: (kv[0].kind, kv[0].out)):
+            called.clear()
+            if op.kind == "point":
+                got, want = index.point(q, out=op.out), plain.point(q, out=op.out)
+            else:
+                got, want = index.range(q, hi, out=op.out), plain.range(q, hi, out=op.out)
+            where = f"{op.kind} {op.out} of {dtype} lookups"
+            assert route.source.hook in called, (
+                f"{where}: the subclass overrides {route.source.hook} (which answers it), yet "
+                f"it was not called (called: {sorted(set(called)) or 'nothing'})")
+            for a, b in zip(_host_arrays(got), _host_arrays(want), strict=True):
+                assert np.array_equal(a, b), f"{where}: the subclass answers otherwise"
 
 
 # ====================================================================== differential

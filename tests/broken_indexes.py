@@ -121,6 +121,17 @@ class RebuildsInPlace(SortedArrayIndex):
             time.sleep(0.002)
 
 
+
+class WrongSumInLargeBatches(SortedArrayIndex):
+    """Sums one too many in every batch of more than 5,000 lookups, as a kernel whose large-batch
+    path (a parallel loop, a chunked launch) has a bug would."""
+
+    name: ClassVar[str] = "broken-large-batch-sum"
+
+    def _range_sum(self, st: Any, lo: Any, hi: Any) -> Any:  # point sums too: [q, q]
+        total = super()._range_sum(st, lo, hi)
+        return total + total.dtype.type(1) if lo.shape[0] > 5000 else total
+
 #: broken class -> the check that must catch it (group/name)
 EXPECTED_FAILURE = {
     OffByOneRangeBound: "ranges/range_bounds_are_inclusive",
@@ -130,4 +141,5 @@ EXPECTED_FAILURE = {
     CorruptsAfterBadInput: "bad_input/bad_input_raises_and_leaves_the_index_correct",
     KeepsTheCallersValues: "ownership/changing_the_callers_arrays_after_build_changes_no_answer",
     RebuildsInPlace: "concurrency/lookups_racing_rebuilds_answer_from_one_build",
+    WrongSumInLargeBatches: "sizes/batches_above_every_threshold_answer_right",
 }
