@@ -12,7 +12,9 @@ from indexzoo.conformance import make_context, run_checks, summary
 
 def test_the_brute_force_column_index_passes_every_check() -> None:
     results = run_checks(make_context(ColumnScan, device="cpu"))
-    assert all(r.status == "passed" for r in results), summary(results)
+    # every check runs but those of updates, which the brute-force index does not offer
+    assert all(r.status == "passed" or (r.status == "skipped" and "updates" in r.check.needs)
+               for r in results), summary(results)
     assert any(r.label.startswith("columns/") for r in results)
 
 
