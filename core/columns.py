@@ -84,7 +84,7 @@ def table_columns(obj: Any) -> list[Any] | None:
         to_series = getattr(obj, "to_series", None)
         if callable(to_series):  # Polars
             return [to_series(j) for j in range(int(obj.shape[1]))]
-    if hasattr(obj, "__arrow_c_stream__"):
+    if hasattr(obj, "__arrow_c_stream__") and library_of(obj) not in _TABLE_LIBRARIES:
         try:
             import pyarrow
         except ImportError:
