@@ -13,7 +13,9 @@ int64                         uint64     flip the sign bit
 datetime64, timedelta64       uint64     as int64 (NaT is rejected, like NaN)
 float32                       uint32     IEEE bits; negative: invert all bits,
 float64                       uint64     non-negative: set the sign bit (radix-sort trick)
-fixed-width bytes (``S<w>``)  uint64     first 8 bytes, zero padded, read big-endian
+bytes ``S1`` ... ``S8``       uint64     the bytes, zero padded, read big-endian
+text ``U<w>``, bytes ``S9+``  uint32     rank in the build's dictionary (sorted distinct
+                                         values; uint64 past 2^32 of them)
 ============================  =========  ===================================================
 
 Each map is strictly increasing (``a < b`` iff ``map(a) < map(b)``), so both point and
@@ -24,10 +26,12 @@ range lookups carry over, with three documented exceptions:
 * **-0.0 and 0.0** compare equal under IEEE 754 (and in NumPy), so they are one key:
   -0.0 is stored as 0.0. A lookup for either finds rows built with either; the inverse
   map returns 0.0. [decision, documented in docs/keys.md]
-* **Byte strings longer than 8 bytes** are indexed by their first 8 bytes (as the RX paper
-  proposes for strings). Lookups then return *candidates*: every row whose prefix matches;
-  the caller filters the rest. The map has no inverse for them. NumPy's own ``S`` semantics
-  apply: trailing NUL bytes are not significant.
+* **Text and byte strings** are exact, whatever their length: up to 8 bytes by their bits,
+  otherwise through a dictionary of the build's values (:meth:`KeyMap.for_keys`), where a
+  point lookup not in the dictionary misses and range bounds take the ranks of the nearest
+  values inside the range. NumPy's own ``S`` semantics apply: trailing NUL bytes are not
+  significant. Time-zone-aware timestamps are UTC ``datetime64`` with the zone kept on the
+  map (``tz``); a tz-naive lookup against them is InvalidInput.
 
 Lookups may use another dtype than the keys. Integer lookups against integer keys are
 compared by value: a lookup outside the key dtype's range is a miss, and range bounds are
