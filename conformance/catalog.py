@@ -1,11 +1,12 @@
 """Every conformance check, in the order they run: the one-column checks (:mod:`.checks`),
-then the multi-column ``columns`` checks (:mod:`.multicolumn`)."""
+then the multi-column ``columns`` checks (:mod:`.multicolumn`), then tables as keys
+(:mod:`.tables`)."""
 
 from __future__ import annotations
 
-from . import checks, multicolumn
+from . import checks, multicolumn, tables
 from .context import GROUPS, Check, checks_in
 
 __all__ = ["CHECKS", "GROUPS"]
 
-CHECKS: tuple[Check, ...] = (*checks_in(checks), *checks_in(multicolumn))
+CHECKS: tuple[Check, ...] = (*checks_in(checks), *checks_in(multicolumn), *checks_in(tables))

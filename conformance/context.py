@@ -5,6 +5,7 @@ at which size), the hypothesis profiles and :func:`verify`, which compares every
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -71,7 +72,13 @@ def checks_in(module: ModuleType) -> list[Check]:
             if callable(fn) and isinstance(getattr(fn, "conformance_check", None), Check)]
 
 
+#: Libraries a check may need (it is skipped, with the reason, where one is not installed).
+LIBRARIES = ("pandas", "polars", "pyarrow")
+
+
 def has(caps: Capabilities, need: str) -> bool:
+    if need in LIBRARIES:
+        return importlib.util.find_spec(need) is not None
     if need == "multi":
         return caps.dims > 1
     if need in ("uint32", "uint64"):
@@ -82,6 +89,8 @@ def has(caps: Capabilities, need: str) -> bool:
 
 
 def _lacks(need: str) -> str:
+    if need in LIBRARIES:
+        return f"{need} is not installed (pip install {need})"
     if need == "multi":
         return "the index takes one key column (capabilities.dims = 1)"
     if need in ("uint32", "uint64"):

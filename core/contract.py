@@ -29,15 +29,17 @@ from __future__ import annotations
 import abc
 import threading
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from . import columns, pipeline, results
+from . import columns as columns_module
+from . import pipeline, results
 from .config import IndexParams, validate_params
 from .devices import array_module, device_of, resolve_device, to_device
+from .display import shown
 from .errors import InvalidInput, NotBuilt, PluginError, ResourceError, Unsupported
 from .hooks import Resolution, resolve
 from .keys import KeyMap
@@ -45,9 +47,15 @@ from .operations import Operation, operation
 from .resources import available_memory
 from .results import OUT_MODES, LookupResult, Out
 from .state import BuildState, describe_columns, rowid_dtype_for
-from .validation import as_1d, check_out, prepare_values, same_length
+from .validation import as_1d, check_out, null_error, prepare_values, read_1d, same_length
 
-__all__ = ["BuildState", "Capabilities", "Footprint", "GpuIndex"]
+__all__ = ["NULL_POLICIES", "BuildState", "Capabilities", "Footprint", "GpuIndex", "NullPolicy"]
+
+#: What ``build(..., nulls=...)`` does with a null key: ``refuse`` raises InvalidInput naming
+#: the column and the first null's position; ``skip`` leaves the row out (it never matches;
+#: the other rows keep their rowIDs) and makes null lookups miss.
+NullPolicy = Literal["refuse", "skip"]
+NULL_POLICIES: tuple[NullPolicy, ...] = ("refuse", "skip")
 
 S = TypeVar("S", bound=BuildState)
 
@@ -209,8 +217,14 @@ class GpuIndex(abc.ABC, Generic[S]):
         return self._state is not None
 
     def __len__(self) -> int:
+        """Rows of the build (rows left out under ``nulls="skip"`` included)."""
         st = self._state
-        return 0 if st is None else st.n
+        return 0 if st is None else st.n_rows
+
+    @property
+    def column_names(self) -> tuple[str, ...] | None:
+        """The key columns' names, where the build's keys were a table or dict (else None)."""
+        return self._live().names
 
     @property
     def key_dtype(self) -> np.dtype:
@@ -245,42 +259,98 @@ class GpuIndex(abc.ABC, Generic[S]):
         return f"<{type(self).__name__} {self.name!r} on {self.device}: {what}>"
 
     # ------------------------------------------------------------------ build
-    def build(self, keys: Any, values: Any = None) -> GpuIndex[S]:
+    def build(self, keys: Any, values: Any = None, *, nulls: NullPolicy = "refuse",
+              columns: Sequence[str] | None = None) -> GpuIndex[S]:
         """Index ``keys`` (rowID = position); ``values`` of the same length are optional.
 
-        The index keeps its own copies of both: changing the caller's arrays afterwards
-        changes no answer. On any error the index keeps its previous build (or stays
-        unbuilt); lookups running meanwhile on other threads answer from the previous build.
+        ``keys`` is any column (NumPy, CuPy, pandas, Polars, Arrow, cuDF, a list; see
+        :mod:`indexzoo.reading`) or, for a multi-column index, a table or list of columns
+        (:mod:`indexzoo.columns`). ``columns``: names of the columns to index, from a table
+        or dict; the index keeps the names (:attr:`column_names`), reads lookup tables by
+        them and takes range bounds by name. ``nulls``: ``"refuse"`` (InvalidInput naming the
+        column and the first null's position) or ``"skip"`` (rows with a null are never
+        matched and keep their rowIDs; null lookups miss).
+
+        The index keeps its own copies of keys and values: changing the caller's arrays
+        afterwards changes no answer. On any error the index keeps its previous build (or
+        stays unbuilt); lookups running meanwhile on other threads answer from the previous
+        build.
         """
+        if nulls not in NULL_POLICIES:
+            raise InvalidInput(f"argument 'nulls': {shown(nulls)} is not one of 'refuse', "
+                               "'skip'")
         if self.capabilities.dims > 1:
-            return self._build_columns(keys, values)
-        arr = as_1d(keys, "keys")
-        keymap = KeyMap.for_dtype(arr.dtype, name="keys")
+            return self._build_columns(keys, values, nulls, columns)
+        names = None
+        if columns is not None:
+            got = columns_module.read_columns(keys, "keys", select=columns)
+            if len(got.arrays) != 1:
+                raise InvalidInput(f"argument 'columns': {len(got.arrays)} columns; index "
+                                   f"{self.name!r} takes one")
+            arr, null, names = got.arrays[0], got.nulls[0], got.names
+        else:
+            arr, null = read_1d(keys, "keys")
+        full = arr
+        arr, rows = self._without_nulls([arr], [null], nulls, names)
+        arr = arr[0]
+        keymap = KeyMap.for_keys(arr, name="keys")
         keymap = keymap.with_target(self._native_dtype(keymap))
-        vals = None if values is None else prepare_values(values, arr, self.device)
+        vals = self._held_values(values, full, rows)
         moved = device_of(arr) != self.device  # moving makes the index's own copy anyway
-        ukeys = to_device(keymap.encode(arr, name="keys", copy=not moved), self.device)
+        ukeys = to_device(keymap.encode(arr, name="keys", copy=not moved and rows is None),
+                          self.device)
         if (not self.capabilities.duplicates and ukeys.shape[0] > 1
                 and int(self.xp.unique(ukeys).shape[0]) != int(ukeys.shape[0])):
             raise Unsupported(f"index {self.name!r} does not support duplicate keys")
-        st = self._new_state(keymap, int(ukeys.shape[0]), vals)
+        st = self._new_state(keymap, int(ukeys.shape[0]), vals, rows=rows,
+                             n_rows=int(full.shape[0]), nulls=nulls, names=names)
         self._build(st, ukeys)
         self._publish(st)
         return self
 
-    def _build_columns(self, keys: Any, values: Any) -> GpuIndex[S]:
-        """``build`` of a multi-column index: the plugin gets an (N, d) Fortran-order array."""
-        cols = columns.as_columns(keys, "keys")
+    def _without_nulls(self, cols: list[Any], nulls: list[Any], policy: str,
+                       names: tuple[str, ...] | None) -> tuple[list[Any], Any]:
+        """The key columns without their null rows and the positions of the rows kept (None:
+        no row has a null); InvalidInput for a null under ``nulls="refuse"``."""
         d = len(cols)
+        any_null = None
+        for j, null in enumerate(nulls):
+            if null is None:
+                continue
+            if policy == "refuse":
+                raise null_error("keys" if d == 1 else f"keys[{j}]", null,
+                                 None if names is None else names[j])
+            any_null = null if any_null is None else any_null | null
+        if any_null is None:
+            return cols, None
+        rows = np.flatnonzero(~any_null)
+        kept = [c[to_device(rows, "cuda")] if device_of(c) == "cuda" else c[rows] for c in cols]
+        return kept, to_device(rows.astype(np.int64), self.device)
+
+    def _held_values(self, values: Any, keys: Any, rows: Any) -> Any:
+        """The index's copy of ``values`` for the rows it holds (the rowIDs of those rows
+        when ``values`` is None and rows were left out, so sums stay sums of rowIDs)."""
+        vals = None if values is None else prepare_values(values, keys, self.device)
+        if rows is None:
+            return vals
+        return rows.astype(np.uint64) if vals is None else vals[rows]
+
+    def _build_columns(self, keys: Any, values: Any, nulls: str,
+                       select: Sequence[str] | None) -> GpuIndex[S]:
+        """``build`` of a multi-column index: the plugin gets an (N, d) Fortran-order array."""
+        got = columns_module.read_columns(keys, "keys", select=select)
+        d = len(got.arrays)
         if d > self.capabilities.dims:
             raise InvalidInput(f"argument 'keys': {d} columns; index {self.name!r} takes at "
                                f"most {self.capabilities.dims}")
+        full = got.arrays[0]
+        cols, rows = self._without_nulls(got.arrays, got.nulls, nulls, got.names)
         names = ["keys" if d == 1 else f"keys[{j}]" for j in range(d)]
-        maps = [KeyMap.for_dtype(c.dtype, name=nm) for c, nm in zip(cols, names, strict=True)]
+        maps = [KeyMap.for_keys(c, name=nm) for c, nm in zip(cols, names, strict=True)]
         # one native dtype for all columns: that of the widest column's map
         target = self._native_dtype(max(maps, key=lambda m: m.target.itemsize))
         keymaps = tuple(m.with_target(target) for m in maps)
-        vals = None if values is None else prepare_values(values, cols[0], self.device)
+        vals = self._held_values(values, full, rows)
         n = int(cols[0].shape[0])
         ukeys = self.xp.empty((n, d), dtype=target, order="F")
         for j, (c, m, nm) in enumerate(zip(cols, keymaps, names, strict=True)):
@@ -289,16 +359,18 @@ class GpuIndex(abc.ABC, Generic[S]):
             host = np.asarray(to_device(ukeys, "cpu"))
             if np.unique(host, axis=0).shape[0] != n:
                 raise Unsupported(f"index {self.name!r} does not support duplicate rows")
-        st = self._new_state(keymaps[0], n, vals, keymaps)
+        st = self._new_state(keymaps[0], n, vals, keymaps, rows=rows,
+                             n_rows=int(full.shape[0]), nulls=nulls, names=got.names)
         self._build(st, ukeys)
         self._publish(st)
         return self
 
     def _new_state(self, keymap: KeyMap, n: int, values: Any,
-                   keymaps: tuple[KeyMap, ...] | None = None) -> S:
-        """A fresh state of the plugin's class with the base's fields set."""
+                   keymaps: tuple[KeyMap, ...] | None = None, **base: Any) -> S:
+        """A fresh state of the plugin's class with the base's fields set (``base``: rows,
+        n_rows, nulls, names)."""
         return typing.cast(S, self.State(keymap=keymap, n=n, values=values, device=self.device,
-                                         keymaps=keymaps))
+                                         keymaps=keymaps, **base))
 
     def _publish(self, st: S) -> None:
         st.seal()
@@ -333,9 +405,58 @@ class GpuIndex(abc.ABC, Generic[S]):
                 return prep.answer(queries)
         return self._lookup("point", out, (queries,))
 
-    def range(self, lo: Any, hi: Any, *, out: Out = "count") -> LookupResult:
-        """Inclusive ranges ``[lo[i], hi[i]]``; ``lo > hi`` is an empty range, not an error."""
+    def range(self, lo: Any, hi: Any = None, *, out: Out = "count") -> LookupResult:
+        """Inclusive ranges ``[lo[i], hi[i]]``; ``lo > hi`` is an empty range, not an error.
+
+        Bounds may also be given by column, as one dict ``{column: (lo, hi)}`` (``hi`` left
+        out): a column is a name of :attr:`column_names` or a position; a column not named is
+        unconstrained, and so is a side given as None; a scalar bound applies to every
+        lookup (``index.range({"a": (lo, hi), "b": (None, 10)})``)."""
+        if isinstance(lo, Mapping):
+            if hi is not None:
+                raise InvalidInput("argument 'hi': bounds given by column ({column: (lo, hi)}) "
+                                   "take no separate hi")
+            lo, hi = self._bounds_by_column(self._live(), lo)
+        elif hi is None:
+            raise InvalidInput("argument 'hi': missing; give range(lo, hi) or "
+                               "range({column: (lo, hi)})")
         return self._lookup("range", out, (lo, hi))
+
+    def _bounds_by_column(self, st: S, spec: Mapping[Any, Any]) -> tuple[Any, Any]:
+        """``{column: (lo, hi)}`` as lists of lower and upper bound columns."""
+        lo: list[Any] = [None] * st.dims
+        hi: list[Any] = [None] * st.dims
+        pairs = {}
+        for key, pair in spec.items():
+            if isinstance(key, str):
+                if st.names is None or key not in st.names:
+                    known = "the index has no column names (build it from a table)" \
+                        if st.names is None else f"its columns are {shown(list(st.names), 200)}"
+                    raise InvalidInput(f"argument 'lo': no column named {shown(key)}; {known}")
+                j = st.names.index(key)
+            elif isinstance(key, (int, np.integer)) and not isinstance(key, bool) \
+                    and 0 <= int(key) < st.dims:
+                j = int(key)
+            else:
+                raise InvalidInput(f"argument 'lo': {shown(key)} is not a column of the index "
+                                   f"(a name or a position below {st.dims})")
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise InvalidInput(f"argument 'lo': column {shown(key)} needs a pair "
+                                   f"(lo, hi), got {shown(pair)}")
+            pairs[j] = pair
+        sizes = {len(b) for p in pairs.values() for b in p
+                 if b is not None and np.ndim(b) > 0}
+        if len(sizes) > 1:
+            raise InvalidInput(f"argument 'lo': the bounds differ in length ({sorted(sizes)})")
+        q = sizes.pop() if sizes else 1
+        for j, (a, b) in pairs.items():
+            lo[j] = None if a is None else ([a] * q if np.ndim(a) == 0 else a)
+            hi[j] = None if b is None else ([b] * q if np.ndim(b) == 0 else b)
+        if st.dims == 1:
+            if lo[0] is None or hi[0] is None:
+                raise InvalidInput("argument 'lo': a one-column index takes both bounds")
+            return lo[0], hi[0]
+        return lo, hi
 
     def _lookup(self, kind: str, out: Any, raw: tuple[Any, ...]) -> LookupResult:
         """One lookup call, stage by stage (:mod:`indexzoo.pipeline`)."""
@@ -347,7 +468,9 @@ class GpuIndex(abc.ABC, Generic[S]):
             self._check_bitmap_size(st, q)
         arrays, keep = pipeline.inside(batch, xp)
         if st.n == 0 or int(arrays[0].shape[0]) == 0:
-            return results.empty_result(op.out, q, xp, st.rowid_dtype, st.miss, st.n)
+            full = rowid_dtype_for(st.n_rows)
+            return results.empty_result(op.out, q, xp, full, full.type(np.iinfo(full).max),
+                                        st.n_rows)
         perm = None
         if (self.params.sort_probes and int(arrays[0].shape[0]) > 1
                 and op.kind in self.sorted_probe_kinds):
@@ -355,7 +478,12 @@ class GpuIndex(abc.ABC, Generic[S]):
         route = self._resolution.routes[op]
         parts = [pipeline.answer(route, self, st, chunk)
                  for chunk in pipeline.chunks(arrays, self.params.max_batch)]
-        return pipeline.assemble(parts, perm, keep, q, op, st)
+        res = pipeline.assemble(parts, perm, keep, q, op, st)
+        if st.rows is None:
+            return res
+        full = rowid_dtype_for(st.n_rows)
+        return results.rows_result(res, st.rows, st.n_rows, xp, full,
+                                   full.type(np.iinfo(full).max))
 
     def _operation(self, kind: str, out: Any) -> Operation:
         """The operation a call asks for, or the error saying why the index cannot answer it."""
@@ -375,7 +503,7 @@ class GpuIndex(abc.ABC, Generic[S]):
         if out in ("rowid", "count", "sum") and caps.point and out in caps.out_modes:
             route = self._resolution.routes.get(operation("point", out))
         if (route is not None and not route.derived and caps.dims == 1 and st.dims == 1
-                and st.n > 0 and keymap.source == keymap.target
+                and st.n > 0 and keymap.source == keymap.target and st.rows is None
                 and not (params.sort_probes and "point" in self.sorted_probe_kinds)
                 and st.device == self.device):
             # plugin API 1.0's hook receives the out mode, 2.0's the operation; a subclass that
@@ -408,11 +536,12 @@ class GpuIndex(abc.ABC, Generic[S]):
         """Device bytes held after build, their breakdown, and the peak during build."""
         st = self._live()
         fp = self._footprint(st)
-        if st.values is None:
+        held = {name: int(arr.nbytes) for name, arr in (("values", st.values), ("rows", st.rows))
+                if arr is not None}
+        if not held:
             return fp
-        extra = int(st.values.nbytes)
-        return Footprint(breakdown={**fp.breakdown, "values": extra},
-                         peak_build_bytes=fp.peak_build_bytes + extra)
+        return Footprint(breakdown={**fp.breakdown, **held},
+                         peak_build_bytes=fp.peak_build_bytes + sum(held.values()))
 
     # ------------------------------------------------------------------ updates
     def update(self, positions: Any, new_keys: Any) -> GpuIndex[S]:
@@ -435,6 +564,9 @@ class GpuIndex(abc.ABC, Generic[S]):
         if st.dims > 1:
             raise Unsupported("updates of multi-column indexes are not part of the contract; "
                               "build again")
+        if st.rows is not None:
+            raise Unsupported("updates of a build that left null rows out (nulls='skip') are "
+                              "not part of the contract; build again")
         pos = as_1d(positions, "positions")
         new = as_1d(new_keys, "new_keys")
         same_length(pos, new, "positions", "new_keys")

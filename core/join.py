@@ -15,10 +15,10 @@ from typing import Any, Literal
 import numpy as np
 
 from .config import IndexSpec
-from .devices import to_numpy
+from .devices import to_device, to_numpy
 from .errors import InvalidInput, Unsupported
 from .registry import create
-from .validation import as_1d
+from .validation import read_1d
 
 __all__ = ["JoinResult", "join"]
 
@@ -49,27 +49,63 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     ``index``: the index to build (a registered name, an :class:`IndexSpec` or a spec dict); it
     needs point lookups with ``out="rowids"``. ``build``: which side is indexed; ``auto`` indexes
     the side with fewer rows (the left one on a tie). Keys of both sides go through the key
-    map, so any key dtype works where the two columns compare (e.g. int64 with int32).
+    map, so any key dtype works where the two columns compare (e.g. int64 with int32, text
+    with text, byte strings of any length exactly). Float and integer columns join whichever
+    side is indexed: a float equals an integer only when it is a whole number of that value.
+    Null keys (pandas, Arrow, Polars nulls; None in a list) join nothing, as in SQL.
     """
     if build not in ("auto", "left", "right"):
         raise InvalidInput(f"argument 'build': {build!r} is not one of 'auto', 'left', 'right'")
-    left = as_1d(left_keys, "left_keys")
-    right = as_1d(right_keys, "right_keys")
+    left, left_nulls = read_1d(left_keys, "left_keys")
+    right, right_nulls = read_1d(right_keys, "right_keys")
     smaller: Literal["left", "right"] = \
         "left" if int(left.shape[0]) <= int(right.shape[0]) else "right"
     side: Literal["left", "right"] = smaller if build == "auto" else build
     built, probes = (left, right) if side == "left" else (right, left)
+    built_nulls, probe_nulls = (left_nulls, right_nulls) if side == "left" else \
+        (right_nulls, left_nulls)
     idx = create(index, device=device) if device is not None else create(index)
     caps = idx.capabilities
     if not caps.point or "rowids" not in caps.out_modes:
         raise Unsupported(f"index {idx.name!r} cannot join: a join needs point lookups with "
                           "out='rowids'")
-    idx.build(built)
+    for arr, name in ((left, "left_keys"), (right, "right_keys")):
+        if arr.dtype.kind == "f" and bool(idx.xp.isnan(to_device(arr, idx.device)).any()):
+            raise InvalidInput(f"argument {name!r}: NaN has no place in a join on equality; "
+                               "drop or replace it")
+    probes, miss = _comparable(built, probes)
+    if probe_nulls is not None:
+        miss = probe_nulls if miss is None else miss | probe_nulls
+    idx.build(built, nulls="skip" if built_nulls is not None else "refuse")
+    kept = None
+    if miss is not None:  # probes that equal no key are not looked up
+        kept = np.flatnonzero(~to_numpy(miss))
+        probes = probes[kept if isinstance(probes, np.ndarray) else idx.xp.asarray(kept)]
     res = idx.point(probes, out="rowids")
     xp = idx.xp
     counts = res.offsets[1:] - res.offsets[:-1]
     probe_rows = xp.repeat(xp.arange(int(counts.shape[0]), dtype=np.int64), counts)
+    if kept is not None:
+        probe_rows = xp.asarray(kept, dtype=np.int64)[probe_rows]
     build_rows = res.rowids.astype(np.int64)
     if side == "left":
         return JoinResult(build_rows, probe_rows, side)
     return JoinResult(probe_rows, build_rows, side)
+
+
+def _comparable(built: Any, probes: Any) -> tuple[Any, Any]:
+    """Probes the built side's key map compares with, and the probes that equal no key (None:
+    all may): float probes against integer keys become integers where they are whole
+    numbers in range (the others miss), so a float/int join does not depend on which side is
+    indexed (integer probes against float keys are compared exactly by the key map)."""
+    if built.dtype.kind not in "biu" or probes.dtype.kind != "f":
+        return probes, None
+    host = to_numpy(probes).astype(np.float64)
+    unsigned = built.dtype.kind in "bu"
+    low, end = (0.0, 2.0**64) if unsigned else (-(2.0**63), 2.0**63)
+    whole = (np.floor(host) == host) & (host >= low) & (host < end)
+    target = np.uint64 if unsigned else np.int64
+    ints = np.where(whole, host, 0.0).astype(target)
+    if not isinstance(probes, np.ndarray):
+        ints = to_device(ints, "cuda")
+    return ints, (None if bool(whole.all()) else ~whole)

@@ -13,7 +13,9 @@ int64                         uint64     flip the sign bit
 datetime64, timedelta64       uint64     as int64 (NaT is rejected, like NaN)
 float32                       uint32     IEEE bits; negative: invert all bits,
 float64                       uint64     non-negative: set the sign bit (radix-sort trick)
-fixed-width bytes (``S<w>``)  uint64     first 8 bytes, zero padded, read big-endian
+bytes ``S1`` ... ``S8``       uint64     the bytes, zero padded, read big-endian
+text ``U<w>``, bytes ``S9+``  uint32     rank in the build's dictionary (sorted distinct
+                                         values; uint64 past 2^32 of them)
 ============================  =========  ===================================================
 
 Each map is strictly increasing (``a < b`` iff ``map(a) < map(b)``), so both point and
@@ -24,10 +26,12 @@ range lookups carry over, with three documented exceptions:
 * **-0.0 and 0.0** compare equal under IEEE 754 (and in NumPy), so they are one key:
   -0.0 is stored as 0.0. A lookup for either finds rows built with either; the inverse
   map returns 0.0. [decision, documented in docs/keys.md]
-* **Byte strings longer than 8 bytes** are indexed by their first 8 bytes (as the RX paper
-  proposes for strings). Lookups then return *candidates*: every row whose prefix matches;
-  the caller filters the rest. The map has no inverse for them. NumPy's own ``S`` semantics
-  apply: trailing NUL bytes are not significant.
+* **Text and byte strings** are exact, whatever their length: up to 8 bytes by their bits,
+  otherwise through a dictionary of the build's values (:meth:`KeyMap.for_keys`), where a
+  point lookup not in the dictionary misses and range bounds take the ranks of the nearest
+  values inside the range. NumPy's own ``S`` semantics apply: trailing NUL bytes are not
+  significant. Time-zone-aware timestamps are UTC ``datetime64`` with the zone kept on the
+  map (``tz``); a tz-naive lookup against them is InvalidInput.
 
 Lookups may use another dtype than the keys. Integer lookups against integer keys are
 compared by value: a lookup outside the key dtype's range is a miss, and range bounds are
@@ -38,6 +42,7 @@ and range bounds round inwards (``lo`` up, ``hi`` down), so ranges stay exact.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -50,11 +55,11 @@ from .errors import InvalidInput, Unsupported
 
 __all__ = ["SUPPORTED_KEY_DTYPES", "KeyMap", "UntypedEmpty"]
 
-Kind = Literal["unsigned", "signed", "float", "datetime", "bytes"]
+Kind = Literal["unsigned", "signed", "float", "datetime", "bytes", "strings"]
 
 SUPPORTED_KEY_DTYPES = (
     "bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float32, float64, "
-    "datetime64, timedelta64 and fixed-width bytes (S1 ... S<w>)"
+    "datetime64, timedelta64, byte strings (S<w>) and text (U<w>)"
 )
 
 _U32 = np.dtype(np.uint32)
@@ -76,16 +81,16 @@ def _kind_of(dtype: np.dtype) -> Kind | None:
         return "float"
     if dtype.kind in "mM":
         return "datetime"
-    if dtype.kind == "S" and dtype.itemsize > 0:
+    if dtype.kind == "S" and 0 < dtype.itemsize <= 8:
         return "bytes"
+    if dtype.kind in "SU" and dtype.itemsize > 0:
+        return "strings"
     return None
 
 
 def _unsupported_dtype(dtype: np.dtype, name: str) -> InvalidInput:
     hint = ""
-    if dtype.kind == "U":
-        hint = " (encode text to bytes first, e.g. np.char.encode(a, 'utf-8'): order is kept)"
-    elif dtype.kind == "f":
+    if dtype.kind == "f":
         hint = " (convert float16 to float32 first)"
     return InvalidInput(
         f"argument {name!r}: dtype {dtype} is not supported as a key; "
@@ -109,17 +114,37 @@ def _bits(dtype: np.dtype) -> int:
     return dtype.itemsize * 8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KeyMap:
     """The order-preserving map of one key dtype (``source``) onto ``target``.
 
-    Build with :meth:`for_dtype`; ``encode`` keys, ``decode`` them back (where an inverse
-    exists), and ``encode_points`` / ``encode_ranges`` for lookups of any compatible dtype.
+    Build with :meth:`for_keys` (or :meth:`for_dtype` where the map needs no data); ``encode``
+    keys, ``decode`` them back, and ``encode_points`` / ``encode_ranges`` for lookups of any
+    compatible dtype. Everything it holds is plain data: dtypes, strings and, for text and
+    long byte strings, one NumPy array (``dictionary``).
     """
 
     source: np.dtype
     target: np.dtype
     kind: Kind
+    #: text and byte strings wider than 8 bytes: the build's distinct values, sorted; a key
+    #: is its rank in this array (None for every other kind)
+    dictionary: np.ndarray | None = None
+    #: time-zone-aware timestamps: the zone the keys came in (their values are UTC)
+    tz: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, KeyMap):
+            return NotImplemented
+        if (self.source, self.target, self.kind, self.tz) != \
+                (other.source, other.target, other.kind, other.tz):
+            return False
+        a, b = self.dictionary, other.dictionary
+        return a is b or (a is not None and b is not None and np.array_equal(a, b))
+
+    def __hash__(self) -> int:
+        size = None if self.dictionary is None else int(self.dictionary.shape[0])
+        return hash((self.source, self.target, self.kind, self.tz, size))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -132,8 +157,26 @@ class KeyMap:
         kind = _kind_of(dt)
         if kind is None:
             raise _unsupported_dtype(dt, name)
+        if kind == "strings":
+            raise InvalidInput(
+                f"argument {name!r}: keys of dtype {dt} map through a dictionary of the "
+                "build's values; make the map with KeyMap.for_keys(keys)")
         wide = kind in ("datetime", "bytes") or dt.itemsize == 8
         return cls(source=dt, target=_U64 if wide else _U32, kind=kind)
+
+    @classmethod
+    def for_keys(cls, keys: Any, *, name: str = "keys") -> KeyMap:
+        """The map for the build ``keys`` (no nulls among them): :meth:`for_dtype` of their
+        dtype, with the time zone of time-zone-aware timestamps and, for text and byte
+        strings wider than 8 bytes, the dictionary of their distinct values."""
+        dt = keys.dtype
+        if _kind_of(dt) == "strings":
+            dictionary = np.unique(np.asarray(keys))
+            target = _U32 if dictionary.shape[0] <= (1 << 32) else _U64
+            return cls(source=dt, target=target, kind="strings", dictionary=dictionary)
+        km = cls.for_dtype(dt, name=name)
+        tz = getattr(keys, "tz", None)
+        return km if tz is None or km.kind != "datetime" else dataclasses.replace(km, tz=tz)
 
     def with_target(self, target: Any) -> KeyMap:
         """The same map onto a wider target (uint32 -> uint64 keeps the order)."""
@@ -141,7 +184,7 @@ class KeyMap:
         if t == self.target:
             return self
         if t == _U64 and self.target == _U32:
-            return KeyMap(self.source, t, self.kind)
+            return dataclasses.replace(self, target=t)
         raise Unsupported(
             f"keys of dtype {self.source} need {self.target} keys inside the index; "
             f"they cannot be narrowed to {t}"
@@ -150,17 +193,20 @@ class KeyMap:
     @functools.cached_property
     def natural(self) -> np.dtype:
         """The narrowest target of this source: what the bit tricks run on before widening."""
+        if self.dictionary is not None:
+            return _U32 if self.dictionary.shape[0] <= (1 << 32) else _U64
         return KeyMap.for_dtype(self.source).target
 
     @property
     def invertible(self) -> bool:
-        """Whether :meth:`decode` gives the keys back (all but bytes wider than 8)."""
-        return not (self.kind == "bytes" and self.source.itemsize > 8)
+        """Whether :meth:`decode` gives the keys back (every map: strings through their
+        dictionary)."""
+        return True
 
     @property
     def exact(self) -> bool:
-        """Whether equal encodings mean equal keys (all but bytes wider than 8)."""
-        return self.invertible
+        """Whether equal encodings mean equal keys (every map)."""
+        return True
 
     # ------------------------------------------------------------------ keys
     def encode(self, arr: Any, *, name: str = "keys", copy: bool = True) -> Any:
@@ -169,7 +215,10 @@ class KeyMap:
         The result is a new array unless ``copy=False`` and the map is the identity (then it
         may be ``arr`` itself: fine for lookups, never for keys an index keeps).
         """
-        if arr.dtype != self.source and not (self.kind == "bytes" and arr.dtype.kind == "S"):
+        if type(arr) is not np.ndarray and isinstance(arr, np.ndarray):
+            arr = arr.view(np.ndarray)  # e.g. timestamps that carry their time zone
+        if arr.dtype != self.source and not (self.kind in ("bytes", "strings")
+                                             and arr.dtype.kind == self.source.kind):
             raise InvalidInput(
                 f"argument {name!r}: expected dtype {self.source}, got {arr.dtype}"
             )
@@ -193,6 +242,8 @@ class KeyMap:
         if self.kind == "datetime":
             _check_no_nan(arr, name)
             return arr.view(np.int64).view(_U64) ^ _U64.type(1 << 63)
+        if self.kind == "strings":
+            return self._ranks(arr, "point")[0]
         return self._encode_bytes(arr, name)
 
     def _encode_bytes(self, arr: Any, name: str) -> Any:
@@ -206,11 +257,8 @@ class KeyMap:
 
     def decode(self, ukeys: Any) -> Any:
         """The inverse map: ``decode(encode(k)) == k`` (with -0.0 returned as 0.0)."""
-        if not self.invertible:
-            raise Unsupported(
-                f"keys of dtype {self.source} are indexed by their first 8 bytes; "
-                "the map has no inverse"
-            )
+        if self.dictionary is not None:
+            return self.dictionary[np.asarray(ukeys).astype(np.int64)]
         nat = self.natural
         u = ukeys.astype(nat)
         nbits = _bits(nat)
@@ -239,6 +287,9 @@ class KeyMap:
         if not isinstance(q, UntypedEmpty) and q.dtype == self.source == self.target:
             # unsigned keys of the index's width
             return q, None  # (the identity: nothing to check, convert or copy)
+        special = self._special_lookup(q, name, "point")
+        if special is not None:
+            return special
         conv, outside = self._convert(q, name, mode="point")
         return self.encode(conv, name=name, copy=False), outside
 
@@ -266,6 +317,9 @@ class KeyMap:
         on their side (a lower bound above every key, an upper bound below every key).
         """
         what = side if name is None else name
+        special = self._special_lookup(b, what, side)
+        if special is not None:
+            return special
         conv, out = self._convert(b, what, mode=side)
         return self.encode(conv, name=what, copy=False), out
 
@@ -279,6 +333,8 @@ class KeyMap:
         if isinstance(q, UntypedEmpty):
             return np.empty(0, self.source), None
         dt = q.dtype
+        if self.kind == "datetime" and dt.kind == "M":
+            self._check_zone(q, name)
         if dt == self.source:
             if self.kind in ("float", "datetime"):
                 _check_no_nan(q, name)
@@ -292,8 +348,6 @@ class KeyMap:
                 and np.can_cast(dt, self.source, casting="safe")):
             _check_no_nan(q, name)
             return q.astype(self.source), None
-        if self.kind == "bytes" and qkind == "bytes":
-            return q, None  # any width: lookups are compared by their first 8 bytes too
         raise InvalidInput(
             f"argument {name!r}: dtype {dt} cannot be compared with keys of dtype "
             f"{self.source}; use {self._compatible()}"
@@ -306,7 +360,77 @@ class KeyMap:
             "float": "a float or integer dtype",
             "datetime": f"{self.source} or a coarser unit of it",
             "bytes": "a fixed-width bytes dtype (S<w>)",
+            "strings": "text (U<w>)" if self.source.kind == "U" else "byte strings (S<w>)",
         }[self.kind]
+
+    def _check_zone(self, q: Any, name: str) -> None:
+        """InvalidInput unless timestamp lookups and keys agree on having a time zone."""
+        qtz = getattr(q, "tz", None)
+        if self.tz is not None and qtz is None:
+            raise InvalidInput(
+                f"argument {name!r}: the keys are timestamps in time zone {self.tz!r} (held "
+                "as UTC); tz-naive lookups are ambiguous: give them a time zone (pandas: "
+                "Series.dt.tz_localize, Timestamp(..., tz=...))")
+        if self.tz is None and qtz is not None:
+            raise InvalidInput(
+                f"argument {name!r}: the lookups are in time zone {qtz!r} but the keys are "
+                "tz-naive timestamps; drop the lookups' time zone (Series.dt.tz_convert(None) "
+                "gives UTC) or build on tz-aware keys")
+
+    def _special_lookup(self, q: Any, name: str, mode: str) -> tuple[Any, Any | None] | None:
+        """Lookups that are not converted to ``source`` first: text and long byte strings
+        (ranks in the dictionary) and byte strings wider than 8 bytes against byte-string
+        keys of up to 8 bytes; None for every other case."""
+        if isinstance(q, UntypedEmpty) or q.dtype.kind not in "SU":
+            return None
+        if q.dtype.kind != self.source.kind or self.kind not in ("bytes", "strings"):
+            raise InvalidInput(
+                f"argument {name!r}: dtype {q.dtype} cannot be compared with keys of dtype "
+                f"{self.source}; use {self._compatible()}")
+        if self.kind == "strings":
+            return self._ranks(q, mode)
+        return self._wide_bytes(q, mode)
+
+    def _ranks(self, q: Any, mode: str) -> tuple[Any, Any | None]:
+        """Text or byte-string lookups as ranks in the dictionary, exactly: a point lookup
+        not in it misses; a lower bound takes the rank of the first value at or above it, an
+        upper bound that of the last value at or below it (a side beyond every value leaves
+        the range empty)."""
+        d = self.dictionary
+        assert d is not None
+        host = np.asarray(q)
+        common = np.promote_types(d.dtype, host.dtype)
+        d, host = d.astype(common, copy=False), host.astype(common, copy=False)
+        size, nat = int(d.shape[0]), self.natural
+        if mode == "hi":
+            r = np.searchsorted(d, host, side="right") - 1
+            flagged = r < 0
+        else:
+            r = np.searchsorted(d, host, side="left")
+            flagged = r >= size
+            if mode == "point" and size:
+                flagged |= d[np.minimum(r, size - 1)] != host
+        enc = np.where(flagged, 0, r).astype(nat)
+        return enc, (flagged if bool(flagged.any()) else None)
+
+    def _wide_bytes(self, q: Any, mode: str) -> tuple[Any, Any | None]:
+        """Byte strings against byte-string keys of at most 8 bytes, exactly: a lookup whose
+        bytes past the 8th are not all NUL equals no key (a point misses), lies above every
+        key that equals its first 8 bytes (a lower bound moves up by one) and below every
+        greater one (an upper bound stays)."""
+        enc = self._encode_bytes(q, "queries").astype(self.target)
+        if q.dtype.itemsize <= 8 or q.shape[0] == 0:
+            return enc, None
+        raw = np.ascontiguousarray(q).view(np.uint8).reshape(q.shape[0], q.dtype.itemsize)
+        tail = raw[:, 8:].any(axis=1)
+        if not tail.any() or mode == "hi":
+            return enc, None
+        if mode == "point":
+            return enc, tail
+        top = enc == np.iinfo(self.target).max
+        moved = np.where(tail & ~top, enc + self.target.type(1), enc)
+        empty = tail & top
+        return moved, (empty if bool(empty.any()) else None)
 
 
 # ---------------------------------------------------------------------- conversions

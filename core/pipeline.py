@@ -28,7 +28,7 @@ from .operations import Operation
 from .probes import gather, probe_order
 from .results import LookupResult
 from .state import BuildState
-from .validation import as_1d, same_length
+from .validation import null_error, read_1d, same_length
 
 __all__ = ["BITMAP_CHUNK_BYTES", "Batch", "answer", "assemble", "chunks", "encode", "from_csr",
            "inside", "order"]
@@ -59,27 +59,76 @@ def encode(st: BuildState, op: Operation, raw: tuple[Any, ...], device: str,
     if op.kind == "point":
         if multi_column:
             return _point_columns(st, raw[0], device)
-        q = as_1d(raw[0], "queries")
+        q, null = _one_column(st, raw[0], "queries")
         enc, outside = st.keymap.encode_points(q, name="queries")
+        outside = _or(outside, null)
         return Batch((to_device(enc, device),),
                      None if outside is None else to_device(outside, device))
     if multi_column:
         return Batch(_range_columns(st, raw[0], raw[1], device))
-    a, b = as_1d(raw[0], "lo"), as_1d(raw[1], "hi")
+    (a, null_a), (b, null_b) = _one_column(st, raw[0], "lo"), _one_column(st, raw[1], "hi")
     same_length(a, b, "lo", "hi")
     elo, ehi = st.keymap.encode_ranges(a, b)
+    empty = _or(null_a, null_b)
+    if empty is not None:  # a null bound (nulls="skip"): the range is empty
+        elo = np.where(empty, st.keymap.target.type(1), to_device(elo, "cpu"))
+        ehi = np.where(empty, st.keymap.target.type(0), to_device(ehi, "cpu"))
     return Batch((to_device(elo, device), to_device(ehi, device)))
+
+
+def _or(a: Any, b: Any) -> Any:
+    """The OR of two masks, either of which may be None (no position set)."""
+    if a is None or b is None:
+        return b if a is None else a
+    return a | to_device(b, "cuda") if device_of(a) == "cuda" else a | to_device(b, "cpu")
+
+
+def _nulls_allowed(st: BuildState, null: Any, name: str, column: str | None = None) -> Any:
+    """``null`` (the lookups that must miss) under ``nulls="skip"``; InvalidInput for a null
+    lookup under ``nulls="refuse"``."""
+    if null is not None and st.nulls != "skip":
+        raise null_error(name, null, column)
+    return null
+
+
+def _one_column(st: BuildState, obj: Any, name: str) -> tuple[Any, Any]:
+    """The lookups of a one-column index and their nulls (a table is read by the index's
+    column name)."""
+    if st.names is not None and columns.table_columns(obj) is not None:
+        got = columns.read_columns(obj, name, select=st.names)
+        arr, null = got.arrays[0], got.nulls[0]
+    else:
+        arr, null = read_1d(obj, name)
+    return arr, _nulls_allowed(st, null, name)
+
+
+def _lookup_columns(st: BuildState, obj: Any, name: str, allow_none: bool = False,
+                    ) -> columns.Columns:
+    """Lookup columns of a multi-column index (a table or dict with the index's column names
+    is read by them), their nulls checked against the build's policy."""
+    select = None
+    if st.names is not None and columns.table_columns(obj) is not None:
+        names = columns.table_names(obj)
+        if names is not None and set(st.names) <= set(names):
+            select = st.names
+    got = columns.read_columns(obj, name, allow_none=allow_none, select=select)
+    for j, null in enumerate(got.nulls):
+        label = name if len(got.arrays) == 1 else f"{name}[{j}]"
+        _nulls_allowed(st, null, label, None if got.names is None else got.names[j])
+    return got
 
 
 def _point_columns(st: BuildState, queries: Any, device: str) -> Batch:
     """(Q, d) encoded point lookups of a multi-column index and the mask of lookups that
     cannot match (None when all can)."""
-    cols = columns.as_columns(queries, "queries")
+    got = _lookup_columns(st, queries, "queries")
+    cols = got.arrays
     columns.column_count(cols, "queries", st.dims, "the index")
     enc, outside = [], None
     for j, (c, m) in enumerate(zip(cols, st.keymaps, strict=True)):
         e, out = m.encode_points(c, name="queries" if st.dims == 1 else f"queries[{j}]")
         enc.append(to_device(e, device))
+        out = _or(out, got.nulls[j])
         if out is not None:
             out = to_device(out, device)
             outside = out if outside is None else outside | out
@@ -112,8 +161,9 @@ def _range_columns(st: BuildState, lo: Any, hi: Any, device: str) -> tuple[Any, 
     native = _native_bounds(st, lo, hi, device)
     if native is not None:
         return native
-    lo_cols = columns.as_columns(lo, "lo", allow_none=True)
-    hi_cols = columns.as_columns(hi, "hi", allow_none=True)
+    lo_got = _lookup_columns(st, lo, "lo", allow_none=True)
+    hi_got = _lookup_columns(st, hi, "hi", allow_none=True)
+    lo_cols, hi_cols = lo_got.arrays, hi_got.arrays
     columns.column_count(lo_cols, "lo", st.dims, "the index")
     columns.column_count(hi_cols, "hi", st.dims, "the index")
     q_lo = {int(c.shape[0]) for c in lo_cols if c is not None}
@@ -134,6 +184,7 @@ def _range_columns(st: BuildState, lo: Any, hi: Any, device: str) -> tuple[Any, 
             eb, out_b = m.encode_bound(b, "hi", name=f"hi{sfx}")
             if out_b is not None:
                 empty = out_b if empty is None else empty | out_b
+        empty = _or(_or(empty, lo_got.nulls[j]), hi_got.nulls[j])
         lo_enc.append((ea, empty))
         hi_enc.append((eb, empty))
     # assembled where the bounds are (host bounds: one copy to the device per side, not

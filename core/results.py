@@ -278,3 +278,30 @@ def concat_results(parts: list[LookupResult], xp: Any) -> LookupResult:
         base += int(p.offsets[-1])
     return LookupResult(out, offsets=xp.concatenate(offsets),
                         rowids=xp.concatenate([p.rowids for p in parts]))
+
+
+def rows_result(res: LookupResult, rows: Any, n_rows: int, xp: Any, rowid_dtype: Any,
+                miss: Any) -> LookupResult:
+    """A result over the rows an index holds (``rows[i]``: the build's position of the
+    index's row ``i``, increasing) as one over all ``n_rows`` rows of the build (rows left out,
+    e.g. nulls under ``nulls="skip"``, are never matched)."""
+    if res.out == "rowid":
+        hit = res.rowid != res.rowid.dtype.type(np.iinfo(res.rowid.dtype).max)
+        picked = rows[xp.where(hit, res.rowid, 0).astype(np.int64)].astype(rowid_dtype)
+        return LookupResult("rowid", rowid=xp.where(hit, picked, rowid_dtype.type(miss)))
+    if res.out == "count":
+        return LookupResult("count", count=res.count.astype(rowid_dtype))
+    if res.out == "rowids":
+        return LookupResult("rowids", offsets=res.offsets,
+                            rowids=rows[res.rowids.astype(np.int64)].astype(rowid_dtype))
+    if res.out == "bitmap":
+        host = np.ascontiguousarray(res.bitmap if xp is np else res.bitmap.get())
+        at = rows if xp is np else rows.get()
+        q, held = int(host.shape[0]), int(at.shape[0])
+        bits = np.unpackbits(host.view(np.uint8).reshape(q, -1), axis=1,
+                             bitorder="little")[:, :held]
+        full = np.zeros((q, bitmap_words(n_rows) * 32), dtype=np.uint8)
+        full[:, at] = bits
+        words = np.packbits(full, axis=1, bitorder="little").reshape(q, -1)
+        return LookupResult("bitmap", bitmap=xp.asarray(words.view(WORD_DTYPE)))
+    return res  # sum: the values are the held rows' own (see GpuIndex.build)

@@ -45,7 +45,12 @@ class BuildState:
     * ``dims``: number of columns of this build;
     * ``n``: number of keys (rows of a multi-column index; rowIDs are ``0 .. n-1``);
     * ``values``: the index's own uint64 copy of the build's values, or None (sums of rowIDs);
-    * ``device``, ``xp`` (NumPy or CuPy), ``rowid_dtype`` and ``miss`` (derived from ``n``).
+    * ``device``, ``xp`` (NumPy or CuPy), ``rowid_dtype`` and ``miss`` (derived from ``n``);
+    * ``rows``: None, or (a build with ``nulls="skip"`` that left rows out) the build's
+      position of each row the plugin holds, increasing int64 on the device; the base
+      reports rowIDs as these positions, and ``n_rows`` is the build's row count;
+    * ``nulls``: the build's null policy (``"refuse"`` or ``"skip"``), which lookups follow;
+    * ``names``: the key columns' names, where the build's table had them (else None).
     """
 
     keymap: KeyMap
@@ -55,7 +60,9 @@ class BuildState:
     device: str
 
     def __init__(self, *, keymap: KeyMap, n: int, values: Any, device: str,
-                 keymaps: tuple[KeyMap, ...] | None = None) -> None:
+                 keymaps: tuple[KeyMap, ...] | None = None, rows: Any = None,
+                 n_rows: int | None = None, nulls: str = "refuse",
+                 names: tuple[str, ...] | None = None) -> None:
         self.keymap = keymap
         self.keymaps = (keymap,) if keymaps is None else tuple(keymaps)
         if self.keymaps[0] is not keymap:
@@ -63,6 +70,10 @@ class BuildState:
         self.n = int(n)
         self.values = values
         self.device = device
+        self.rows = rows
+        self.n_rows = self.n if n_rows is None else int(n_rows)
+        self.nulls = nulls
+        self.names = names
         self.rowid_dtype: np.dtype = rowid_dtype_for(self.n)
         self.miss: np.integer = self.rowid_dtype.type(np.iinfo(self.rowid_dtype).max)
         self._xp = array_module(device)  # looked up once: every lookup call reads it

@@ -8,17 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from .devices import coerce, device_of, to_device
+from .devices import device_of, to_device
 from .display import int_text, shown
-from .errors import IndexZooError, InvalidInput, Unsupported
+from .errors import InvalidInput, Unsupported
 from .keys import UntypedEmpty
+from .reading import read_column
 from .results import OUT_MODES, Out
 
-__all__ = ["as_1d", "check_out", "prepare_values"]
-
-
-def _describe(obj: Any) -> str:
-    return f"{type(obj).__module__}.{type(obj).__qualname__}".replace("builtins.", "")
+__all__ = ["as_1d", "check_out", "null_error", "prepare_values", "read_1d"]
 
 
 #: Lookup arguments: an empty Python sequence given for them takes the index's key dtype.
@@ -66,24 +63,16 @@ def _from_sequence(seq: list[Any] | tuple[Any, ...], name: str) -> np.ndarray:
     )
 
 
-def as_1d(obj: Any, name: str) -> Any:
-    """``obj`` as a 1-D NumPy or CuPy array on the device where it lives.
-
-    Python lists and tuples of integers keep integer semantics (see :func:`_from_sequence`).
-    """
+def read_1d(obj: Any, name: str) -> tuple[Any, Any]:
+    """``obj`` as a 1-D NumPy or CuPy array on the device where it lives, and its nulls (a
+    boolean NumPy mask, or None when it has none): see :func:`~indexzoo.reading.read_column`
+    for the kinds of columns read. Python lists and tuples of integers keep integer
+    semantics (see :func:`_from_sequence`)."""
     if obj is None:
         raise InvalidInput(f"argument {name!r}: expected a 1-D array, got None")
-    try:
-        arr = _from_sequence(obj, name) if isinstance(obj, (list, tuple)) else coerce(obj)
-    except IndexZooError:  # e.g. DeviceUnavailable for GPU input without CuPy
-        raise
-    except MemoryError:
-        raise
-    except Exception as exc:
-        raise InvalidInput(
-            f"argument {name!r}: cannot read {_describe(obj)} as an array "
-            f"({shown(str(exc), 120)[1:-1]})"
-        ) from None
+    col = read_column(obj, name)
+    values = col.values
+    arr = _from_sequence(values, name) if isinstance(values, (list, tuple)) else values
     if arr.ndim != 1:
         hint = "; wrap a single value in a list" if arr.ndim == 0 else ""
         raise InvalidInput(
@@ -93,8 +82,30 @@ def as_1d(obj: Any, name: str) -> Any:
     if arr.dtype == object:
         raise InvalidInput(
             f"argument {name!r}: got an array of Python objects (dtype object); "
-            "pass numbers or fixed-width bytes of one type"
+            "pass numbers, text, bytes or timestamps of one type"
         )
+    return arr, col.nulls
+
+
+def null_error(name: str, nulls: Any, column: str | None = None) -> InvalidInput:
+    """The error for nulls under ``nulls="refuse"``: it says "null", names the argument (and
+    the column) and the first null's position."""
+    pos = int(np.argmax(np.asarray(nulls)))
+    where = f"argument {name!r}" + (f" (column {column!r})" if column is not None else "")
+    what = ("a null key has no place in an order" if name.startswith("keys")
+            else "a null lookup has no key to match")
+    return InvalidInput(
+        f"{where}: null at position {pos}; {what}: drop or fill the nulls, or build with "
+        "nulls='skip' (rows with a null are never matched, null lookups miss)"
+    )
+
+
+def as_1d(obj: Any, name: str) -> Any:
+    """``obj`` as a 1-D NumPy or CuPy array on the device where it lives (see
+    :func:`read_1d`); a null is InvalidInput (see :func:`null_error`)."""
+    arr, nulls = read_1d(obj, name)
+    if nulls is not None:
+        raise null_error(name, nulls)
     return arr
 
 

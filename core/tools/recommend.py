@@ -201,7 +201,7 @@ def make_sample(keys: np.ndarray | None, workload: Workload, device: str,
         source = source or f"generated: {workload.describe()}"
     else:
         n_total = int(keys.shape[0])
-        km = KeyMap.for_dtype(keys.dtype)
+        km = KeyMap.for_keys(keys)
         ukeys = km.encode(keys)
         dups = bool(ukeys.shape[0] > 1 and np.unique(ukeys).shape[0] != ukeys.shape[0])
         if n_total > key_cap:
@@ -210,12 +210,12 @@ def make_sample(keys: np.ndarray | None, workload: Workload, device: str,
     wl = workload.model_copy(update={"n_lookups": min(workload.n_lookups, lookup_cap)})
     q, lo, hi, _hits = generate_lookups(wl, ukeys, np)
     reference = _reference_counts(ukeys, q, lo, hi)
-    host_only = km.kind in ("datetime", "bytes")
+    host_only = km.kind in ("datetime", "bytes", "strings")
 
     def back(a: Any) -> Any:  # lookups in the keys' own dtype, on the device
         if a is None:
             return None
-        d = km.decode(a) if km.invertible else a
+        d = km.decode(a)
         return d if host_only else to_device(d, device)
 
     dev_keys = keys if host_only else to_device(keys, device)

@@ -6,7 +6,8 @@ A spec file (YAML, TOML or JSON) holds an index spec and what to run::
     index: sorted-array
     params: {threads_per_block: 256}
     device: auto
-    keys: data/keys.npy          # optional: .npy (any key dtype) or .txt/.csv (one per line)
+    keys: data/keys.npy          # optional: .npy (any key dtype), .txt/.csv (one per line),
+                                 # or .parquet / .arrow / .feather with {path, column|columns}
     workload:                    # keys (unless a key file is given) and lookups
       n_keys: 1048576
       n_lookups: 1048576
@@ -24,14 +25,15 @@ from typing import Any, TextIO
 
 import numpy as np
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from indexzoo.config import IndexSpec, check_regular_file, format_validation, read_config_file
 from indexzoo.contract import GpuIndex
 from indexzoo.devices import array_module, to_device, to_numpy
 from indexzoo.display import one_line, shown, shown_path
-from indexzoo.errors import ConfigError
+from indexzoo.errors import ConfigError, IndexZooError, MissingDependency
 from indexzoo.keys import KeyMap
+from indexzoo.reading import read_column
 from indexzoo.registry import create
 from indexzoo.resources import check_fits, estimate_workload
 from indexzoo.results import LookupResult, Out
@@ -43,10 +45,29 @@ from .workloads import Dataset, Workload, generate, generate_lookups
 __all__ = ["RunSpec", "load_keys", "run_spec"]
 
 
+#: Key files read as tables (with PyArrow), by suffix.
+TABLE_SUFFIXES = {".parquet": "Parquet", ".arrow": "Arrow IPC", ".feather": "Arrow IPC",
+                  ".ipc": "Arrow IPC"}
+
+
 class KeyFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     path: str
     dtype: str = Field("uint64", description="dtype of text key files (.npy files carry their own)")
+    column: str | None = Field(None, description="Parquet/Arrow key files: the key column "
+                               "(may be left out when the file has one column)")
+    columns: list[str] | None = Field(None, min_length=1, description="Parquet/Arrow key "
+                                      "files: the key columns of a multi-column index")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> KeyFile:
+        if self.column is not None and self.columns is not None:
+            raise ValueError("give `column` (one key column) or `columns` (several), not both")
+        if (self.column is not None or self.columns is not None) and \
+                Path(self.path).suffix.lower() not in TABLE_SUFFIXES:
+            raise ValueError("`column`/`columns` name columns of a Parquet or Arrow IPC key "
+                             f"file ({', '.join(TABLE_SUFFIXES)}), not of {Path(self.path).name!r}")
+        return self
 
 
 class RunSpec(IndexSpec):
@@ -68,8 +89,8 @@ def load_run_spec(path: str | Path) -> RunSpec:
         raise ConfigError(f"{shown_path(path)[1:-1]}: invalid run spec: "
                           f"{format_validation(exc)}") from None
     if spec.keys is not None and not Path(spec.keys.path).is_absolute():
-        spec = spec.model_copy(update={"keys": KeyFile(
-            path=str(Path(path).parent / spec.keys.path), dtype=spec.keys.dtype)})
+        spec = spec.model_copy(update={"keys": spec.keys.model_copy(
+            update={"path": str(Path(path).parent / spec.keys.path)})})
     return spec
 
 
@@ -89,10 +110,84 @@ def _brief(exc: BaseException) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def load_keys(kf: KeyFile) -> np.ndarray:
-    """Keys from a .npy file or a text file with one key per line (a regular file: never a
-    directory or a device)."""
+def _pyarrow(what: str) -> Any:
+    try:
+        import pyarrow
+        import pyarrow.feather
+        import pyarrow.parquet
+    except ImportError:
+        raise MissingDependency("pyarrow", "test", f"reading {what} key files") from None
+    return pyarrow
+
+
+def _read_table(p: Path, kf: KeyFile) -> Any:
+    """The key columns of a Parquet or Arrow IPC (Feather v2) file, as an Arrow table."""
+    kind = TABLE_SUFFIXES[p.suffix.lower()]
+    pa = _pyarrow(kind)
+    name = shown_path(p)
+    try:
+        schema = pa.parquet.read_schema(p) if kind == "Parquet" else pa.ipc.open_file(p).schema
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"key file {name} is not a {kind} file PyArrow can read: "
+                          f"{_brief(exc)}") from None
+    names = list(schema.names)
+    wanted = kf.columns if kf.columns is not None else [kf.column] if kf.column else None
+    if wanted is None:
+        if len(names) != 1:
+            raise ConfigError(f"key file {name} has {len(names)} columns "
+                              f"({shown(names, 200)}); name the key column with `column:` "
+                              "(or several with `columns:`)")
+        wanted = names
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise ConfigError(f"key file {name} has no column {shown(missing[0])}; its columns: "
+                          f"{shown(names, 200)}")
+    try:
+        if kind == "Parquet":
+            return pa.parquet.read_table(p, columns=wanted)
+        return pa.feather.read_table(p, columns=wanted)
+    except MemoryError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"key file {name} cannot be read as {kind}: {_brief(exc)}") from None
+
+
+def load_key_columns(kf: KeyFile) -> list[np.ndarray]:
+    """The key columns of a key file: one for .npy, text and ``column:`` files, those named
+    by ``columns:`` for a Parquet or Arrow IPC file."""
     p = Path(kf.path)
+    if p.suffix.lower() not in TABLE_SUFFIXES:
+        return [load_keys(kf)]
+    check_regular_file(p, "key file")
+    table = _read_table(p, kf)
+    cols = []
+    for label in table.column_names:
+        try:
+            col = read_column(table.column(label), f"column {label}")
+        except IndexZooError as exc:
+            raise ConfigError(f"key file {shown_path(p)}, column {label!r}: {exc}") from None
+        if col.nulls is not None:
+            pos = int(np.argmax(col.nulls))
+            raise ConfigError(f"key file {shown_path(p)}, column {label!r}: null at position "
+                              f"{pos}; drop or fill the nulls")
+        arr = col.values
+        cols.append(np.asarray(arr) if col.tz is None else arr)
+    if table.num_rows == 0:
+        raise ConfigError(f"key file {shown_path(p)} holds no keys")
+    return cols
+
+
+def load_keys(kf: KeyFile) -> np.ndarray:
+    """Keys from a .npy file, a text file with one key per line, or one column of a Parquet
+    or Arrow IPC file (a regular file: never a directory or a device)."""
+    p = Path(kf.path)
+    if p.suffix.lower() in TABLE_SUFFIXES:
+        if kf.columns is not None and len(kf.columns) > 1:
+            raise ConfigError(f"key file {shown_path(p)}: `columns` names "
+                              f"{len(kf.columns)} columns; this needs one (`column:`)")
+        return load_key_columns(kf)[0]
     check_regular_file(p, "key file")
     name = shown_path(p)
     if p.suffix.lower() == ".npy":
@@ -197,6 +292,9 @@ def _key_file_size(kf: KeyFile) -> tuple[int, int] | None:
     p = Path(kf.path)
     try:
         check_regular_file(p, "key file")
+        if p.suffix.lower() in TABLE_SUFFIXES:
+            table = _read_table(p, kf)
+            return int(table.num_rows), max(8, int(table.nbytes // max(table.num_rows, 1)))
         with p.open("rb") as f:
             if p.suffix.lower() == ".npy":
                 version = np.lib.format.read_magic(f)
@@ -237,22 +335,51 @@ def _dataset(spec: RunSpec, device: str) -> tuple[Any, Dataset]:
     if spec.keys is None:
         data = generate(w, device)
         return data.keys, data
-    keys = load_keys(spec.keys)
-    km = KeyMap.for_dtype(keys.dtype)
-    if not km.invertible:
-        raise ConfigError("`indexzoo run` needs keys whose map has an inverse (bytes up to 8)")
+    cols = load_key_columns(spec.keys)
+    keys = cols[0]
+    km = KeyMap.for_keys(keys)
+    host_only = km.kind in ("datetime", "bytes", "strings")
     ukeys = to_device(km.encode(keys), device)
     q, lo, hi, n_hit = generate_lookups(w, ukeys, array_module(device))
+
     def back(a: Any) -> Any:  # lookups in the key file's dtype (host-only dtypes on the host)
         if a is None:
             return None
-        return km.decode(to_numpy(a) if km.kind in ("datetime", "bytes") else a)
+        out = km.decode(to_numpy(a) if host_only else a)
+        return out if getattr(keys, "tz", None) is None else _zoned_like(keys, out)
 
     data = Dataset(w.model_copy(update={"n_keys": int(keys.shape[0])}), ukeys,
                    back(q), back(lo), back(hi), n_hit)
-    if km.kind not in ("datetime", "bytes"):
+    if len(cols) > 1:
+        return cols, _other_columns(data, cols, ukeys)
+    if not host_only:
         keys = to_device(keys, device)
     return keys, data
+
+
+def _zoned_like(keys: Any, values: Any) -> Any:
+    """``values`` (UTC timestamps) in the time zone of ``keys``."""
+    out = np.asarray(values).view(type(keys))
+    out.tz = keys.tz
+    return out
+
+
+def _other_columns(data: Dataset, cols: list[Any], ukeys: Any) -> Dataset:
+    """Lookups of a multi-column run: the workload's lookups on the first column; a point
+    lookup takes the other columns from a row whose first column equals it (that of the
+    first row where none does), a range leaves the other columns unconstrained."""
+    if data.queries is None:
+        others: list[Any] = [None] * (len(cols) - 1)
+        return Dataset(data.workload, ukeys, None, [data.lo, *others], [data.hi, *others],
+                       data.n_hits)
+    first = to_numpy(ukeys)
+    order = np.argsort(first, kind="stable")
+    km = KeyMap.for_keys(cols[0])
+    enc = to_numpy(km.encode_points(data.queries)[0]).astype(first.dtype)
+    at = np.minimum(np.searchsorted(first[order], enc), first.shape[0] - 1)
+    row = np.where(first[order][at] == enc, order[at], 0)
+    return Dataset(data.workload, ukeys, [data.queries, *(c[row] for c in cols[1:])],
+                   None, None, data.n_hits)
 
 
 def _hits(res: LookupResult) -> int:

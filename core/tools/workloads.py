@@ -113,14 +113,23 @@ class Dataset:
     @property
     def n_lookups(self) -> int:
         arr = self.queries if self.queries is not None else self.lo
+        if isinstance(arr, list):  # columns of a multi-column index: the first is given
+            arr = arr[0]
         return 0 if arr is None else int(arr.shape[0])
 
     def batches(self) -> list[tuple[Any, ...]]:
-        """The lookups cut into ``workload.batches`` nearly equal consecutive batches."""
+        """The lookups cut into ``workload.batches`` nearly equal consecutive batches (each
+        column cut alike where the lookups are lists of columns; None columns stay None)."""
         arrays = (self.queries,) if self.queries is not None else (self.lo, self.hi)
         q, b = self.n_lookups, self.workload.batches
         cuts = [q * i // b for i in range(b + 1)]
-        return [tuple(a[cuts[i]:cuts[i + 1]] for a in arrays) for i in range(b)]
+
+        def cut(a: Any, i: int) -> Any:
+            if isinstance(a, list):
+                return [None if c is None else c[cuts[i]:cuts[i + 1]] for c in a]
+            return a[cuts[i]:cuts[i + 1]]
+
+        return [tuple(cut(a, i) for a in arrays) for i in range(b)]
 
 
 # ---------------------------------------------------------------------- hashing
