@@ -26,7 +26,7 @@ def _mixed_columns(ctx: Context, seed: int) -> dict[str, np.ndarray]:
     many as the index takes."""
     rng = np.random.default_rng(seed)
     base = 2**60 if ctx.wide else 0
-    cols = {
+    cols: dict[str, np.ndarray] = {
         "a": (base + rng.integers(0, 40, N)).astype(np.int64),
         "b": rng.integers(-20, 20, N).astype(np.float64) / 4,
         "c": rng.integers(0, 30, N).astype(np.uint32),
