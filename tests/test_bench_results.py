@@ -137,6 +137,8 @@ def test_sweep_plot_uses_log2_for_powers_of_two(tmp_path: Path) -> None:
     assert facts["legend"] == ["fast", "slow"] and facts["xlabel"] == "keys in the build"
     files = [p.name for p, _ in plot_files(rows, tmp_path / "run", PlotInfo("w", "cpu", "c"))]
     assert files == ["run.png", "run-pareto.png"]
+    files = [p.name for p, _ in plot_files(rows, tmp_path / "a.b-cpu-1", PlotInfo("w", "cpu", "c"))]
+    assert files == ["a.b-cpu-1.png", "a.b-cpu-1-pareto.png"]  # dots in the name stay
 
 
 def test_param_sweep_plot_has_one_line_and_the_others_flat(tmp_path: Path) -> None:

@@ -1,6 +1,11 @@
-"""Ctrl-C stops ``indexzoo`` at any moment: exit code 130, the one line "indexzoo: interrupted",
-no result files; also when the KeyboardInterrupt is swallowed on the way (numba compiles
-through llvmlite, whose ctypes callbacks drop exceptions)."""
+"""Ctrl-C (SIGINT) and SIGTERM stop ``indexzoo`` at any moment: exit code 130, the one line
+"indexzoo: interrupted", no result files (no temporary, no JSON without its PNG); also when
+the KeyboardInterrupt is swallowed on the way (numba compiles through llvmlite, whose ctypes
+callbacks drop exceptions).
+
+The signals are sent by the test's own process to a child it started, as the same user (root
+on CI): a signal's delivery and handling do not depend on privileges, so this is what an
+unprivileged user's ``kill`` does too."""
 
 from __future__ import annotations
 
@@ -59,6 +64,25 @@ def test_interrupt_swallowed_in_a_ctypes_callback_still_stops_the_command(
     assert signal.getsignal(signal.SIGINT) is before  # the previous handler is back
 
 
+def test_sigterm_stops_a_command_as_ctrl_c_does_and_its_handler_is_restored_after(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    finished = []
+
+    def job(args: Any, out: Any) -> int:
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.SIG_IGN, None):
+            return 99  # not handled: a SIGTERM here would end the test run itself
+        signal.raise_signal(signal.SIGTERM)  # as `kill PID` or `timeout` sends it
+        finished.append(True)
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_list", job)
+    code = cli.main(["list"], out=io.StringIO())
+    assert code == 130 and not finished
+    _interrupted_only(capsys.readouterr().err)
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def _small_workload(tmp_path: Path) -> Path:
     wl = tmp_path / "small.yaml"
     wl.write_text("name: small\nn_keys: 4096\nn_lookups: 4096\n")
@@ -93,9 +117,10 @@ sys.exit(main())  # as the console script does: arguments from sys.argv
 """
 
 
-def _interrupt(args: list[str], wait_for: str, stream: str, cwd: Path) -> tuple[int, str]:
-    """Start ``indexzoo ARGS``, wait until ``stream`` shows ``wait_for``, send SIGINT."""
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, *args], cwd=cwd, bufsize=0,
+def _interrupt(args: list[str], wait_for: str, stream: str, cwd: Path,
+               sig: int = signal.SIGINT, child_code: str = _CHILD) -> tuple[int, str]:
+    """Start ``indexzoo ARGS``, wait until ``stream`` shows ``wait_for``, send ``sig``."""
+    child = subprocess.Popen([sys.executable, "-c", child_code, *args], cwd=cwd, bufsize=0,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # unbuffered
     pipe = child.stdout if stream == "stdout" else child.stderr
     assert pipe is not None
@@ -107,7 +132,7 @@ def _interrupt(args: list[str], wait_for: str, stream: str, cwd: Path) -> tuple[
             seen.append(line)
         seen.append(line)
         time.sleep(0.2)
-        child.send_signal(signal.SIGINT)
+        child.send_signal(sig)
         _, err = child.communicate(timeout=15)
     finally:
         if child.poll() is None:
@@ -117,11 +142,12 @@ def _interrupt(args: list[str], wait_for: str, stream: str, cwd: Path) -> tuple[
     return child.returncode, b"".join(seen).decode() + text if stream == "stderr" else text
 
 
-def test_ctrl_c_stops_bench_mid_run_without_result_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_bench_mid_run_without_result_files(tmp_path: Path, sig: int) -> None:
     out = tmp_path / "out"
     code, err = _interrupt(["bench", "--workload", str(_small_workload(tmp_path)), "--device",
                             "cpu", "--indexes", "searchsorted", "--repeats", "100000000",
-                            "--output", str(out)], "data generated", "stderr", tmp_path)
+                            "--output", str(out)], "data generated", "stderr", tmp_path, sig)
     assert code == 130
     _interrupted_only(err)
     assert not out.exists() or list(out.iterdir()) == []
@@ -142,3 +168,44 @@ def test_ctrl_c_stops_check(tmp_path: Path) -> None:
                            "stdout", tmp_path)
     assert code == 130
     _interrupted_only(err)
+
+
+# The JSON is written, the PNG half-drawn, when the signal comes: the child's drawing writes a
+# few bytes to its file, says so, and waits.
+_SLOW_DRAW_CHILD = """
+import sys, time
+from indexzoo.tools import bench
+from indexzoo.tools.cli import main
+
+def slow_draw(target):
+    data = b"\\x89PNG half-drawn"
+    if hasattr(target, "write"):
+        target.write(data)
+        target.flush()
+    else:
+        with open(target, "wb") as f:
+            f.write(data)
+    print("drawing the plot", file=sys.stderr, flush=True)
+    time.sleep(60)
+
+bench.plot_files = lambda records, stem, info: [(stem.with_name(stem.name + ".png"), slow_draw)]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("created", [True, False], ids=["new-folder", "existing-folder"])
+def test_a_signal_while_results_are_written_leaves_nothing_partial(
+        tmp_path: Path, sig: int, created: bool) -> None:
+    out = tmp_path / "out"
+    if not created:
+        out.mkdir()
+        (out / "earlier.json").write_text("{}\n")
+    code, err = _interrupt(["bench", "--workload", str(_small_workload(tmp_path)), "--device",
+                            "cpu", "--indexes", "searchsorted", "--repeats", "1",
+                            "--output", str(out)], "drawing the plot", "stderr", tmp_path, sig,
+                           _SLOW_DRAW_CHILD)
+    assert code == 130, err
+    _interrupted_only(err)
+    left = sorted(p.name for p in out.iterdir()) if out.exists() else []
+    assert left == ([] if created else ["earlier.json"])  # no temporary, no JSON alone

@@ -7,6 +7,8 @@
 * :mod:`.recommend` - measuring the installed indexes on a user's keys;
 * :mod:`.runner` - ``indexzoo run SPEC``; :mod:`.check` - ``indexzoo check NAME``;
 * :mod:`.doctor` - what this machine offers; :mod:`.environment` - where a result was measured.
+* :mod:`.publish` - how ``bench`` and ``recommend`` write result files (whole, under a free
+  name, never through a link); :mod:`.interrupts` - Ctrl-C and SIGTERM.
 
 Nothing below this package (the contract, the kernels, the plugins, the conformance suite)
 imports it.

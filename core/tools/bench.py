@@ -19,14 +19,13 @@ import contextlib
 import datetime as _dt
 import json
 import math
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 
@@ -42,6 +41,7 @@ from . import interrupts
 from .environment import environment
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
+from .publish import Member, numbered, publish
 from .records import Entry, Record
 from .references import GATHER, RAW, reference_calls
 from .timing import Timing, synchronize, time_call, time_once
@@ -427,14 +427,15 @@ def format_warnings(records: Sequence[Record]) -> list[str]:
     return lines
 
 
-def write_json(records: Sequence[Record], env: dict[str, Any], path: Path) -> None:
+def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO) -> None:
+    """The run's records and environment as JSON, to an open binary file."""
     payload = {"environment": env, "records": [
         {**asdict(r), "throughput_per_byte": r.throughput_per_byte,
          "half_spread": r.half_spread, "ratio_to_raw": r.ratio_to_raw,
          "ratio_to_gather": r.ratio_to_gather,
          "throughput_slowest": r.throughput_range[0],
          "throughput_fastest": r.throughput_range[1]} for r in records]}
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    file.write((json.dumps(payload, indent=2, default=str) + "\n").encode())
 
 
 # ---------------------------------------------------------------------- CLI
@@ -529,28 +530,22 @@ def _remove_if_empty(folder: Path) -> None:
 
 def _write_results(records: Sequence[Record], env: dict[str, Any], stem: Path, label: str,
                    with_plot: bool) -> list[Path]:
-    """Write the JSON (and the PNGs) under temporary names, then rename them into place; on any
-    error or interrupt, nothing of this call stays behind."""
+    """Publish the JSON and the PNGs as one group (:func:`indexzoo.tools.publish.publish`):
+    each written to a temporary of its own, then all named ``STEM.json``, ``STEM.png``, ... or,
+    where one of these names is taken (another run in the same second, anything planted
+    there), ``STEM-2.json``, ... On any error or interrupt, nothing of this call stays."""
     info = PlotInfo(label, str(env.get("device_name", "")), str(env.get("commit", "")))
     pngs = plot_files(records, stem, info) if with_plot else []
-    finals = [stem.with_suffix(".json")] + [f for f, _ in pngs]
-    temps = [f.with_name(f".{f.stem}.part{f.suffix}") for f in finals]
-    placed: list[Path] = []
+    members = [Member(".json", partial(write_json, records, env))]
+    for final, draw in pngs:
+        if not final.name.startswith(stem.name) or final.parent != stem.parent:
+            raise ValueError(f"plot file {final} is not named after {stem}")
+        members.append(Member(final.name[len(stem.name):], draw))
     try:
-        write_json(records, env, temps[0])
-        for (_final, draw), tmp in zip(pngs, temps[1:], strict=True):
-            interrupts.check()
-            draw(tmp)
-        interrupts.check()
-        for tmp, final in zip(temps, finals, strict=True):
-            os.replace(tmp, final)
-            placed.append(final)
-        interrupts.check()
-    except BaseException:
-        for f in (*temps, *placed):
-            f.unlink(missing_ok=True)
-        raise
-    return finals
+        return publish(stem.parent, numbered(stem.name), members)
+    except FileExistsError:
+        raise ConfigError(f"--output {shown_path(stem.parent)}: every name tried for this run's "
+                          f"results is taken ({shown(stem.name, 60)}-2 to -1000)") from None
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:

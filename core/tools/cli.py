@@ -9,8 +9,8 @@
     indexzoo doctor               devices, driver, CUDA libraries, OptiX, threading, indexes
 
 Exit codes: 0 success, 2 usage or configuration error, 1 any other error (out of memory
-included), 130 interrupted (Ctrl-C). Errors are one line on stderr: ``indexzoo: error: ...``
-for usage and configuration errors, ``indexzoo: <ErrorClass>: ...`` for the others.
+included), 130 interrupted (Ctrl-C or SIGTERM). Errors are one line on stderr: ``indexzoo:
+error: ...`` for usage and configuration errors, ``indexzoo: <ErrorClass>: ...`` for the others.
 """
 
 from __future__ import annotations

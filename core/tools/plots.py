@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from indexzoo.errors import MissingDependency
 
@@ -164,7 +164,7 @@ def _lookups_word(records: Sequence[Record]) -> str:
     return "range lookups/s" if ranges and records else "lookups/s"
 
 
-def _save(fig: Any, path: Path) -> None:
+def _save(fig: Any, path: Path | BinaryIO) -> None:
     fig.savefig(path, dpi=120, format="png", bbox_inches="tight")
 
 
@@ -261,7 +261,7 @@ def _place_labels(ax: Any, xs: Sequence[float], ys: Sequence[float], texts: Sequ
                     fontweight="bold" if bold[i] else "normal", zorder=5, **lead)
 
 
-def pareto_plot(records: Sequence[Record], path: Path, info: PlotInfo,
+def pareto_plot(records: Sequence[Record], path: Path | BinaryIO, info: PlotInfo,
                 style: dict[str, Style] | None = None) -> dict[str, Any]:
     """Throughput against resident bytes for the records of one workload (the first one if
     there are several), the Pareto front marked and drawn as a step line. Returns what was
@@ -389,7 +389,7 @@ def _sweep_axis(records: Sequence[Record]) -> tuple[str, str, Callable[[Record],
     return "param", f"{owner}: parameter {param}", lambda r: r.param_value
 
 
-def sweep_plot(records: Sequence[Record], path: Path, info: PlotInfo,
+def sweep_plot(records: Sequence[Record], path: Path | BinaryIO, info: PlotInfo,
                style: dict[str, Style] | None = None) -> dict[str, Any]:
     """Throughput against the swept value, one line per index (see the module docstring).
     Returns what was drawn: the axes' scales, the lines' labels in legend order, the units."""
@@ -468,17 +468,19 @@ def sweep_plot(records: Sequence[Record], path: Path, info: PlotInfo,
 
 # ---------------------------------------------------------------------- files
 def plot_files(records: Sequence[Record], stem: Path,
-               info: PlotInfo) -> list[tuple[Path, Callable[[Path], Any]]]:
-    """The PNG files of a run and how to draw each (to a path given later): a run without a
-    sweep gets ``STEM.png`` (the Pareto plot); a sweep gets ``STEM.png`` (the lines) and
-    ``STEM-pareto.png`` (the Pareto plot of its last workload, or of all configurations of a
-    ``--param-sweep``)."""
+               info: PlotInfo) -> list[tuple[Path, Callable[[Path | BinaryIO], Any]]]:
+    """The PNG files of a run and how to draw each (to a path or an open binary file given
+    later): a run without a sweep gets ``STEM.png`` (the Pareto plot); a sweep gets
+    ``STEM.png`` (the lines) and ``STEM-pareto.png`` (the Pareto plot of its last workload, or
+    of all configurations of a ``--param-sweep``). The names extend ``stem``'s whole name
+    (``my.run`` gives ``my.run.png``)."""
     if not records:
         return []
     style = styles([r.index for r in records])
     swept = any(r.sweep for r in records) or any(r.param for r in records)
     if not swept:
-        return [(stem.with_suffix(".png"), lambda p: pareto_plot(records, p, info, style))]
+        return [(stem.with_name(stem.name + ".png"),
+                 lambda p: pareto_plot(records, p, info, style))]
     last = records[-1]
     tail = [r for r in records if r.workload == last.workload]
     at = info.label
@@ -488,7 +490,7 @@ def plot_files(records: Sequence[Record], stem: Path,
             if isinstance(v, float) else str(v)
         at = f"{info.label}, the sweep's last point ({last.sweep} = {shown_v})"
     pinfo = PlotInfo(at, info.device_name, info.commit)
-    return [(stem.with_suffix(".png"), lambda p: sweep_plot(records, p, info, style)),
+    return [(stem.with_name(stem.name + ".png"), lambda p: sweep_plot(records, p, info, style)),
             (stem.with_name(stem.name + "-pareto.png"),
              lambda p: pareto_plot(tail, p, pinfo, style))]
 

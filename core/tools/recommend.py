@@ -57,6 +57,7 @@ from indexzoo.results import Out
 from . import interrupts
 from .bench import PRESETS, Contender, Entry, keep_built, time_interleaved
 from .options import load_workload
+from .publish import Member, publish
 from .timing import Timing, synchronize, time_once
 from .workloads import Workload, generate, generate_lookups, mix64
 
@@ -121,7 +122,7 @@ def _check_output(path: Path, force: bool) -> None:
         raise ConfigError(f"--out {name}: the spec file must end in .yaml, .yml or .json")
     if path.is_dir():
         raise ConfigError(f"--out {name} is a directory")
-    if path.exists() and not force:
+    if os.path.lexists(path) and not force:  # a symbolic link too, even a dangling one
         raise ConfigError(f"--out {name} exists; use --force to overwrite it, or --out FILE")
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
@@ -616,12 +617,13 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     out.write(format_report(rec) + "\n")
     if rec.pick is None:
         return 1
-    tmp = target.with_name(f".{target.name}.part")
-    try:
-        tmp.write_text(spec_text(rec, target))
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    text = spec_text(rec, target).encode()
+    try:  # checked again: a file may have appeared at --out while the indexes were measured
+        publish(target.parent, [target.name], [Member("", lambda f: f.write(text))],
+                replace=args.force)
+    except FileExistsError:
+        raise ConfigError(f"--out {shown_path(target)} appeared while recommend measured; the "
+                          "pick above is not written: use --force to overwrite it, or --out "
+                          "FILE") from None
     out.write(f"wrote {target}\n")
     return 0
