@@ -32,8 +32,8 @@ from indexzoo import (
     NotBuilt,
     Out,
     Unsupported,
+    persist,
 )
-from indexzoo import persist
 from indexzoo.contract import check_plugin_class
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.errors import PluginError
@@ -809,7 +809,8 @@ def _persisted_keys(ctx: Context) -> tuple[np.ndarray, np.ndarray, tuple[np.ndar
     keys = make_keys("duplicates" if ctx.caps.duplicates else "clustered", 1500, 21,
                      duplicates=ctx.caps.duplicates).keys
     keys = keys if ctx.wide else keys.astype(np.uint32)
-    values = np.random.default_rng(21).integers(0, 2**64 - 1, keys.shape[0], dtype=np.uint64)
+    values = np.asarray(np.random.default_rng(21).integers(0, 2**64 - 1, int(keys.shape[0]),
+                                                          dtype=np.uint64))
     return keys, lookups(keys, 400, 21), ranges(keys, 200, 21), values
 
 
