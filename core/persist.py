@@ -39,6 +39,7 @@ import typing
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -71,7 +72,7 @@ META_MEMBER = "indexzoo.json"
 _ARRAY_DIR = "arrays/"
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # a zip local file header (30 bytes)
 _LOCAL_MAGIC = b"PK\x03\x04"
-_CHUNK = 1 << 24  # bytes read (and checksummed) at once
+_CHUNK = 1 << 22  # bytes read at once (the previous chunk is checksummed meanwhile)
 
 
 def indexzoo_version() -> str:
@@ -463,7 +464,7 @@ def read(path: str | os.PathLike[str]) -> SavedIndex:
     Raises :class:`~indexzoo.errors.IndexFileError` for a file that is not a saved index, is
     truncated or corrupted, or has a newer format version."""
     src = str(path)
-    with open(path, "rb") as raw:
+    with open(path, "rb", buffering=0) as raw:  # arrays are read straight into their buffers
         head = raw.read(4)
         if head != _LOCAL_MAGIC:
             raise IndexFileError(f"{src}: not a saved indexzoo index (it does not start like "
@@ -509,18 +510,25 @@ def _read_arrays(raw: BinaryIO, zf: zipfile.ZipFile,
     if not isinstance(table, dict):
         raise saved.problem("its metadata has no array table")
     members = {i.filename: i for i in zf.infolist()}
-    for name, spec in table.items():
-        info = members.get(f"{_ARRAY_DIR}{name}.npy")
-        if info is None:
-            raise saved.problem(f"array {name} is missing")
-        arr = _read_member(raw, info, saved)
-        if arr.dtype.str != spec.get("dtype") or list(arr.shape) != spec.get("shape"):
-            raise saved.problem(f"array {name} is {arr.dtype.str} {list(arr.shape)}, the "
-                                f"metadata says {spec.get('dtype')} {spec.get('shape')}")
-        yield name, arr
+    with ThreadPoolExecutor(1, thread_name_prefix="indexzoo-crc") as pool:
+        for name, spec in table.items():
+            info = members.get(f"{_ARRAY_DIR}{name}.npy")
+            if info is None:
+                raise saved.problem(f"array {name} is missing")
+            yield name, _checked(_read_member(raw, info, saved, pool), name, spec, saved)
 
 
-def _read_member(raw: BinaryIO, info: zipfile.ZipInfo, saved: SavedIndex) -> np.ndarray:
+def _checked(arr: np.ndarray, name: str, spec: Any, saved: SavedIndex) -> np.ndarray:
+    if not isinstance(spec, dict):
+        raise saved.problem(f"array {name}: malformed entry in the array table")
+    if arr.dtype.str != spec.get("dtype") or list(arr.shape) != spec.get("shape"):
+        raise saved.problem(f"array {name} is {arr.dtype.str} {list(arr.shape)}, the "
+                            f"metadata says {spec.get('dtype')} {spec.get('shape')}")
+    return arr
+
+
+def _read_member(raw: BinaryIO, info: zipfile.ZipInfo, saved: SavedIndex,
+                 pool: ThreadPoolExecutor) -> np.ndarray:
     """One ``.npy`` member read straight from its offset, its CRC-32 checked."""
     what = info.filename
     if info.compress_type != zipfile.ZIP_STORED:
@@ -555,13 +563,19 @@ def _read_member(raw: BinaryIO, info: zipfile.ZipInfo, saved: SavedIndex) -> np.
     crc = zlib.crc32(raw.read(header_len))
     flat = np.empty(count, dtype=dtype)
     view = flat.view(np.uint8).reshape(-1).data
+    # read chunk i + 1 while chunk i is checksummed on a thread (zlib releases the GIL)
+    pending: Future[int] | None = None
     done = 0
     while done < nbytes:
         got = raw.readinto(view[done:done + _CHUNK])  # type: ignore[attr-defined]
         if not got:
             raise saved.problem(f"{what}: the file ends inside it (truncated)")
-        crc = zlib.crc32(view[done:done + got], crc)
+        if pending is not None:
+            crc = pending.result()
+        pending = pool.submit(zlib.crc32, view[done:done + got], crc)
         done += got
+    if pending is not None:
+        crc = pending.result()
     if crc != info.CRC:
         raise saved.problem(f"{what}: checksum mismatch (the file is corrupted); save the "
                             "index again")
