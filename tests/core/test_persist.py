@@ -71,6 +71,22 @@ def test_keys_through_a_key_map_come_back_with_their_dtype(tmp_path: Path) -> No
     assert index.point(np.array([b"fig", b"kiwi"]), out="count").count.tolist() == [1, 0]
 
 
+def test_text_keys_keep_their_dictionary_and_skipped_nulls_stay_skipped(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    words = indexzoo.create("sorted-array", device="cpu").build(
+        np.array(["pear", "apple", "fig", "apple"]))
+    words.save(tmp_path / "w.izo")
+    back = indexzoo.load(tmp_path / "w.izo")
+    assert isinstance(back.state.keymap.dictionary, np.ndarray)  # on the host, as built
+    assert back.point(np.array(["apple", "kiwi"]), out="count").count.tolist() == [2, 0]
+    nulls = indexzoo.create("btree", device="cpu").build(pd.Series([1, None, 3, 1], dtype="Int64"),
+                                                         nulls="skip")
+    nulls.save(tmp_path / "n.izo")
+    back = indexzoo.load(tmp_path / "n.izo")
+    assert back.state.nulls == "skip" and len(back) == 4
+    assert sorted(back.point(np.array([1]), out="rowids").to_host().rowids.tolist()) == [0, 3]
+
+
 def test_an_unbuilt_index_saves_and_loads_unbuilt_with_its_params(tmp_path: Path) -> None:
     indexzoo.create("btree", device="cpu", node_width=8).save(tmp_path / "b.izo")
     index = indexzoo.load(tmp_path / "b.izo")
