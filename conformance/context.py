@@ -30,7 +30,8 @@ Size = Literal["small", "large"]
 
 GROUPS = ("contract", "differential", "out_modes", "ranges", "columns", "extremes", "sizes",
           "dtypes",
-          "order", "bad_input", "ownership", "concurrency", "footprint", "capabilities")
+          "order", "bad_input", "ownership", "concurrency", "footprint", "persistence",
+          "capabilities")
 
 
 @dataclass(frozen=True)

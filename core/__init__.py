@@ -17,6 +17,7 @@ from .errors import (
     ConfigError,
     DeviceUnavailable,
     DuplicatePlugin,
+    IndexFileError,
     IndexZooError,
     InvalidInput,
     MissingDependency,
@@ -30,7 +31,7 @@ from .join import JoinResult, join
 from .keys import KeyMap
 from .operations import OPERATIONS, Operation, answers
 from .plugin_api import PLUGIN_API
-from .registry import available, create, load_errors, providers, register_plugin
+from .registry import available, create, load, load_errors, providers, register_plugin
 from .results import OUT_MODES, LookupResult, Out
 from .state import BuildState
 
@@ -47,6 +48,7 @@ __all__ = [
     "DuplicatePlugin",
     "Footprint",
     "GpuIndex",
+    "IndexFileError",
     "IndexParams",
     "IndexSpec",
     "IndexZooError",
@@ -69,6 +71,7 @@ __all__ = [
     "create",
     "hookimpl",
     "join",
+    "load",
     "load_errors",
     "load_spec",
     "providers",

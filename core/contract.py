@@ -12,6 +12,8 @@ derives the operations a plugin has no hook for. The others::
     _footprint(st)          -> Footprint of the plugin's buffers
     _update(old, new, positions, new_keys)    with capabilities.updates
     _prepared_point(st, op) optional: point lookups prepared once per build
+    _save_state(st)         optional: the state's parts to save (default: its attributes)
+    _load_state(st, saved)  optional: fill a loaded state from them (default: set them)
 
 The base does everything that must behave the same for every index, as the stages of
 :mod:`indexzoo.pipeline`: validation (the specific error, nothing changed), the
@@ -27,18 +29,20 @@ place.
 from __future__ import annotations
 
 import abc
+import os
 import threading
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import columns as columns_module
-from . import pipeline, results
+from . import persist, pipeline, results
 from .config import IndexParams, validate_params
-from .devices import array_module, device_of, resolve_device, to_device
+from .devices import array_module, cuda_status, device_of, resolve_device, to_device
 from .display import shown
 from .errors import InvalidInput, NotBuilt, PluginError, ResourceError, Unsupported
 from .hooks import Resolution, resolve
@@ -46,7 +50,7 @@ from .keys import KeyMap
 from .operations import Operation, operation
 from .resources import available_memory
 from .results import OUT_MODES, LookupResult, Out
-from .state import BuildState, describe_columns, rowid_dtype_for
+from .state import BASE_FIELDS, BuildState, describe_columns, rowid_dtype_for
 from .validation import as_1d, check_out, null_error, prepare_values, read_1d, same_length
 
 __all__ = ["NULL_POLICIES", "BuildState", "Capabilities", "Footprint", "GpuIndex", "NullPolicy"]
@@ -165,6 +169,10 @@ class GpuIndex(abc.ABC, Generic[S]):
     #: True: a point lookup ``q`` the class has no point hook for is answered by the range
     #: hook of the same out mode with the range ``[q, q]``.
     points_as_ranges: ClassVar[bool] = False
+    #: The layout of the plugin's saved state: raise it when ``_build`` starts to store
+    #: something else, and files saved with the old layout are refused (never loaded into code
+    #: that would read them differently). See docs/persistence.md.
+    state_version: ClassVar[int] = 1
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -592,6 +600,100 @@ class GpuIndex(abc.ABC, Generic[S]):
         self._publish(new_st)
         return self
 
+    # ------------------------------------------------------------------ saving
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the index, built or not, to ``path`` (see docs/persistence.md);
+        :func:`indexzoo.load` reads it back, on this device or another one the index supports.
+
+        The file replaces ``path`` in one rename once it is complete. Raises
+        :class:`~indexzoo.errors.IndexFileError` if the state holds something the format does
+        not store (the plugin then implements ``_save_state``/``_load_state``)."""
+        return persist.write(path, self.to_saved())
+
+    def to_saved(self) -> persist.SavedIndex:
+        """The index in saved form, in memory: metadata and host arrays (what ``save`` writes
+        and what pickling carries)."""
+        st = self._state
+        meta: dict[str, Any] = {
+            "format": persist.FORMAT, "format_version": persist.FORMAT_VERSION,
+            "indexzoo_version": persist.indexzoo_version(), "index": self.name,
+            "plugin_api": getattr(type(self), "plugin_api", "1.0"),
+            "state_version": self.state_version,
+            "params": self.params.model_dump(mode="json"), "device": self.device,
+            "built": st is not None,
+        }
+        if st is None:
+            return persist.SavedIndex(meta)
+        flat = persist.Flattener(st.device)
+        meta["n"] = st.n
+        meta["base"] = flat.flatten({"keymaps": st.keymaps, "values": st.values, "rows": st.rows,
+                                     "n_rows": st.n_rows, "nulls": st.nulls, "names": st.names},
+                                    _BASE_HINTS, "the base state")
+        meta["state"] = flat.flatten(self._save_state(st), persist.class_hints(type(st)),
+                                     f"the {self.name} state")
+        return persist.SavedIndex(meta, flat.arrays())
+
+    @classmethod
+    def from_saved(cls, saved: persist.SavedIndex, device: str | None = None) -> GpuIndex[S]:
+        """The index ``saved`` holds, on ``device`` (default: the device it was saved from if
+        the index runs there and it is usable here, else the CPU)."""
+        meta = saved.meta
+        if meta.get("index") != cls.name:
+            raise saved.problem(f"holds index {meta.get('index')!r}, not {cls.name!r}")
+        index = cls(meta.get("params"), device=cls._load_device(saved, device))
+        if meta.get("built"):
+            index._state = index._restore(saved)
+        return index
+
+    @classmethod
+    def _load_device(cls, saved: persist.SavedIndex, device: str | None) -> str:
+        if device is not None:
+            return device
+        devices = cls.capabilities.devices
+        if saved.meta.get("device") == "cuda" and "cuda" in devices and cuda_status()[0]:
+            return "cuda"
+        return "cpu" if "cpu" in devices else "auto"
+
+    def _restore(self, saved: persist.SavedIndex) -> S:
+        """The build state ``saved`` holds, on this index's device, sealed."""
+        meta = saved.meta
+        if meta.get("state_version") != self.state_version:
+            raise saved.problem(
+                f"its {self.name} state has layout version {meta.get('state_version')}; this "
+                f"{self.name} reads version {self.state_version}: build the index again")
+        arrays = persist.to_target(saved.arrays, self.device)
+        base = persist.unflatten(meta.get("base", {}), _BASE_HINTS, arrays,
+                                 f"{saved.source}: the base state")
+        keymaps = base.get("keymaps")
+        n = meta.get("n")
+        if (not isinstance(keymaps, tuple) or not keymaps or not isinstance(n, int) or n < 0
+                or not all(isinstance(k, KeyMap) for k in keymaps)
+                or len(keymaps) > self.capabilities.dims):
+            raise saved.problem(f"its key maps and size do not fit index {self.name!r}")
+        st = self._new_state(keymaps[0], n, base.get("values"), keymaps, rows=base.get("rows"),
+                             n_rows=base.get("n_rows"), nulls=base.get("nulls", "refuse"),
+                             names=base.get("names"))
+        attrs = persist.unflatten(meta.get("state", {}), persist.class_hints(type(st)), arrays,
+                                  f"{saved.source}: the {self.name} state")
+        self._load_state(st, attrs)
+        st.seal()
+        return st
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling (and ``copy.deepcopy``): the saved form, plus a subclass's own instance
+        attributes; the lock and the resolved hooks are made again on unpickling."""
+        saved = self.to_saved()
+        extra = {k: v for k, v in self.__dict__.items() if k not in _INDEX_FIELDS}
+        return {"meta": saved.meta, "arrays": saved.arrays, "extra": extra}
+
+    def __setstate__(self, data: dict[str, Any]) -> None:
+        saved = persist.SavedIndex(data["meta"], data["arrays"], source="a pickled index")
+        GpuIndex.__init__(self, saved.meta.get("params"),
+                          device=self._load_device(saved, None))
+        self.__dict__.update(data.get("extra", {}))
+        if saved.meta.get("built"):
+            self._state = self._restore(saved)
+
     # ------------------------------------------------------------------ plugin hooks
     @abc.abstractmethod
     def _build(self, st: S, keys: Any) -> None:
@@ -607,6 +709,21 @@ class GpuIndex(abc.ABC, Generic[S]):
         rowIDs) set to ``new_keys`` (native dtype). ``old`` must stay unchanged."""
         raise NotImplementedError(f"{type(self).__name__} declares updates but has no _update")
 
+    def _save_state(self, st: S) -> dict[str, Any]:
+        """Optional: the parts of ``st`` to save, by name (default: every attribute the plugin
+        set in ``_build``). Each value is saved by the generic walk (arrays, scalars, tuples,
+        lists, dicts, dataclasses and named tuples declared in the state's annotations); a
+        plugin whose state holds anything else (a compiled function, an engine's handle)
+        returns it in a form the walk saves, and rebuilds it in ``_load_state``."""
+        return {k: v for k, v in vars(st).items() if k not in BASE_FIELDS}
+
+    def _load_state(self, st: S, saved: dict[str, Any]) -> None:
+        """Optional: fill ``st`` (its base fields set, on ``self.device``) from what
+        ``_save_state`` returned, arrays moved to this device (default: set each attribute).
+        Rebuild here what was not saved, e.g. a structure specific to the device."""
+        for name, value in saved.items():
+            setattr(st, name, value)
+
     def _prepared_point(self, st: S, op: Operation) -> Callable[[Any], Any] | None:
         """Optional: point lookups of build ``st`` for ``op`` (a point operation whose out mode
         is "rowid", "count" or "sum", answered by its own hook) prepared for repeated calls,
@@ -616,6 +733,14 @@ class GpuIndex(abc.ABC, Generic[S]):
         lookups) and returns what the operation's hook returns. None (the default): the base
         calls the hook itself."""
         return None
+
+
+#: The annotations of the base's fields of a state, as saved (the key maps' class among them).
+_BASE_HINTS: dict[str, Any] = {"keymaps": tuple[KeyMap, ...], "values": Any, "rows": Any,
+                               "n_rows": int, "nulls": str, "names": tuple[str, ...] | None}
+
+#: The instance attributes of every index that pickling makes again (not carried as they are).
+_INDEX_FIELDS = frozenset({"params", "device", "_state", "_writing", "_resolution"})
 
 
 def check_plugin_class(cls: Any) -> Resolution:

@@ -14,6 +14,7 @@ __all__ = [
     "ConfigError",
     "DeviceUnavailable",
     "DuplicatePlugin",
+    "IndexFileError",
     "IndexZooError",
     "InvalidInput",
     "MissingDependency",
@@ -31,6 +32,13 @@ class IndexZooError(Exception):
 class InvalidInput(IndexZooError, ValueError):
     """A key, value or lookup array is unusable: wrong dtype or shape, NaN, mismatched length,
     or a key outside what the index (or the chosen mode) can represent."""
+
+
+class IndexFileError(IndexZooError, ValueError):
+    """A saved index cannot be read: not a saved index, truncated, corrupted (a checksum
+    mismatch), written in a newer format version, or saved by another state layout of its
+    plugin; or an index cannot be saved (its state holds something the format does not
+    store). The message names the file and what is wrong; nothing is loaded."""
 
 
 class Unsupported(IndexZooError, NotImplementedError):

@@ -46,6 +46,8 @@ LIFECYCLE_HOOKS: dict[str, tuple[tuple[str, ...], str]] = {
     "_footprint": (("st",), "always: the plugin's buffers in bytes"),
     "_update": (("old", "new", "positions", "new_keys"), "with capabilities.updates"),
     "_prepared_point": (("st", "op"), "optional: point lookups prepared once per build"),
+    "_save_state": (("st",), "optional: the state's parts to save (docs/persistence.md)"),
+    "_load_state": (("st", "saved"), "optional: fill a loaded state from the saved parts"),
 }
 _RESERVED = re.compile(r"_(point|range)_\w+")
 _MODE_LIKE = re.compile(r"_([a-z]+)_(" + "|".join(OUT_MODES) + r")")

@@ -3,6 +3,7 @@ configuration of another index (the papers' variants: ``cgrx-5x4``, ``rtc3``, ..
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -35,8 +36,15 @@ def preset_params(base: type[P], name: str, defaults: Mapping[str, Any]) -> type
 def preset_class(base: C, name: str, defaults: Mapping[str, Any], doc: str,
                  module: str) -> C:
     """A subclass of the index class ``base`` named ``name`` (its registered name), whose
-    ``Params`` default to ``defaults``; ``doc`` is what ``indexzoo list`` shows."""
+    ``Params`` default to ``defaults``; ``doc`` is what ``indexzoo list`` shows.
+
+    The class is also bound in ``module`` (the module being imported that calls this) under
+    its class name, ``<Base>_<name>``, so that pickle finds it by its qualified name."""
     params = preset_params(base.Params, name, defaults)  # type: ignore[attr-defined]
     attrs: dict[str, Any] = {"name": name, "Params": params, "__doc__": doc,
                              "__module__": module}
-    return type(f"{base.__name__}_{name.replace('-', '_')}", (base,), attrs)  # type: ignore[return-value]
+    cls = type(f"{base.__name__}_{name.replace('-', '_')}", (base,), attrs)
+    owner = sys.modules.get(module)
+    if owner is not None:
+        setattr(owner, cls.__name__, cls)
+    return cls  # type: ignore[return-value]

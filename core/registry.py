@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 import pluggy
 
-from . import hookspecs
+from . import hookspecs, persist
 from .config import IndexSpec, spec_from_data
 from .contract import GpuIndex, check_plugin_class
 from .display import one_line, shown
@@ -45,6 +45,7 @@ __all__ = [
     "create",
     "deprecations",
     "import_timeout",
+    "load",
     "load_error_details",
     "load_errors",
     "lookup",
@@ -351,6 +352,23 @@ def create(index: str | IndexSpec | dict[str, Any], /, *, device: str | None = N
         cls = lookup(index.index)
         return cls({**index.params, **params}, device=device or index.device)
     return lookup(index)(params, device=device or "auto")
+
+
+def load(path: str | os.PathLike[str], *, device: str | None = None) -> GpuIndex:
+    """The index saved at ``path`` (by ``index.save(path)``), on ``device`` (default: the
+    device it was saved from where the index runs there and it is usable here, else the CPU).
+
+    Its class is found by the index name the file holds, through the registry (never by a
+    class path read from the file). Raises :class:`~indexzoo.errors.IndexFileError` for a
+    file that is not a saved index, is truncated, corrupted, or of a newer format version,
+    and ConfigError when the index it holds is not installed."""
+    saved = persist.read(path)
+    try:
+        cls = lookup(saved.index)
+    except ConfigError as exc:
+        raise type(exc)(f"{saved.source}: holds index {saved.index!r}, which cannot be used "
+                        f"here: {exc}") from None
+    return cls.from_saved(saved, device=device)
 
 
 def suggestions(question: SuggestQuestion) -> list[Suggestion]:

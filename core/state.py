@@ -23,11 +23,18 @@ import numpy as np
 from .devices import array_module
 from .keys import KeyMap
 
-__all__ = ["BuildState", "describe_columns", "rowid_dtype_for"]
+__all__ = ["BASE_FIELDS", "BuildState", "describe_columns", "rowid_dtype_for"]
 
 #: Indexes holding this many keys or more use uint64 rowIDs (a uint32 rowID could equal the
 #: uint32 miss value).
 WIDE_ROWIDS_FROM = (1 << 32) - 1
+
+
+#: The attributes the base sets on every state (the rest are the plugin's): what a saved
+#: index records in its own fields, or derives again on load.
+BASE_FIELDS = frozenset({"keymap", "keymaps", "n", "values", "device", "rows", "n_rows",
+                         "nulls", "names", "rowid_dtype", "miss", "_xp", "_prepared",
+                         "_sealed"})
 
 
 def rowid_dtype_for(n: int) -> np.dtype:

@@ -52,6 +52,7 @@ Decisions
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
@@ -64,7 +65,7 @@ from indexzoo.validation import as_1d
 
 from .coords import CgCoder
 from .params import CgrxParams
-from .scene import CgScene, build_scene
+from .scene import CgScene, build_scene, triangle_function
 from .search import PATH_WIDTH, lookup_kernel
 
 __all__ = ["CgrxIndex", "CgrxState"]
@@ -115,6 +116,23 @@ class CgrxIndex(GpuIndex[CgrxState]):
         st.peak = max(pairs.peak_bytes,
                       held + st.scene.gas.footprint().peak_build_bytes + scene_build,
                       held + scene_bytes)
+
+    def _save_state(self, st: CgrxState) -> dict[str, Any]:
+        """The state as saved: generated geometry's GAS without its function (made again
+        from the coder on load)."""
+        saved = super()._save_state(st)
+        sc = st.scene
+        if sc is not None and sc.gas.generated:
+            saved["scene"] = dataclasses.replace(sc, gas=dataclasses.replace(sc.gas,
+                                                                              geometry=None))
+        return saved
+
+    def _load_state(self, st: CgrxState, saved: dict[str, Any]) -> None:
+        super()._load_state(st, saved)
+        sc = st.scene
+        if sc is not None and self.params.geometry == "generated":
+            gas = dataclasses.replace(sc.gas, geometry=triangle_function(st.coder))
+            st.scene = dataclasses.replace(sc, gas=gas)
 
     def _footprint(self, st: CgrxState) -> Footprint:
         parts = {"keys": int(st.keys.nbytes), "rowids": int(st.rowids.nbytes)}

@@ -75,14 +75,14 @@ from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native import lightweight as lw
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.eytzinger import EO_GATHER, eo_shape
-from indexzoo.native.pivots import PB_GATHER, chunk_for_levels, full_chunk, pb_plan
+from indexzoo.native.pivots import PB_GATHER, PivotPlan, chunk_for_levels, full_chunk, pb_plan
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import values_arg
 
 from .hardware import hardware
 from .params import LightweightParams, preset_params
 
-__all__ = ["PRESETS", "LightweightIndex"]
+__all__ = ["PRESETS", "AoBs", "AoPbBs", "AoPbKs", "EoBs", "EoKs", "LightweightIndex"]
 
 #: A coarse pivot buffer's default chunk: one cache line of keys (SoA) or pairs (AoS) [§4.5].
 CACHE_LINE_BYTES = 128
@@ -97,7 +97,7 @@ class LightweightState(BuildState):
     layout: lw.LayoutRecord  # the arrays and shapes (one kernel argument)
     pins: lw.PinRecord       # the keys the GPU driver pins in shared memory
     plan: lw.DriverPlan      # the GPU driver's configuration
-    pivot_plan: Any          # pivots.PivotPlan, or None
+    pivot_plan: PivotPlan | None
     peak: int
 
 
@@ -308,23 +308,45 @@ def _pins(pa: int, pbb: int = 0, ps: int = 0) -> lw.PinRecord:
     return lw.PinRecord(np.int64(pa), np.int64(pbb), np.int64(ps))
 
 
-def _preset_class(preset: str, doc: str) -> type[LightweightIndex]:
-    cls = type(f"Lightweight_{preset.replace('-', '_')}", (LightweightIndex,), {
-        "name": preset, "Params": preset_params(preset), "__doc__": doc,
-        "__module__": __name__,
-    })
-    return cls
+class AoBs(LightweightIndex):
+    """M1 AO+BS: ascending order, offset-based binary search, block-local double reordering."""
+
+    name: ClassVar[str] = "ao-bs"
+    Params: ClassVar[type[IndexParams]] = preset_params("ao-bs")
 
 
+class EoBs(LightweightIndex):
+    """M2 EO+BS: Eytzinger order, binary search with early exit."""
+
+    name: ClassVar[str] = "eo-bs"
+    Params: ClassVar[type[IndexParams]] = preset_params("eo-bs")
+
+
+class AoPbBs(LightweightIndex):
+    """M3 AO+PB+BS: ascending order under a coarse binary pivot buffer (chunks of one
+    128-byte line), AoS."""
+
+    name: ClassVar[str] = "ao-pb-bs"
+    Params: ClassVar[type[IndexParams]] = preset_params("ao-pb-bs")
+
+
+class EoKs(LightweightIndex):
+    """M4 EO+KS: K-ary Eytzinger order searched by groups of K-1 threads (K=5), dynamic
+    scheduling."""
+
+    name: ClassVar[str] = "eo-ks"
+    Params: ClassVar[type[IndexParams]] = preset_params("eo-ks")
+
+
+class AoPbKs(LightweightIndex):
+    """M5 AO+PB+KS: ascending order under a K-ary pivot buffer searched by groups of K-1
+    threads, AoS."""
+
+    name: ClassVar[str] = "ao-pb-ks"
+    Params: ClassVar[type[IndexParams]] = preset_params("ao-pb-ks")
+
+
+#: The paper's five schemes, by registered name: module-level classes, so that pickle finds
+#: them by their qualified names.
 PRESETS: dict[str, type[LightweightIndex]] = {
-    "ao-bs": _preset_class("ao-bs", "M1 AO+BS: ascending order, offset-based binary search, "
-                                    "block-local double reordering."),
-    "eo-bs": _preset_class("eo-bs", "M2 EO+BS: Eytzinger order, binary search with early "
-                                    "exit."),
-    "ao-pb-bs": _preset_class("ao-pb-bs", "M3 AO+PB+BS: ascending order under a coarse binary "
-                                          "pivot buffer (chunks of one 128-byte line), AoS."),
-    "eo-ks": _preset_class("eo-ks", "M4 EO+KS: K-ary Eytzinger order searched by groups of K-1 "
-                                    "threads (K=5), dynamic scheduling."),
-    "ao-pb-ks": _preset_class("ao-pb-ks", "M5 AO+PB+KS: ascending order under a K-ary pivot "
-                                          "buffer searched by groups of K-1 threads, AoS."),
-}
+    cls.name: cls for cls in (AoBs, EoBs, AoPbBs, EoKs, AoPbKs)}

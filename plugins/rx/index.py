@@ -97,6 +97,7 @@ Decisions where the paper is silent or ambiguous
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -114,6 +115,7 @@ from indexzoo import (
 from indexzoo.devices import to_numpy
 from indexzoo.native.rt import query
 from indexzoo.native.rt.keymap import KeyCoder
+from indexzoo.native.rt.keyprims import geometry_function
 from indexzoo.native.rt.keyscene import key_gas
 from indexzoo.native.rt.trace import Gas
 
@@ -260,6 +262,32 @@ class RxIndex(GpuIndex[RxState]):
     def _footprint(self, st: RxState) -> Footprint:
         parts = self._parts(st)
         return Footprint(breakdown=parts, peak_build_bytes=max(st.peak, sum(parts.values())))
+
+    # -------------------------------------------------------------- saving
+    def _save_state(self, st: RxState) -> dict[str, Any]:
+        """The state as saved: a software GAS without its geometry function (generated
+        geometry: the function is made again from the params on load); an OptiX GAS not at
+        all (an engine's handle on one GPU: the scene is built again on load from the keys,
+        which stored geometry, OptiX's only one, keeps)."""
+        saved = super()._save_state(st)
+        gas = st.gas
+        if not isinstance(gas, Gas):
+            saved["gas"] = None
+        elif gas.generated:
+            saved["gas"] = dataclasses.replace(gas, geometry=None)
+        return saved
+
+    def _load_state(self, st: RxState, saved: dict[str, Any]) -> None:
+        gas = saved.pop("gas")
+        super()._load_state(st, saved)
+        p = self.params
+        if gas is None:  # saved from OptiX: build again, on the engine this device runs
+            st.engine = self._engine(st.device)
+            self._scene(st, st.own_keys)
+            return
+        if p.geometry == "generated":
+            gas = dataclasses.replace(gas, geometry=geometry_function(self.coder, p.primitive))
+        st.gas = gas
 
     # -------------------------------------------------------------- updates
     def _update(self, old: RxState, new: RxState, positions: Any, new_keys: Any) -> None:

@@ -1,0 +1,117 @@
+"""Loading saved indexes: how long ``indexzoo.load`` takes next to reading the same bytes with
+NumPy, and next to building the index again.
+
+    python benchmarks/persist_load.py --device cpu|cuda --log2-keys 26 [--json out.json]
+
+1. ``sorted-array`` over 2^k uint64 keys is saved; then, from the same file (in the page cache,
+   read once before timing), ``indexzoo.load`` is timed against ``np.fromfile`` of the file's
+   array bytes (the keys and rowIDs at their offsets: the same bytes, no checks) and against
+   ``np.load`` of the archive's members. The target (issue 32): load <= 2x NumPy's read.
+2. ``rx``, ``rx-opt``, ``btree`` and ``cgrx`` over the same keys: build time against load time.
+
+Each figure is the best of ``--repeat`` runs; on the GPU the load includes the copy to the
+device (synchronised). Prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import indexzoo
+from indexzoo import persist
+
+BUILD_VS_LOAD = ("rx", "rx-opt", "btree", "cgrx")
+
+
+def best(fn: Callable[[], Any], repeat: int, sync: Callable[[], None]) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def fromfile_arrays(path: Path) -> Callable[[], list[np.ndarray]]:
+    """Reads every array member's data bytes with np.fromfile at its offset (no checks)."""
+    spans = []
+    with zipfile.ZipFile(path) as zf, open(path, "rb") as raw:
+        for info in zf.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            raw.seek(info.header_offset + 26)
+            name_len, extra_len = np.frombuffer(raw.read(4), dtype="<u2")
+            raw.seek(info.header_offset + 30 + int(name_len) + int(extra_len))
+            np.lib.format.read_magic(raw)
+            shape, _, dtype = np.lib.format.read_array_header_1_0(raw)
+            spans.append((raw.tell(), dtype, int(np.prod(shape))))
+
+    def read() -> list[np.ndarray]:
+        return [np.fromfile(path, dtype=dt, count=n, offset=off) for off, dt, n in spans]
+    return read
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--log2-keys", type=int, default=22)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", default="persist_load.json")
+    ap.add_argument("--indexes", default=",".join(BUILD_VS_LOAD))
+    args = ap.parse_args()
+    dev = args.device
+    sync: Callable[[], None] = lambda: None  # noqa: E731
+    if dev == "cuda":
+        import cupy
+
+        sync = cupy.cuda.Device().synchronize
+    n = 1 << args.log2_keys
+    keys = np.random.default_rng(1).permutation(n).astype(np.uint64) * np.uint64(3)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(dir=".") as tmp:
+        path = Path(tmp) / "sorted-array.izo"
+        indexzoo.create("sorted-array", device=dev).build(keys).save(path)
+        path.read_bytes()  # into the page cache: every reader below starts from it
+        raw = fromfile_arrays(path)
+        t_np = best(raw, args.repeat, sync)
+        t_npz = best(lambda: [a for _, a in np.load(path, allow_pickle=False).items()
+                              if isinstance(a, np.ndarray)], args.repeat, sync)
+        t_load = best(lambda: indexzoo.load(path, device=dev), args.repeat, sync)
+        t_read = best(lambda: persist.read(path), args.repeat, sync)
+        rows.append({"index": "sorted-array", "bytes": path.stat().st_size,
+                     "np_fromfile_s": t_np, "np_load_npz_s": t_npz, "read_checked_s": t_read,
+                     "load_s": t_load, "load_over_fromfile": t_load / t_np})
+        for name in [s for s in args.indexes.split(",") if s]:
+            index = indexzoo.create(name, device=dev)
+            t_build = best(lambda index=index: index.build(keys), args.repeat, sync)
+            p = Path(tmp) / f"{name}.izo"
+            index.save(p)
+            p.read_bytes()
+            t_load = best(lambda p=p: indexzoo.load(p, device=dev), args.repeat, sync)
+            rows.append({"index": name, "bytes": p.stat().st_size, "build_s": t_build,
+                         "load_s": t_load, "build_over_load": t_build / t_load})
+    print(f"device {dev}, 2^{args.log2_keys} uint64 keys, best of {args.repeat}")
+    first = rows[0]
+    print(f"{'sorted-array':14} file {first['bytes'] / 1e6:9.1f} MB  np.fromfile "
+          f"{first['np_fromfile_s']:.3f} s  np.load(npz) {first['np_load_npz_s']:.3f} s  "
+          f"persist.read {first['read_checked_s']:.3f} s  indexzoo.load {first['load_s']:.3f} s"
+          f"  load/fromfile {first['load_over_fromfile']:.2f}x")
+    for r in rows[1:]:
+        print(f"{r['index']:14} file {r['bytes'] / 1e6:9.1f} MB  build {r['build_s']:.3f} s  "
+              f"load {r['load_s']:.3f} s  build/load {r['build_over_load']:.1f}x")
+    Path(args.json).write_text(json.dumps({"device": dev, "log2_keys": args.log2_keys,
+                                           "repeat": args.repeat, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
