@@ -8,6 +8,9 @@
 #   conformance          the conformance suite for every built-in index, --indexzoo-device=cuda
 #   conformance-par      the same, the docs examples and the GPU tests, in parallel processes
 #                        (CONF_TIMEOUT seconds each; CONF_GPU_TESTS=0 leaves the GPU tests out)
+#                        (CONF_K: a pytest -k selection of checks; CONF_GPU_TESTS_PATH:
+#                        where the GPU tests are looked for, default tests)
+#   persist:N            benchmarks/persist_load.py on cuda and cpu, 2^N keys
 #   check:NAME           indexzoo check NAME --device cuda --size large
 #   bench:PRESET         indexzoo bench --preset PRESET --device cuda
 #   benchsum:PRESET      the same with --out-mode sum
@@ -82,20 +85,31 @@ for step in "$@"; do
       for g in "${groups[@]}"; do
         ids=""; for n in $g; do ids="$ids $f::TestConformance_${n//-/_}"; done
         timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider $ids \
-          --indexzoo-device=cuda > "$out/conformance-cuda-g$i.txt" 2>&1 &
+          ${CONF_K:+-k "$CONF_K"} --indexzoo-device=cuda > "$out/conformance-cuda-g$i.txt" 2>&1 &
         i=$((i + 1))
       done
       timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider \
         tests/docs/test_examples.py -k "not verbatim" --indexzoo-device=cuda \
         > "$out/conformance-cuda-docs.txt" 2>&1 &
       [ "${CONF_GPU_TESTS:-1}" = 1 ] && \
-        timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider tests \
-          -k "cuda or gpu" > "$out/pytest-gpu.txt" 2>&1 &
+        timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider \
+          ${CONF_GPU_TESTS_PATH:-tests} -k "cuda or gpu" > "$out/pytest-gpu.txt" 2>&1 &
       wait
       for f in "$out"/conformance-cuda-*.txt "$out"/pytest-gpu.txt; do
         [ -f "$f" ] || continue
         echo "--- $(basename "$f")"; grep -E "^(FAILED|ERROR)|passed|failed|error" "$f" | tail -n 12
       done | tee "$out/conformance-cuda.txt" ;;
+    persist:*)
+      # benchmarks/persist_load.py: load against NumPy's read and against a build, 2^N keys
+      n=${step#persist:}
+      for dev in cuda cpu; do
+        only=""; [ "$dev" = cpu ] && only="--indexes="  # the builds on the GPU only
+        timeout "${PERSIST_TIMEOUT:-300}" python3 benchmarks/persist_load.py --device "$dev" $only \
+          --log2-keys "$n" --json "$out/persist-load-$dev-2e$n.json" \
+          > "$out/persist-load-$dev-2e$n.txt" 2>&1
+        echo "exit $?" >> "$out/persist-load-$dev-2e$n.txt"
+        cat "$out/persist-load-$dev-2e$n.txt"
+      done ;;
     check:*)
       name=${step#check:}
       python3 -m indexzoo.tools.cli check "$name" --device cuda --size large \
