@@ -882,8 +882,8 @@ def check_a_loaded_index_takes_updates(ctx: Context) -> None:
 @check("persistence")
 def check_pickle_round_trip_of_built_and_unbuilt_indexes(ctx: Context) -> None:
     """``pickle.loads(pickle.dumps(index))`` gives an index of the same class, params and
-    device: unbuilt if it was, answering bit for bit as the original if built; both can be
-    built again."""
+    device: unbuilt if it was, answering bit for bit as the original if built; an unpickled
+    unbuilt index builds and answers right."""
     keys, q, r, values = _persisted_keys(ctx)
     fresh = ctx.new()
     empty = pickle.loads(pickle.dumps(fresh))
@@ -893,9 +893,10 @@ def check_pickle_round_trip_of_built_and_unbuilt_indexes(ctx: Context) -> None:
     back = pickle.loads(pickle.dumps(index))
     assert type(back) is type(index) and back.device == index.device
     _same_snapshots(_snapshot(index, q, r), _snapshot(back, q, r), "the unpickled index")
-    empty.build(keys, values)
-    _same_snapshots(_snapshot(index, q, r), _snapshot(empty, q, r),
-                    "an unpickled unbuilt index, built")
+    empty.build(keys, values)  # a build of its own: right answers (a GPU hash table's rowid
+    # among duplicates may differ from another build's)
+    verify(ctx, empty, keys, values=values, points=q, rng=r,
+           label="an unpickled unbuilt index, built")
 
 
 @check("persistence")
