@@ -44,13 +44,20 @@ class InDomain(RxIndex):
         super()._build(st, keys)
 
     def _update(self, old: Any, new: Any, positions: Any, new_keys: Any) -> None:
-        # Keys that fit the mode reach rx unchanged; a mapped key set is not updated in place
-        if old.image is not None or (new_keys.shape[0] and int(new_keys.max()) >= LIMIT[
+        # Keys that fit the mode reach rx's update unchanged; a key set that needs the image
+        # (before or after) is built again from its original keys with a new image
+        if old.image is None and not (new_keys.shape[0] and int(new_keys.max()) >= LIMIT[
                 self.params.key_mode]):
-            raise NotImplementedError("the InDomain test wrapper updates only key sets that fit "
-                                      "the key mode")
-        new.image = None
-        super()._update(old, new, positions, new_keys)
+            new.image = None
+            super()._update(old, new, positions, new_keys)
+            return
+        xp, keys = old.xp, self._keys(old)
+        if old.image is not None:
+            u, g = old.image
+            keys = u[xp.searchsorted(g, keys.astype(np.uint64))]
+        keys = keys.astype(np.uint64)  # a copy
+        keys[positions] = new_keys
+        self._build(new, keys)
 
     @staticmethod
     def _points(st: Any, q: Any) -> Any:
