@@ -42,7 +42,10 @@ P = TypeVar("P", bound="IndexParams")
 class IndexParams(BaseModel):
     """Parameters every index has. Plugins subclass this for their own tunables."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # every float parameter of every plugin is finite: inf and NaN pass pydantic's bounds
+    # checks in surprising ways (NaN compares false) and end as OverflowError deep in a build
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
+                              allow_inf_nan=False)
 
     max_batch: int = Field(
         default=1 << 27,

@@ -476,3 +476,22 @@ def test_a_plugin_that_fails_to_load_is_one_warning_line(monkeypatch: pytest.Mon
     assert code == 0 and "(unusable)" in text
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith("indexzoo: UserWarning: indexzoo plugin 'broken' failed to load")
+
+
+# ---------------------------------------------------------------------- bounds before any work
+def test_an_infinite_float_parameter_is_one_line_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools import bench, runner
+
+    _forbid(monkeypatch, bench, "run_bench")
+    _forbid(monkeypatch, runner, "generate")
+    code, _ = run("bench", "--preset", "tiny", "--device", "cpu", "--indexes", "rtscan",
+                  "--set", "rtscan.ray_length=Infinity", "--output", str(tmp_path / "out"))
+    assert code == 2
+    assert "parameter 'ray_length' = inf is invalid: Input should be a finite number" in \
+        _one_error_line(capsys.readouterr().err)
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: rtscan\ndevice: cpu\nparams: {ray_spacing: .nan}\n")
+    assert run("run", str(spec))[0] == 2
+    assert "parameter 'ray_spacing' = nan is invalid: Input should be a finite number" in \
+        _one_error_line(capsys.readouterr().err)

@@ -217,3 +217,17 @@ def test_misspelt_parameter_gets_a_did_you_mean() -> None:
     with pytest.raises(ConfigError, match=r"unknown parameter 'thread_per_block' \(value 64\); did "
                                           r"you mean 'threads_per_block'\?"):
         indexzoo.create("sorted-array", device="cpu", thread_per_block=64)
+
+
+# ---------------------------------------------------------------------- finite floats
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_float_parameters_must_be_finite(value: float) -> None:
+    # a float parameter without bounds (a third-party plugin's, say) took inf and NaN, and a
+    # bounded one refused NaN as "less than or equal to 1": every float parameter is finite
+    with pytest.raises(ConfigError, match=re.escape(f"parameter 'share' = {value!r} is invalid: "
+                                                    "Input should be a finite number")):
+        validate_params(StrictParams, {"share": value}, "strict")
+    with pytest.raises(ConfigError, match=re.escape(
+            f"parameter 'ray_interval' = {value!r} is invalid: Input should be a finite number "
+            "(allowed: > 0.0, <= 1.0)")):
+        indexzoo.create("rtscan", device="cpu", ray_interval=value)
