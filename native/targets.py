@@ -52,7 +52,7 @@ from indexzoo import IndexParams
 
 __all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundLaunch",
            "GroupKernel", "Kernel", "KernelParams", "Slot", "call_parallel", "launch_cuda",
-           "one_per_item", "values_arg"]
+           "njit_cached", "one_per_item", "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
 
@@ -85,6 +85,27 @@ def call_parallel(fn: Callable[..., Any], *args: Any) -> Any:
             with contextlib.suppress(ValueError):  # no parallel region ran yet (zero items)
                 _layer.append(numba.threading_layer())
         return result
+
+
+def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit(**options, cache=True)`` where numba can keep its on-disk cache, else
+    without it. numba caches next to the source file, in ``NUMBA_CACHE_DIR`` or in the home
+    cache; on a read-only install with none of them writable, ``cache=True`` raises
+    ``RuntimeError: cannot cache function ...: no locator available`` when the module is
+    imported. Here the function then compiles in each process instead (a second or so)."""
+
+    def decorate(fn: Callable[..., Any]) -> Any:
+        from numba import njit
+
+        dispatcher = njit(**options)(fn)
+        try:
+            dispatcher.enable_caching()  # what cache=True does, at decoration time
+        except RuntimeError as exc:
+            if "no locator available" not in str(exc):
+                raise  # e.g. a malformed NUMBA_CACHE_LOCATOR_CLASSES: numba's own message
+        return dispatcher
+
+    return decorate
 
 
 _FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
