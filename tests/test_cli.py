@@ -281,6 +281,43 @@ def test_run_that_cannot_fit_is_refused_before_allocating(tmp_path: Path, monkey
     assert "index allowance 2.1 GB" in line
 
 
+def test_run_with_more_batches_than_lookups_is_a_config_error_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools import runner
+
+    _forbid(monkeypatch, runner, "generate")
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: sorted-array\ndevice: cpu\n"
+                    "workload: {n_keys: 1024, n_lookups: 10, batches: 16777216}\n")
+    assert run("run", str(spec))[0] == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "invalid run spec" in line and "batches=16777216 exceeds n_lookups=10" in line
+
+
+def test_run_of_bitmaps_that_cannot_fit_is_refused_before_building(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools import runner
+
+    _tiny_memory(monkeypatch)
+    _forbid(monkeypatch, runner, "generate")
+    spec = tmp_path / "run.yaml"  # 2^15 lookups x 2^20 keys / 8 bits a byte: 4.3 GB of bitmaps
+    spec.write_text("index: sorted-array\ndevice: cpu\nout: bitmap\n"
+                    "workload: {n_keys: 1048576, n_lookups: 32768}\n")
+    assert run("run", str(spec))[0] == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("indexzoo: ResourceError: this run") and "bitmaps 4.3 GB" in line
+
+
+def test_the_memory_estimate_counts_every_batch() -> None:
+    from indexzoo.resources import estimate_workload
+    from indexzoo.tools.workloads import Workload
+
+    one = estimate_workload(Workload(n_keys=1024, n_lookups=1 << 24))
+    many = estimate_workload(Workload(n_keys=1024, n_lookups=1 << 24, batches=1 << 24))
+    assert many.total - one.total >= (1 << 24) * 500  # a batch and its answer: 500 B measured
+    assert "batches 17.2 GB" in many.describe()
+
+
 def test_run_at_the_documented_maxima_is_refused_not_a_memory_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from indexzoo.resources import available_memory

@@ -104,6 +104,8 @@ def sweep_workloads(base: Workload, dim: str, device: str) -> list[Workload]:
             continue
         if dim == "range_hits":
             upd["n_lookups"] = min(base.n_lookups, 1 << 16)
+        if dim in ("lookups", "range_hits"):  # at most one batch a lookup (Workload's rule)
+            upd["batches"] = min(base.batches, max(upd["n_lookups"], 1))
         if device == "cpu" and dim in ("keys", "lookups") and v > (1 << 22):
             continue
         out.append(base.model_copy(update=upd))

@@ -194,7 +194,7 @@ def make_sample(keys: np.ndarray | None, workload: Workload, device: str,
             n = max(w.multiplicity, key_cap // w.multiplicity * w.multiplicity)
             w = w.model_copy(update={"n_keys": n})
         gen = generate(Workload.model_validate(w.model_copy(
-            update={"n_lookups": 0, "hit_rate": 0.0}).model_dump()), "cpu")
+            update={"n_lookups": 0, "hit_rate": 0.0, "batches": 1}).model_dump()), "cpu")
         keys = to_numpy(gen.keys)
         km = KeyMap.for_dtype(keys.dtype)
         ukeys = km.encode(keys)

@@ -60,7 +60,11 @@ class Workload(BaseModel):
     )
     sorted_build: bool = Field(False, description="Build keys in ascending order.")
     sorted_lookups: bool = Field(False, description="Lookups in ascending order.")
-    batches: int = Field(1, ge=1, le=1 << 24, description="Number of equal batches the lookups are fired in.")
+    batches: int = Field(
+        1, ge=1, le=1 << 24,
+        description="Number of equal batches the lookups are fired in; at most n_lookups (one "
+        "lookup a batch at least).",
+    )
     range_hits: int | None = Field(
         None, ge=1, description="None: point lookups. k: range lookups each covering k distinct keys."
     )
@@ -76,6 +80,9 @@ class Workload(BaseModel):
             raise ValueError(f"{self.distinct_keys} distinct keys do not fit in {self.key_bits} bits")
         if self.range_hits is not None and self.distinct_keys and self.range_hits > self.distinct_keys:
             raise ValueError(f"range_hits={self.range_hits} exceeds the {self.distinct_keys} distinct keys")
+        if self.batches > max(self.n_lookups, 1):
+            raise ValueError(f"batches={self.batches} exceeds n_lookups={self.n_lookups}: every "
+                             "batch needs at least one lookup")
         if self.n_lookups and self.hit_rate > 0 and self.n_keys == 0:
             raise ValueError("hit_rate > 0 needs at least one key")
         return self

@@ -87,6 +87,23 @@ def test_batches_cut_all_lookups_in_order() -> None:
     np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), data.queries)
 
 
+def test_every_batch_holds_at_least_one_lookup() -> None:
+    with pytest.raises(ValidationError, match="batches=16777216 exceeds n_lookups=10"):
+        Workload(n_lookups=10, batches=1 << 24)
+    with pytest.raises(ValidationError, match="batches=2 exceeds n_lookups=0"):
+        Workload(n_lookups=0, batches=2)
+    assert Workload(n_lookups=10, batches=10).batches == 10
+    assert Workload(n_lookups=0).batches == 1
+
+
+def test_a_lookups_sweep_keeps_at_most_one_batch_a_lookup() -> None:
+    from indexzoo.tools.bench import sweep_workloads
+
+    base = Workload(n_keys=1 << 12, n_lookups=1 << 16, batches=1 << 14)
+    swept = sweep_workloads(base, "lookups", "cpu")
+    assert [(w.n_lookups, w.batches) for w in swept[:2]] == [(1 << 13, 1 << 13), (1 << 15, 1 << 14)]
+
+
 def test_permute_bits_is_a_bijection() -> None:
     for bits in (1, 5, 12):
         x = np.arange(1 << bits, dtype=np.uint64)
