@@ -37,12 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import envvars
 from .errors import ResourceError
 
 __all__ = ["BYTES_PER_BATCH", "ENV_VAR", "INDEX_BYTES_PER_KEY", "MemoryEstimate",
            "available_memory", "check_fits", "estimate_workload"]
 
-ENV_VAR = "INDEXZOO_MEMORY_CHECK"
+ENV_VAR = envvars.MEMORY_CHECK.name
 INDEX_BYTES_PER_KEY = 64
 GEN_BYTES_PER_KEY = 32
 GEN_BYTES_PER_LOOKUP = 32
@@ -150,7 +151,7 @@ def available_memory(device: str) -> tuple[int, str] | None:
 
 def check_fits(estimate: MemoryEstimate, device: str, what: str) -> None:
     """ResourceError if ``estimate`` exceeds the memory available on ``device``."""
-    if os.environ.get(ENV_VAR, "").strip().lower() in ("0", "no", "off", "false"):
+    if not envvars.MEMORY_CHECK.value():
         return
     avail = available_memory(device)
     if avail is None or estimate.total <= avail[0]:

@@ -37,7 +37,6 @@ import contextlib
 import ctypes
 import functools
 import inspect
-import os
 import struct
 import threading
 import typing
@@ -49,6 +48,7 @@ import numpy as np
 from pydantic import Field
 
 from indexzoo import IndexParams
+from indexzoo.envvars import CPU_SERIAL_BELOW, NUMBA_LAUNCH
 
 __all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundLaunch",
            "GroupKernel", "Kernel", "KernelParams", "Slot", "call_parallel", "launch_cuda",
@@ -108,7 +108,7 @@ def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     return decorate
 
 
-_FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
+_FAST_LAUNCH = not NUMBA_LAUNCH.value()
 _STREAMS: dict[int, Any] = {}
 
 
@@ -145,7 +145,7 @@ def {name}(n_items__, {args}):
 #: CPU calls with fewer items than this run serially: waking numba's thread pool costs tens
 #: of microseconds on an idle machine and milliseconds on a loaded one, more than a few
 #: thousand cheap items take on one core. Kernels with costly items lower it.
-SERIAL_BELOW = int(os.environ.get("INDEXZOO_CPU_SERIAL_BELOW", 1 << 15))
+SERIAL_BELOW = CPU_SERIAL_BELOW.value()
 
 _CUDA_TEMPLATE = """
 def {name}(n_items__, {args}):

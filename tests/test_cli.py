@@ -281,6 +281,20 @@ def test_run_that_cannot_fit_is_refused_before_allocating(tmp_path: Path, monkey
     assert "index allowance 2.1 GB" in line
 
 
+def test_a_malformed_memory_check_variable_stops_the_run_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools import runner
+
+    _forbid(monkeypatch, runner, "generate")
+    monkeypatch.setenv("INDEXZOO_MEMORY_CHECK", "maybe")
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: sorted-array\ndevice: cpu\nworkload: {n_keys: 1024, n_lookups: 16}\n")
+    assert run("run", str(spec))[0] == 2
+    assert _one_error_line(capsys.readouterr().err) == (
+        "indexzoo: error: environment variable INDEXZOO_MEMORY_CHECK='maybe' must be "
+        "1/yes/on/true or 0/no/off/false")
+
+
 def test_run_with_more_batches_than_lookups_is_a_config_error_before_any_work(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from indexzoo.tools import runner
