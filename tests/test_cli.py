@@ -252,6 +252,43 @@ def test_spec_path_that_is_no_regular_file(tmp_path: Path, make: str,
     assert why in _one_error_line(capsys.readouterr().err)
 
 
+ESCAPES = "\x1b[2J\x1b[31mred\r\u202e"  # clear screen, colour, carriage return, RTL override
+ESCAPED = "\\x1b[2J\\x1b[31mred\\r\\u202e"
+
+
+def test_names_and_paths_from_a_spec_are_printed_with_control_characters_escaped(
+        tmp_path: Path) -> None:
+    spec = tmp_path / "run.json"
+    spec.write_text(json.dumps({"index": "sorted-array", "device": "cpu", "repeats": 1,
+                                "workload": {"name": ESCAPES, "n_keys": 64, "n_lookups": 8}}))
+    code, text = run("run", str(spec))
+    assert code == 0 and f"({ESCAPED}: 2^6 uniform" in text and "\x1b" not in text
+    keys = tmp_path / f"keys{ESCAPES}.npy"
+    np.save(keys, np.arange(10, dtype=np.uint64))
+    spec.write_text(json.dumps({"index": "sorted-array", "device": "cpu", "repeats": 1,
+                                "keys": str(keys), "workload": {"n_lookups": 8}}))
+    code, text = run("run", str(spec))
+    assert code == 0 and f"keys{ESCAPED}.npy" in text and "\x1b" not in text
+
+
+def test_index_names_and_descriptions_from_plugins_are_printed_escaped() -> None:
+    from indexzoo import registry
+
+    base = indexzoo.available()["sorted-array"]
+    evil = type("Evil", (base,), {"name": f"evil{ESCAPES}", "__doc__": "Looks\x1b[31m odd."})
+    module = type(sys)("evil_plugin")
+    module.indexzoo_register_indexes = indexzoo.hookimpl(  # type: ignore[attr-defined]
+        lambda register: register(evil))
+    registry.register_plugin(module, name="evil")
+    try:
+        listed, info = run("list")[1], run("info", f"evil{ESCAPES}")[1]
+    finally:
+        registry.unregister_plugin("evil")
+    assert f"evil{ESCAPED}" in listed and "Looks\\x1b[31m odd." in listed
+    assert info.startswith(f"evil{ESCAPED}: Looks\\x1b[31m odd.")
+    assert "\x1b" not in listed + info and "\r" not in listed + info
+
+
 # ---------------------------------------------------------------------- memory
 def _tiny_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     from indexzoo import resources

@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from indexzoo.devices import array_module
+from indexzoo.display import printable
 from indexzoo.errors import ConfigError
 
 __all__ = ["Dataset", "Workload", "generate", "generate_lookups", "mix64", "permute_bits"]
@@ -97,7 +98,7 @@ class Workload(BaseModel):
 
     def describe(self) -> str:
         what = "point" if self.range_hits is None else f"range({self.range_hits} hits)"
-        return (f"{self.name}: 2^{_log2(self.n_keys)} {self.distribution} u{self.key_bits} keys"
+        return (f"{printable(self.name)}: 2^{_log2(self.n_keys)} {self.distribution} u{self.key_bits} keys"
                 f" x{self.multiplicity}, 2^{_log2(self.n_lookups)} {what} lookups, "
                 f"hit rate {self.hit_rate:g}, zipf {self.lookup_zipf:g}, {self.batches} batch(es)")
 
@@ -196,9 +197,14 @@ def _distinct_keys(w: Workload, xp: Any) -> Any:
             raise ConfigError(f"{d} keys in clusters of {cs} do not fit in {bits} bits")
         bases = permute_bits(i // _U64(cs), bits - span_bits, seed) << _U64(span_bits)
         return bases + i % _U64(cs)
-    # zipf: heavy-tailed gaps g = floor(u^(-1/a)) >= 1, scaled to the key domain if needed
+    # zipf: heavy-tailed gaps g = floor(u^(-1/a)) >= 1, scaled to the key domain if needed.
+    # A gap is at most 2^64 (the domain): below u = 2^(-64 a) it is 2^64. A small exponent
+    # (1e-3) made u^(-1/a) overflow to inf, the scaling NaN and the "unique" keys collapse (to
+    # one key at 1e-300); exponents from 53/64 up reach the cap only at u = 0.
     u = _uniform01(xp, d, seed, 2)
-    gaps = xp.floor(xp.maximum(u, 1e-300) ** (-1.0 / w.key_zipf))
+    a, cap = w.key_zipf, 2.0**64
+    lo = 2.0 ** (-64.0 * a)  # 1.0 for an exponent too small to tell: every gap is the cap
+    gaps = xp.where(u < lo, cap, xp.floor(xp.maximum(u, lo) ** (-1.0 / a)))
     room = float((1 << bits) - 1 - d) * 0.999  # margin for float rounding
     total = float(gaps.sum()) - d
     if total > room:

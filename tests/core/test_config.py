@@ -104,6 +104,32 @@ def test_load_spec_reports_syntax_errors_and_missing_files(tmp_path: Path) -> No
         indexzoo.load_spec(other)
 
 
+class TextPath:
+    """An os.PathLike that is not a pathlib.Path."""
+
+    def __init__(self, path: Path | bytes) -> None:
+        self.path = path
+
+    def __fspath__(self) -> Any:
+        return self.path if isinstance(self.path, bytes) else str(self.path)
+
+
+def test_load_spec_takes_a_str_or_any_path_like(tmp_path: Path) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(SPEC))
+    assert indexzoo.load_spec(str(path)) == indexzoo.load_spec(TextPath(path))
+
+
+@pytest.mark.parametrize("given, shown", [
+    (None, "NoneType None"), (3, "int 3"), (b"spec.yaml", "bytes b'spec.yaml'"),
+    (TextPath(b"spec.yaml"), "TextPath <"),
+])
+def test_load_spec_of_anything_but_a_path_is_a_config_error(given: Any, shown: str) -> None:
+    with pytest.raises(ConfigError, match="^spec file: expected a path \\(str or os.PathLike\\), "
+                                          f"got {re.escape(shown)}"):
+        indexzoo.load_spec(given)
+
+
 def test_spec_without_index_name_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "spec.json"
     path.write_text(json.dumps({"params": {}}))
