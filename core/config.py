@@ -29,7 +29,7 @@ from .display import one_line, shown, shown_path
 from .errors import ConfigError, MissingDependency
 from .probes import BUCKET_BITS
 
-__all__ = ["MAX_SPEC_BYTES", "IndexParams", "IndexSpec", "check_regular_file",
+__all__ = ["MAX_SPEC_BYTES", "IndexParams", "IndexSpec", "as_path", "check_regular_file",
            "check_writable_folder", "describe_bounds",
            "format_validation", "load_spec", "read_config_file", "validate_params"]
 
@@ -42,7 +42,10 @@ P = TypeVar("P", bound="IndexParams")
 class IndexParams(BaseModel):
     """Parameters every index has. Plugins subclass this for their own tunables."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # every float parameter of every plugin is finite: inf and NaN pass pydantic's bounds
+    # checks in surprising ways (NaN compares false) and end as OverflowError deep in a build
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
+                              allow_inf_nan=False)
 
     max_batch: int = Field(
         default=1 << 27,
@@ -327,13 +330,29 @@ def _parse_error(exc: Exception) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def as_path(path: Any, what: str) -> Path:
+    """``path`` as a Path where it is a ``str`` or an ``os.PathLike`` of text, else ConfigError
+    (``None``, a number, ``bytes``: ``Path`` raised a bare TypeError for them)."""
+    text: Any = path
+    if isinstance(path, os.PathLike):
+        try:
+            text = os.fspath(path)
+        except Exception:
+            text = None
+    if isinstance(text, str):
+        return Path(text)
+    hint = "; decode it first (os.fsdecode)" if isinstance(text, bytes) else ""
+    raise ConfigError(f"{what}: expected a path (str or os.PathLike), got "
+                      f"{type(path).__name__} {shown(path)}{hint}")
+
+
 def read_config_file(path: str | Path, what: str = "spec file") -> Any:
     """Parse a YAML (.yaml/.yml), TOML (.toml) or JSON (.json) file; ConfigError if unreadable.
 
     Files must be regular files of at most :data:`MAX_SPEC_BYTES`, in UTF-8; YAML aliases
     (``*name``) are refused.
     """
-    p = Path(path)
+    p = as_path(path, what)
     suffix = p.suffix.lower()
     raw = _read_bounded(p, what, MAX_SPEC_BYTES)
     try:

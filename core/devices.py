@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 import re
 import shutil
 import subprocess
@@ -34,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from . import envvars
 from .display import shown
 from .errors import ConfigError, DeviceUnavailable
 
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 DEVICES = ("cpu", "cuda")
-ENV_VAR = "INDEXZOO_DEVICE"
+ENV_VAR = envvars.DEVICE.name
 _CUDA_EXTRA_HINT = "pip install 'indexzoo[cuda12]' or 'indexzoo[cuda13]' (match your CUDA driver)"
 
 
@@ -295,8 +295,8 @@ def resolve_device(device: str = "auto") -> str:
     name = device.strip().lower()
     source = "argument 'device'"
     if name == "auto":
-        env = os.environ.get(ENV_VAR, "").strip().lower()
-        if env and env != "auto":
+        env = envvars.DEVICE.value()
+        if env != "auto":
             name, source = env, f"environment variable {ENV_VAR}"
         else:
             if cuda_status()[0]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-__all__ = ["int_text", "one_line", "shown", "shown_path"]
+__all__ = ["int_text", "one_line", "printable", "shown", "shown_path"]
 
 _LIMIT = 60
 
@@ -59,6 +59,18 @@ def shown_path(path: Any) -> str:
     """A file path as quoted text, shortened in the middle past 160 characters."""
     s = str(path)
     return repr(s) if len(s) <= 160 else repr(s[:100] + "..." + s[-50:])
+
+
+def printable(text: str) -> str:
+    """``text`` with every character a terminal would act on instead of showing escaped as
+    Python writes it in a string literal (``\\x1b``, ``\\n``, ``\\u202e``): control
+    characters (escape codes, carriage returns, newlines), DEL and C1 controls, and Unicode's
+    invisible format characters (bidirectional overrides). For names and other text from a
+    user's files or plugins echoed to a terminal: a workload named ``"\\x1b[2J"`` must not
+    clear the screen."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def one_line(text: str) -> str:

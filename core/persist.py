@@ -47,6 +47,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from .config import as_path
 from .devices import device_of, import_cupy, to_device, to_numpy
 from .errors import IndexFileError
 
@@ -431,7 +432,7 @@ def _plain_dtype(text: Any) -> np.dtype:
 def write(path: str | os.PathLike[str], saved: SavedIndex) -> Path:
     """Write ``saved`` to ``path`` through a temporary file in the same folder, flushed to
     disk and renamed over ``path``: a reader sees the old file or the whole new one."""
-    dest = Path(path)
+    dest = as_path(path, "index.save")
     folder = dest.parent if str(dest.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=folder)
     try:
@@ -462,7 +463,9 @@ def read(path: str | os.PathLike[str]) -> SavedIndex:
     """Read and check a saved index (see the module docstring); host arrays.
 
     Raises :class:`~indexzoo.errors.IndexFileError` for a file that is not a saved index, is
-    truncated or corrupted, or has a newer format version."""
+    truncated or corrupted, or has a newer format version; ConfigError for anything but a
+    ``str`` or ``os.PathLike`` (an int would be read as an open file descriptor)."""
+    path = as_path(path, "indexzoo.load")
     src = str(path)
     with open(path, "rb", buffering=0) as raw:  # arrays are read straight into their buffers
         head = raw.read(4)

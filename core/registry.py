@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import difflib
 import importlib.metadata
-import math
 import os
 import threading
 import traceback
@@ -30,7 +29,7 @@ from typing import Any, TextIO
 
 import pluggy
 
-from . import hookspecs, persist
+from . import envvars, hookspecs, persist
 from .config import IndexSpec, spec_from_data
 from .contract import GpuIndex, check_plugin_class
 from .display import one_line, shown
@@ -61,8 +60,8 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "indexzoo"
 #: Seconds a plugin's module may take to import before it is left out (``INDEXZOO_PLUGIN_TIMEOUT``)
-IMPORT_TIMEOUT_S = 30.0
-TIMEOUT_ENV = "INDEXZOO_PLUGIN_TIMEOUT"
+IMPORT_TIMEOUT_S = envvars.PLUGIN_TIMEOUT.default
+TIMEOUT_ENV = envvars.PLUGIN_TIMEOUT.name
 
 
 @dataclass(frozen=True)
@@ -103,6 +102,9 @@ def plugin_manager() -> pluggy.PluginManager:
     """The plugin manager, with every ``indexzoo`` entry point loaded (once)."""
     with _state.lock:
         if _state.pm is None:
+            # a malformed variable that plugin modules read as they are imported: one named
+            # ConfigError here, not every plugin unusable with a bare parse error
+            envvars.check_import_time()
             pm = pluggy.PluginManager(hookspecs.PROJECT)
             pm.add_hookspecs(hookspecs)
             for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -114,17 +116,7 @@ def plugin_manager() -> pluggy.PluginManager:
 def import_timeout() -> float:
     """Seconds one plugin module may take to import: ``INDEXZOO_PLUGIN_TIMEOUT`` (default
     :data:`IMPORT_TIMEOUT_S`)."""
-    text = os.environ.get(TIMEOUT_ENV)
-    if text is None:
-        return IMPORT_TIMEOUT_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ConfigError(f"environment variable {TIMEOUT_ENV}={shown(text, 40)} must be a "
-                          "positive number of seconds")
-    return value
+    return envvars.PLUGIN_TIMEOUT.value()
 
 
 def _import(ep: importlib.metadata.EntryPoint, timeout: float) -> Any:

@@ -15,9 +15,13 @@ key generation         32 per key: hashes, permutations and sorted copies made w
                        generating keys and the lookups' hits (or loading a key file)
 lookups                the key size, twice for ranges (``lo`` and ``hi``)
 lookup generation      32 per lookup: hashes and permutations made while generating them
-results                rowid/count 4 or 8, sum 8, rowids 8 (offsets); plus 4 or 8 per match
-                       where a lookup can match several keys (ranges, duplicates: modes
-                       are derived from every match) or for rowids; plus 8 (answer checks)
+results                rowid/count 4 or 8, sum 8, rowids and bitmap 8 (offsets); plus 4 or 8
+                       per match where a lookup can match several keys (ranges, duplicates:
+                       modes are derived from every match) or for rowids and bitmaps; plus
+                       8 (answer checks)
+bitmaps                ``4 * ceil(n_keys / 32)`` for ``out: bitmap`` (a row of bits a lookup)
+batches                1024 per batch: the Python objects of a batch and of its answer,
+                       twice (a timed call's answers live while the next call runs)
 =====================  ==============================================================
 
 Available memory: ``MemAvailable`` of ``/proc/meminfo`` (else ``os.sysconf``), lowered to
@@ -33,15 +37,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import envvars
 from .errors import ResourceError
 
-__all__ = ["ENV_VAR", "INDEX_BYTES_PER_KEY", "MemoryEstimate", "available_memory",
-           "check_fits", "estimate_workload"]
+__all__ = ["BYTES_PER_BATCH", "ENV_VAR", "INDEX_BYTES_PER_KEY", "MemoryEstimate",
+           "available_memory", "check_fits", "estimate_workload"]
 
-ENV_VAR = "INDEXZOO_MEMORY_CHECK"
+ENV_VAR = envvars.MEMORY_CHECK.name
 INDEX_BYTES_PER_KEY = 64
 GEN_BYTES_PER_KEY = 32
 GEN_BYTES_PER_LOOKUP = 32
+BYTES_PER_BATCH = 1024
 
 
 @dataclass(frozen=True)
@@ -76,8 +82,9 @@ def estimate_workload(workload: Any, out: str | None = None, *, n_keys: int | No
     mode = out or ("count" if ranges else "rowid")
     rid = 4 if n < (1 << 32) - 1 else 8
     per_query = (workload.range_hits or 1) * workload.multiplicity  # matches of one hit
-    result = q * (8 if mode in ("sum", "rowids") else rid)
-    if mode == "rowids" or per_query > 1:  # the CSR of every match, where modes derive from it
+    every_match = mode in ("rowids", "bitmap")
+    result = q * (8 if mode == "sum" or every_match else rid)
+    if every_match or per_query > 1:  # the CSR of every match, where modes derive from it
         result += q * per_query * rid
     return MemoryEstimate({
         "keys": n * kb,
@@ -86,6 +93,9 @@ def estimate_workload(workload: Any, out: str | None = None, *, n_keys: int | No
         "lookups": q * kb * (2 if ranges else 1),
         "lookup generation": q * GEN_BYTES_PER_LOOKUP,
         "results": result + q * 8,
+        # one row of ceil(n / 32) words per lookup, whatever it matches
+        "bitmaps": q * 4 * (-(-n // 32)) if mode == "bitmap" else 0,
+        "batches": int(workload.batches) * BYTES_PER_BATCH,
     })
 
 
@@ -141,7 +151,7 @@ def available_memory(device: str) -> tuple[int, str] | None:
 
 def check_fits(estimate: MemoryEstimate, device: str, what: str) -> None:
     """ResourceError if ``estimate`` exceeds the memory available on ``device``."""
-    if os.environ.get(ENV_VAR, "").strip().lower() in ("0", "no", "off", "false"):
+    if not envvars.MEMORY_CHECK.value():
         return
     avail = available_memory(device)
     if avail is None or estimate.total <= avail[0]:

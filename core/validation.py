@@ -87,11 +87,21 @@ def read_1d(obj: Any, name: str) -> tuple[Any, Any]:
     return arr, col.nulls
 
 
+#: Arguments that hold no nulls under either null policy (``nulls="skip"`` covers keys and
+#: lookups), and what a null there would be.
+NEVER_NULL = {"values": "a row's value", "positions": "an update's rowID",
+              "new_keys": "an update's new key"}
+
+
 def null_error(name: str, nulls: Any, column: str | None = None) -> InvalidInput:
-    """The error for nulls under ``nulls="refuse"``: it says "null", names the argument (and
-    the column) and the first null's position."""
+    """The error for nulls under ``nulls="refuse"`` (or, for :data:`NEVER_NULL`, under any
+    policy): it says "null", names the argument (and the column) and the first null's
+    position."""
     pos = int(np.argmax(np.asarray(nulls)))
     where = f"argument {name!r}" + (f" (column {column!r})" if column is not None else "")
+    if name in NEVER_NULL:  # a masked update or values array: nulls='skip' does not apply
+        return InvalidInput(f"{where}: null at position {pos}; {NEVER_NULL[name]} cannot be "
+                            "null under either null policy: drop or fill the nulls")
     what = ("a null key has no place in an order" if name.startswith("keys")
             else "a null lookup has no key to match")
     return InvalidInput(

@@ -43,11 +43,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit
 from numba.extending import register_jitable
 
 from .hash_probing import NO_SLOT, RUN_COUNT, RUN_ROWS, fmix64, next_window, probe_start, row_value
-from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel
+from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel, njit_cached
 
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "NO_SLOT", "RUN_COUNT", "RUN_ROWS", "SUM", "TableRecord",
            "find_slot", "fmix64", "insert_or_count", "insert_or_count_cpu", "next_prime",
@@ -148,7 +147,7 @@ def query_slot(t, x):
 
 
 # ---------------------------------------------------------------------- CPU build
-@njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def insert_or_count_cpu(tkeys, tvals, stride, counts, keys, vals, n_windows, group, empty):
     """Build pass 1, sequentially (the twin of ``hashing_cuda.INSERT``): for each pair, add 1
     to ``counts[slot]`` when its key is in the table, else store the key in the lowest empty
@@ -181,7 +180,7 @@ def insert_or_count_cpu(tkeys, tvals, stride, counts, keys, vals, n_windows, gro
     return probes
 
 
-@njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def place_rows_cpu(tkeys, tvals, stride, overflow, flag, keys, rowids, n_windows, group, empty):
     """Build pass 2, sequentially (the twin of ``hashing_cuda.PLACE``): append each pair's
     rowID to its key's overflow run when the key has several rows; pairs in rowID order give

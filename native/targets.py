@@ -37,7 +37,6 @@ import contextlib
 import ctypes
 import functools
 import inspect
-import os
 import struct
 import threading
 import typing
@@ -49,10 +48,11 @@ import numpy as np
 from pydantic import Field
 
 from indexzoo import IndexParams
+from indexzoo.envvars import CPU_SERIAL_BELOW, NUMBA_LAUNCH
 
 __all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundLaunch",
            "GroupKernel", "Kernel", "KernelParams", "Slot", "call_parallel", "launch_cuda",
-           "one_per_item", "values_arg"]
+           "njit_cached", "one_per_item", "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
 
@@ -87,7 +87,28 @@ def call_parallel(fn: Callable[..., Any], *args: Any) -> Any:
         return result
 
 
-_FAST_LAUNCH = os.environ.get("INDEXZOO_NUMBA_LAUNCH", "") in ("", "0")
+def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.njit(**options, cache=True)`` where numba can keep its on-disk cache, else
+    without it. numba caches next to the source file, in ``NUMBA_CACHE_DIR`` or in the home
+    cache; on a read-only install with none of them writable, ``cache=True`` raises
+    ``RuntimeError: cannot cache function ...: no locator available`` when the module is
+    imported. Here the function then compiles in each process instead (a second or so)."""
+
+    def decorate(fn: Callable[..., Any]) -> Any:
+        from numba import njit
+
+        dispatcher = njit(**options)(fn)
+        try:
+            dispatcher.enable_caching()  # what cache=True does, at decoration time
+        except RuntimeError as exc:
+            if "no locator available" not in str(exc):
+                raise  # e.g. a malformed NUMBA_CACHE_LOCATOR_CLASSES: numba's own message
+        return dispatcher
+
+    return decorate
+
+
+_FAST_LAUNCH = not NUMBA_LAUNCH.value()
 _STREAMS: dict[int, Any] = {}
 
 
@@ -124,7 +145,7 @@ def {name}(n_items__, {args}):
 #: CPU calls with fewer items than this run serially: waking numba's thread pool costs tens
 #: of microseconds on an idle machine and milliseconds on a loaded one, more than a few
 #: thousand cheap items take on one core. Kernels with costly items lower it.
-SERIAL_BELOW = int(os.environ.get("INDEXZOO_CPU_SERIAL_BELOW", 1 << 15))
+SERIAL_BELOW = CPU_SERIAL_BELOW.value()
 
 _CUDA_TEMPLATE = """
 def {name}(n_items__, {args}):

@@ -63,6 +63,14 @@ def test_overlapping_spreads_are_named_under_the_table() -> None:
                      "is not reliable"]
 
 
+def test_names_in_the_table_and_warnings_have_control_characters_escaped() -> None:
+    rows = [rec("a\x1b[2J", [1.0, 1.2, 0.9], workload="w\x1b[31m"),
+            rec("b\r", [1.1, 1.3, 1.15], workload="w\x1b[31m")]
+    text = "\n".join([format_table(rows), *format_warnings(rows)])
+    assert "\x1b" not in text and "\r" not in text
+    assert "w\\x1b[31m  a\\x1b[2J" in text and "of a\\x1b[2J and b\\r overlap" in text
+
+
 def test_overlap_groups_chain_and_stay_within_a_workload() -> None:
     rows = [rec("a", [1.0, 1.1]), rec("b", [1.08, 1.2]), rec("c", [1.18, 1.3]),
             rec("a", [1.0, 1.1], workload="v"), rec("b", [5.0, 5.1], workload="v")]

@@ -252,6 +252,43 @@ def test_spec_path_that_is_no_regular_file(tmp_path: Path, make: str,
     assert why in _one_error_line(capsys.readouterr().err)
 
 
+ESCAPES = "\x1b[2J\x1b[31mred\r\u202e"  # clear screen, colour, carriage return, RTL override
+ESCAPED = "\\x1b[2J\\x1b[31mred\\r\\u202e"
+
+
+def test_names_and_paths_from_a_spec_are_printed_with_control_characters_escaped(
+        tmp_path: Path) -> None:
+    spec = tmp_path / "run.json"
+    spec.write_text(json.dumps({"index": "sorted-array", "device": "cpu", "repeats": 1,
+                                "workload": {"name": ESCAPES, "n_keys": 64, "n_lookups": 8}}))
+    code, text = run("run", str(spec))
+    assert code == 0 and f"({ESCAPED}: 2^6 uniform" in text and "\x1b" not in text
+    keys = tmp_path / f"keys{ESCAPES}.npy"
+    np.save(keys, np.arange(10, dtype=np.uint64))
+    spec.write_text(json.dumps({"index": "sorted-array", "device": "cpu", "repeats": 1,
+                                "keys": str(keys), "workload": {"n_lookups": 8}}))
+    code, text = run("run", str(spec))
+    assert code == 0 and f"keys{ESCAPED}.npy" in text and "\x1b" not in text
+
+
+def test_index_names_and_descriptions_from_plugins_are_printed_escaped() -> None:
+    from indexzoo import registry
+
+    base = indexzoo.available()["sorted-array"]
+    evil = type("Evil", (base,), {"name": f"evil{ESCAPES}", "__doc__": "Looks\x1b[31m odd."})
+    module = type(sys)("evil_plugin")
+    module.indexzoo_register_indexes = indexzoo.hookimpl(  # type: ignore[attr-defined]
+        lambda register: register(evil))
+    registry.register_plugin(module, name="evil")
+    try:
+        listed, info = run("list")[1], run("info", f"evil{ESCAPES}")[1]
+    finally:
+        registry.unregister_plugin("evil")
+    assert f"evil{ESCAPED}" in listed and "Looks\\x1b[31m odd." in listed
+    assert info.startswith(f"evil{ESCAPED}: Looks\\x1b[31m odd.")
+    assert "\x1b" not in listed + info and "\r" not in listed + info
+
+
 # ---------------------------------------------------------------------- memory
 def _tiny_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     from indexzoo import resources
@@ -279,6 +316,57 @@ def test_run_that_cannot_fit_is_refused_before_allocating(tmp_path: Path, monkey
     assert line.startswith("indexzoo: ResourceError: this run")
     assert "needs about 3.5 GB of host memory" in line and "only 1.1 GB is available" in line
     assert "index allowance 2.1 GB" in line
+
+
+def test_a_malformed_memory_check_variable_stops_the_run_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools import runner
+
+    _forbid(monkeypatch, runner, "generate")
+    monkeypatch.setenv("INDEXZOO_MEMORY_CHECK", "maybe")
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: sorted-array\ndevice: cpu\nworkload: {n_keys: 1024, n_lookups: 16}\n")
+    assert run("run", str(spec))[0] == 2
+    assert _one_error_line(capsys.readouterr().err) == (
+        "indexzoo: error: environment variable INDEXZOO_MEMORY_CHECK='maybe' must be "
+        "1/yes/on/true or 0/no/off/false")
+
+
+def test_run_with_more_batches_than_lookups_is_a_config_error_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools import runner
+
+    _forbid(monkeypatch, runner, "generate")
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: sorted-array\ndevice: cpu\n"
+                    "workload: {n_keys: 1024, n_lookups: 10, batches: 16777216}\n")
+    assert run("run", str(spec))[0] == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert "invalid run spec" in line and "batches=16777216 exceeds n_lookups=10" in line
+
+
+def test_run_of_bitmaps_that_cannot_fit_is_refused_before_building(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools import runner
+
+    _tiny_memory(monkeypatch)
+    _forbid(monkeypatch, runner, "generate")
+    spec = tmp_path / "run.yaml"  # 2^15 lookups x 2^20 keys / 8 bits a byte: 4.3 GB of bitmaps
+    spec.write_text("index: sorted-array\ndevice: cpu\nout: bitmap\n"
+                    "workload: {n_keys: 1048576, n_lookups: 32768}\n")
+    assert run("run", str(spec))[0] == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("indexzoo: ResourceError: this run") and "bitmaps 4.3 GB" in line
+
+
+def test_the_memory_estimate_counts_every_batch() -> None:
+    from indexzoo.resources import estimate_workload
+    from indexzoo.tools.workloads import Workload
+
+    one = estimate_workload(Workload(n_keys=1024, n_lookups=1 << 24))
+    many = estimate_workload(Workload(n_keys=1024, n_lookups=1 << 24, batches=1 << 24))
+    assert many.total - one.total >= (1 << 24) * 500  # a batch and its answer: 500 B measured
+    assert "batches 17.2 GB" in many.describe()
 
 
 def test_run_at_the_documented_maxima_is_refused_not_a_memory_error(
@@ -476,3 +564,22 @@ def test_a_plugin_that_fails_to_load_is_one_warning_line(monkeypatch: pytest.Mon
     assert code == 0 and "(unusable)" in text
     line = _one_error_line(capsys.readouterr().err)
     assert line.startswith("indexzoo: UserWarning: indexzoo plugin 'broken' failed to load")
+
+
+# ---------------------------------------------------------------------- bounds before any work
+def test_an_infinite_float_parameter_is_one_line_before_any_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools import bench, runner
+
+    _forbid(monkeypatch, bench, "run_bench")
+    _forbid(monkeypatch, runner, "generate")
+    code, _ = run("bench", "--preset", "tiny", "--device", "cpu", "--indexes", "rtscan",
+                  "--set", "rtscan.ray_length=Infinity", "--output", str(tmp_path / "out"))
+    assert code == 2
+    assert "parameter 'ray_length' = inf is invalid: Input should be a finite number" in \
+        _one_error_line(capsys.readouterr().err)
+    spec = tmp_path / "run.yaml"
+    spec.write_text("index: rtscan\ndevice: cpu\nparams: {ray_spacing: .nan}\n")
+    assert run("run", str(spec))[0] == 2
+    assert "parameter 'ray_spacing' = nan is invalid: Input should be a finite number" in \
+        _one_error_line(capsys.readouterr().err)

@@ -85,6 +85,20 @@ def test_usable_gpu(machine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     assert rows["sorted-array"].split()[1:] == ["cpu", "cuda", "cpu", "cuda"]
 
 
+def test_malformed_variables_are_reported_and_the_report_goes_on(
+        machine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    machine()
+    monkeypatch.setenv("INDEXZOO_DEVICE", "gpu")
+    monkeypatch.setenv("INDEXZOO_MEMORY_CHECK", "0")
+    text = report()
+    assert "auto  means nothing: environment variable INDEXZOO_DEVICE='gpu' must be" in text
+    section = text.split("environment variables (docs/cli.md)\n")[1].split("\n\n")[0]
+    rows = {line.split()[0]: " ".join(line.split()[1:]) for line in section.splitlines()}
+    assert rows["INDEXZOO_DEVICE"] == "'gpu': malformed, must be 'auto', 'cpu' or 'cuda'"
+    assert rows["INDEXZOO_MEMORY_CHECK"] == "'0'"
+    assert "sorted-array" in text.split("indexes (devices")[1]
+
+
 def test_info_system_is_the_same_report(machine: Any) -> None:
     machine()
     out = io.StringIO()

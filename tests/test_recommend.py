@@ -230,6 +230,11 @@ def test_sampling_keeps_groups_of_equal_keys() -> None:
     assert s.n_lookups == 512 and int((s.reference > 0).sum()) == 512
 
 
+def test_a_workload_fired_in_batches_generates_its_keys() -> None:
+    s = make_sample(None, Workload(n_keys=4000, n_lookups=1000, batches=10), "cpu", 8000, 512)
+    assert s.n == 4000 and s.n_lookups == 512
+
+
 def outcome(name: str, seconds: tuple[float, ...], resident: int) -> Outcome:
     t = Timing(seconds)
     return Outcome(Candidate(name), "measured", timing=t, throughput=1000 / t.median,

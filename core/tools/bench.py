@@ -31,7 +31,7 @@ import numpy as np
 
 from indexzoo.config import check_writable_folder
 from indexzoo.devices import resolve_device, to_numpy
-from indexzoo.display import one_line, shown, shown_path
+from indexzoo.display import one_line, printable, shown, shown_path
 from indexzoo.errors import ConfigError, DeviceUnavailable, MissingDependency
 from indexzoo.registry import available, create, named
 from indexzoo.resources import available_memory, check_fits, estimate_workload
@@ -104,6 +104,8 @@ def sweep_workloads(base: Workload, dim: str, device: str) -> list[Workload]:
             continue
         if dim == "range_hits":
             upd["n_lookups"] = min(base.n_lookups, 1 << 16)
+        if dim in ("lookups", "range_hits"):  # at most one batch a lookup (Workload's rule)
+            upd["batches"] = min(base.batches, max(upd["n_lookups"], 1))
         if device == "cpu" and dim in ("keys", "lookups") and v > (1 << 22):
             continue
         out.append(base.model_copy(update=upd))
@@ -253,7 +255,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
         done: list[tuple[Contender, Any, np.ndarray | None, dict[str, float]]] = []
         for entry in entries:
             interrupts.check()
-            name = entry.title
+            name = printable(entry.title)
             index = create(entry.name, device=device, **entry.params)
             if data.queries is None and not index.capabilities.range:
                 log.write(f"    {name:<16} skipped: no range lookups\n")
@@ -321,7 +323,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
             )
             records.append(rec)
             flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
-            log.write(f"    {c.name:<16} {tp / 1e6:10.1f} M lookups/s {t.spread_text()}{flag}\n")
+            log.write(f"    {printable(c.name):<16} {tp / 1e6:10.1f} M lookups/s {t.spread_text()}{flag}\n")
         del done
     return records
 
@@ -345,7 +347,8 @@ def format_table(records: Sequence[Record]) -> str:
 
     for r in _ranked(records):
         rows.append([
-            r.workload, r.index, f"{r.throughput / 1e6:.1f}", r.lookup_timing.spread_text() or "-",
+            printable(r.workload), printable(r.index), f"{r.throughput / 1e6:.1f}",
+            r.lookup_timing.spread_text() or "-",
             ratio(r.ratio_to_peer), ratio(r.ratio_to_raw), ratio(r.ratio_to_gather),
             f"{r.build_s * 1e3:.2f}", f"{r.resident_bytes / 1e6:.1f}",
             f"{r.peak_build_bytes / 1e6:.1f}", f"{r.throughput_per_byte:.3g}",
@@ -424,7 +427,7 @@ def format_warnings(records: Sequence[Record]) -> list[str]:
     if records and max(len(r.lookup_seconds) for r in records) < 2:
         lines.append("note: one timed repetition per figure, so no spread is stated and the "
                      "order of close figures is unverified (use --repeats 5)")
-    return lines
+    return [printable(line) for line in lines]
 
 
 def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO) -> None:
@@ -595,10 +598,10 @@ def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[W
     stem = folder / f"{label}-{device}-{stamp}"
     written = _write_results(records, env, stem, label, with_plot and bool(records))
     for f in written:
-        out.write(f"wrote {f}\n")
+        out.write(f"wrote {printable(str(f))}\n")
     bad = [r for r in records if r.agrees_with_peer is False]
     if bad:
-        sys.stderr.write("indexzoo bench: answers differ from the peer for: "
-                         + ", ".join(f"{r.index} on {r.workload}" for r in bad) + "\n")
+        sys.stderr.write(printable("indexzoo bench: answers differ from the peer for: "
+                                   + ", ".join(f"{r.index} on {r.workload}" for r in bad)) + "\n")
         return 1
     return 0

@@ -8,6 +8,7 @@ import time
 from typing import Any, TextIO
 
 from indexzoo.config import validate_params
+from indexzoo.display import printable
 from indexzoo.errors import ConfigError, MissingDependency
 from indexzoo.registry import deprecations, lookup
 
@@ -59,7 +60,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     ctx = make_context(args.name, device=args.device, size=args.size, params=params)
     env = environment(ctx.device)
     shown = "".join(f" {k}={v!r}" for k, v in params.items())
-    out.write(f"indexzoo check {ctx.name}{shown} on {ctx.device} ({device_name(ctx.device)}), "
+    out.write(f"indexzoo check {printable(ctx.name + shown)} on {ctx.device} ({device_name(ctx.device)}), "
               f"size {args.size}, commit {env['commit']}\n")
     for note in deprecations().get(ctx.name, ()):
         out.write(f"deprecated: {note}\n")

@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from indexzoo.config import describe_bounds
 from indexzoo.contract import check_plugin_class
-from indexzoo.display import one_line
+from indexzoo.display import one_line, printable
 from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
 from indexzoo.registry import (
     available,
@@ -59,7 +59,7 @@ def plain(text: str) -> str:
 
 def _describe(cls: Any) -> str:
     doc = (cls.__doc__ or "").strip()
-    return plain(doc.splitlines()[0]) if doc else ""
+    return printable(plain(doc.splitlines()[0])) if doc else ""
 
 
 def _type_name(annotation: Any) -> str:
@@ -78,7 +78,8 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
                   out, indent=2)
         out.write("\n")
         return EXIT_OK
-    rows = [(name, cls.capabilities.summary(), _describe(cls)) for name, cls in table.items()]
+    rows = [(printable(name), cls.capabilities.summary(), _describe(cls))
+            for name, cls in table.items()]
     w0 = max([len("name")] + [len(r[0]) for r in rows])
     w1 = max([len("capabilities")] + [len(r[1]) for r in rows])
     out.write(f"{'name':<{w0}}  {'capabilities':<{w1}}  description\n")
@@ -86,9 +87,10 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"{name:<{w0}}  {caps:<{w1}}  {desc}\n")
     details = load_error_details() if args.verbose else {}
     for name, why in load_errors().items():
-        out.write(f"{name:<{w0}}  {'(unusable)':<{w1}}  {why}\n")
+        out.write(f"{printable(name):<{w0}}  {'(unusable)':<{w1}}  {printable(why)}\n")
         if name in details:
-            out.write("".join(f"    {line}\n" for line in details[name].rstrip().splitlines()))
+            out.write("".join(f"    {printable(line)}\n"
+                              for line in details[name].rstrip().splitlines()))
     engines = [name for name, cls in table.items() if "engine" in cls.Params.model_fields]
     if engines:
         out.write(f"\nray-tracing engines ({', '.join(engines)}: parameter engine): "
@@ -116,9 +118,9 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError("info: give an index NAME (see `indexzoo list`) or --system")
     cls = lookup(args.name)
     caps = cls.capabilities
-    out.write(f"{cls.name}: {_describe(cls)}\n")
-    out.write(f"provider:     {providers()[cls.name]}\n")
-    out.write(f"class:        {cls.__module__}.{cls.__qualname__}\n")
+    out.write(f"{printable(cls.name)}: {_describe(cls)}\n")
+    out.write(f"provider:     {printable(providers()[cls.name])}\n")
+    out.write(f"class:        {printable(f'{cls.__module__}.{cls.__qualname__}')}\n")
     out.write(f"capabilities: {caps.summary()}; out modes: {', '.join(caps.out_modes)}\n")
     resolution = check_plugin_class(cls)
     out.write(f"plugin API:   {resolution.api}\n")
@@ -232,14 +234,15 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 
 def _error(text: str) -> None:
-    print(one_line(text), file=sys.stderr)
+    print(printable(one_line(text)), file=sys.stderr)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: TextIO | None = None, line: str | None = None) -> None:
     """Warnings as one line each, like errors (a plugin that fails to load, for one)."""
     with contextlib.suppress(Exception):
-        print(one_line(f"indexzoo: {category.__name__}: {message}"), file=file or sys.stderr)
+        print(printable(one_line(f"indexzoo: {category.__name__}: {message}")),
+              file=file or sys.stderr)
 
 
 def _exit_now(code: int) -> typing.NoReturn:

@@ -18,12 +18,14 @@ import platform
 from typing import TextIO
 
 import indexzoo
-from indexzoo import devices
+from indexzoo import devices, envvars
+from indexzoo.display import shown
+from indexzoo.errors import ConfigError
 from indexzoo.registry import available, load_errors
 
 from .environment import device_name
 
-__all__ = ["THREADING_NOTE", "optix_engine", "optix_status", "package_version", "report",
+__all__ = ["THREADING_NOTE", "environment_rows", "optix_engine", "optix_status", "package_version", "report",
            "threading_layer"]
 
 #: Why the workqueue layer matters (see indexzoo.native.targets).
@@ -73,8 +75,6 @@ def threading_layer() -> tuple[str, str]:
     """(numba's threading layer, as chosen when a parallel CPU kernel runs; how it was set)."""
     import numba
 
-    from indexzoo.native.targets import call_parallel
-
     @numba.njit(parallel=True)
     def _probe(n: int) -> int:  # pragma: no cover - compiled
         s = 0
@@ -84,6 +84,8 @@ def threading_layer() -> tuple[str, str]:
 
     wanted = os.environ.get("NUMBA_THREADING_LAYER", "default")
     try:
+        from indexzoo.native.targets import call_parallel  # a malformed variable: ConfigError
+
         call_parallel(_probe, 64)
         layer = str(numba.threading_layer())
     except Exception as exc:
@@ -95,6 +97,22 @@ def _rows(rows: list[tuple[str, str]], out: TextIO, indent: str = "  ") -> None:
     w = max((len(k) for k, _ in rows), default=0)
     for k, v in rows:
         out.write(f"{indent}{k:<{w}}  {v}\n")
+
+
+def environment_rows() -> list[tuple[str, str]]:
+    """(name, value or why it is malformed) of each ``INDEXZOO_*`` variable that is set."""
+    rows = []
+    for var in envvars.VARIABLES:
+        text = os.environ.get(var.name)
+        if text is None:
+            continue
+        try:
+            var.value()
+        except ConfigError:
+            rows.append((var.name, f"{shown(text, 40)}: malformed, must be {var.form}"))
+        else:
+            rows.append((var.name, shown(text, 60)))
+    return rows or [("none set", "every INDEXZOO_* variable has its default")]
 
 
 def report(out: TextIO) -> int:
@@ -109,14 +127,21 @@ def report(out: TextIO) -> int:
     usable = ["cpu"] + (["cuda"] if cuda_ok else [])
     env = os.environ.get(devices.ENV_VAR)
     out.write("\ndevices\n")
-    chosen = (env or "").strip().lower()
-    if chosen in ("", "auto"):
-        auto = ("cuda" if cuda_ok else "cpu") + f" ({devices.ENV_VAR} is not set)"
+    try:
+        chosen = envvars.DEVICE.value()
+    except ConfigError as exc:
+        auto = f"nothing: {exc}"
     else:
-        auto = f"{chosen} ({devices.ENV_VAR}={env!r})"
+        if chosen == "auto":
+            auto = ("cuda" if cuda_ok else "cpu") + f" ({devices.ENV_VAR} is not set)"
+        else:
+            auto = f"{chosen} ({devices.ENV_VAR}={shown(env, 40)})"
     _rows([("cpu", f"usable: {device_name('cpu')}"),
            ("cuda", ("usable: " if cuda_ok else "not usable: ") + cuda_why),
            ("auto", f"means {auto}")], out)
+
+    out.write("\nenvironment variables (docs/cli.md)\n")
+    _rows(environment_rows(), out)
 
     info = devices.nvidia_driver()
     out.write("\nNVIDIA driver\n")
@@ -161,8 +186,13 @@ def report(out: TextIO) -> int:
     _rows(rows, out)
 
     out.write("\nindexes (devices each can run on, and which of them are usable here)\n")
+    try:
+        registered = available()
+    except ConfigError as exc:  # a malformed variable read as plugins are imported
+        out.write(f"  none loaded: {exc}\n")
+        return 0
     table = [("index", "devices", "usable here")]
-    for name, cls in available().items():
+    for name, cls in registered.items():
         devs = cls.capabilities.devices
         here = [d for d in devs if d in usable]
         missing = [d for d in devs if d not in usable]

@@ -15,14 +15,17 @@ from typing import Any
 
 import numpy as np
 
+from indexzoo.envvars import COMMIT
+
 __all__ = ["device_name", "environment", "git_commit"]
 
 
 def git_commit() -> str:
     """The commit measured: $INDEXZOO_COMMIT if set (a copied tree without git history),
     else ``git rev-parse HEAD`` with ``-dirty`` for uncommitted changes."""
-    if os.environ.get("INDEXZOO_COMMIT"):
-        return os.environ["INDEXZOO_COMMIT"]
+    named = COMMIT.value()
+    if named:
+        return named
     try:
         root = Path(__file__).resolve().parents[2]
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,

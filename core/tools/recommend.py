@@ -47,7 +47,7 @@ import numpy as np
 
 from indexzoo.config import IndexSpec, check_writable_folder
 from indexzoo.devices import resolve_device, to_device, to_numpy
-from indexzoo.display import one_line, shown, shown_path
+from indexzoo.display import one_line, printable, shown, shown_path
 from indexzoo.errors import ConfigError
 from indexzoo.hookspecs import Suggestion, SuggestQuestion
 from indexzoo.keys import KeyMap
@@ -194,7 +194,7 @@ def make_sample(keys: np.ndarray | None, workload: Workload, device: str,
             n = max(w.multiplicity, key_cap // w.multiplicity * w.multiplicity)
             w = w.model_copy(update={"n_keys": n})
         gen = generate(Workload.model_validate(w.model_copy(
-            update={"n_lookups": 0, "hit_rate": 0.0}).model_dump()), "cpu")
+            update={"n_lookups": 0, "hit_rate": 0.0, "batches": 1}).model_dump()), "cpu")
         keys = to_numpy(gen.keys)
         km = KeyMap.for_dtype(keys.dtype)
         ukeys = km.encode(keys)
@@ -234,9 +234,10 @@ class Candidate:
 
     @property
     def label(self) -> str:
+        """The name and parameters, for a terminal (control characters escaped)."""
         if not self.params:
-            return self.name
-        return self.name + " " + " ".join(f"{k}={v}" for k, v in self.params.items())
+            return printable(self.name)
+        return printable(self.name + " " + " ".join(f"{k}={v}" for k, v in self.params.items()))
 
 
 def suggested(sample: Sample, device: str, ordered: bool = False) -> list[Suggestion]:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from indexzoo.config import IndexSpec, check_regular_file, format_validation, read_config_file
 from indexzoo.contract import GpuIndex
 from indexzoo.devices import array_module, to_device, to_numpy
-from indexzoo.display import one_line, shown, shown_path
+from indexzoo.display import one_line, printable, shown, shown_path
 from indexzoo.errors import ConfigError, IndexZooError, MissingDependency
 from indexzoo.keys import KeyMap
 from indexzoo.reading import read_column
@@ -425,9 +425,10 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None) -> int
     n = data.n_lookups
     kind = "point" if point else f"range ({spec.workload.range_hits} keys each)"
     lines = [
-        f"index      {index.name}  on {dev}  params {index.params.model_dump()}",
+        f"index      {printable(index.name)}  on {dev}  params "
+        f"{printable(str(index.params.model_dump()))}",
         f"keys       {len(index):,} of dtype {index.key_dtype}"
-        + (f" from {spec.keys.path}" if spec.keys else f"  ({spec.workload.describe()})"),
+        + (f" from {printable(spec.keys.path)}" if spec.keys else f"  ({spec.workload.describe()})"),
         f"data       {prepare_s * 1e3:.1f} ms to generate or load and move to {dev} (untimed below)",
         f"build      {build.median * 1e3:.3f} ms (median of {spec.repeats})",
         f"footprint  {fp}",

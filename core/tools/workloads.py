@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from indexzoo.devices import array_module
+from indexzoo.display import printable
 from indexzoo.errors import ConfigError
 
 __all__ = ["Dataset", "Workload", "generate", "generate_lookups", "mix64", "permute_bits"]
@@ -60,7 +61,11 @@ class Workload(BaseModel):
     )
     sorted_build: bool = Field(False, description="Build keys in ascending order.")
     sorted_lookups: bool = Field(False, description="Lookups in ascending order.")
-    batches: int = Field(1, ge=1, le=1 << 24, description="Number of equal batches the lookups are fired in.")
+    batches: int = Field(
+        1, ge=1, le=1 << 24,
+        description="Number of equal batches the lookups are fired in; at most n_lookups (one "
+        "lookup a batch at least).",
+    )
     range_hits: int | None = Field(
         None, ge=1, description="None: point lookups. k: range lookups each covering k distinct keys."
     )
@@ -76,6 +81,9 @@ class Workload(BaseModel):
             raise ValueError(f"{self.distinct_keys} distinct keys do not fit in {self.key_bits} bits")
         if self.range_hits is not None and self.distinct_keys and self.range_hits > self.distinct_keys:
             raise ValueError(f"range_hits={self.range_hits} exceeds the {self.distinct_keys} distinct keys")
+        if self.batches > max(self.n_lookups, 1):
+            raise ValueError(f"batches={self.batches} exceeds n_lookups={self.n_lookups}: every "
+                             "batch needs at least one lookup")
         if self.n_lookups and self.hit_rate > 0 and self.n_keys == 0:
             raise ValueError("hit_rate > 0 needs at least one key")
         return self
@@ -90,7 +98,7 @@ class Workload(BaseModel):
 
     def describe(self) -> str:
         what = "point" if self.range_hits is None else f"range({self.range_hits} hits)"
-        return (f"{self.name}: 2^{_log2(self.n_keys)} {self.distribution} u{self.key_bits} keys"
+        return (f"{printable(self.name)}: 2^{_log2(self.n_keys)} {self.distribution} u{self.key_bits} keys"
                 f" x{self.multiplicity}, 2^{_log2(self.n_lookups)} {what} lookups, "
                 f"hit rate {self.hit_rate:g}, zipf {self.lookup_zipf:g}, {self.batches} batch(es)")
 
@@ -189,9 +197,14 @@ def _distinct_keys(w: Workload, xp: Any) -> Any:
             raise ConfigError(f"{d} keys in clusters of {cs} do not fit in {bits} bits")
         bases = permute_bits(i // _U64(cs), bits - span_bits, seed) << _U64(span_bits)
         return bases + i % _U64(cs)
-    # zipf: heavy-tailed gaps g = floor(u^(-1/a)) >= 1, scaled to the key domain if needed
+    # zipf: heavy-tailed gaps g = floor(u^(-1/a)) >= 1, scaled to the key domain if needed.
+    # A gap is at most 2^64 (the domain): below u = 2^(-64 a) it is 2^64. A small exponent
+    # (1e-3) made u^(-1/a) overflow to inf, the scaling NaN and the "unique" keys collapse (to
+    # one key at 1e-300); exponents from 53/64 up reach the cap only at u = 0.
     u = _uniform01(xp, d, seed, 2)
-    gaps = xp.floor(xp.maximum(u, 1e-300) ** (-1.0 / w.key_zipf))
+    a, cap = w.key_zipf, 2.0**64
+    lo = 2.0 ** (-64.0 * a)  # 1.0 for an exponent too small to tell: every gap is the cap
+    gaps = xp.where(u < lo, cap, xp.floor(xp.maximum(u, lo) ** (-1.0 / a)))
     room = float((1 << bits) - 1 - d) * 0.999  # margin for float rounding
     total = float(gaps.sum()) - d
     if total > room:

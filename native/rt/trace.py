@@ -57,7 +57,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +65,7 @@ from numba.extending import register_jitable
 
 from indexzoo import Footprint, InvalidInput
 from indexzoo.devices import xp_of
+from indexzoo.envvars import CPU_SERIAL_BELOW_RAYS
 
 from ..targets import Kernel
 from .bvh import Bvh, build_bvh, refit, slab, slab_walk
@@ -82,7 +82,7 @@ __all__ = [
 #: BVH costs several times a binary search (measured: ``docs/plugins/rx.md``), so the thread
 #: pool's wake-up pays from far fewer items than the default threshold of cheap kernels
 #: (:data:`indexzoo.native.targets.SERIAL_BELOW`).
-RAYS_SERIAL_BELOW = int(os.environ.get("INDEXZOO_CPU_SERIAL_BELOW_RAYS", 1 << 10))
+RAYS_SERIAL_BELOW = CPU_SERIAL_BELOW_RAYS.value()
 
 TERMINATE_ON_FIRST_HIT = 1
 DISABLE_ANYHIT = 2

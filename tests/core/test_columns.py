@@ -107,8 +107,9 @@ def test_point_lookups_outside_a_columns_dtype_miss() -> None:
     lambda i: i.range([np.array([1]), None], [np.array([1, 2]), None]),
     lambda i: i.range([None, None], [None, None]),
     lambda i: i.range([np.array([np.nan]), None], [np.array([1.0]), None]),
+    lambda i: i.range([np.ma.masked_array([1], mask=[True]), None], [np.array([1]), None]),
 ], ids=["too-few-columns", "too-many-columns", "lo-hi-columns", "lo-hi-lengths", "all-none",
-        "nan"])
+        "nan", "masked-column"])
 def test_bad_lookups_raise_invalid_input_and_change_nothing(call) -> None:  # type: ignore[no-untyped-def]
     idx = ColumnScan().build([A, B])
     before = idx.range([np.array([0]), None], [None, np.array([0])], out="bitmap").bitmap

@@ -104,6 +104,32 @@ def test_load_spec_reports_syntax_errors_and_missing_files(tmp_path: Path) -> No
         indexzoo.load_spec(other)
 
 
+class TextPath:
+    """An os.PathLike that is not a pathlib.Path."""
+
+    def __init__(self, path: Path | bytes) -> None:
+        self.path = path
+
+    def __fspath__(self) -> Any:
+        return self.path if isinstance(self.path, bytes) else str(self.path)
+
+
+def test_load_spec_takes_a_str_or_any_path_like(tmp_path: Path) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(SPEC))
+    assert indexzoo.load_spec(str(path)) == indexzoo.load_spec(TextPath(path))
+
+
+@pytest.mark.parametrize("given, shown", [
+    (None, "NoneType None"), (3, "int 3"), (b"spec.yaml", "bytes b'spec.yaml'"),
+    (TextPath(b"spec.yaml"), "TextPath <"),
+])
+def test_load_spec_of_anything_but_a_path_is_a_config_error(given: Any, shown: str) -> None:
+    with pytest.raises(ConfigError, match="^spec file: expected a path \\(str or os.PathLike\\), "
+                                          f"got {re.escape(shown)}"):
+        indexzoo.load_spec(given)
+
+
 def test_spec_without_index_name_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "spec.json"
     path.write_text(json.dumps({"params": {}}))
@@ -217,3 +243,17 @@ def test_misspelt_parameter_gets_a_did_you_mean() -> None:
     with pytest.raises(ConfigError, match=r"unknown parameter 'thread_per_block' \(value 64\); did "
                                           r"you mean 'threads_per_block'\?"):
         indexzoo.create("sorted-array", device="cpu", thread_per_block=64)
+
+
+# ---------------------------------------------------------------------- finite floats
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_float_parameters_must_be_finite(value: float) -> None:
+    # a float parameter without bounds (a third-party plugin's, say) took inf and NaN, and a
+    # bounded one refused NaN as "less than or equal to 1": every float parameter is finite
+    with pytest.raises(ConfigError, match=re.escape(f"parameter 'share' = {value!r} is invalid: "
+                                                    "Input should be a finite number")):
+        validate_params(StrictParams, {"share": value}, "strict")
+    with pytest.raises(ConfigError, match=re.escape(
+            f"parameter 'ray_interval' = {value!r} is invalid: Input should be a finite number "
+            "(allowed: > 0.0, <= 1.0)")):
+        indexzoo.create("rtscan", device="cpu", ray_interval=value)

@@ -171,6 +171,10 @@ BAD_LOOKUPS: list[tuple[str, Callable[[GpuIndex], Any], type, str]] = [
     ("lo/hi mismatch", lambda i: i.range(LO, HI[:-1]), InvalidInput,
      r"'lo' and 'hi' must have the same length, got 7 and 6"),
     ("NaN bound", lambda i: i.range([0.0], [np.nan]), InvalidInput, "cannot be compared"),
+    ("masked queries", lambda i: i.point(np.ma.masked_array(Q, mask=Q == 3), out="count"),
+     InvalidInput, r"'queries': null at position 1; a null lookup"),
+    ("masked bound", lambda i: i.range(LO, np.ma.masked_array(HI, mask=HI > 10)), InvalidInput,
+     r"'hi': null at position 2; a null lookup"),
 ]
 
 
@@ -192,6 +196,12 @@ BAD_BUILDS: list[tuple[str, Callable[[GpuIndex], Any], str]] = [
      r"'keys' and 'values' must have the same length, got 10 and 3"),
     ("float values", lambda i: i.build(KEYS, np.ones(10)), r"'values': dtype float64"),
     ("2-D values", lambda i: i.build(KEYS, np.ones((10, 1), np.int64)), r"'values': expected a 1-D"),
+    ("masked keys", lambda i: i.build(np.ma.masked_array(KEYS, mask=KEYS == 3)),
+     r"'keys': null at position 1; a null key"),
+    ("masked values", lambda i: i.build(KEYS, np.ma.masked_array(np.arange(10), mask=KEYS == 3),
+                                        nulls="skip"),
+     r"'values': null at position 1; a row's value cannot be null under either null policy: "
+     r"drop or fill the nulls$"),
 ]
 
 

@@ -50,7 +50,8 @@ def test_explicit_device_wins_over_the_environment(fake_gpu: None,
 def test_bad_environment_value_is_a_config_error(no_gpu: None,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(devices.ENV_VAR, "tpu")
-    with pytest.raises(ConfigError, match=r"INDEXZOO_DEVICE: unknown device 'tpu'"):
+    with pytest.raises(ConfigError, match=r"^environment variable INDEXZOO_DEVICE='tpu' must be "
+                                          r"'auto', 'cpu' or 'cuda'$"):
         resolve_device("auto")
 
 

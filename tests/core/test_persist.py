@@ -193,6 +193,16 @@ def test_a_file_that_is_no_saved_index_is_refused(tmp_path: Path, content: bytes
         indexzoo.load(path)
 
 
+@pytest.mark.parametrize("path", [None, 0, b"x.izo"])
+def test_load_and_save_of_anything_but_a_path_are_config_errors(path: Any) -> None:
+    """An int is never taken as an open file descriptor (0: standard input)."""
+    with pytest.raises(ConfigError, match=r"^indexzoo.load: expected a path \(str or os.PathLike\)"):
+        indexzoo.load(path)
+    index = indexzoo.create("sorted-array", device="cpu").build(KEYS)
+    with pytest.raises(ConfigError, match=r"^index.save: expected a path \(str or os.PathLike\)"):
+        index.save(path)
+
+
 def test_a_plain_npz_is_refused(tmp_path: Path) -> None:
     np.savez(tmp_path / "x.npz", keys=KEYS)
     with pytest.raises(IndexFileError, match="not a saved indexzoo index"):

@@ -87,6 +87,28 @@ def test_batches_cut_all_lookups_in_order() -> None:
     np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), data.queries)
 
 
+def test_every_batch_holds_at_least_one_lookup() -> None:
+    with pytest.raises(ValidationError, match="batches=16777216 exceeds n_lookups=10"):
+        Workload(n_lookups=10, batches=1 << 24)
+    with pytest.raises(ValidationError, match="batches=2 exceeds n_lookups=0"):
+        Workload(n_lookups=0, batches=2)
+    assert Workload(n_lookups=10, batches=10).batches == 10
+    assert Workload(n_lookups=0).batches == 1
+
+
+def test_a_lookups_sweep_keeps_at_most_one_batch_a_lookup() -> None:
+    from indexzoo.tools.bench import sweep_workloads
+
+    base = Workload(n_keys=1 << 12, n_lookups=1 << 16, batches=1 << 14)
+    swept = sweep_workloads(base, "lookups", "cpu")
+    assert [(w.n_lookups, w.batches) for w in swept[:2]] == [(1 << 13, 1 << 13), (1 << 15, 1 << 14)]
+
+
+def test_a_workload_describes_itself_with_its_name_escaped() -> None:
+    w = Workload(name="bench\x1b[2J\nnext", n_keys=1024, n_lookups=16)
+    assert w.describe().startswith("bench\\x1b[2J\\nnext: 2^10 uniform u64 keys")
+
+
 def test_permute_bits_is_a_bijection() -> None:
     for bits in (1, 5, 12):
         x = np.arange(1 << bits, dtype=np.uint64)
@@ -108,6 +130,16 @@ def test_zipf_keys_have_heavy_tailed_gaps(device: str) -> None:
     gaps = np.diff(keys)
     assert (gaps >= 1).all()
     assert np.median(gaps) <= 2 and gaps.max() > 100 * np.median(gaps)
+
+
+@pytest.mark.parametrize("key_zipf", [1e-300, 1e-3, 0.5, 8.0])
+@pytest.mark.parametrize("bits", [32, 64])
+def test_zipf_keys_stay_distinct_for_every_allowed_exponent(key_zipf: float, bits: int,
+                                                           device: str) -> None:
+    w = Workload(n_keys=100_000, distribution="zipf", key_zipf=key_zipf, key_bits=bits,
+                 n_lookups=0)
+    keys = host(generate(w, device), "keys")
+    assert np.unique(keys).shape[0] == 100_000
 
 
 def test_uniform_keys_spread_over_the_whole_domain(device: str) -> None:

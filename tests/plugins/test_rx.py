@@ -350,6 +350,21 @@ def test_bad_updates_raise_invalid_input_and_change_nothing(positions: list[Any]
     _check(index, keys, keys, keys[:5], keys[5:])
 
 
+@pytest.mark.parametrize(("masked", "what"), [("positions", "an update's rowID"),
+                                              ("new_keys", "an update's new key")])
+@pytest.mark.parametrize("nulls", ["refuse", "skip"])
+def test_masked_update_inputs_raise_invalid_input_and_change_nothing(masked: str, what: str,
+                                                                     nulls: str) -> None:
+    keys = np.arange(10, dtype=np.uint64)
+    index = indexzoo.create("rx", device="cpu", key_mode="naive").build(keys, nulls=nulls)
+    args = {"positions": np.array([1, 2]), "new_keys": np.array([7, 8], np.uint64)}
+    args[masked] = np.ma.masked_array(args[masked], mask=[False, True])
+    with pytest.raises(InvalidInput, match=f"^argument '{masked}': null at position 1; {what} "
+                                           "cannot be null under either null policy"):
+        index.update(**args)
+    _check(index, keys, keys, keys[:5], keys[5:])
+
+
 # ============================================================================ footprint
 @pytest.mark.parametrize("primitive, per_key", [("triangle", 36), ("sphere", 12), ("aabb", 24)])
 def test_footprint_is_keys_primitives_bvh_and_high_parts(primitive: str, per_key: int) -> None:

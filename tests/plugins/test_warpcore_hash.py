@@ -6,6 +6,9 @@ identical answers from the CPU twin and the cooperative GPU kernels."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -254,3 +257,30 @@ def test_cpu_twin_and_gpu_kernels_agree(group_size: int, layout: str, kind: str)
 def test_more_windows_than_the_hash_can_address_is_invalid_input() -> None:
     with pytest.raises(indexzoo.InvalidInput, match="at most 2\\^32 windows"):
         next_prime_windows(1 << 33, 0.05, 1)
+
+
+READ_ONLY_INSTALL = """
+import numba.core.caching as caching
+
+# a read-only install: the package folder, NUMBA_CACHE_DIR and the home cache all unwritable,
+# so no cache locator of numba's applies (as root, chmod cannot make a folder unwritable)
+impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # renamed in numba 0.62
+impl._locator_classes = []
+
+import numpy as np
+import indexzoo
+
+assert "warpcore-hash" in indexzoo.available(), indexzoo.load_errors()
+keys = np.array([5, 3, 5, 9], dtype=np.uint64)
+idx = indexzoo.create("warpcore-hash", device="cpu").build(keys)
+print(idx.point(np.array([5, 4, 9], dtype=np.uint64), out="count").count.tolist())
+"""
+
+
+def test_a_read_only_install_builds_without_the_kernel_cache() -> None:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_CACHE_DIR", "NUMBA_CACHE_LOCATOR_CLASSES")}
+    res = subprocess.run([sys.executable, "-c", READ_ONLY_INSTALL], capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.strip() == "[2, 0, 1]"

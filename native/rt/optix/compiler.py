@@ -18,6 +18,8 @@ import hashlib
 import os
 import tempfile
 
+from indexzoo.envvars import CACHE_DIR
+
 __all__ = ["CompileError", "cache_dir", "ptx"]
 
 
@@ -26,7 +28,7 @@ class CompileError(RuntimeError):
 
 
 def cache_dir() -> str:
-    base = os.environ.get("INDEXZOO_CACHE_DIR") or os.path.join(
+    base = CACHE_DIR.value() or os.path.join(
         os.path.expanduser("~"), ".cache", "indexzoo")
     return os.path.join(base, "optix")
 
