@@ -99,7 +99,11 @@ def _hint(obj: Any) -> str:
 def read_column(obj: Any, name: str) -> Column:
     """``obj`` as a :class:`Column` (see the module docstring); InvalidInput, naming
     ``name`` and the type in full, for what cannot be read."""
+    if type(obj) is np.ndarray and obj.dtype.kind != "O":  # the common case, first and cheap
+        return Column(obj)
     lib = library_of(obj)
+    if lib == "cupy" and type(obj).__name__ == "ndarray":  # CuPy arrays hold no nulls
+        return Column(obj)
     try:
         if isinstance(obj, np.ma.MaskedArray):
             mask = np.ma.getmaskarray(obj)
