@@ -182,11 +182,15 @@ def test_recommend_force_replaces_a_link_at_out_itself(workload: Path, victim: P
     assert stat.S_ISREG(os.lstat(target).st_mode)
 
 
-def _appears_while_measuring(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
+def _appears_while_measuring(monkeypatch: pytest.MonkeyPatch, target: Path,
+                             folder: bool = False) -> None:
     measure = recommend.recommend_indexes
 
     def measuring(*args: Any, **kwargs: Any) -> Any:
-        target.write_text("index: btree\n")  # someone else's file, written meanwhile
+        if folder:
+            target.mkdir()  # someone else's folder, made meanwhile
+        else:
+            target.write_text("index: btree\n")  # someone else's file, written meanwhile
         return measure(*args, **kwargs)
 
     monkeypatch.setattr(recommend, "recommend_indexes", measuring)
@@ -214,6 +218,18 @@ def test_recommend_force_replaces_a_file_that_appeared_at_out(
     assert code == 0, text
     assert "searchsorted" in target.read_text()
 
+
+def test_recommend_force_refuses_a_folder_that_appeared_at_out_in_one_line(
+        workload: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "picked.yaml"
+    _appears_while_measuring(monkeypatch, target, folder=True)
+    code, text = run_recommend(workload, target, "--force")
+    assert code == 2, text
+    err = capsys.readouterr().err
+    assert "is a directory" in err and "Traceback" not in err, err
+    assert target.is_dir() and not any(target.iterdir())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["picked.yaml", "w.yaml"]
 
 
 # ---------------------------------------------------------------------- the publish step

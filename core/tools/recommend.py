@@ -626,5 +626,8 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError(f"--out {shown_path(target)} appeared while recommend measured; the "
                           "pick above is not written: use --force to overwrite it, or --out "
                           "FILE") from None
+    except IsADirectoryError:  # --force never replaces a folder
+        raise ConfigError(f"--out {shown_path(target)} is a directory (made while recommend "
+                          "measured); the pick above is not written: use --out FILE") from None
     out.write(f"wrote {target}\n")
     return 0
