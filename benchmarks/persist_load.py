@@ -6,7 +6,7 @@ NumPy, and next to building the index again.
 1. ``sorted-array`` over 2^k uint64 keys is saved; then, from the same file (in the page cache,
    read once before timing), ``indexzoo.load`` is timed against ``np.fromfile`` of the file's
    array bytes (the keys and rowIDs at their offsets: the same bytes, no checks) and against
-   ``np.load`` of the archive's members. The target (issue 32): load <= 2x NumPy's read.
+   ``np.load`` of the archive's members. The target: load <= 2x NumPy's read.
 2. ``rx``, ``rx-opt``, ``btree`` and ``cgrx`` over the same keys: build time against load time.
 
 Each figure is the best of ``--repeat`` runs; on the GPU the load includes the copy to the
