@@ -70,6 +70,24 @@ def test_ci_runs_the_readme_commands_verbatim_before_upgrading_pip() -> None:
     assert "--upgrade" not in side
 
 
+def test_ci_exit_handler_keeps_the_scripts_own_status() -> None:
+    """The EXIT handler of .ci/run stops the exhaustive tier's leftovers; when there are none
+    (it already finished), pkill finds nothing, and under set -e that must not turn a passing
+    run into exit 1, nor hide a failing run's status."""
+    import subprocess
+
+    text = (ROOT / ".ci" / "run").read_text()
+    start = text.index("cleanup() {")
+    handler = text[start:text.index("\n}\n", start) + 3]
+    assert "trap cleanup EXIT" in text
+    for final, want in (("true", 0), ("exit 3", 3)):
+        script = (f"set -euo pipefail\nexhaustive_dir=$(mktemp -d)\nsleep 0 &\n"
+                  f"exhaustive_pid=$!\n{handler}\ntrap cleanup EXIT\n"
+                  f"wait \"$exhaustive_pid\"\n{final}\n")
+        got = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+        assert got.returncode == want, got.stderr
+
+
 def test_readme_main_job_runs_the_comparison() -> None:
     assert "indexzoo bench" in _readme_command("main")
 
