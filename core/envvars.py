@@ -22,7 +22,7 @@ from .display import shown
 from .errors import ConfigError
 
 __all__ = ["CACHE_DIR", "COMMIT", "CPU_SERIAL_BELOW", "CPU_SERIAL_BELOW_RAYS", "DEVICE",
-           "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "VARIABLES", "EnvVar",
+           "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "RANK_BUDGET", "VARIABLES", "EnvVar",
            "check_import_time"]
 
 T = TypeVar("T")
@@ -70,6 +70,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _budget(text: str) -> float:
+    value = float(text)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(text)
+    return value
+
+
 def _flag(text: str) -> bool:
     word = text.lower()
     if word not in _TRUE + _FALSE:
@@ -112,6 +119,10 @@ NUMBA_LAUNCH: EnvVar[bool] = EnvVar(
 CACHE_DIR: EnvVar[str | None] = EnvVar(
     "INDEXZOO_CACHE_DIR", _text, None, "a folder",
     "the folder of compiled OptiX programs (default ~/.cache/indexzoo)")
+RANK_BUDGET: EnvVar[float] = EnvVar(
+    "INDEXZOO_RANK_BUDGET", _budget, 60.0, "a number of seconds >= 0, e.g. 60",
+    "the default of `bench --rank-budget`: seconds of extra timing rounds per workload while "
+    "the ranking is not established (default 60; 0: exactly --repeats rounds)")
 COMMIT: EnvVar[str | None] = EnvVar(
     "INDEXZOO_COMMIT", _text, None, "a commit",
     "the commit `bench` records where the tree has no git history")
@@ -119,7 +130,7 @@ COMMIT: EnvVar[str | None] = EnvVar(
 #: Every variable, in the docs' order.
 VARIABLES: tuple[EnvVar[Any], ...] = (
     DEVICE, MEMORY_CHECK, PLUGIN_TIMEOUT, CPU_SERIAL_BELOW, CPU_SERIAL_BELOW_RAYS,
-    NUMBA_LAUNCH, CACHE_DIR, COMMIT)
+    NUMBA_LAUNCH, RANK_BUDGET, CACHE_DIR, COMMIT)
 
 
 def check_import_time() -> None:

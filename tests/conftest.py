@@ -14,6 +14,9 @@ from hypothesis import HealthCheck, settings
 # specialisation it meets (35 s of JIT on 2 cores). The parallel path is the same body under
 # prange; tests/native/test_parallel_trace.py runs it at the production threshold.
 os.environ.setdefault("INDEXZOO_CPU_SERIAL_BELOW_RAYS", str(1 << 15))
+# Bench runs in tests time exactly --repeats rounds unless a test asks for more: the extra
+# rounds that establish a ranking (tests/test_bench_ranking.py) would only add minutes here.
+os.environ.setdefault("INDEXZOO_RANK_BUDGET", "0")
 
 from indexzoo.devices import cuda_status
 

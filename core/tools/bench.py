@@ -32,6 +32,7 @@ import numpy as np
 from indexzoo.config import check_writable_folder
 from indexzoo.devices import resolve_device, to_numpy
 from indexzoo.display import one_line, printable, shown, shown_path
+from indexzoo.envvars import RANK_BUDGET
 from indexzoo.errors import ConfigError, DeviceUnavailable, MissingDependency
 from indexzoo.registry import available, create, named
 from indexzoo.resources import available_memory, check_fits, estimate_workload
@@ -42,6 +43,7 @@ from .environment import environment
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
 from .publish import Member, numbered, publish
+from .ranking import CONFIDENCE, MIN_PAIRED_ROUNDS, TIE, PairVerdict, Timed, open_pairs, verdicts
 from .records import Entry, Record
 from .references import GATHER, RAW, reference_calls
 from .timing import Timing, synchronize, time_call, time_once
@@ -177,6 +179,7 @@ class Contender:
     build: Timing
     params: dict[str, Any] = field(default_factory=dict)
     seconds: list[float] = field(default_factory=list)  # per call, one per repetition
+    rounds: list[int] = field(default_factory=list)  # the interleaved round of each repetition
     order: str = "interleaved"
     calls: int = 1  # calls per repetition
 
@@ -200,15 +203,16 @@ class Contender:
 
 
 def time_interleaved(contenders: Sequence[Contender], device: str, repeats: int,
-                     log: TextIO | None = None) -> None:
+                     log: TextIO | None = None, first_round: int = 0) -> None:
     """Time every contender ``repeats`` times, in rounds: each round times each contender once,
     starting one further along the list than the round before. A machine that gets slower
     for a while (another process, a clock change) then slows every contender alike, instead
     of all repetitions of the one that happened to run then; the spreads show it. Contenders
     must be warmed up (compiled) already; a contender whose calls take under
-    :data:`REWARM_BELOW_S` gets one untimed call before each timed one (always in round 1)."""
+    :data:`REWARM_BELOW_S` gets one untimed call before each timed one (always in round 1).
+    ``first_round``: rounds already timed (their rotation continues)."""
     live = [c for c in contenders if c.order == "interleaved"]
-    for r in range(repeats):
+    for r in range(first_round, first_round + repeats):
         k = r % len(live) if live else 0
         for c in live[k:] + live[:k]:
             interrupts.check()
@@ -216,8 +220,72 @@ def time_interleaved(contenders: Sequence[Contender], device: str, repeats: int,
                 c.run()
                 synchronize(device)
             c.seconds.append(c.repetition(device))
+            c.rounds.append(r)
         if log is not None and live:
-            log.write(f"    round {r + 1}/{repeats} timed\n")
+            log.write(f"    round {r + 1}/{first_round + repeats} timed\n")
+
+
+#: The most timing rounds of one workload, however undecided its ranking.
+MAX_ROUNDS = 60
+
+
+def _timings(contenders: Sequence[Contender]) -> list[Timed]:
+    """What the ranking compares of each timed contender, fastest first by median."""
+    timed = [c for c in contenders if c.seconds]
+    timed.sort(key=lambda c: Timing(tuple(c.seconds)).median)
+    return [(c.name, c.seconds, c.rounds if c.order == "interleaved" else None) for c in timed]
+
+
+def _pairs_text(pairs: Sequence[PairVerdict]) -> str:
+    return ", ".join(f"{printable(p.faster)} / {printable(p.slower)}" for p in pairs)
+
+
+def rank_rounds(contenders: Sequence[Contender], refs: Sequence[Contender], device: str,
+                repeats: int, budget_s: float, log: TextIO | None = None,
+                max_rounds: int = MAX_ROUNDS) -> str:
+    """Time ``repeats`` interleaved rounds of ``contenders`` and the references; then, while
+    the ranking of the contenders is not established (:func:`indexzoo.tools.ranking.open_pairs`),
+    time more rounds of just the contenders of the open pairs, as long as one more round
+    still fits in ``budget_s`` seconds (beyond the first rounds) and fewer than
+    ``max_rounds`` rounds have run. Returns how it ended: ``"established"``, ``"budget"``,
+    ``"rounds"``, or ``"fixed"`` where ``budget_s`` is 0 (exactly ``repeats`` rounds)."""
+    many = sum(c.order == "interleaved" for c in contenders) > 1
+    time_interleaved([*refs, *contenders], device, repeats, log if many else None)
+    if budget_s <= 0:
+        return "fixed"
+    by_name = {c.name: c for c in contenders}
+    rounds, spent, last = repeats, 0.0, 0.0
+    while True:
+        pending = open_pairs(_timings(contenders))
+        if not pending:
+            state = "established"
+        elif rounds >= max_rounds:
+            state = "rounds"
+        elif spent + last > budget_s:
+            state = "budget"
+        else:
+            names = dict.fromkeys(n for p in pending for n in (p.faster, p.slower))
+            extra = [by_name[n] for n in names if by_name[n].order == "interleaved"]
+            if not extra:  # only pairs with an index timed alone: more rounds cannot help
+                state = "alone"
+                break
+            t0 = time.perf_counter()
+            time_interleaved(extra, device, 1, None, first_round=rounds)
+            last = time.perf_counter() - t0
+            spent += last
+            rounds += 1
+            continue
+        break
+    if log is not None and many:
+        if state == "established":
+            log.write(f"    ranking established after {_rounds_text(rounds)}\n")
+        else:
+            why = {"budget": f"the ranking budget of {budget_s:g} s reached",
+                   "rounds": f"the most rounds ({max_rounds}) reached",
+                   "alone": "the open pairs have an index timed alone"}[state]
+            log.write(f"    ranking not established after {_rounds_text(rounds)} ({why}): "
+                      f"open {_pairs_text(pending)}\n")
+    return state
 
 
 def keep_built(reserve: int, device: str) -> bool:
@@ -230,14 +298,15 @@ def keep_built(reserve: int, device: str) -> bool:
 def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], device: str,
               repeats: int = 5, out: Out | None = None, latency: bool = False,
               progress: TextIO | None = None, sweep: str | None = None,
-              interleave: bool = True) -> list[Record]:
+              interleave: bool = True, rank_budget: float = 0.0) -> list[Record]:
     """Run every index configuration on every workload; the peer runs first on each.
 
     Per workload, every index is built (``repeats`` timed builds), warmed up and checked
     against the peer; then the lookups of all of them are timed in ``repeats`` interleaved
     rounds (:func:`time_interleaved`). An index that would leave less memory than the
     workload's estimate is timed right after its build (``timing: sequential``) and released;
-    ``interleave=False`` does that for every index."""
+    ``interleave=False`` does that for every index. ``rank_budget`` > 0: rounds go on, up to
+    that many seconds per workload, until the ranking is established (:func:`rank_rounds`)."""
     log = progress or sys.stderr
     entries = [e if isinstance(e, Entry) else Entry(e) for e in indexes]
     if PEER in available() and not any(e.name == PEER and not e.params for e in entries):
@@ -288,8 +357,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 for label, fn in reference_calls(data, device).items()]
         for c in refs:
             c.calibrate(device)
-        time_interleaved([*refs, *(d[0] for d in done)], device, repeats,
-                         log if len(done) > 1 and interleave else None)
+        ranking = rank_rounds([d[0] for d in done], refs, device, repeats,
+                              rank_budget if interleave else 0.0, log)
         medians = {c.name: Timing(tuple(c.seconds)).median for c in refs if c.seconds}
         ref_tp = {k: data.n_lookups / m for k, m in medians.items() if m > 0}
         del refs
@@ -318,8 +387,9 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 generate_s=gen.median, index_name=c.entry.name, param=c.entry.param,
                 param_value=c.entry.value, latency_us=lat,
                 lookup_seconds=list(c.seconds), build_seconds=list(c.build.seconds),
+                lookup_rounds=list(c.rounds) if c.order == "interleaved" else [],
                 timing=c.order, raw_searchsorted=ref_tp.get(RAW),
-                random_gather=ref_tp.get(GATHER),
+                random_gather=ref_tp.get(GATHER), ranking=ranking,
             )
             records.append(rec)
             flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
@@ -403,17 +473,68 @@ def _m(x: float | None) -> str:
     return "-" if x is None else f"{x / 1e6:.1f}"
 
 
+_ENDED = {"budget": "the ranking budget was spent", "rounds": "the most rounds were run",
+          "fixed": "no rounds beyond --repeats were asked for",
+          "alone": "an index timed alone, for memory, cannot be compared round by round"}
+
+
+def _chains(pairs: Sequence[PairVerdict]) -> list[list[str]]:
+    """Neighbouring open pairs joined into chains of names: a/b and b/c give [a, b, c]."""
+    chains: list[list[str]] = []
+    for p in pairs:
+        if chains and chains[-1][-1] == p.faster:
+            chains[-1].append(p.slower)
+        else:
+            chains.append([p.faster, p.slower])
+    return chains
+
+
+def _rounds_text(n: int) -> str:
+    return f"{n} round" + ("" if n == 1 else "s")
+
+
+def _rounds_of(r: Record) -> list[int] | None:
+    """The record's rounds; records written before rounds were kept number theirs in order."""
+    if r.timing != "interleaved":
+        return None
+    return r.lookup_rounds or list(range(len(r.lookup_seconds)))
+
+
+def ranking_lines(records: Sequence[Record]) -> list[str]:
+    """Per workload: whether the table's order is established (every neighbouring pair
+    ordered or tied, :mod:`indexzoo.tools.ranking`) and, where not, which indexes may swap."""
+    lines = []
+    several = len({r.workload for r in records}) > 1
+    for w in dict.fromkeys(r.workload for r in records):
+        rows = [r for r in _ranked(records) if r.workload == w and r.lookup_seconds]
+        if len(rows) < 2:
+            continue
+        where = f" ({w})" if several else ""
+        rounds = max(len(r.lookup_seconds) for r in rows)
+        found = verdicts([(r.index, r.lookup_seconds, _rounds_of(r)) for r in rows])
+        pending = [v for v in found if v.state == "open"]
+        tied = [v for v in found if v.state == "tied"]
+        ties = ("; " + "; ".join(f"{v.faster} and {v.slower} tied within {TIE:.0%}"
+                                 for v in tied)) if tied else ""
+        if not pending:
+            lines.append(f"ranking{where}: established after {_rounds_text(rounds)} (each neighbour "
+                         f"ordered at {CONFIDENCE:.0%} confidence{ties})")
+            continue
+        ended = _ENDED.get(rows[0].ranking or "", "")
+        few = (f", and a paired comparison needs at least {MIN_PAIRED_ROUNDS}"
+               if rounds < MIN_PAIRED_ROUNDS else "")
+        sets = "; of ".join(_and(c) for c in _chains(pending))
+        lines.append(f"warning{where}: the order of {sets} is not established after "
+                     f"{_rounds_text(rounds)} ({ended or 'as run'}{few}); it may change from run "
+                     "to run")
+    return lines
+
+
 def format_warnings(records: Sequence[Record]) -> list[str]:
     """Lines for under the table: the indexes this run cannot order (their spreads overlap),
     and a note when the figures come from one repetition each."""
-    lines = []
+    lines = ranking_lines(records)
     several = len({r.workload for r in records}) > 1
-    groups = overlap_groups(records)
-    for w in dict.fromkeys(g[0].workload for g in groups):
-        sets = [_and([r.index for r in g]) for g in groups if g[0].workload == w]
-        where = f" ({w})" if several else ""
-        lines.append(f"warning{where}: the spreads of {'; of '.join(sets)} overlap, so their "
-                     "order in this table is not reliable")
     for w in dict.fromkeys(r.workload for r in records):
         r = next(r for r in records if r.workload == w)
         if r.raw_searchsorted or r.random_gather:
@@ -460,6 +581,12 @@ def add_cli(sub: Any) -> None:
     s.add_argument("--repeats", type=int, default=5,
                    help="timed runs per figure (default 5): the table shows their median and "
                    "spread")
+    s.add_argument("--rank-budget", dest="rank_budget", type=float, default=None,
+                   metavar="SECONDS",
+                   help="after --repeats rounds, time more rounds of the indexes whose order is "
+                   "not established yet, for at most this many seconds per workload (default "
+                   f"{RANK_BUDGET.default:g}, or {RANK_BUDGET.name}; 0: exactly --repeats "
+                   "rounds)")
     s.add_argument("--sequential", action="store_true",
                    help="time each index's repetitions back to back instead of in interleaved "
                    "rounds over all indexes")
@@ -554,6 +681,11 @@ def _write_results(records: Sequence[Record], env: dict[str, Any], stem: Path, l
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.rank_budget is None:
+        args.rank_budget = RANK_BUDGET.value()
+    if not (args.rank_budget >= 0 and math.isfinite(args.rank_budget)):
+        raise ConfigError(f"--rank-budget must be a finite number of seconds >= 0, got "
+                          f"{args.rank_budget}")
     device = resolve_device(args.device)
     base = load_workload(args.workload) if args.workload else PRESETS[args.preset]
     latency = args.latency or (not args.workload and args.preset == "latency")
@@ -586,7 +718,8 @@ def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[W
     env = environment(device)
     sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
     records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
-                        latency=latency, sweep=args.sweep, interleave=not args.sequential)
+                        latency=latency, sweep=args.sweep, interleave=not args.sequential,
+                        rank_budget=args.rank_budget)
     interrupts.check()
     out.write(format_table(records) + "\n")
     for line in format_warnings(records):

@@ -55,11 +55,18 @@ class Record:
     params: dict[str, Any] = field(default_factory=dict)
     workload_spec: dict[str, Any] = field(default_factory=dict)
     lookup_seconds: list[float] = field(default_factory=list)  # every timed repetition
+    # the interleaved round of each repetition (empty: timed alone, repetitions back to back)
+    lookup_rounds: list[int] = field(default_factory=list)
     build_seconds: list[float] = field(default_factory=list)
     timing: str = "interleaved"  # or "sequential": repetitions back to back (see run_bench)
     # the hardware references of the same run (:mod:`indexzoo.tools.references`), lookups per second
     raw_searchsorted: float | None = None
     random_gather: float | None = None
+    # how the workload's timing rounds ended (:mod:`indexzoo.tools.ranking`): "established"
+    # (every neighbouring pair ordered or tied), "budget" (the ranking budget was spent first),
+    # "rounds" (the most rounds allowed were run), "fixed" (no rounds beyond --repeats asked),
+    # "alone" (the open pairs have an index timed alone, which rounds cannot pair)
+    ranking: str | None = None
 
     @property
     def ratio_to_raw(self) -> float | None:
