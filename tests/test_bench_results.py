@@ -244,3 +244,43 @@ def test_the_pareto_plot_draws_the_references_of_the_run(tmp_path: Path) -> None
     assert len(facts["references"]) == 2 and "floor" in facts["references"][0]
     assert pareto_plot([rec("a", [1.0])], tmp_path / "q.png",
                        PlotInfo("w", "cpu", "c"))["references"] == []
+
+
+# the quick preset on a 2-core CPU: nine indexes share 12.6 MB, more sit close by
+CROWD = [("warpcore-hash", 10.5, 21.0), ("eo-bs", 4.8, 12.6), ("sorted-array", 4.7, 12.6),
+         ("btree", 4.3, 14.0), ("ao-ks", 4.2, 12.6), ("ao-pb-ks", 4.1, 18.9),
+         ("lightweight", 4.1, 12.6), ("ao-pb-bs", 3.9, 17.8), ("ao-bs", 3.9, 12.6),
+         ("eo-pb-bs", 3.8, 12.6), ("ao-ix", 3.7, 12.6), ("searchsorted", 3.6, 12.6),
+         ("eo-ks", 3.5, 12.6), ("rx-opt", 1.5, 108.0), ("rx", 1.2, 82.5),
+         ("cgrx-8x4", 1.0, 13.2), ("cgrx-5x4", 0.4, 14.3), ("cgrx", 0.3, 14.3)]
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_a_crowded_pareto_plot_keeps_labels_apart_and_off_other_markers(tmp_path: Path) -> None:
+    rows = [rec(name, [1e6 / (tp * 1e6) * s for s in (0.95, 1.0, 1.05)], n=1_000_000,
+                resident=int(mb * 1e6)) for name, tp, mb in CROWD]
+    facts = pareto_plot(rows, tmp_path / "p.png", PlotInfo("quick", "cpu", "c"))
+    boxes, points = facts["label_boxes"], facts["points"]
+    named = set(facts["labelled"]) | {n for c in facts["clusters"] for n in c}
+    assert named == {name for name, _, _ in CROWD}, "every index is named once"
+    assert any(len(c) >= 9 for c in facts["clusters"]), "the 12.6 MB crowd gets its own table"
+    items = list(boxes.items())
+    for i, (a, box_a) in enumerate(items):
+        for b, box_b in items[i + 1:]:
+            assert not _overlap(box_a, box_b), f"label {a!r} overlaps label {b!r}"
+        for name, (x, y) in points.items():
+            if name == a or name in facts["label_points"].get(a, ()):
+                continue
+            r = 4  # a marker's radius in pixels
+            assert not _overlap(box_a, (x - r, y - r, x + r, y + r)), \
+                f"label {a!r} covers the marker of {name!r}"
+
+
+def test_an_uncrowded_plot_labels_every_point_beside_it(tmp_path: Path) -> None:
+    rows = [rec("a", [1.0, 1.0]), rec("b", [0.1, 0.1], resident=100_000),
+            rec("c", [0.01, 0.01], resident=1_000_000)]
+    facts = pareto_plot(rows, tmp_path / "p.png", PlotInfo("w", "cpu", "c"))
+    assert facts["clusters"] == [] and sorted(facts["labelled"]) == ["a", "b", "c"]

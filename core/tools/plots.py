@@ -171,12 +171,13 @@ def _save(fig: Any, path: Path | BinaryIO) -> None:
 # ---------------------------------------------------------------------- Pareto
 def _place_labels(ax: Any, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
                   colors: Sequence[str], left: Sequence[bool],
-                  shelves: Sequence[tuple[float, float, float]] = ()) -> None:
+                  shelves: Sequence[tuple[float, float, float]] = ()) -> list[Any]:
     """Label every point beside it: to its right, or to its left where ``left`` says (points
     of the Pareto front, whose step line leaves them to the right). Labels that would cover
     each other form a column beside the whole group of their points, spread apart vertically,
     and a label away from its point gets a thin leader line. ``shelves`` are the level
-    stretches (x0, x1, y) of the front's step line, which a lone label moves below."""
+    stretches (x0, x1, y) of the front's step line, which a lone label moves below. Returns
+    the labels drawn (matplotlib annotations), in the order of ``texts``."""
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -249,16 +250,52 @@ def _place_labels(ax: Any, xs: Sequence[float], ys: Sequence[float], texts: Sequ
                     ys_[0] = sy - h / 2 - 1
         for b, y in zip(col, ys_, strict=True):
             placed[b[4]] = y
+    drawn = []
     for i, text in enumerate(texts):
         px, py = disp[i]
         dy = (placed[i] - py) * to_pt
         dx = (xpos[i] - px) * to_pt if i in xpos else (-7 if left[i] else 7)
         lead = dict(arrowprops=dict(arrowstyle="-", color=colors[i], lw=0.5, shrinkA=0,
                                     shrinkB=3)) if abs(dy) > 4 or abs(dx) > 8 else {}
-        ax.annotate(text, (xs[i], ys[i]), xytext=(dx, dy),
-                    textcoords="offset points", ha="right" if left[i] else "left",
-                    va="center", fontsize=8, color=colors[i],
-                    fontweight="bold" if bold[i] else "normal", zorder=5, **lead)
+        drawn.append(ax.annotate(text, (xs[i], ys[i]), xytext=(dx, dy),
+                                 textcoords="offset points", ha="right" if left[i] else "left",
+                                 va="center", fontsize=8, color=colors[i],
+                                 fontweight="bold" if bold[i] else "normal", zorder=5, **lead))
+    return drawn
+
+
+#: Points closer than this many pixels across (and than 1.5 label heights up or down) are
+#: crowded; a chain of at least CROWD_MIN crowded points is drawn as a cluster: a box around
+#: them, a letter, and a table of its members beside the plot instead of a label each.
+CROWD_DX_PX = 24.0
+CROWD_MIN = 3
+
+
+def crowds(disp: Sequence[tuple[float, float]], label_height: float,
+           min_size: int = CROWD_MIN) -> list[list[int]]:
+    """Chains of points (display pixels) too close for a label each: groups of at least
+    ``min_size``, in the order of their first member."""
+    parent = list(range(len(disp)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, j in itertools.combinations(range(len(disp)), 2):
+        if abs(disp[i][0] - disp[j][0]) < CROWD_DX_PX and \
+                abs(disp[i][1] - disp[j][1]) < 1.5 * label_height:
+            parent[root(i)] = root(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(disp)):
+        groups.setdefault(root(i), []).append(i)
+    return [g for g in groups.values() if len(g) >= min_size]
+
+
+def _box(ax: Any, text: Any) -> tuple[float, float, float, float]:
+    bb = text.get_window_extent(ax.figure.canvas.get_renderer())
+    return (bb.x0, bb.y0, bb.x1, bb.y1)
 
 
 def pareto_plot(records: Sequence[Record], path: Path | BinaryIO, info: PlotInfo,
@@ -324,9 +361,34 @@ def pareto_plot(records: Sequence[Record], path: Path | BinaryIO, info: PlotInfo
               title=(f"{note}; {n_rep} repetitions" if note else None), title_fontsize=8.5,
               alignment="left")
     shelves = [(x, nx, y) for x, nx, y in zip(fx, [*fx[1:], right], fy, strict=True)]
-    _place_labels(ax, xs, ys, [r.index for r in rows], [style[r.index].color for r in rows],
-                  on_front, shelves)
+    fig.canvas.draw()
+    disp = [tuple(p) for p in ax.transData.transform(list(zip(xs, ys, strict=True)))]
+    probe = ax.text(0.5, 0.5, "Ag", fontsize=8, transform=ax.transAxes)
+    height = probe.get_window_extent(fig.canvas.get_renderer()).height
+    probe.remove()
+    groups = crowds(disp, height)
+    in_group = {i for g in groups for i in g}
+    alone = [i for i in range(len(rows)) if i not in in_group]
+    drawn = _place_labels(ax, [xs[i] for i in alone], [ys[i] for i in alone],
+                          [rows[i].index for i in alone],
+                          [style[rows[i].index].color for i in alone],
+                          [on_front[i] for i in alone], shelves)
+    boxes = {rows[i].index: _box(ax, t) for i, t in zip(alone, drawn, strict=True)}
+    label_points: dict[str, list[str]] = {}
+    clusters = []
+    for k, g in enumerate(groups):
+        letter = chr(ord("A") + k) if k < 26 else f"Z{k - 25}"
+        g = sorted(g, key=lambda i: -ys[i])
+        clusters.append([rows[i].index for i in g])
+        tag = _draw_cluster(ax, [disp[i] for i in g], letter)
+        boxes[letter] = _box(ax, tag)
+        label_points[letter] = clusters[-1]
+    if groups:
+        _cluster_table(ax, rows, groups, ys, tu, on_front, style)
     facts = {"xscale": ax.get_xscale(), "yscale": ax.get_yscale(),
+             "clusters": clusters, "labelled": [rows[i].index for i in alone],
+             "label_boxes": boxes, "label_points": label_points,
+             "points": {r.index: disp[i] for i, r in enumerate(rows)},
              "front": [rows[i].index for i in front], "xlabel": ax.get_xlabel(),
              "ylabel": ax.get_ylabel(), "title": ax.get_title(),
              "colors": {r.index: style[r.index].color for r in rows},
@@ -334,6 +396,60 @@ def pareto_plot(records: Sequence[Record], path: Path | BinaryIO, info: PlotInfo
     _save(fig, path)
     plt.close(fig)
     return facts
+
+
+def _draw_cluster(ax: Any, points: Sequence[tuple[float, float]], letter: str) -> Any:
+    """A dashed box around a cluster's markers (display pixels) and its letter above it."""
+    from matplotlib.patches import Rectangle
+
+    pad = 7.0
+    x0 = min(p[0] for p in points) - pad
+    x1 = max(p[0] for p in points) + pad
+    y0 = min(p[1] for p in points) - pad
+    y1 = max(p[1] for p in points) + pad
+    inv = ax.transData.inverted()
+    (dx0, dy0), (dx1, dy1) = inv.transform([(x0, y0), (x1, y1)])
+    ax.add_patch(Rectangle((dx0, dy0), dx1 - dx0, dy1 - dy0, fill=False, linestyle="--",
+                           linewidth=0.8, edgecolor="dimgrey", zorder=1))
+    return ax.annotate(letter, ((dx0 + dx1) / 2 if ax.get_xscale() == "linear" else
+                                math.sqrt(dx0 * dx1), dy1), xytext=(0, 2),
+                       textcoords="offset points", ha="center", va="bottom", fontsize=8,
+                       fontweight="bold", color="dimgrey", zorder=5)
+
+
+def _cluster_table(ax: Any, rows: Sequence[Record], groups: Sequence[Sequence[int]],
+                   ys: Sequence[float], unit: str, on_front: Sequence[bool],
+                   style: dict[str, Style]) -> None:
+    """The clusters' members beside the plot, fastest first: marker, name, throughput (the
+    Pareto front's in bold), under a heading per cluster with its letter and memory."""
+    from matplotlib.lines import Line2D
+
+    main = ax.get_legend()
+    words = _lookups_word(rows)
+    handles: list[Any] = []
+    labels: list[str] = []
+    bold: list[bool] = []
+    for k, g in enumerate(groups):
+        letter = chr(ord("A") + k) if k < 26 else f"Z{k - 25}"
+        sizes = sorted({rows[i].resident_bytes for i in g})
+        mb = (f"{sizes[0] / 1e6:.3g} MB" if len(sizes) == 1 else
+              f"{sizes[0] / 1e6:.3g}-{sizes[-1] / 1e6:.3g} MB")
+        handles.append(Line2D([], [], linestyle="none"))
+        labels.append(f"{letter}: {len(g)} indexes at {mb} ({unit} {words})")
+        bold.append(True)
+        for i in sorted(g, key=lambda i: -ys[i]):
+            st = style[rows[i].index]
+            handles.append(Line2D([], [], linestyle="none", marker=st.marker, color=st.color,
+                                  markeredgecolor="black" if on_front[i] else st.color))
+            labels.append(f"{rows[i].index}  {ys[i]:.3g}")
+            bold.append(on_front[i])
+    table = ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      frameon=False, fontsize=8, handletextpad=0.4, borderaxespad=0.0)
+    for text, b in zip(table.get_texts(), bold, strict=True):
+        if b:
+            text.set_fontweight("bold")
+    if main is not None:
+        ax.add_artist(main)
 
 
 def _describe(r: Record) -> str:
