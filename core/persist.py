@@ -34,7 +34,6 @@ import json
 import os
 import struct
 import sys
-import tempfile
 import typing
 import zipfile
 import zlib
@@ -50,6 +49,7 @@ import numpy as np
 from .config import as_path
 from .devices import device_of, import_cupy, to_device, to_numpy
 from .errors import IndexFileError
+from .files import replace_file
 
 __all__ = [
     "FORMAT",
@@ -432,19 +432,7 @@ def _plain_dtype(text: Any) -> np.dtype:
 def write(path: str | os.PathLike[str], saved: SavedIndex) -> Path:
     """Write ``saved`` to ``path`` through a temporary file in the same folder, flushed to
     disk and renamed over ``path``: a reader sees the old file or the whole new one."""
-    dest = as_path(path, "index.save")
-    folder = dest.parent if str(dest.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            _write_zip(raw, saved)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return dest
+    return replace_file(as_path(path, "index.save"), lambda raw: _write_zip(raw, saved))
 
 
 def _write_zip(raw: BinaryIO, saved: SavedIndex) -> None:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from indexzoo.files import sync_folder
+
 from . import interrupts
 
 __all__ = ["Member", "numbered", "publish"]
@@ -103,7 +105,7 @@ def publish(folder: Path, names: Iterable[str], members: Sequence[Member], *,
         try:
             finals = _name(folder, first, order, members, temps, replace, placed)
             _discard(temps)  # named: the temporary names go
-            _sync(folder)
+            sync_folder(folder)
             interrupts.check()  # an interrupt while naming: the group goes (below)
         except BaseException:
             _discard(temps, placed)
@@ -190,13 +192,3 @@ def _discard(temps: Sequence[_Temp], placed: Sequence[tuple[Path, _Temp]] = ()) 
     for temp in temps:
         with contextlib.suppress(OSError):
             os.unlink(temp.path)
-
-
-def _sync(folder: Path) -> None:
-    """Flush the folder's new entries to disk (where folders can be opened: not on Windows)."""
-    with contextlib.suppress(OSError, AttributeError):
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
