@@ -14,8 +14,8 @@ from indexzoo.registry import lookup
 from .catalog import CHECKS, GROUPS
 from .context import Check, Context, skip_reason
 
-__all__ = ["BAD", "CheckResult", "expected_failures", "make_context", "resolve_index", "run_checks",
-           "summary"]
+__all__ = ["BAD", "CheckResult", "device_refusal", "expected_failures", "make_context",
+           "resolve_index", "run_checks", "summary"]
 
 Status = Literal["passed", "failed", "error", "skipped", "xfail", "xpass"]
 #: Statuses that fail a certification (an expected failure that passes must be undeclared).
@@ -74,6 +74,16 @@ def expected_failures(cls: type[GpuIndex], extra: dict[str, str] | None = None
     return declared
 
 
+def device_refusal(cls: type[GpuIndex], device: str) -> str | None:
+    """Why ``cls`` is not certified on ``device`` (``cpu`` or ``cuda``): its capabilities do
+    not list that device. None when they do (or for ``auto``, decided when it resolves)."""
+    devices = cls.capabilities.devices
+    if device == "auto" or device in devices:
+        return None
+    return (f"index {cls.name!r} does not run on {device!r}: its capabilities list the "
+            f"devices {', '.join(devices)}")
+
+
 def make_context(index: Any, *, device: str = "cpu", size: str = "small",
                  params: dict[str, Any] | None = None,
                  hypothesis_profile: str | None = None,
@@ -81,9 +91,12 @@ def make_context(index: Any, *, device: str = "cpu", size: str = "small",
     """A check context for ``index`` on ``device``; Unsupported if it cannot run there.
     ``expected``: more expected failures (label -> reason) besides the class's own."""
     cls, base = resolve_index(index, params)
-    dev = resolve_device(device)
-    if dev not in cls.capabilities.devices:
-        raise Unsupported(f"index {cls.name!r} does not run on {dev!r}")
+    why = device_refusal(cls, device)  # before the device is resolved: no GPU needed to say so
+    if why is None:
+        dev = resolve_device(device)
+        why = device_refusal(cls, dev)
+    if why is not None:
+        raise Unsupported(why)
 
     def factory(**override: Any) -> GpuIndex:
         return cls({**base, **override}, device=dev)

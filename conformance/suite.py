@@ -10,7 +10,8 @@ and pytest runs one test per check, named ``group/check``: a check that needs a 
 index does not declare is skipped with the reason, and a check the index declares it fails
 (``expected_failures = {"group/check": "why"}``, or ``conformance_expected_failures`` on the
 index class) is a strict expected failure (it must fail; passing is reported). The device and
-size come from ``--indexzoo-device`` (default cpu) and ``--indexzoo-size`` (default small).
+size come from ``--indexzoo-device`` (default cpu) and ``--indexzoo-size`` (default small); on
+a device the index's capabilities do not list, every check is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from indexzoo import Unsupported
 
 from .catalog import CHECKS
 from .context import Check, Context, skip_reason
-from .runner import expected_failures, make_context, resolve_index
+from .runner import device_refusal, expected_failures, make_context, resolve_index
 
 __all__ = ["ConformanceSuite"]
 
@@ -45,9 +46,11 @@ class ConformanceSuite:
             raise TypeError(f"{type(self).__name__} must set `index` to the index to certify")
         cls, _ = resolve_index(self.index, self.params)
         xfail = expected_failures(cls, self.expected_failures)
+        device = metafunc.config.getoption("indexzoo_device", default=None) or "cpu"
+        elsewhere = device_refusal(cls, device)  # every check skipped, with this reason
         cases = []
         for c in CHECKS:
-            reason = skip_reason(c, cls.capabilities)
+            reason = elsewhere or skip_reason(c, cls.capabilities)
             if reason is not None:
                 marks = [pytest.mark.skip(reason=reason)]
             elif c.label in xfail:

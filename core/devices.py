@@ -40,6 +40,7 @@ from .errors import ConfigError, DeviceUnavailable
 __all__ = [
     "DEVICES",
     "ENV_VAR",
+    "NO_DRIVER_PROBES",
     "DriverInfo",
     "GpuSetupWarning",
     "array_module",
@@ -61,6 +62,9 @@ __all__ = [
 DEVICES = ("cpu", "cuda")
 ENV_VAR = envvars.DEVICE.name
 _CUDA_EXTRA_HINT = "pip install 'indexzoo[cuda12]' or 'indexzoo[cuda13]' (match your CUDA driver)"
+#: What the three driver probes found when none found a driver (doctor's "not found" line).
+NO_DRIVER_PROBES = ("no nvidia-smi on the PATH, no /proc/driver/nvidia/version, "
+                    "libcuda.so.1 not loadable")
 
 
 class GpuSetupWarning(UserWarning):
@@ -246,11 +250,19 @@ def cuda_status() -> tuple[bool, str]:
     try:
         import cupy
     except Exception as exc:  # ImportError, or a broken install's own errors
-        return False, f"{_import_problem('CuPy', 'cupy', exc)}; {install_command()}"
+        problem = _import_problem("CuPy", "cupy", exc)
+        if not nvidia_driver().found:
+            step = "then CuPy" if problem == "CuPy is not installed" else f"then fix CuPy ({problem})"
+            return False, _without_driver(f"with an NVIDIA GPU, install its driver, {step}: "
+                                          f"{install_command()}")
+        return False, f"{problem}; {install_command()}"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as exc:  # the CUDA runtime raises its own error types
-        return False, f"the CUDA runtime found no usable GPU ({type(exc).__name__}: {exc})"
+        problem = f"the CUDA runtime found no usable GPU ({type(exc).__name__}: {exc})"
+        if not nvidia_driver().found:
+            return False, _without_driver(f"CuPy is installed, and {problem}")
+        return False, problem
     if count == 0:
         return False, "no CUDA GPU is visible (cudaGetDeviceCount returned 0)"
     try:
@@ -267,6 +279,12 @@ def cuda_status() -> tuple[bool, str]:
     if isinstance(name, bytes):
         name = name.decode()
     return True, f"{count} CUDA GPU(s) visible; using device 0, {name}"
+
+
+def _without_driver(then: str) -> str:
+    """Why ``cuda`` is unusable on a machine without an NVIDIA driver: the missing driver
+    first (the real cause: there is no GPU to use), then ``then`` (CuPy: the next step)."""
+    return f"no NVIDIA driver or GPU found ({NO_DRIVER_PROBES}); {then}"
 
 
 def short_error(exc: BaseException) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-__all__ = ["int_text", "one_line", "printable", "shown", "shown_path"]
+__all__ = ["byte_size", "count_text", "int_text", "one_line", "printable", "shown", "shown_path"]
 
 _LIMIT = 60
 
@@ -78,3 +78,30 @@ def one_line(text: str) -> str:
     if "\n" not in text and "\r" not in text:
         return text
     return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _three_digits(v: float) -> str:
+    """``v`` (1 <= v < 1000 after the unit is chosen) with three significant digits, in
+    fixed notation: ``1.23``, ``36.9``, ``512``."""
+    return f"{v:.0f}" if v >= 99.95 else f"{v:.1f}" if v >= 9.995 else f"{v:.2f}"
+
+
+def byte_size(n: float) -> str:
+    """A byte count in the unit that fits, three significant digits (powers of 1000):
+    ``512 B``, ``36.9 kB``, ``1.23 MB``, ``4.10 GB``; never ``0.0 MB`` for a small index."""
+    n = float(n)
+    if n < 1000:
+        return f"{n:.0f} B"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        if n / scale < 999.5:
+            return f"{_three_digits(n / scale)} {unit}"
+    return f"{_three_digits(n / 1e12) if n < 999.5e12 else f'{n / 1e12:.0f}'} TB"
+
+
+def count_text(n: int) -> str:
+    """A count of keys or lookups: ``2^20`` for a power of two from 2 on, else the number
+    with thousands separators (``100,000``), never a fractional power (``2^16.61``)."""
+    n = int(n)
+    if n > 1 and n & (n - 1) == 0:
+        return f"2^{n.bit_length() - 1}"
+    return f"{n:,}"

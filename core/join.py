@@ -58,6 +58,7 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
         raise InvalidInput(f"argument 'build': {build!r} is not one of 'auto', 'left', 'right'")
     left, left_nulls = read_1d(left_keys, "left_keys")
     right, right_nulls = read_1d(right_keys, "right_keys")
+    _check_comparable(left, right)
     smaller: Literal["left", "right"] = \
         "left" if int(left.shape[0]) <= int(right.shape[0]) else "right"
     side: Literal["left", "right"] = smaller if build == "auto" else build
@@ -81,7 +82,12 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     if miss is not None:  # probes that equal no key are not looked up
         kept = np.flatnonzero(~to_numpy(miss))
         probes = probes[kept if isinstance(probes, np.ndarray) else idx.xp.asarray(kept)]
-    res = idx.point(probes, out="rowids")
+    try:
+        res = idx.point(probes, out="rowids")
+    except InvalidInput as exc:  # the probing side, named as the caller named it
+        probing = "right_keys" if side == "left" else "left_keys"
+        raise InvalidInput(str(exc).replace(
+            "argument 'queries'", f"argument {probing!r} (probing {side}_keys)")) from None
     xp = idx.xp
     counts = res.offsets[1:] - res.offsets[:-1]
     probe_rows = xp.repeat(xp.arange(int(counts.shape[0]), dtype=np.int64), counts)
@@ -91,6 +97,24 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     if side == "left":
         return JoinResult(build_rows, probe_rows, side)
     return JoinResult(probe_rows, build_rows, side)
+
+
+#: Key dtype families whose members compare with each other (NumPy dtype kinds).
+_FAMILIES = {"b": "numbers", "i": "numbers", "u": "numbers", "f": "numbers",
+             "M": "timestamps", "m": "durations", "U": "text", "S": "byte strings"}
+
+
+def _check_comparable(left: Any, right: Any) -> None:
+    """InvalidInput naming both arguments when the two key columns cannot equal each other
+    (numbers join numbers, timestamps timestamps, text text, byte strings byte strings)."""
+    a, b = (_FAMILIES.get(arr.dtype.kind) for arr in (left, right))
+    if a is None or b is None or a == b:
+        return  # other dtypes: the key map explains what it takes
+    raise InvalidInput(
+        f"arguments 'left_keys' and 'right_keys' cannot be joined: left_keys holds {a} "
+        f"(dtype {left.dtype}), right_keys holds {b} (dtype {right.dtype}); a join on "
+        "equality needs key columns of one kind (numbers with numbers, timestamps with "
+        "timestamps, text with text, byte strings with byte strings)")
 
 
 def _comparable(built: Any, probes: Any) -> tuple[Any, Any]:

@@ -314,22 +314,37 @@ def lookup(name: str) -> type[GpuIndex]:
     if name in _state.errors:
         raise PluginError(f"index {name!r} could not be loaded: {_state.errors[name]}")
     usable = list(table.usable)
-    close = difflib.get_close_matches(name, usable, n=1) if len(name) <= 100 else []
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    close = _closest(name, usable)
+    hint = f"; did you mean {close!r}?" if close else "."
     raise ConfigError(
         f"unknown index {shown(name, 40)}{hint} Available: {', '.join(usable) or 'none'}"
     )
 
 
-def create(index: str | IndexSpec | dict[str, Any], /, *, device: str | None = None,
-           **params: Any) -> GpuIndex:
-    """Make an index from a name and parameters, an :class:`IndexSpec`, or a spec dict.
+def _closest(name: str, names: list[str]) -> str | None:
+    """The registered name ``name`` most likely meant: the closest spelling (difflib), else
+    the only name that contains it (``hash`` -> ``warpcore-hash``); None when nothing fits."""
+    if len(name) > 100 or not name.strip():
+        return None
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        return close[0]
+    holding = [n for n in names if name.lower() in n.lower()]
+    return holding[0] if len(holding) == 1 else None
+
+
+def create(index: str | IndexSpec | dict[str, Any] | type[GpuIndex], /, *,
+           device: str | None = None, **params: Any) -> GpuIndex:
+    """Make an index from a name and parameters, an :class:`IndexSpec`, a spec dict, or an
+    index class (a :class:`GpuIndex` subclass, registered or not, as the conformance suite
+    takes it).
 
     ``create("sorted-array", device="cuda", threads_per_block=512)``;
     ``create("sorted-array", params={"threads_per_block": 512})`` (the spec file's shape);
-    ``create(load_spec("index.yaml"))``. Keyword parameters override those of ``params=``,
-    which override those of a spec. Unknown names, unknown params and out-of-range values
-    raise ConfigError before any device work starts.
+    ``create(load_spec("index.yaml"))``; ``create(MyIndex, fanout=8)``. Keyword parameters
+    override those of ``params=``, which override those of a spec. Unknown names, unknown
+    params and out-of-range values raise ConfigError before any device work starts; a class
+    that breaks the plugin contract raises :class:`~indexzoo.errors.PluginError`.
     """
     if "params" in params:  # the spec's shape: params={...}; no index has a parameter "params"
         given = params.pop("params")
@@ -343,7 +358,19 @@ def create(index: str | IndexSpec | dict[str, Any], /, *, device: str | None = N
     if isinstance(index, IndexSpec):
         cls = lookup(index.index)
         return cls({**index.params, **params}, device=device or index.device)
+    if isinstance(index, type):
+        return _index_class(index)(params, device=device or "auto")
     return lookup(index)(params, device=device or "auto")
+
+
+def _index_class(cls: type) -> type[GpuIndex]:
+    """``cls`` when it is an index class that keeps the plugin contract; ConfigError for any
+    other class, PluginError naming what a GpuIndex subclass breaks."""
+    if not issubclass(cls, GpuIndex):
+        raise ConfigError(f"create() takes an index name, a spec or a GpuIndex subclass; "
+                          f"{cls.__module__}.{cls.__qualname__} is not a GpuIndex subclass")
+    check_plugin_class(cls)
+    return cls
 
 
 def load(path: str | os.PathLike[str], *, device: str | None = None) -> GpuIndex:

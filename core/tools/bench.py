@@ -31,7 +31,7 @@ import numpy as np
 
 from indexzoo.config import check_writable_folder
 from indexzoo.devices import resolve_device, to_numpy
-from indexzoo.display import one_line, printable, shown, shown_path
+from indexzoo.display import byte_size, one_line, printable, shown, shown_path
 from indexzoo.envvars import RANK_BUDGET
 from indexzoo.errors import ConfigError, DeviceUnavailable, MissingDependency
 from indexzoo.registry import available, create, named
@@ -49,8 +49,9 @@ from .references import GATHER, RAW, reference_calls
 from .timing import Timing, synchronize, time_call, time_once
 from .workloads import Dataset, Workload, generate
 
-__all__ = ["PEER", "PRESETS", "SWEEPS", "Entry", "Record", "add_cli", "environment", "format_table",
-           "format_warnings", "overlap_groups", "run_bench", "time_interleaved"]
+__all__ = ["PEER", "PRESETS", "SWEEPS", "Entry", "Record", "add_cli", "environment",
+           "format_latency", "format_references", "format_table", "format_warnings",
+           "overlap_groups", "run_bench", "time_interleaved"]
 
 PEER = "searchsorted"
 
@@ -348,7 +349,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 c.seconds = [c.repetition(device) for _ in range(repeats)]
                 c.index = c.run = None  # release the index: only its figures are kept
             log.write(f"    {name:<16} built in {build.median * 1e3:8.2f} ms, resident "
-                      f"{fp.resident_bytes / 1e6:.1f} MB"
+                      f"{byte_size(fp.resident_bytes)}"
                       + (", timed at once (memory)" if c.order == "sequential" and interleave
                          else "") + "\n")
             done.append((c, fp, sig, lat))
@@ -407,9 +408,11 @@ def _ranked(records: Sequence[Record]) -> list[Record]:
 
 def format_table(records: Sequence[Record]) -> str:
     """A plain-text table, one row per (workload, index), fastest first per workload; the
-    spread of each throughput next to it."""
+    spread of each throughput next to it, memory in the unit that fits. Records with
+    latency figures (``--latency``, the latency preset) get a second table of their own
+    (:func:`format_latency`) under it."""
     head = ["workload", "index", "M lookups/s", "spread", f"x {PEER}", "x raw", "x gather",
-            "build ms", "resident MB", "peak MB", "lookups/s/B", "agrees"]
+            "build ms", "resident", "peak", "lookups/s/B", "agrees"]
     rows = []
 
     def ratio(x: float | None) -> str:
@@ -420,16 +423,20 @@ def format_table(records: Sequence[Record]) -> str:
             printable(r.workload), printable(r.index), f"{r.throughput / 1e6:.1f}",
             r.lookup_timing.spread_text() or "-",
             ratio(r.ratio_to_peer), ratio(r.ratio_to_raw), ratio(r.ratio_to_gather),
-            f"{r.build_s * 1e3:.2f}", f"{r.resident_bytes / 1e6:.1f}",
-            f"{r.peak_build_bytes / 1e6:.1f}", f"{r.throughput_per_byte:.3g}",
+            f"{r.build_s * 1e3:.2f}", byte_size(r.resident_bytes),
+            byte_size(r.peak_build_bytes), f"{r.throughput_per_byte:.3g}",
             {True: "yes", False: "NO", None: "-"}[r.agrees_with_peer],
         ])
-        if r.latency_us:
-            rows[-1][0] += "  latency(us/call): " + ", ".join(
-                f"{k}: {v:.0f}" for k, v in r.latency_us.items())
+    table = _plain_table(head, rows, right=set(range(2, 11)))
+    latency = format_latency(records)
+    return f"{table}\n\n{latency}" if latency else table
+
+
+def _plain_table(head: list[str], rows: list[list[str]], right: set[int]) -> str:
+    """``head`` and ``rows`` as aligned columns under a rule; columns in ``right`` are
+    right-aligned, trailing blanks dropped."""
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
               for i, h in enumerate(head)]
-    right = {2, 3, 4, 5, 6, 7, 8, 9, 10}
 
     def cell(text: str, i: int) -> str:
         return text.rjust(widths[i]) if i in right else text.ljust(widths[i])
@@ -438,6 +445,27 @@ def format_table(records: Sequence[Record]) -> str:
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(cell(c, i) for i, c in enumerate(row)).rstrip() for row in rows]
     return "\n".join(lines)
+
+
+def _us(v: float) -> str:
+    """Microseconds per call: whole numbers from 10 on, one decimal below."""
+    return f"{v:.0f}" if v >= 9.95 else f"{v:.1f}"
+
+
+def format_latency(records: Sequence[Record]) -> str:
+    """The small-batch latencies of the records that have them, as a table of their own:
+    one row per (workload, index) as ranked in the main table, one column per batch size
+    (lookups per call), wall time per call in µs (median); "" when no record has them."""
+    timed = [r for r in _ranked(records) if r.latency_us]
+    if not timed:
+        return ""
+    sizes = list(dict.fromkeys(k for r in timed for k in r.latency_us))
+    rows = [[printable(r.workload), printable(r.index),
+             *(_us(r.latency_us[k]) if k in r.latency_us else "-" for k in sizes)]
+            for r in timed]
+    title = "latency: wall time per call (us, median), by lookups per call"
+    return title + "\n" + _plain_table(["workload", "index", *sizes], rows,
+                                        right=set(range(2, 2 + len(sizes))))
 
 
 def overlap_groups(records: Sequence[Record]) -> list[list[Record]]:
@@ -531,24 +559,34 @@ def ranking_lines(records: Sequence[Record]) -> list[str]:
 
 
 def format_warnings(records: Sequence[Record]) -> list[str]:
-    """Lines for under the table: the indexes this run cannot order (their spreads overlap),
-    and a note when the figures come from one repetition each."""
+    """Lines for under the table: whether the ranking is established (:func:`ranking_lines`),
+    the hardware references (:func:`format_references`), and a note when the figures come
+    from one repetition each."""
     lines = ranking_lines(records)
-    several = len({r.workload for r in records}) > 1
-    for w in dict.fromkeys(r.workload for r in records):
-        r = next(r for r in records if r.workload == w)
-        if r.raw_searchsorted or r.random_gather:
-            where = f" ({w})" if several else ""
-            lines.append(
-                f"references{where}, same run: x raw is against the array library's own "
-                f"searchsorted, positions only ({_m(r.raw_searchsorted)} M lookups/s); x gather "
-                "against one random read per lookup from a table of the keys' size "
-                f"({_m(r.random_gather)} M lookups/s), the floor for one random access per "
-                "lookup")
+    lines += format_references(records)
     if records and max(len(r.lookup_seconds) for r in records) < 2:
         lines.append("note: one timed repetition per figure, so no spread is stated and the "
                      "order of close figures is unverified (use --repeats 5)")
     return [printable(line) for line in lines]
+
+
+def format_references(records: Sequence[Record]) -> list[str]:
+    """Lines on the hardware references of the run's point workloads: what ``x raw`` and
+    ``x gather`` compare with, said once, then one short line of figures per workload (the
+    workload named when the run has several, as a sweep has)."""
+    figures = []
+    for w in dict.fromkeys(r.workload for r in records):
+        r = next(r for r in records if r.workload == w)
+        if r.raw_searchsorted or r.random_gather:
+            figures.append((w, f"raw {_m(r.raw_searchsorted)}, gather {_m(r.random_gather)} "
+                               "M lookups/s"))
+    if not figures:
+        return []
+    several = len({r.workload for r in records}) > 1
+    return ["references, same run: x raw against the array library's own searchsorted "
+            "(positions only),",
+            "  x gather against one random read per lookup (the floor for one random access)",
+            *(f"  {w}: {text}" if several else f"  {text}" for w, text in figures)]
 
 
 def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO) -> None:

@@ -20,7 +20,9 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import sys
+import textwrap
 import typing
 import warnings
 from collections.abc import Sequence
@@ -58,8 +60,61 @@ def plain(text: str) -> str:
 
 
 def _describe(cls: Any) -> str:
+    """The first paragraph of a class's docstring, on one line (whole sentences: a summary
+    that wraps over several docstring lines is not cut at the first)."""
     doc = (cls.__doc__ or "").strip()
-    return printable(plain(doc.splitlines()[0])) if doc else ""
+    first = doc.split("\n\n", 1)[0]
+    return printable(plain(" ".join(first.split()))) if doc else ""
+
+
+def _cells(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as text, each column padded to its widest cell (blank cells too, so
+    the columns after them stay aligned)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+
+
+def _capability_cells(rows: list[str]) -> list[str]:
+    """Capability summaries (``point range dup | uint32 uint64 | cpu cuda | 64-d``) with each
+    ``|``-separated part padded to its widest, so parts line up across rows; a part a row
+    lacks (``64-d`` of a one-column index) is blank."""
+    parts = [r.split(" | ") for r in rows]
+    n = max((len(p) for p in parts), default=0)
+    widths = [max((len(p[i]) for p in parts if i < len(p)), default=0) for i in range(n)]
+    out = []
+    for p in parts:
+        cells = [(p[i] if i < len(p) else "").ljust(widths[i]) for i in range(n)]
+        seps = [" | " if i < len(p) else "   " for i in range(1, n)]
+        out.append((cells[0] + "".join(s + c for s, c in zip(seps, cells[1:], strict=True)))
+                   .rstrip())
+    return out
+
+
+#: The narrowest description column ``list`` makes; a narrower terminal gets each description
+#: on the lines under its row instead.
+MIN_DESCRIPTION_WIDTH = 40
+
+
+def _with_descriptions(heads: list[str], descriptions: list[str], under: int) -> str:
+    """Rows (``heads``, the header first) with their descriptions wrapped to the terminal's
+    width (``COLUMNS``, else the terminal, else 100): in a third column where it can be at
+    least :data:`MIN_DESCRIPTION_WIDTH` wide, continuation lines indented under it; else on
+    the lines under each row, indented to column ``under``."""
+    width = shutil.get_terminal_size((100, 24)).columns
+    column = len(heads[0]) + 2
+    if width - column >= MIN_DESCRIPTION_WIDTH:
+        return "".join(f"{head}  {_wrapped(desc, column, width)}\n"
+                       for head, desc in zip(heads, descriptions, strict=True))
+    return "".join(f"{head.rstrip()}\n{' ' * under}{_wrapped(desc, under, width)}\n"
+                   for head, desc in zip(heads, descriptions, strict=True))
+
+
+def _wrapped(text: str, indent: int, width: int) -> str:
+    """``text`` wrapped at word boundaries to ``width`` columns, starting at column
+    ``indent``: continuation lines indented to that column (at least 30 characters a line)."""
+    lines = textwrap.wrap(text, max(width - indent, 30), break_long_words=False,
+                          break_on_hyphens=False) or [""]
+    return ("\n" + " " * indent).join(lines)
 
 
 def _type_name(annotation: Any) -> str:
@@ -78,13 +133,11 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
                   out, indent=2)
         out.write("\n")
         return EXIT_OK
-    rows = [(printable(name), cls.capabilities.summary(), _describe(cls))
-            for name, cls in table.items()]
-    w0 = max([len("name")] + [len(r[0]) for r in rows])
-    w1 = max([len("capabilities")] + [len(r[1]) for r in rows])
-    out.write(f"{'name':<{w0}}  {'capabilities':<{w1}}  description\n")
-    for name, caps, desc in rows:
-        out.write(f"{name:<{w0}}  {caps:<{w1}}  {desc}\n")
+    caps = _capability_cells([cls.capabilities.summary() for cls in table.values()])
+    rows = [["name", "capabilities"], *([printable(n), c] for n, c in zip(table, caps, strict=True))]
+    w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
+    descriptions = ["description", *(_describe(cls) for cls in table.values())]
+    out.write(_with_descriptions(_cells(rows), descriptions, w0 + 2))
     details = load_error_details() if args.verbose else {}
     for name, why in load_errors().items():
         out.write(f"{printable(name):<{w0}}  {'(unusable)':<{w1}}  {printable(why)}\n")

@@ -154,8 +154,7 @@ def report(out: TextIO) -> int:
             rows.append(("GPUs", "; ".join(info.gpus)))
         _rows(rows, out)
     else:
-        _rows([("not found", "no nvidia-smi on the PATH, no /proc/driver/nvidia/version, "
-                "libcuda.so.1 not loadable")], out)
+        _rows([("not found", devices.NO_DRIVER_PROBES)], out)
 
     out.write("\nGPU libraries\n")
     cupy = package_version(*_CUPY_DISTS)
@@ -163,7 +162,8 @@ def report(out: TextIO) -> int:
     rows = [("CuPy", f"{cupy[1]} ({cupy[0]})" if cupy else "not installed"),
             ("numba-cuda", ncuda[1] if ncuda else "not installed")]
     if not cuda_ok:
-        rows.append(("install", devices.install_command(info)))
+        first = "" if info.found else "an NVIDIA driver first (none found), then "
+        rows.append(("install", first + devices.install_command(info)))
     _rows(rows, out)
 
     out.write("\nOptiX\n")

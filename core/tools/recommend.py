@@ -45,7 +45,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from indexzoo.config import IndexSpec, check_writable_folder
+from indexzoo.config import IndexSpec, check_regular_file, check_writable_folder
 from indexzoo.devices import resolve_device, to_device, to_numpy
 from indexzoo.display import one_line, printable, shown, shown_path
 from indexzoo.errors import ConfigError
@@ -594,6 +594,8 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
                     ("--max-lookups", args.max_lookups)):
         if v is not None and v < 1:
             raise ConfigError(f"{flag} must be at least 1, got {v}")
+    if args.keys is not None:  # the input first: a missing key file is the first thing to fix
+        check_regular_file(Path(args.keys), "key file")
     target = Path(args.out)
     _check_output(target, args.force)
     names = named(args.indexes, out)

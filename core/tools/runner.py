@@ -94,6 +94,14 @@ def load_run_spec(path: str | Path) -> RunSpec:
     return spec
 
 
+def check_something_to_run(spec: RunSpec, path: str | Path) -> None:
+    """ConfigError unless the spec says what to run: a key file, a workload, or both (an
+    index spec alone is for ``indexzoo.create``; no default workload is made up for it)."""
+    if spec.keys is None and "workload" not in spec.model_fields_set:
+        raise ConfigError(f"{shown_path(path)[1:-1]}: nothing to run: give `keys` (a key file) "
+                          "or `workload` (n_keys, n_lookups, ...), or both; see docs/cli.md")
+
+
 _LINE_LIMIT = 4096  # longest line of a text key file looked at when explaining an error
 
 
@@ -399,6 +407,7 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None) -> int
     """Run a spec file and write the summary to ``stream``; returns an exit code."""
     spec = load_run_spec(path)
     index: GpuIndex = create(spec, device=device)
+    check_something_to_run(spec, path)
     dev = index.device
     check_memory(spec, dev)
     t0 = time.perf_counter()

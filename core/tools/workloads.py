@@ -13,7 +13,6 @@ rest inside gaps between keys.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -21,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from indexzoo.devices import array_module
-from indexzoo.display import printable
+from indexzoo.display import count_text, printable
 from indexzoo.errors import ConfigError
 
 __all__ = ["Dataset", "Workload", "generate", "generate_lookups", "mix64", "permute_bits"]
@@ -98,13 +97,9 @@ class Workload(BaseModel):
 
     def describe(self) -> str:
         what = "point" if self.range_hits is None else f"range({self.range_hits} hits)"
-        return (f"{printable(self.name)}: 2^{_log2(self.n_keys)} {self.distribution} u{self.key_bits} keys"
-                f" x{self.multiplicity}, 2^{_log2(self.n_lookups)} {what} lookups, "
+        return (f"{printable(self.name)}: {count_text(self.n_keys)} {self.distribution} "
+                f"u{self.key_bits} keys x{self.multiplicity}, {count_text(self.n_lookups)} {what} lookups, "
                 f"hit rate {self.hit_rate:g}, zipf {self.lookup_zipf:g}, {self.batches} batch(es)")
-
-
-def _log2(n: int) -> str:
-    return f"{math.log2(n):.4g}" if n > 0 else "-inf"
 
 
 @dataclass(frozen=True)
