@@ -139,3 +139,28 @@ def test_a_run_that_fails_in_its_second_workload_keeps_the_first(
     assert {r["workload"] for r in data["records"]} == {"w:hit_rate=1.0"}
     assert {r["index"] for r in data["records"]} == {"sorted-array", "searchsorted"}
     assert f"results so far in {path}" in capsys.readouterr().err
+
+
+def test_a_taken_plot_name_moves_the_json_to_the_next_free_name_too(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSON is named at the first workload, the PNGs at the end: the name it takes must
+    leave the PNGs' names free, or the plots would have nowhere to go."""
+    import datetime as dt
+
+    class Clock:  # every run in the same second
+        class datetime:
+            @staticmethod
+            def now() -> dt.datetime:
+                return dt.datetime(2024, 5, 6, 7, 8, 9)
+
+    monkeypatch.setattr(bench, "_dt", Clock)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "tiny-cpu-20240506-070809.png").write_text("someone else's\n")
+    text = io.StringIO()
+    assert main(["bench", "--preset", "tiny", "--device", "cpu", "--indexes", "searchsorted",
+                 "--repeats", "1", "--output", str(out)], out=text) == 0
+    assert [line.split("/")[-1] for line in text.getvalue().splitlines()
+            if line.startswith("wrote ")] == ["tiny-cpu-20240506-070809-2.json",
+                                              "tiny-cpu-20240506-070809-2.png"]
+    assert (out / "tiny-cpu-20240506-070809.png").read_text() == "someone else's\n"

@@ -24,9 +24,10 @@ import contextlib
 import datetime as _dt
 import json
 import math
+import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -551,17 +552,29 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()  # only succeeds when empty
 
 
+#: The names :func:`indexzoo.tools.plots.plot_files` gives a run's PNGs, after the JSON's stem.
+_PLOT_SUFFIXES = (".png", "-pareto.png")
+
+
 class ResultsFile:
     """The run's JSON, written after each workload: the first time under a name of its own
     (:func:`indexzoo.tools.publish.publish`: ``STEM.json`` or, where that is taken, ``STEM-2.json``,
     ...), then rewritten whole in place (:func:`indexzoo.tools.publish.rewrite`), so the file
-    always holds the workloads finished so far. ``complete`` turns true with the last one."""
+    always holds the workloads finished so far. ``complete`` turns true with the last one.
+    A name is taken only where the files to come after it (``also``: the PNGs' suffixes) are
+    free as well."""
 
     def __init__(self, stem: Path, env: dict[str, Any], workloads: int,
-                 log: TextIO | None = None) -> None:
+                 log: TextIO | None = None, also: Sequence[str] = ()) -> None:
         self.stem, self.env, self.workloads, self.log = stem, env, workloads, log
+        self.also = also
         self.path: Path | None = None
         self.done = 0
+
+    def _names(self) -> Iterator[str]:
+        folder = self.stem.parent
+        return (n for n in numbered(self.stem.name)
+                if not any(os.path.lexists(folder / (n + suffix)) for suffix in self.also))
 
     def update(self, records: list[Record]) -> None:
         """Write the records of the workloads finished so far (one more than last time)."""
@@ -571,8 +584,7 @@ class ResultsFile:
             rewrite(self.path, write)
             return
         try:
-            (self.path,) = publish(self.stem.parent, numbered(self.stem.name),
-                                   [Member(".json", write)])
+            (self.path,) = publish(self.stem.parent, self._names(), [Member(".json", write)])
         except FileExistsError:
             raise ConfigError(f"--output {shown_path(self.stem.parent)}: every name tried for "
                               f"this run's results is taken ({shown(self.stem.name, 60)}-2 to "
@@ -656,7 +668,8 @@ def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[W
     label = (Path(args.workload).stem if args.workload else args.preset) + \
         (f"-{args.sweep}" if args.sweep else "") + \
         (f"-{args.param_sweep.split('=')[0].replace('.', '-')}" if args.param_sweep else "")
-    results = ResultsFile(folder / f"{label}-{device}-{stamp}", env, len(workloads), sys.stderr)
+    results = ResultsFile(folder / f"{label}-{device}-{stamp}", env, len(workloads), sys.stderr,
+                          _PLOT_SUFFIXES if with_plot else ())
     records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
                         latency=latency, sweep=args.sweep, interleave=not args.sequential,
                         on_workload_done=results.update)
