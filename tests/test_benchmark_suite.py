@@ -1,6 +1,6 @@
-"""The pytest-benchmark suites in benchmarks/ run, save JSON with the promised extra_info, and
-`pytest-benchmark compare` and `--histogram` work on that JSON. (A smoke test on a tiny
-preset: no timing is asserted.)"""
+"""The pytest-benchmark suite in benchmarks/ runs on the fixtures and options of indexzoo's
+installed pytest plugin, saves JSON with the promised extra_info, and `pytest-benchmark compare`
+and `--histogram` work on that JSON. (A smoke test on a tiny preset: no timing is asserted.)"""
 
 from __future__ import annotations
 
@@ -16,18 +16,23 @@ def test_benchmark_suite_saves_json_that_compare_and_histogram_read(tmp_path: Pa
     out = tmp_path / "bench.json"
     res = subprocess.run(
         [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "-q", "-p", "no:cacheprovider",
-         "--bench-presets", "tiny", "--bench-device", "cpu", "-k", "throughput",
-         f"--benchmark-json={out}"],
+         "--bench-presets", "tiny", "--bench-device", "cpu", "--bench-indexes",
+         "sorted-array,searchsorted,btree", f"--benchmark-json={out}"],
         capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     data = json.loads(out.read_text())
-    names = {b["extra_info"]["index"] for b in data["benchmarks"]}
-    assert {"sorted-array", "searchsorted"} <= names
-    for b in data["benchmarks"]:
+    throughput = [b for b in data["benchmarks"] if "test_lookup_throughput" in b["name"]]
+    assert {b["extra_info"]["index"] for b in throughput} == {"sorted-array", "searchsorted",
+                                                             "btree"}
+    for b in throughput:
         info = b["extra_info"]
-        for key in ("throughput_lookups_per_s", "build_s", "resident_bytes", "peak_build_bytes",
-                    "throughput_per_byte", "device_name", "commit", "workload"):
+        for key in ("lookups_per_s", "n_lookups", "preset", "device", "build_s",
+                    "resident_bytes", "peak_build_bytes", "throughput_per_byte", "device_name",
+                    "commit", "workload"):
             assert info.get(key) is not None, key
+        assert info["lookups_per_s"] == info["n_lookups"] / b["stats"]["median"]
+    latency = [b for b in data["benchmarks"] if "test_small_batch_latency" in b["name"]]
+    assert len(latency) == 3 * 4 and all(b["extra_info"]["batch"] for b in latency)
     exe = Path(sys.executable).parent / "pytest-benchmark"
     cmp = subprocess.run([str(exe), "compare", str(out)], capture_output=True, text=True,
                          timeout=120)

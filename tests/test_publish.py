@@ -28,7 +28,7 @@ import pytest
 from indexzoo.tools import bench, interrupts, recommend
 from indexzoo.tools import publish as publish_module
 from indexzoo.tools.cli import main
-from indexzoo.tools.publish import Member, numbered, publish
+from indexzoo.tools.publish import Member, numbered, publish, rewrite
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="symbolic links as on POSIX")
 
@@ -287,6 +287,34 @@ def test_replace_replaces_a_link_itself_not_its_target(tmp_path: Path, victim: P
     (final,) = publish(tmp_path, ["run"], [_text(b"ours\n")], replace=True)
     assert stat.S_ISREG(os.lstat(final).st_mode) and final.read_bytes() == b"ours\n"
     assert victim.read_bytes() == b"precious\n"
+
+
+def test_rewrite_replaces_the_file_whole_and_a_link_itself(tmp_path: Path,
+                                                             victim: Path) -> None:
+    target = tmp_path / "run.json"
+    target.write_text("first\n")
+    rewrite(target, lambda f: f.write(b"second\n"))
+    assert target.read_bytes() == b"second\n"
+    target.unlink()
+    target.symlink_to(victim)
+    rewrite(target, lambda f: f.write(b"third\n"))
+    assert stat.S_ISREG(os.lstat(target).st_mode) and target.read_bytes() == b"third\n"
+    assert victim.read_bytes() == b"precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["outside", "run.json"]
+
+
+def test_an_error_while_rewriting_keeps_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "run.json"
+    target.write_text("old\n")
+
+    def half_written(f: Any) -> None:
+        f.write(b"ne")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        rewrite(target, half_written)
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+    assert target.read_text() == "old\n"
 
 
 def test_results_get_the_usual_permissions_not_those_of_a_private_temporary(

@@ -10,6 +10,11 @@ repetitions, relative to the median) and warns, under the table, about indexes w
 ranges overlap (their order is not reliable); the JSON keeps every repetition. Each index
 also answers the workload with ``out="count"`` (untimed), compared with the peer's answers:
 a row marked ``NO`` in ``agrees`` means an index answered wrongly.
+
+The JSON exists from the end of the first workload on and is rewritten whole after each
+workload (:class:`ResultsFile`), so a run that fails or is interrupted late keeps the
+workloads it finished; the PNGs are written at the end. ``--compare OLD.json`` compares the
+run with a saved one (:mod:`indexzoo.tools.compare`).
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ import contextlib
 import datetime as _dt
 import json
 import math
+import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -39,10 +45,11 @@ from indexzoo.resources import available_memory, check_fits, estimate_workload
 from indexzoo.results import LookupResult, Out
 
 from . import interrupts
+from .compare import FORMAT_VERSION, SavedRun, compare, format_report, load_saved, regressions
 from .environment import environment
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
-from .publish import Member, numbered, publish
+from .publish import Member, numbered, publish, rewrite
 from .ranking import CONFIDENCE, MIN_PAIRED_ROUNDS, TIE, PairVerdict, Timed, open_pairs, verdicts
 from .records import Entry, Record
 from .references import GATHER, RAW, reference_calls
@@ -299,7 +306,8 @@ def keep_built(reserve: int, device: str) -> bool:
 def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], device: str,
               repeats: int = 5, out: Out | None = None, latency: bool = False,
               progress: TextIO | None = None, sweep: str | None = None,
-              interleave: bool = True, rank_budget: float = 0.0) -> list[Record]:
+              interleave: bool = True, rank_budget: float = 0.0,
+              on_workload_done: Callable[[list[Record]], None] | None = None) -> list[Record]:
     """Run every index configuration on every workload; the peer runs first on each.
 
     Per workload, every index is built (``repeats`` timed builds), warmed up and checked
@@ -307,7 +315,9 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
     rounds (:func:`time_interleaved`). An index that would leave less memory than the
     workload's estimate is timed right after its build (``timing: sequential``) and released;
     ``interleave=False`` does that for every index. ``rank_budget`` > 0: rounds go on, up to
-    that many seconds per workload, until the ranking is established (:func:`rank_rounds`)."""
+    that many seconds per workload, until the ranking is established (:func:`rank_rounds`).
+    ``on_workload_done`` gets the records of every workload finished so far, after each
+    workload."""
     log = progress or sys.stderr
     entries = [e if isinstance(e, Entry) else Entry(e) for e in indexes]
     if PEER in available() and not any(e.name == PEER and not e.params for e in entries):
@@ -396,6 +406,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
             flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
             log.write(f"    {printable(c.name):<16} {tp / 1e6:10.1f} M lookups/s {t.spread_text()}{flag}\n")
         del done
+        if on_workload_done is not None:
+            on_workload_done(list(records))
     return records
 
 
@@ -589,9 +601,13 @@ def format_references(records: Sequence[Record]) -> list[str]:
             *(f"  {w}: {text}" if several else f"  {text}" for w, text in figures)]
 
 
-def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO) -> None:
-    """The run's records and environment as JSON, to an open binary file."""
-    payload = {"environment": env, "records": [
+def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO,
+               complete: bool = True) -> None:
+    """The run's records and environment as JSON, to an open binary file: format
+    :data:`~indexzoo.tools.compare.FORMAT_VERSION`; ``complete`` is false while workloads
+    are still to run (and stays so in the file of a run that ended early)."""
+    payload = {"format_version": FORMAT_VERSION, "complete": complete, "environment": env,
+               "records": [
         {**asdict(r), "throughput_per_byte": r.throughput_per_byte,
          "half_spread": r.half_spread, "ratio_to_raw": r.ratio_to_raw,
          "ratio_to_gather": r.ratio_to_gather,
@@ -635,6 +651,12 @@ def add_cli(sub: Any) -> None:
     s.add_argument("--output", default="bench-results", metavar="DIR",
                    help="folder for the JSON and PNG (default: bench-results)")
     s.add_argument("--no-plot", action="store_true", help="skip the PNGs")
+    s.add_argument("--compare", metavar="OLD.json",
+                   help="compare with a saved run of bench: per index and workload faster, "
+                   "slower or within noise (the spreads of both runs)")
+    s.add_argument("--fail-above", dest="fail_above", type=float, metavar="PCT",
+                   help="with --compare: exit 1 when an index is slower than in OLD.json by more "
+                   "than PCT percent, beyond noise")
     s.set_defaults(func=cmd_bench)
 
 
@@ -696,24 +718,70 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()  # only succeeds when empty
 
 
-def _write_results(records: Sequence[Record], env: dict[str, Any], stem: Path, label: str,
-                   with_plot: bool) -> list[Path]:
-    """Publish the JSON and the PNGs as one group (:func:`indexzoo.tools.publish.publish`):
-    each written to a temporary of its own, then all named ``STEM.json``, ``STEM.png``, ... or,
-    where one of these names is taken (another run in the same second, anything planted
-    there), ``STEM-2.json``, ... On any error or interrupt, nothing of this call stays."""
+#: The names :func:`indexzoo.tools.plots.plot_files` gives a run's PNGs, after the JSON's stem.
+_PLOT_SUFFIXES = (".png", "-pareto.png")
+
+
+class ResultsFile:
+    """The run's JSON, written after each workload: the first time under a name of its own
+    (:func:`indexzoo.tools.publish.publish`: ``STEM.json`` or, where that is taken, ``STEM-2.json``,
+    ...), then rewritten whole in place (:func:`indexzoo.tools.publish.rewrite`), so the file
+    always holds the workloads finished so far. ``complete`` turns true with the last one.
+    A name is taken only where the files to come after it (``also``: the PNGs' suffixes) are
+    free as well."""
+
+    def __init__(self, stem: Path, env: dict[str, Any], workloads: int,
+                 log: TextIO | None = None, also: Sequence[str] = ()) -> None:
+        self.stem, self.env, self.workloads, self.log = stem, env, workloads, log
+        self.also = also
+        self.path: Path | None = None
+        self.done = 0
+
+    def _names(self) -> Iterator[str]:
+        folder = self.stem.parent
+        return (n for n in numbered(self.stem.name)
+                if not any(os.path.lexists(folder / (n + suffix)) for suffix in self.also))
+
+    def update(self, records: list[Record]) -> None:
+        """Write the records of the workloads finished so far (one more than last time)."""
+        self.done += 1
+        write = partial(write_json, records, self.env, complete=self.done >= self.workloads)
+        if self.path is not None:
+            rewrite(self.path, write)
+            return
+        try:
+            (self.path,) = publish(self.stem.parent, self._names(), [Member(".json", write)])
+        except FileExistsError:
+            raise ConfigError(f"--output {shown_path(self.stem.parent)}: every name tried for "
+                              f"this run's results is taken ({shown(self.stem.name, 60)}-2 to "
+                              "-1000)") from None
+        if self.log is not None and self.workloads > 1:
+            self.log.write(printable(f"indexzoo bench: results so far in {self.path} (rewritten "
+                                     "after each workload)") + "\n")
+
+    @property
+    def named_stem(self) -> Path:
+        """The stem of the name the JSON got (the PNGs are named after it)."""
+        assert self.path is not None
+        return self.path.with_name(self.path.name[:-len(".json")])
+
+
+def _write_plots(records: Sequence[Record], env: dict[str, Any], stem: Path,
+                 label: str) -> list[Path]:
+    """Publish the PNGs as one group named after the JSON's ``stem``
+    (:func:`indexzoo.tools.publish.publish`): ``STEM.png``, ``STEM-pareto.png``. Where one of
+    these names is taken, ConfigError; on any error or interrupt, no PNG of this call stays."""
     info = PlotInfo(label, str(env.get("device_name", "")), str(env.get("commit", "")))
-    pngs = plot_files(records, stem, info) if with_plot else []
-    members = [Member(".json", partial(write_json, records, env))]
-    for final, draw in pngs:
+    members = []
+    for final, draw in plot_files(records, stem, info):
         if not final.name.startswith(stem.name) or final.parent != stem.parent:
             raise ValueError(f"plot file {final} is not named after {stem}")
         members.append(Member(final.name[len(stem.name):], draw))
     try:
-        return publish(stem.parent, numbered(stem.name), members)
+        return publish(stem.parent, [stem.name], members)
     except FileExistsError:
-        raise ConfigError(f"--output {shown_path(stem.parent)}: every name tried for this run's "
-                          f"results is taken ({shown(stem.name, 60)}-2 to -1000)") from None
+        raise ConfigError(f"--output {shown_path(stem.parent)}: the plots' names after "
+                          f"{shown(stem.name, 60)} are taken; the JSON is written") from None
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
@@ -733,6 +801,7 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
                           f"{shown(base.name, 40)} on {device}")
     names = named(args.indexes, out)
     entries = _entries(names, args.set, args.param_sweep)
+    saved = _saved_run(args)
     with_plot = not args.no_plot
     if with_plot:
         try:
@@ -742,37 +811,69 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
     folder = Path(args.output)
     created = _prepare_output(folder)  # before any work: results are never lost at the end
     try:
-        return _bench(args, out, device, workloads, entries, latency, folder, with_plot)
+        return _bench(args, out, device, workloads, entries, latency, folder, with_plot, saved)
     finally:
         if created:
             _remove_if_empty(folder)  # nothing was written (an error, an interrupt)
 
 
+def _saved_run(args: argparse.Namespace) -> SavedRun | None:
+    """The run named by --compare, read and checked before any work (with --fail-above)."""
+    if args.fail_above is not None:
+        if args.compare is None:
+            raise ConfigError("--fail-above needs --compare OLD.json (the run to compare with)")
+        if not (math.isfinite(args.fail_above) and args.fail_above >= 0):
+            raise ConfigError(f"--fail-above must be a percentage >= 0, got {args.fail_above}")
+    return load_saved(Path(args.compare)) if args.compare is not None else None
+
+
 def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[Workload],
-           entries: list[Entry], latency: bool, folder: Path, with_plot: bool) -> int:
+           entries: list[Entry], latency: bool, folder: Path, with_plot: bool,
+           saved: SavedRun | None = None) -> int:
     biggest = max(workloads, key=lambda w: estimate_workload(w, args.out_mode).total)
     check_fits(estimate_workload(biggest, args.out_mode), device,
                f"the benchmark's largest workload ({biggest.describe()})")
     env = environment(device)
     sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
-    records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
-                        latency=latency, sweep=args.sweep, interleave=not args.sequential,
-                        rank_budget=args.rank_budget)
-    interrupts.check()
-    out.write(format_table(records) + "\n")
-    for line in format_warnings(records):
-        out.write(line + "\n")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     label = (Path(args.workload).stem if args.workload else args.preset) + \
         (f"-{args.sweep}" if args.sweep else "") + \
         (f"-{args.param_sweep.split('=')[0].replace('.', '-')}" if args.param_sweep else "")
-    stem = folder / f"{label}-{device}-{stamp}"
-    written = _write_results(records, env, stem, label, with_plot and bool(records))
+    results = ResultsFile(folder / f"{label}-{device}-{stamp}", env, len(workloads), sys.stderr,
+                          _PLOT_SUFFIXES if with_plot else ())
+    records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
+                        latency=latency, sweep=args.sweep, interleave=not args.sequential,
+                        rank_budget=args.rank_budget, on_workload_done=results.update)
+    interrupts.check()
+    out.write(format_table(records) + "\n")
+    for line in format_warnings(records):
+        out.write(line + "\n")
+    code = _compared(saved, records, env, args.fail_above, out) if saved is not None else 0
+    written = [results.path] if results.path is not None else []
+    if written and with_plot and records:
+        written += _write_plots(records, env, results.named_stem, label)
     for f in written:
         out.write(f"wrote {printable(str(f))}\n")
     bad = [r for r in records if r.agrees_with_peer is False]
     if bad:
         sys.stderr.write(printable("indexzoo bench: answers differ from the peer for: "
                                    + ", ".join(f"{r.index} on {r.workload}" for r in bad)) + "\n")
+        return 1
+    return code
+
+
+def _compared(saved: SavedRun, records: Sequence[Record], env: dict[str, Any],
+              fail_above: float | None, out: TextIO) -> int:
+    """Print the comparison with the saved run; 1 if an index is slower than ``fail_above``
+    percent allows (beyond noise), else 0."""
+    report = compare(saved, records, env)
+    for line in format_report(report, saved):
+        out.write(line + "\n")
+    worse = regressions(report, fail_above) if fail_above is not None else []
+    if worse:
+        sys.stderr.write(printable(
+            f"indexzoo bench: slower than {saved.path} by more than {fail_above:g}%: "
+            + ", ".join(f"{c.index} on {c.workload} ({c.change * 100:+.0f}%)" for c in worse))
+            + "\n")
         return 1
     return 0

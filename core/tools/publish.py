@@ -24,6 +24,11 @@ A group is published whole or not at all. An error or an interrupt while writing
 temporaries; naming runs under :func:`indexzoo.tools.interrupts.deferred`, and if it fails, or
 a SIGINT or SIGTERM arrived meanwhile, the members already named are removed as well (those
 still ours: same file) before the error or KeyboardInterrupt goes on.
+
+:func:`rewrite` replaces one published file with new contents (``bench`` rewrites its JSON
+after each workload): a temporary as above, then ``os.replace``. Readers see the old file or
+the new one, whole; an error or interrupt before the rename leaves the old one, and once
+renamed the new one stays (it is not taken back as a group's member would be).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from indexzoo.files import sync_folder
 
 from . import interrupts
 
-__all__ = ["Member", "numbered", "publish"]
+__all__ = ["Member", "numbered", "publish", "rewrite"]
 
 _CREATE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
            | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
@@ -111,6 +116,28 @@ def publish(folder: Path, names: Iterable[str], members: Sequence[Member], *,
             _discard(temps, placed)
             raise
     return finals
+
+
+def rewrite(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Replace the file at ``path`` with what ``write`` writes to an open binary file, in one
+    step (see the module docstring); a symbolic link at ``path`` is replaced itself, never
+    followed."""
+    interrupts.check()
+    with interrupts.deferred():
+        fd, temp = _create(path.parent, path.name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        interrupts.check()
+        with interrupts.deferred():
+            os.replace(temp, path)
+    except BaseException:
+        with interrupts.deferred(), contextlib.suppress(OSError):
+            os.unlink(temp)  # gone already where the rename happened
+        raise
+    sync_folder(path.parent)
 
 
 def _create(folder: Path, name: str) -> tuple[int, Path]:
