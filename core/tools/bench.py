@@ -41,6 +41,7 @@ from . import interrupts
 from .environment import environment
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
+from .progress import NO_PROGRESS, Progress
 from .publish import Member, numbered, publish
 from .records import Entry, Record
 from .references import GATHER, RAW, reference_calls
@@ -227,69 +228,87 @@ def keep_built(reserve: int, device: str) -> bool:
     return avail is None or avail[0] >= reserve
 
 
+def bench_entries(indexes: Sequence[str | Entry]) -> list[Entry]:
+    """The configurations :func:`run_bench` runs: ``indexes`` with the peer added where it is
+    registered and missing, the peer first."""
+    entries = [e if isinstance(e, Entry) else Entry(e) for e in indexes]
+    if PEER in available() and not any(e.name == PEER and not e.params for e in entries):
+        entries.insert(0, Entry(PEER))
+    entries.sort(key=lambda e: e.name != PEER or bool(e.params))
+    return entries
+
+
 def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], device: str,
               repeats: int = 5, out: Out | None = None, latency: bool = False,
               progress: TextIO | None = None, sweep: str | None = None,
-              interleave: bool = True) -> list[Record]:
+              interleave: bool = True, steps: Progress = NO_PROGRESS) -> list[Record]:
     """Run every index configuration on every workload; the peer runs first on each.
 
     Per workload, every index is built (``repeats`` timed builds), warmed up and checked
     against the peer; then the lookups of all of them are timed in ``repeats`` interleaved
     rounds (:func:`time_interleaved`). An index that would leave less memory than the
     workload's estimate is timed right after its build (``timing: sequential``) and released;
-    ``interleave=False`` does that for every index."""
-    log = progress or sys.stderr
-    entries = [e if isinstance(e, Entry) else Entry(e) for e in indexes]
-    if PEER in available() and not any(e.name == PEER and not e.params for e in entries):
-        entries.insert(0, Entry(PEER))
-    entries.sort(key=lambda e: e.name != PEER or bool(e.params))
+    ``interleave=False`` does that for every index. Report lines go to ``progress`` (default
+    standard error); each step shows its progress on ``steps``."""
+    log = steps.beside(progress or sys.stderr)
+    entries = bench_entries(indexes)
     records: list[Record] = []
     for wi, w in enumerate(workloads, 1):
         interrupts.check()
-        gen = time_call(partial(generate, w, device), device, repeats=1, warmup=1)
-        data = generate(w, device)
+        where = f"bench {printable(w.name)}, workload {wi}/{len(workloads)}"
+        with steps.step(f"{where}, generating the data", keep=False):
+            gen = time_call(partial(generate, w, device), device, repeats=1, warmup=1)
+            data = generate(w, device)
         log.write(f"[{wi}/{len(workloads)}] {w.describe()}: data generated in "
                   f"{gen.median * 1e3:.1f} ms\n")
         mode: Out = out or ("rowid" if data.queries is not None else "count")
         reserve = estimate_workload(w, mode).total
         done: list[tuple[Contender, Any, np.ndarray | None, dict[str, float]]] = []
-        for entry in entries:
+        for k, entry in enumerate(entries, 1):
             interrupts.check()
             name = printable(entry.title)
-            index = create(entry.name, device=device, **entry.params)
-            if data.queries is None and not index.capabilities.range:
-                log.write(f"    {name:<16} skipped: no range lookups\n")
-                continue
-            if mode not in index.capabilities.out_modes:
-                log.write(f"    {name:<16} skipped: no out={mode!r}\n")
-                continue
-            try:
-                build = time_call(_build_fn(index, data.keys), device, repeats=repeats)
-            except DeviceUnavailable as exc:  # e.g. engine="optix" where OptiX cannot run
-                log.write(f"    {name:<16} skipped: {one_line(str(exc))}\n")
-                continue
-            fp = index.memory_footprint()
-            sig = _count_signature(index, data)
-            c = Contender(entry, index, _lookup_fn(index, data, mode), build,
-                          index.params.model_dump())
-            c.calibrate(device)
-            lat = _latency(index, data, device, repeats) if latency else {}
-            if not (interleave and keep_built(reserve, device)):
-                c.order = "sequential"
-                c.seconds = [c.repetition(device) for _ in range(repeats)]
-                c.index = c.run = None  # release the index: only its figures are kept
+            with steps.step(f"{where}, index {k}/{len(entries)} {name}", keep=False) as st:
+                index = create(entry.name, device=device, **entry.params)
+                if data.queries is None and not index.capabilities.range:
+                    log.write(f"    {name:<16} skipped: no range lookups\n")
+                    continue
+                if mode not in index.capabilities.out_modes:
+                    log.write(f"    {name:<16} skipped: no out={mode!r}\n")
+                    continue
+                try:
+                    build = time_call(st.calls(_build_fn(index, data.keys), repeats, "building"),
+                                      device, repeats=repeats)
+                except DeviceUnavailable as exc:  # e.g. engine="optix" where OptiX cannot run
+                    log.write(f"    {name:<16} skipped: {one_line(str(exc))}\n")
+                    continue
+                fp = index.memory_footprint()
+                st.update("checking the answers")
+                sig = _count_signature(index, data)
+                c = Contender(entry, index, _lookup_fn(index, data, mode), build,
+                              index.params.model_dump())
+                st.update("warming up the lookups")
+                c.calibrate(device)
+                st.update("timing single calls")
+                lat = _latency(index, data, device, repeats) if latency else {}
+                if not (interleave and keep_built(reserve, device)):
+                    st.update(f"timing {repeats} repetitions")
+                    c.order = "sequential"
+                    c.seconds = [c.repetition(device) for _ in range(repeats)]
+                    c.index = c.run = None  # release the index: only its figures are kept
             log.write(f"    {name:<16} built in {build.median * 1e3:8.2f} ms, resident "
                       f"{fp.resident_bytes / 1e6:.1f} MB"
                       + (", timed at once (memory)" if c.order == "sequential" and interleave
                          else "") + "\n")
             done.append((c, fp, sig, lat))
             del index
-        refs = [Contender(Entry(label), None, fn, Timing((0.0,)))
-                for label, fn in reference_calls(data, device).items()]
-        for c in refs:
-            c.calibrate(device)
-        time_interleaved([*refs, *(d[0] for d in done)], device, repeats,
-                         log if len(done) > 1 and interleave else None)
+        with steps.step(f"{where}, timing {len(done)} index(es) in {repeats} round(s)",
+                        keep=False):
+            refs = [Contender(Entry(label), None, fn, Timing((0.0,)))
+                    for label, fn in reference_calls(data, device).items()]
+            for c in refs:
+                c.calibrate(device)
+            time_interleaved([*refs, *(d[0] for d in done)], device, repeats,
+                             log if len(done) > 1 and interleave else None)
         medians = {c.name: Timing(tuple(c.seconds)).median for c in refs if c.seconds}
         ref_tp = {k: data.n_lookups / m for k, m in medians.items() if m > 0}
         del refs
@@ -585,8 +604,10 @@ def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[W
                f"the benchmark's largest workload ({biggest.describe()})")
     env = environment(device)
     sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
+    steps = Progress()
     records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
-                        latency=latency, sweep=args.sweep, interleave=not args.sequential)
+                        latency=latency, sweep=args.sweep, interleave=not args.sequential,
+                        steps=steps)
     interrupts.check()
     out.write(format_table(records) + "\n")
     for line in format_warnings(records):
