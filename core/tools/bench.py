@@ -39,6 +39,7 @@ from indexzoo.results import LookupResult, Out
 
 from . import interrupts
 from .environment import environment
+from .estimate import check_budget, estimate_bench, parse_duration
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
 from .progress import NO_PROGRESS, Progress
@@ -489,6 +490,11 @@ def add_cli(sub: Any) -> None:
     s.add_argument("--output", default="bench-results", metavar="DIR",
                    help="folder for the JSON and PNG (default: bench-results)")
     s.add_argument("--no-plot", action="store_true", help="skip the PNGs")
+    s.add_argument("--time-budget", metavar="DURATION",
+                   help="refuse to start a run estimated to take longer, e.g. 600, 90s, 10m, "
+                   "2h, or none (default: 10m on the CPU, none on a GPU)")
+    s.add_argument("--yes", action="store_true",
+                   help="run even where the estimated duration exceeds --time-budget")
     s.set_defaults(func=cmd_bench)
 
 
@@ -597,6 +603,25 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
             _remove_if_empty(folder)  # nothing was written (an error, an interrupt)
 
 
+#: The default --time-budget on the CPU, in seconds (none on a GPU).
+CPU_TIME_BUDGET = 600.0
+
+
+def _check_duration(args: argparse.Namespace, device: str, workloads: list[Workload],
+                    entries: list[Entry], steps: Progress) -> None:
+    """State the estimated duration (:mod:`indexzoo.tools.estimate`) on standard error, and
+    refuse (ConfigError) a run estimated to exceed --time-budget unless --yes is given."""
+    budget = parse_duration(args.time_budget) if args.time_budget is not None else \
+        CPU_TIME_BUDGET if device == "cpu" else None
+    est = estimate_bench(workloads, bench_entries(entries), device, args.repeats,
+                         args.out_mode, steps)
+    if est is None:
+        return
+    sys.stderr.write(f"estimated duration: {est.describe()}\n")
+    if not args.yes:
+        check_budget(est, budget, device)
+
+
 def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[Workload],
            entries: list[Entry], latency: bool, folder: Path, with_plot: bool) -> int:
     biggest = max(workloads, key=lambda w: estimate_workload(w, args.out_mode).total)
@@ -605,6 +630,7 @@ def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[W
     env = environment(device)
     sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
     steps = Progress()
+    _check_duration(args, device, workloads, entries, steps)
     records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
                         latency=latency, sweep=args.sweep, interleave=not args.sequential,
                         steps=steps)
