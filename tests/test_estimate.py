@@ -1,6 +1,7 @@
 """``indexzoo bench`` estimates its duration before it starts, on samples of the workload
-timed on this device; it states the estimate and refuses, in one line (exit 2), a run estimated
-to exceed ``--time-budget`` (10 minutes on the CPU by default) unless ``--yes`` is given."""
+timed on this device; it refuses, in one line with the estimate (exit 2), a run estimated to
+exceed ``--time-budget`` (10 minutes on the CPU by default) unless ``--yes`` is given, and
+states the estimate of any run it starts."""
 
 from __future__ import annotations
 
@@ -119,12 +120,12 @@ def test_bench_over_its_time_budget_is_refused_with_the_estimate_before_running(
                 "--time-budget", "0.001s", "--output", str(tmp_path / "out"))
     assert code == 2 and not calls
     err = capsys.readouterr().err.splitlines()
-    assert err[-2].startswith("estimated duration: about ")
-    assert err[-1].startswith("indexzoo: error: this benchmark would take about ")
-    assert err[-1].endswith("on cpu, more than --time-budget 0.00 s; pass --yes to run it "
-                            "anyway, or pick a smaller workload, fewer indexes (--indexes) or "
-                            "fewer --repeats")
-    assert "sorted-array" in err[-1] and "searchsorted" in err[-1]
+    assert len(err) == 2 and err[0].startswith("indexzoo bench on cpu"), err
+    assert err[1].startswith("indexzoo: error: this benchmark would take at least ")
+    assert err[1].endswith("on cpu, more than --time-budget 0.00 s; pass --yes to run it "
+                           "anyway, or pick a smaller workload, fewer indexes (--indexes) or "
+                           "fewer --repeats")
+    assert "searchsorted" in err[1] and "data generation" in err[1]
     assert not (tmp_path / "out").exists(), "the refused run leaves no folder behind"
 
 
@@ -139,11 +140,38 @@ def test_paper_on_the_cpu_states_its_duration_and_is_refused_by_default(
             "--no-plot", "--output", str(tmp_path / "out"))
     assert _run(*args) == 2 and not calls
     err = capsys.readouterr().err.splitlines()
-    assert err[-2].startswith("estimated duration: about ")
+    assert err[-1].startswith("indexzoo: error: this benchmark would take at least ")
     assert "more than --time-budget 10 min 00 s; pass --yes to run it anyway" in err[-1]
     assert _run(*args, "--yes") == 0 and len(calls) == 1
-    assert capsys.readouterr().err.splitlines()[1].startswith("estimated duration: about ")
+    stated = capsys.readouterr().err.splitlines()[1]
+    assert stated.startswith("estimated duration: about ")
+    assert stated.endswith("calibrated on samples of 2^16 keys")
     assert _run(*args, "--time-budget", "none") == 0 and len(calls) == 2
+
+
+def test_an_estimate_past_the_budget_stops_early_as_a_lower_bound(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The first index already takes longer than the budget: the others are not sampled."""
+    sampled: list[str] = []
+    real = estimate._index_seconds
+
+    def index_seconds(name: str, *a: Any) -> float | None:
+        sampled.append(name)
+        return real(name, *a)
+
+    monkeypatch.setattr(estimate, "_index_seconds", index_seconds)
+    _fixed_sample_times(monkeypatch, 0.01)
+    _no_run(monkeypatch)
+    args = ("bench", "--preset", "quick", "--device", "cpu", "--indexes", "sorted-array,btree",
+            "--no-plot", "--output", str(tmp_path / "out"))
+    assert _run(*args, "--time-budget", "1s") == 2
+    assert sampled == ["searchsorted"]
+    err = capsys.readouterr().err.splitlines()
+    assert "would take at least " in err[-1] and "the estimate stopped there" in err[-1]
+    sampled.clear()
+    assert _run(*args, "--time-budget", "1s", "--yes") == 0
+    assert sampled == ["searchsorted", "sorted-array", "btree"]
+    assert capsys.readouterr().err.splitlines()[1].startswith("estimated duration: about ")
 
 
 def test_a_run_within_its_budget_starts_after_stating_the_estimate(

@@ -39,7 +39,7 @@ from indexzoo.results import LookupResult, Out
 
 from . import interrupts
 from .environment import environment
-from .estimate import check_budget, estimate_bench, parse_duration
+from .estimate import SAMPLE, check_budget, estimate_bench, parse_duration
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
 from .progress import NO_PROGRESS, Progress
@@ -256,7 +256,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
     records: list[Record] = []
     for wi, w in enumerate(workloads, 1):
         interrupts.check()
-        where = f"bench {printable(w.name)}, workload {wi}/{len(workloads)}"
+        where = f"bench {printable(w.name)}" + (f", workload {wi}/{len(workloads)}"
+                                                 if len(workloads) > 1 else "")
         with steps.step(f"{where}, generating the data", keep=False):
             gen = time_call(partial(generate, w, device), device, repeats=1, warmup=1)
             data = generate(w, device)
@@ -609,17 +610,18 @@ CPU_TIME_BUDGET = 600.0
 
 def _check_duration(args: argparse.Namespace, device: str, workloads: list[Workload],
                     entries: list[Entry], steps: Progress) -> None:
-    """State the estimated duration (:mod:`indexzoo.tools.estimate`) on standard error, and
-    refuse (ConfigError) a run estimated to exceed --time-budget unless --yes is given."""
+    """Refuse (ConfigError) a run estimated (:mod:`indexzoo.tools.estimate`) to exceed
+    --time-budget unless --yes is given; state the estimate of any other on standard error."""
     budget = parse_duration(args.time_budget) if args.time_budget is not None else \
         CPU_TIME_BUDGET if device == "cpu" else None
     est = estimate_bench(workloads, bench_entries(entries), device, args.repeats,
-                         args.out_mode, steps)
+                         args.out_mode, steps, limit=None if args.yes else budget)
     if est is None:
         return
-    sys.stderr.write(f"estimated duration: {est.describe()}\n")
     if not args.yes:
         check_budget(est, budget, device)
+    sys.stderr.write(f"estimated duration: {est.describe()}, calibrated on samples of "
+                     f"2^{SAMPLE.bit_length() - 1} keys\n")
 
 
 def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[Workload],

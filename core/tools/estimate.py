@@ -57,25 +57,33 @@ MEMORY_GROWTH = 0.125
 
 @dataclass
 class DurationEstimate:
-    """Seconds a bench run should take, in all and by index (data generation apart)."""
+    """Seconds a bench run should take, by index (references included) and for generating
+    the data; ``complete`` is False where the estimate stopped early, past a limit, so that
+    it is a lower bound."""
 
-    seconds: float = 0.0
     by_index: dict[str, float] = field(default_factory=dict)
     generation: float = 0.0
+    complete: bool = True
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.by_index.values()) + self.generation
 
     def add(self, name: str, seconds: float) -> None:
         self.by_index[name] = self.by_index.get(name, 0.0) + seconds
-        self.seconds += seconds
 
     def describe(self) -> str:
-        """``about 4 min 10 s (rx 1 min 30 s, btree 40 s, ...; data generation 12 s)``."""
-        top = sorted(self.by_index.items(), key=lambda kv: -kv[1])
+        """``about 4 min 10 s (rx 1 min 30 s, btree 40 s, ...; data generation 12 s)``, or
+        ``at least 2 h 10 min (...)`` for an estimate that stopped early."""
+        top = sorted(((k, v) for k, v in self.by_index.items() if v > 0), key=lambda kv: -kv[1])
         shown = top if len(top) <= 4 else top[:3]
         parts = [f"{printable(name)} {duration(s)}" for name, s in shown]
         if len(top) > len(shown):
             parts.append(f"{len(top) - 3} more {duration(sum(s for _, s in top[3:]))}")
-        return (f"about {duration(self.seconds)} ({', '.join(parts)}; data generation "
-                f"{duration(self.generation)})")
+        parts_text = ", ".join(parts) + "; " if parts else ""
+        return (f"{'about' if self.complete else 'at least'} {duration(self.seconds)} "
+                f"({parts_text}data generation {duration(self.generation)}"
+                + ("" if self.complete else "; the estimate stopped there") + ")")
 
 
 def sample_workload(w: Workload, size: int = SAMPLE) -> Workload:
@@ -160,22 +168,24 @@ def _references_seconds(data: Dataset, device: str, repeats: int, scale: _Scale)
 
 
 def estimate_bench(workloads: Sequence[Workload], entries: Sequence[Any], device: str,
-                   repeats: int, out: Out | None = None,
-                   steps: Progress = NO_PROGRESS) -> DurationEstimate | None:
+                   repeats: int, out: Out | None = None, steps: Progress = NO_PROGRESS,
+                   limit: float | None = None) -> DurationEstimate | None:
     """The estimate (see the module docstring) for ``bench`` running ``entries`` (its
     :class:`~indexzoo.tools.records.Entry` list, the peer included) on ``workloads``; None
-    where every workload is within the sample's size."""
+    where every workload is within the sample's size. Once the estimate passes ``limit``
+    seconds it stops there, incomplete: the run is known to be too long."""
     if all(w.n_keys <= SAMPLE and w.n_lookups <= SAMPLE for w in workloads):
         return None
     est = DurationEstimate()
     measured: dict[str, tuple[Dataset, float]] = {}
-    with steps.step(f"estimating the duration (samples of 2^{SAMPLE.bit_length() - 1} keys)") \
-            as st:
+    several = len(workloads) > 1
+    with steps.step("estimating the duration") as st:
         for wi, w in enumerate(workloads, 1):
+            where = f"workload {wi}/{len(workloads)}, " if several else ""
             s = sample_workload(w)
             key = s.model_copy(update={"name": ""}).model_dump_json()
             if key not in measured:
-                st.update(f"workload {wi}/{len(workloads)}, generating")
+                st.update(f"{where}generating a sample")
                 gen = _timed(partial(generate, s, device), device)
                 measured[key] = (generate(s, device), gen)
             data, gen = measured[key]
@@ -183,15 +193,14 @@ def estimate_bench(workloads: Sequence[Workload], entries: Sequence[Any], device
             est.generation += 3 * gen * scale.data
             mode: Out = out or ("rowid" if data.queries is not None else "count")
             for k, e in enumerate(entries, 1):
-                st.update(f"workload {wi}/{len(workloads)}, index {k}/{len(entries)} "
-                          f"{printable(e.title)}")
+                st.update(f"{where}index {k}/{len(entries)} {printable(e.title)}")
                 seconds = _index_seconds(e.name, e.params, data, device, mode, repeats, scale)
                 if seconds is not None:
                     est.add(e.title, seconds)
+                if limit is not None and est.seconds > limit:
+                    est.complete = False
+                    return est
             est.add("references", _references_seconds(data, device, repeats, scale))
-    est.seconds += est.generation
-    if not est.by_index.get("references"):
-        est.by_index.pop("references", None)
     return est
 
 

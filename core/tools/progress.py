@@ -80,7 +80,7 @@ class Step:
             nonlocal done
             done += 1
             if done <= warmup:
-                self.update(f"{lead}warm-up (compiles on first use)")
+                self.update(f"{lead}warm-up (may compile)")
             else:
                 self.update(f"{lead}timed run {min(done - warmup, repeats)}/{repeats}")
             return fn()
