@@ -14,6 +14,8 @@ piped or redirected output, CI logs and captured test output are unchanged.
 from __future__ import annotations
 
 import contextlib
+import io
+import os
 import shutil
 import sys
 import threading
@@ -174,9 +176,14 @@ class Progress:
         return f"{text}  {tail}"
 
     def _columns(self) -> int:
+        """The terminal's width: ``width`` if given, else that of the stream's terminal (80
+        where it does not say)."""
         if self.width is not None:
             return self.width
-        return shutil.get_terminal_size((80, 24)).columns
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+            return shutil.get_terminal_size((80, 24)).columns
 
     def _write(self, line: str, end: str = "") -> None:
         """Replace the status line with ``line`` (see :meth:`_fit`), then ``end``."""
