@@ -449,8 +449,7 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None,
     prepare_s = time.perf_counter() - t0
     point = data.queries is not None
     out: Out = spec.out or ("rowid" if point else "count")
-    what = f"building {printable(index.name)}"
-    with steps.step(what) as st:
+    with steps.step(f"building {printable(index.name)}") as st:
         build = time_call(st.calls(lambda: index.build(keys), spec.repeats), dev,
                           repeats=spec.repeats)
     fp = index.memory_footprint()
@@ -461,8 +460,7 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None,
             return [index.point(b[0], out=out) for b in batches]
         return [index.range(b[0], b[1], out=out) for b in batches]
 
-    what = f"{_count(data.n_lookups)} lookups"
-    with steps.step(what) as st:
+    with steps.step(f"{_count(data.n_lookups)} lookups") as st:
         t = time_call(st.calls(lookups, spec.repeats), dev, repeats=spec.repeats)
     with steps.step("counting the hits"):
         results = lookups()
