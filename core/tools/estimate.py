@@ -8,8 +8,8 @@ is scaled to the workload's size:
 
 * a build: by ``r * log2(n) / log2(n_sample) * (1 + log2(r) * MEMORY_GROWTH)``, with
   ``r = n / n_sample`` keys: an ``n log n`` sort, slowed down further as the data outgrows
-  the caches (:data:`MEMORY_GROWTH` per doubling, measured on CPUs; a GPU sample mostly
-  measures launch overhead, so there the estimate runs high);
+  the caches (:data:`MEMORY_GROWTH` per doubling, from measurements on a CPU; a GPU sample
+  mostly measures launch overhead, so there the estimate is likely high, and unchecked);
 * a pass of lookups: linearly in the number of lookups, times the same key factor without
   the ``r``: a lookup's cost grows with the depth of the structure and the cache misses;
 * generating the data: like a build of keys and lookups together.
@@ -20,8 +20,9 @@ per workload (a warm-up, the timed one, the one kept), per index one warm-up bui
 ``repeats`` timed repetitions (each with its re-warming call where a call is short, and as many
 calls as fill :data:`~indexzoo.tools.bench.MIN_REPETITION_S`), and the two references alike.
 
-It is a rough figure: on a 2-core CPU it came within a factor of two of the run for the
-``quick`` preset; far beyond the sample (``paper`` on a CPU) it gives the order of magnitude.
+It is a rough figure: for the ``quick`` preset on a shared 2-core CPU it gave 0.9 and 1.25
+times the time the run then took; far beyond the sample (``paper`` on a CPU) it gives the
+order of magnitude, unchecked against a whole run.
 A run of workloads no larger than the sample gets no estimate (it is over in moments once
 compiled).
 """
