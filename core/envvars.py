@@ -22,7 +22,8 @@ from .display import shown
 from .errors import ConfigError
 
 __all__ = ["CACHE_DIR", "COMMIT", "CPU_SERIAL_BELOW", "CPU_SERIAL_BELOW_RAYS", "DEVICE",
-           "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "RANK_BUDGET", "VARIABLES", "EnvVar",
+           "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "PROGRESS", "RANK_BUDGET", "VARIABLES",
+           "EnvVar",
            "check_import_time"]
 
 T = TypeVar("T")
@@ -103,6 +104,9 @@ DEVICE: EnvVar[str] = EnvVar(
 MEMORY_CHECK: EnvVar[bool] = EnvVar(
     "INDEXZOO_MEMORY_CHECK", _flag, True, _FLAG_FORM,
     "0 turns off the memory check of `run` and `bench`")
+PROGRESS: EnvVar[bool] = EnvVar(
+    "INDEXZOO_PROGRESS", _flag, True, _FLAG_FORM,
+    "0 turns off the progress lines `run` and `bench` show on a terminal (standard error)")
 PLUGIN_TIMEOUT: EnvVar[float] = EnvVar(
     "INDEXZOO_PLUGIN_TIMEOUT", _seconds, 30.0, "a positive number of seconds, e.g. 30",
     "seconds one plugin module may take to import (default 30)")
@@ -129,7 +133,7 @@ COMMIT: EnvVar[str | None] = EnvVar(
 
 #: Every variable, in the docs' order.
 VARIABLES: tuple[EnvVar[Any], ...] = (
-    DEVICE, MEMORY_CHECK, PLUGIN_TIMEOUT, CPU_SERIAL_BELOW, CPU_SERIAL_BELOW_RAYS,
+    DEVICE, MEMORY_CHECK, PROGRESS, PLUGIN_TIMEOUT, CPU_SERIAL_BELOW, CPU_SERIAL_BELOW_RAYS,
     NUMBA_LAUNCH, RANK_BUDGET, CACHE_DIR, COMMIT)
 
 

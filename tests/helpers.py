@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from indexzoo import LookupResult
 
@@ -83,9 +84,22 @@ def assert_identical(a: LookupResult, b: LookupResult, label: str = "") -> None:
                                           err_msg=f"{label} {attr}")
 
 
+def skip_without_cuda_simulator() -> None:
+    """Skip the calling test where no CUDA simulator can be had: numba bundles one in
+    ``numba.cuda`` (up to at least 0.68), numba-cuda (the cuda12/cuda13 extras) brings its own;
+    a numba that dropped its bundled target needs numba-cuda for these tests."""
+    import importlib.util
+
+    if importlib.util.find_spec("numba.cuda") is None:
+        pytest.skip("no CUDA simulator: this numba has no numba.cuda; pip install numba-cuda "
+                    "(or the cuda12/cuda13 extra) to run this test")
+
+
 def agrees_in_the_simulator(script: str, marker: str = "simulator agrees") -> None:
     """Run ``script`` in a fresh interpreter with numba's CUDA simulator switched on (the tests
-    folder importable, for ``cudasim_warp``); it must exit 0 and print ``marker``."""
+    folder importable, for ``cudasim_warp``); it must exit 0 and print ``marker``. Skips where
+    there is no simulator (:func:`skip_without_cuda_simulator`)."""
+    skip_without_cuda_simulator()
     tests = str(Path(__file__).parent)
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}

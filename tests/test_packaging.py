@@ -99,3 +99,35 @@ def test_package_docstring_example_runs() -> None:
 
     result = doctest.testmod(indexzoo)
     assert result.attempted > 0 and result.failed == 0
+
+
+#: Distributions that only a GPU machine can use (or that pull CUDA libraries in).
+GPU_PACKAGE = re.compile(r"^(cupy|numba-cuda|nvidia-|cuda-|pyoptix)", re.IGNORECASE)
+
+
+def _names(requirements: list[str]) -> list[str]:
+    return [re.split(r"[\s\[<>=!~;]", r.strip(), maxsplit=1)[0] for r in requirements]
+
+
+def test_cpu_installs_pull_no_gpu_package() -> None:
+    """The base dependencies and every extra but cuda12, cuda13 and optix install on a machine
+    without a GPU nothing that needs one: the README's test command is such an install."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    cpu = {"base": project["dependencies"],
+           **{k: v for k, v in extras.items() if k not in ("cuda12", "cuda13", "optix")}}
+    assert "test" in cpu and "bench" in cpu
+    found = {k: [n for n in _names(reqs) if GPU_PACKAGE.match(n)] for k, reqs in cpu.items()}
+    assert not any(found.values()), f"GPU packages in CPU installs: {found}"
+    for gpu in ("cuda12", "cuda13"):  # what the README sends a GPU machine to
+        assert any(n.startswith("cupy") for n in _names(extras[gpu]))
+        assert "numba-cuda" in _names(extras[gpu])
+
+
+def test_the_readme_states_how_long_the_test_command_takes() -> None:
+    text = (ROOT / "README.md").read_text()
+    after = text[text.index("<!-- test-command -->"):].split("```", 2)[2]
+    paragraph = after.strip().split("\n\n", 1)[0]
+    assert re.search(r"about \d+ minutes on a busy 2-core machine", paragraph), paragraph
+    assert re.search(r"under \d+ minutes on an idle", paragraph), paragraph
+    assert "no GPU package" in paragraph

@@ -47,8 +47,10 @@ from indexzoo.results import LookupResult, Out
 from . import interrupts
 from .compare import FORMAT_VERSION, SavedRun, compare, format_report, load_saved, regressions
 from .environment import environment
+from .estimate import SAMPLE, check_budget, estimate_bench, parse_duration
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
+from .progress import NO_PROGRESS, Progress
 from .publish import Member, numbered, publish, rewrite
 from .ranking import CONFIDENCE, MIN_PAIRED_ROUNDS, TIE, PairVerdict, Timed, open_pairs, verdicts
 from .records import Entry, Record
@@ -303,11 +305,22 @@ def keep_built(reserve: int, device: str) -> bool:
     return avail is None or avail[0] >= reserve
 
 
+def bench_entries(indexes: Sequence[str | Entry]) -> list[Entry]:
+    """The configurations :func:`run_bench` runs: ``indexes`` with the peer added where it is
+    registered and missing, the peer first."""
+    entries = [e if isinstance(e, Entry) else Entry(e) for e in indexes]
+    if PEER in available() and not any(e.name == PEER and not e.params for e in entries):
+        entries.insert(0, Entry(PEER))
+    entries.sort(key=lambda e: e.name != PEER or bool(e.params))
+    return entries
+
+
 def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], device: str,
               repeats: int = 5, out: Out | None = None, latency: bool = False,
               progress: TextIO | None = None, sweep: str | None = None,
               interleave: bool = True, rank_budget: float = 0.0,
-              on_workload_done: Callable[[list[Record]], None] | None = None) -> list[Record]:
+              on_workload_done: Callable[[list[Record]], None] | None = None,
+              steps: Progress = NO_PROGRESS) -> list[Record]:
     """Run every index configuration on every workload; the peer runs first on each.
 
     Per workload, every index is built (``repeats`` timed builds), warmed up and checked
@@ -317,59 +330,69 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
     ``interleave=False`` does that for every index. ``rank_budget`` > 0: rounds go on, up to
     that many seconds per workload, until the ranking is established (:func:`rank_rounds`).
     ``on_workload_done`` gets the records of every workload finished so far, after each
-    workload."""
-    log = progress or sys.stderr
-    entries = [e if isinstance(e, Entry) else Entry(e) for e in indexes]
-    if PEER in available() and not any(e.name == PEER and not e.params for e in entries):
-        entries.insert(0, Entry(PEER))
-    entries.sort(key=lambda e: e.name != PEER or bool(e.params))
+    workload. Report lines go to ``progress`` (default standard error); each step shows its
+    progress on ``steps``."""
+    log = steps.beside(progress or sys.stderr)
+    entries = bench_entries(indexes)
     records: list[Record] = []
     for wi, w in enumerate(workloads, 1):
         interrupts.check()
-        gen = time_call(partial(generate, w, device), device, repeats=1, warmup=1)
-        data = generate(w, device)
+        where = f"bench {printable(w.name)}" + (f", workload {wi}/{len(workloads)}"
+                                                 if len(workloads) > 1 else "")
+        with steps.step(f"{where}, generating the data", keep=False):
+            gen = time_call(partial(generate, w, device), device, repeats=1, warmup=1)
+            data = generate(w, device)
         log.write(f"[{wi}/{len(workloads)}] {w.describe()}: data generated in "
                   f"{gen.median * 1e3:.1f} ms\n")
         mode: Out = out or ("rowid" if data.queries is not None else "count")
         reserve = estimate_workload(w, mode).total
         done: list[tuple[Contender, Any, np.ndarray | None, dict[str, float]]] = []
-        for entry in entries:
+        for k, entry in enumerate(entries, 1):
             interrupts.check()
             name = printable(entry.title)
-            index = create(entry.name, device=device, **entry.params)
-            if data.queries is None and not index.capabilities.range:
-                log.write(f"    {name:<16} skipped: no range lookups\n")
-                continue
-            if mode not in index.capabilities.out_modes:
-                log.write(f"    {name:<16} skipped: no out={mode!r}\n")
-                continue
-            try:
-                build = time_call(_build_fn(index, data.keys), device, repeats=repeats)
-            except DeviceUnavailable as exc:  # e.g. engine="optix" where OptiX cannot run
-                log.write(f"    {name:<16} skipped: {one_line(str(exc))}\n")
-                continue
-            fp = index.memory_footprint()
-            sig = _count_signature(index, data)
-            c = Contender(entry, index, _lookup_fn(index, data, mode), build,
-                          index.params.model_dump())
-            c.calibrate(device)
-            lat = _latency(index, data, device, repeats) if latency else {}
-            if not (interleave and keep_built(reserve, device)):
-                c.order = "sequential"
-                c.seconds = [c.repetition(device) for _ in range(repeats)]
-                c.index = c.run = None  # release the index: only its figures are kept
+            with steps.step(f"{where}, index {k}/{len(entries)} {name}", keep=False) as st:
+                index = create(entry.name, device=device, **entry.params)
+                if data.queries is None and not index.capabilities.range:
+                    log.write(f"    {name:<16} skipped: no range lookups\n")
+                    continue
+                if mode not in index.capabilities.out_modes:
+                    log.write(f"    {name:<16} skipped: no out={mode!r}\n")
+                    continue
+                try:
+                    build = time_call(st.calls(_build_fn(index, data.keys), repeats, "building"),
+                                      device, repeats=repeats)
+                except DeviceUnavailable as exc:  # e.g. engine="optix" where OptiX cannot run
+                    log.write(f"    {name:<16} skipped: {one_line(str(exc))}\n")
+                    continue
+                fp = index.memory_footprint()
+                st.update("checking the answers")
+                sig = _count_signature(index, data)
+                c = Contender(entry, index, _lookup_fn(index, data, mode), build,
+                              index.params.model_dump())
+                st.update("warming up the lookups")
+                c.calibrate(device)
+                st.update("timing single calls")
+                lat = _latency(index, data, device, repeats) if latency else {}
+                if not (interleave and keep_built(reserve, device)):
+                    st.update(f"timing {repeats} repetitions")
+                    c.order = "sequential"
+                    c.seconds = [c.repetition(device) for _ in range(repeats)]
+                    c.index = c.run = None  # release the index: only its figures are kept
             log.write(f"    {name:<16} built in {build.median * 1e3:8.2f} ms, resident "
                       f"{byte_size(fp.resident_bytes)}"
                       + (", timed at once (memory)" if c.order == "sequential" and interleave
                          else "") + "\n")
             done.append((c, fp, sig, lat))
             del index
-        refs = [Contender(Entry(label), None, fn, Timing((0.0,)))
-                for label, fn in reference_calls(data, device).items()]
-        for c in refs:
-            c.calibrate(device)
-        ranking = rank_rounds([d[0] for d in done], refs, device, repeats,
-                              rank_budget if interleave else 0.0, log)
+        with steps.step(f"{where}, timing {len(done)} index(es) in {repeats} round(s)"
+                        + (" and more until ranked" if rank_budget > 0 and interleave else ""),
+                        keep=False):
+            refs = [Contender(Entry(label), None, fn, Timing((0.0,)))
+                    for label, fn in reference_calls(data, device).items()]
+            for c in refs:
+                c.calibrate(device)
+            ranking = rank_rounds([d[0] for d in done], refs, device, repeats,
+                                  rank_budget if interleave else 0.0, log)
         medians = {c.name: Timing(tuple(c.seconds)).median for c in refs if c.seconds}
         ref_tp = {k: data.n_lookups / m for k, m in medians.items() if m > 0}
         del refs
@@ -657,6 +680,11 @@ def add_cli(sub: Any) -> None:
     s.add_argument("--fail-above", dest="fail_above", type=float, metavar="PCT",
                    help="with --compare: exit 1 when an index is slower than in OLD.json by more "
                    "than PCT percent, beyond noise")
+    s.add_argument("--time-budget", metavar="DURATION",
+                   help="refuse to start a run estimated to take longer, e.g. 600, 90s, 10m, "
+                   "2h, or none (default: 10m on the CPU, none on a GPU)")
+    s.add_argument("--yes", action="store_true",
+                   help="run even where the estimated duration exceeds --time-budget")
     s.set_defaults(func=cmd_bench)
 
 
@@ -825,6 +853,25 @@ def _saved_run(args: argparse.Namespace) -> SavedRun | None:
         if not (math.isfinite(args.fail_above) and args.fail_above >= 0):
             raise ConfigError(f"--fail-above must be a percentage >= 0, got {args.fail_above}")
     return load_saved(Path(args.compare)) if args.compare is not None else None
+#: The default --time-budget on the CPU, in seconds (none on a GPU).
+CPU_TIME_BUDGET = 600.0
+
+
+def _check_duration(args: argparse.Namespace, device: str, workloads: list[Workload],
+                    entries: list[Entry], steps: Progress) -> None:
+    """Refuse (ConfigError) a run estimated (:mod:`indexzoo.tools.estimate`) to exceed
+    --time-budget unless --yes is given; state the estimate of any other on standard error."""
+    budget = parse_duration(args.time_budget) if args.time_budget is not None else \
+        CPU_TIME_BUDGET if device == "cpu" else None
+    est = estimate_bench(workloads, bench_entries(entries), device, args.repeats,
+                         args.out_mode, steps, limit=None if args.yes else budget,
+                         rank_budget=0.0 if args.sequential else args.rank_budget)
+    if est is None:
+        return
+    if not args.yes:
+        check_budget(est, budget, device)
+    sys.stderr.write(f"estimated duration: {est.describe()}, calibrated on samples of "
+                     f"2^{SAMPLE.bit_length() - 1} keys\n")
 
 
 def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[Workload],
@@ -839,11 +886,14 @@ def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[W
     label = (Path(args.workload).stem if args.workload else args.preset) + \
         (f"-{args.sweep}" if args.sweep else "") + \
         (f"-{args.param_sweep.split('=')[0].replace('.', '-')}" if args.param_sweep else "")
+    steps = Progress()
+    _check_duration(args, device, workloads, entries, steps)
     results = ResultsFile(folder / f"{label}-{device}-{stamp}", env, len(workloads), sys.stderr,
                           _PLOT_SUFFIXES if with_plot else ())
     records = run_bench(workloads, entries, device, repeats=args.repeats, out=args.out_mode,
                         latency=latency, sweep=args.sweep, interleave=not args.sequential,
-                        rank_budget=args.rank_budget, on_workload_done=results.update)
+                        rank_budget=args.rank_budget, on_workload_done=results.update,
+                        steps=steps)
     interrupts.check()
     out.write(format_table(records) + "\n")
     for line in format_warnings(records):

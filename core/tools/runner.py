@@ -39,10 +39,11 @@ from indexzoo.resources import check_fits, estimate_workload
 from indexzoo.results import LookupResult, Out
 
 from . import interrupts
+from .progress import Progress
 from .timing import synchronize, time_call
 from .workloads import Dataset, Workload, generate, generate_lookups
 
-__all__ = ["RunSpec", "load_keys", "run_spec"]
+__all__ = ["RunSpec", "load_keys", "plan_lines", "run_spec"]
 
 
 #: Key files read as tables (with PyArrow), by suffix.
@@ -403,21 +404,63 @@ def _hits(res: LookupResult) -> int:
     return -1  # sums do not tell hits from misses
 
 
-def run_spec(path: str | Path, stream: TextIO, device: str | None = None) -> int:
-    """Run a spec file and write the summary to ``stream``; returns an exit code."""
+def _count(n: int) -> str:
+    """``16,777,216 (2^24)`` for powers of two, ``1,000`` otherwise."""
+    return f"{n:,} (2^{n.bit_length() - 1})" if n > 1 and n & (n - 1) == 0 else f"{n:,}"
+
+
+def plan_lines(spec: RunSpec, index: GpuIndex) -> list[str]:
+    """What ``run`` is about to do, in two lines: the index and where it runs; the keys, the
+    lookups and how often each is timed."""
+    w = spec.workload
+    point = w.range_hits is None
+    out = spec.out or ("rowid" if point else "count")
+    if spec.keys is None:
+        keys = (f"{_count(w.n_keys)} {w.distribution} u{w.key_bits} keys, generated"
+                + (f" ({w.multiplicity} copies of each)" if w.multiplicity > 1 else ""))
+    else:
+        keys = f"the keys of {printable(spec.keys.path)}"
+    kind = "point" if point else f"range ({w.range_hits} keys each)"
+    return [
+        f"plan       {printable(index.name)} on {index.device}, params "
+        f"{printable(str(index.params.model_dump()))}",
+        f"           build on {keys}; then {_count(w.n_lookups)} {kind} lookups (hit rate "
+        f"{w.hit_rate:g}, out={out}, {w.batches} batch(es)); each timed {spec.repeats} "
+        "time(s) after a warm-up",
+    ]
+
+
+def _data_step(spec: RunSpec, dev: str) -> str:
+    w = spec.workload
+    if spec.keys is None:
+        return f"generating {_count(w.n_keys)} keys and {_count(w.n_lookups)} lookups on {dev}"
+    return f"reading {printable(spec.keys.path)}, generating {_count(w.n_lookups)} lookups"
+
+
+def run_spec(path: str | Path, stream: TextIO, device: str | None = None,
+             steps: Progress | None = None) -> int:
+    """Run a spec file and write the plan and then the summary to ``stream``; returns an exit
+    code. Each step shows its progress on ``steps`` (default: on standard error, when it is a
+    terminal)."""
     spec = load_run_spec(path)
     index: GpuIndex = create(spec, device=device)
     check_something_to_run(spec, path)
     dev = index.device
+    steps = steps if steps is not None else Progress()
+    stream.write("\n".join(plan_lines(spec, index)) + "\n")
+    stream.flush()
     check_memory(spec, dev)
     t0 = time.perf_counter()
-    keys, data = _dataset(spec, dev)
-    synchronize(dev)
+    with steps.step(_data_step(spec, dev)):
+        keys, data = _dataset(spec, dev)
+        synchronize(dev)
     interrupts.check()
     prepare_s = time.perf_counter() - t0
     point = data.queries is not None
     out: Out = spec.out or ("rowid" if point else "count")
-    build = time_call(lambda: index.build(keys), dev, repeats=spec.repeats)
+    with steps.step(f"building {printable(index.name)}") as st:
+        build = time_call(st.calls(lambda: index.build(keys), spec.repeats), dev,
+                          repeats=spec.repeats)
     fp = index.memory_footprint()
     batches = data.batches()
 
@@ -426,11 +469,13 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None) -> int
             return [index.point(b[0], out=out) for b in batches]
         return [index.range(b[0], b[1], out=out) for b in batches]
 
-    t = time_call(lookups, dev, repeats=spec.repeats)
-    results = lookups()
-    synchronize(dev)
-    interrupts.check()
-    hits = sum(_hits(r) for r in results)
+    with steps.step(f"{_count(data.n_lookups)} lookups") as st:
+        t = time_call(st.calls(lookups, spec.repeats), dev, repeats=spec.repeats)
+    with steps.step("counting the hits"):
+        results = lookups()
+        synchronize(dev)
+        interrupts.check()
+        hits = sum(_hits(r) for r in results)
     n = data.n_lookups
     kind = "point" if point else f"range ({spec.workload.range_hits} keys each)"
     lines = [

@@ -20,7 +20,7 @@ ROOT = Path(__file__).parents[2]
 PACKAGE_DIRS = ("core", "native", "plugins", "conformance")
 
 #: A malformed value of each variable that has a form to break (folders and commits take any text).
-MALFORMED = {"INDEXZOO_DEVICE": "gpu", "INDEXZOO_MEMORY_CHECK": "maybe",
+MALFORMED = {"INDEXZOO_DEVICE": "gpu", "INDEXZOO_MEMORY_CHECK": "maybe", "INDEXZOO_PROGRESS": "quiet",
              "INDEXZOO_PLUGIN_TIMEOUT": "soon", "INDEXZOO_CPU_SERIAL_BELOW": "1e3",
              "INDEXZOO_CPU_SERIAL_BELOW_RAYS": "-1", "INDEXZOO_NUMBA_LAUNCH": "2",
              "INDEXZOO_RANK_BUDGET": "-5"}

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import skip_without_cuda_simulator
 
 import indexzoo
 from indexzoo import ConfigError, ResourceError
@@ -1004,6 +1005,7 @@ def test_the_gpu_kernels_agree_with_the_cpu_in_the_simulator() -> None:
     """The sieve kernel, the RT refine (any-hit with numba-cuda's atomics), the direct refine
     and the plan kernel through ``cuda.jit`` under numba's CUDA simulator, on host plans and on
     the range path's device plan."""
+    skip_without_cuda_simulator()
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     res = subprocess.run([sys.executable, "-c", SIM_SCRIPT], capture_output=True, text=True,
                          env=env, timeout=600)
