@@ -384,8 +384,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                          else "") + "\n")
             done.append((c, fp, sig, lat))
             del index
-        with steps.step(f"{where}, timing {len(done)} index(es) in {repeats} round(s)"
-                        + (" and more until ranked" if rank_budget > 0 and interleave else ""),
+        more = "+" if rank_budget > 0 and interleave else ""  # rounds go on until ranked
+        with steps.step(f"{where}, timing {len(done)} index(es), {repeats}{more} round(s)",
                         keep=False):
             refs = [Contender(Entry(label), None, fn, Timing((0.0,)))
                     for label, fn in reference_calls(data, device).items()]
