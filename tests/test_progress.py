@@ -237,7 +237,7 @@ def test_bench_on_a_terminal_shows_the_data_each_index_and_the_timing_rounds(
                  "bench tiny, index 2/2 sorted-array: building, warm-up (may compile)",
                  "bench tiny, index 2/2 sorted-array: building, timed run 2/2",
                  "bench tiny, index 2/2 sorted-array: checking the answers",
-                 "bench tiny, timing 2 index(es) in 2 round(s)"):
+                 "bench tiny, timing 2 index(es), 2 round(s)"):
         assert text in updates, (text, updates)
     assert frames(term.getvalue())[0].startswith("bench tiny, generating the data  ")
     assert screen(term.getvalue()) == [], "each step gives way to bench's own report line"

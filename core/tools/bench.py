@@ -42,9 +42,15 @@ from indexzoo.envvars import RANK_BUDGET
 from indexzoo.errors import ConfigError, DeviceUnavailable, MissingDependency
 from indexzoo.registry import available, create, named
 from indexzoo.resources import available_memory, check_fits, estimate_workload
-from indexzoo.results import LookupResult, Out
+from indexzoo.results import Out
 
 from . import interrupts
+from .calls import (
+    REWARM_BELOW_S,
+    build_call,
+    calls_per_repetition,
+    lookup_call,
+)
 from .compare import FORMAT_VERSION, SavedRun, compare, format_report, load_saved, regressions
 from .environment import environment
 from .estimate import SAMPLE, check_budget, estimate_bench, parse_duration
@@ -125,22 +131,11 @@ def sweep_workloads(base: Workload, dim: str, device: str) -> list[Workload]:
 
 
 # ---------------------------------------------------------------------- running
-def _lookup_fn(index: Any, data: Dataset, out: Out) -> Callable[[], list[LookupResult]]:
-    batches = data.batches()
-    if data.queries is not None:
-        return lambda: [index.point(b[0], out=out) for b in batches]
-    return lambda: [index.range(b[0], b[1], out=out) for b in batches]
-
-
-def _build_fn(index: Any, keys: Any) -> Callable[[], Any]:
-    return lambda: index.build(keys)
-
-
 def _count_signature(index: Any, data: Dataset) -> np.ndarray | None:
     """Per-lookup match counts (untimed), to compare answers with the peer."""
     if "count" not in index.capabilities.out_modes:
         return None
-    parts = _lookup_fn(index, data, "count")()
+    parts = lookup_call(index, data, "count")()
     return np.concatenate([to_numpy(p.count).astype(np.int64) for p in parts]) if parts else \
         np.zeros(0, np.int64)
 
@@ -169,14 +164,6 @@ def _latency(index: Any, data: Dataset, device: str, repeats: int) -> dict[str, 
     return res
 
 
-#: Calls shorter than this are preceded, in interleaved timing, by one untimed call of the same
-#: index, so that its data is back in the caches as when repetitions run back to back.
-REWARM_BELOW_S = 0.2
-#: A repetition lasts at least this long: a shorter call is repeated within one repetition
-#: (as many times as fill it, at most :data:`MAX_CALLS`) and the mean per call is kept, so
-#: that timer resolution and scheduling noise do not dominate short calls.
-MIN_REPETITION_S = 0.01
-MAX_CALLS = 1000
 
 
 @dataclass
@@ -198,7 +185,7 @@ class Contender:
         self.run()
         synchronize(device)
         t = time_once(self.run, device)
-        self.calls = MAX_CALLS if t <= 0 else max(1, min(MAX_CALLS, math.ceil(MIN_REPETITION_S / t)))
+        self.calls = calls_per_repetition(t)
 
     def repetition(self, device: str) -> float:
         """Seconds per call of one timed repetition."""
@@ -359,7 +346,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                     log.write(f"    {name:<16} skipped: no out={mode!r}\n")
                     continue
                 try:
-                    build = time_call(st.calls(_build_fn(index, data.keys), repeats, "building"),
+                    build = time_call(st.calls(build_call(index, data.keys), repeats, "building"),
                                       device, repeats=repeats)
                 except DeviceUnavailable as exc:  # e.g. engine="optix" where OptiX cannot run
                     log.write(f"    {name:<16} skipped: {one_line(str(exc))}\n")
@@ -367,7 +354,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 fp = index.memory_footprint()
                 st.update("checking the answers")
                 sig = _count_signature(index, data)
-                c = Contender(entry, index, _lookup_fn(index, data, mode), build,
+                c = Contender(entry, index, lookup_call(index, data, mode), build,
                               index.params.model_dump())
                 st.update("warming up the lookups")
                 c.calibrate(device)

@@ -18,7 +18,7 @@ These scaled times are then counted as often as ``bench`` runs them: three data 
 per workload (a warm-up, the timed one, the one kept), per index one warm-up build and
 ``repeats`` timed ones, an untimed pass for the answer check, two calibration passes and
 ``repeats`` timed repetitions (each with its re-warming call where a call is short, and as many
-calls as fill :data:`~indexzoo.tools.bench.MIN_REPETITION_S`), and the two references alike.
+calls as fill :data:`~indexzoo.tools.calls.MIN_REPETITION_S`), and the two references alike.
 
 It is a rough figure: for the ``quick`` preset on a shared 2-core CPU it gave 0.9 and 1.25
 times the time the run then took; far beyond the sample (``paper`` on a CPU) it gives the
@@ -42,6 +42,7 @@ from indexzoo.registry import create
 from indexzoo.results import Out
 
 from . import interrupts
+from .calls import REWARM_BELOW_S, build_call, calls_per_repetition, lookup_call
 from .progress import NO_PROGRESS, Progress, duration
 from .references import reference_calls
 from .timing import synchronize, time_once
@@ -113,9 +114,7 @@ def _key_factor(n: int, n_sample: int) -> float:
 def _repetitions(t: float, repeats: int) -> float:
     """Seconds that calibrating and timing ``repeats`` repetitions of a call of ``t`` seconds
     take in ``bench`` (see :class:`~indexzoo.tools.bench.Contender`)."""
-    from .bench import MAX_CALLS, MIN_REPETITION_S, REWARM_BELOW_S
-
-    calls = MAX_CALLS if t <= 0 else max(1, min(MAX_CALLS, math.ceil(MIN_REPETITION_S / t)))
+    calls = calls_per_repetition(t)
     rewarm = t if calls * t < REWARM_BELOW_S else 0.0
     return 2 * t + repeats * (calls * t + rewarm)
 
@@ -150,18 +149,16 @@ def _index_seconds(name: str, params: dict[str, Any], data: Dataset, device: str
                    mode: Out, repeats: int, scale: _Scale) -> float | None:
     """Seconds ``bench`` will spend on one index for the workload ``data`` samples; None
     where ``bench`` skips it (no range lookups, no such out mode, its device unusable)."""
-    from .bench import _build_fn, _lookup_fn
-
     index = create(name, device=device, **params)
     caps = index.capabilities
     if (data.queries is None and not caps.range) or mode not in caps.out_modes:
         return None
     try:
-        build = _timed(_build_fn(index, data.keys), device) * scale.keys
+        build = _timed(build_call(index, data.keys), device) * scale.keys
     except DeviceUnavailable:
         return None
-    lookups = _timed(_lookup_fn(index, data, mode), device) * scale.lookups
-    check = _timed(_lookup_fn(index, data, "count"), device) * scale.lookups \
+    lookups = _timed(lookup_call(index, data, mode), device) * scale.lookups
+    check = _timed(lookup_call(index, data, "count"), device) * scale.lookups \
         if "count" in caps.out_modes else 0.0
     return (1 + repeats) * build + check + _repetitions(lookups, repeats)
 
