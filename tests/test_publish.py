@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+import indexzoo.files as files_module
 from indexzoo.tools import bench, interrupts, recommend
 from indexzoo.tools import publish as publish_module
 from indexzoo.tools.cli import main
@@ -252,7 +253,7 @@ def test_a_guessed_temporary_name_is_never_opened_or_written_through(
     planted there is not opened: the temporary is created exclusively (O_EXCL | O_NOFOLLOW),
     and another random name is drawn."""
     draws = iter(["guessed", "guessed", "fresh"])
-    monkeypatch.setattr(publish_module.secrets, "token_hex", lambda n: next(draws))
+    monkeypatch.setattr(files_module.secrets, "token_hex", lambda n: next(draws))
     planted = tmp_path / ".run.txt.guessed.tmp"
     planted.symlink_to(victim)
     (final,) = publish(tmp_path, ["run"], [_text(b"result\n")])

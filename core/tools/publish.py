@@ -36,24 +36,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from indexzoo.files import sync_folder
+from indexzoo.files import create_temporary, replace_file, sync_folder
 
 from . import interrupts
 
 __all__ = ["Member", "numbered", "publish", "rewrite"]
 
-_CREATE = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-           | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
 #: ``link`` errors that mean "this file system has no hard links".
 _NO_HARD_LINKS = {errno.EPERM, errno.ENOSYS, errno.EOPNOTSUPP,
                   getattr(errno, "ENOTSUP", errno.EOPNOTSUPP)}
-_TRIES = 100  # temporary names tried before giving up (each one random)
 
 
 @dataclass(frozen=True)
@@ -92,7 +88,7 @@ def publish(folder: Path, names: Iterable[str], members: Sequence[Member], *,
         for member in members:
             interrupts.check()
             with interrupts.deferred():  # a created temporary is always in ``temps``
-                fd, path = _create(folder, first + member.suffix)
+                fd, path = create_temporary(folder, first + member.suffix)
                 temps.append(_Temp(path))
             with os.fdopen(fd, "wb") as f:
                 member.write(f)
@@ -122,35 +118,7 @@ def rewrite(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Replace the file at ``path`` with what ``write`` writes to an open binary file, in one
     step (see the module docstring); a symbolic link at ``path`` is replaced itself, never
     followed."""
-    interrupts.check()
-    with interrupts.deferred():
-        fd, temp = _create(path.parent, path.name)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        interrupts.check()
-        with interrupts.deferred():
-            os.replace(temp, path)
-    except BaseException:
-        with interrupts.deferred(), contextlib.suppress(OSError):
-            os.unlink(temp)  # gone already where the rename happened
-        raise
-    sync_folder(path.parent)
-
-
-def _create(folder: Path, name: str) -> tuple[int, Path]:
-    """A new file in ``folder`` with a random hidden name starting with ``.name``: (fd, path).
-    The mode is 0666 less the umask, as for any file the user creates."""
-    for _ in range(_TRIES):
-        path = folder / f".{name}.{secrets.token_hex(8)}.tmp"
-        try:
-            return os.open(path, _CREATE, 0o666), path
-        except FileExistsError:
-            continue
-    raise FileExistsError(errno.EEXIST, f"no free temporary name after {_TRIES} tries",
-                          str(folder / f".{name}.*.tmp"))
+    replace_file(path, write, guard=interrupts.deferred, check=interrupts.check)
 
 
 def _name(folder: Path, first: str, others: Iterator[str], members: Sequence[Member],
