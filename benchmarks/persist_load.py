@@ -61,6 +61,18 @@ def fromfile_arrays(path: Path) -> Callable[[], list[np.ndarray]]:
     return read
 
 
+def print_row(r: dict[str, Any]) -> None:
+    """One line of the table, printed as soon as its index is measured."""
+    if "np_fromfile_s" in r:
+        print(f"{r['index']:14} file {r['bytes'] / 1e6:9.1f} MB  np.fromfile "
+              f"{r['np_fromfile_s']:.3f} s  np.load(npz) {r['np_load_npz_s']:.3f} s  "
+              f"persist.read {r['read_checked_s']:.3f} s  indexzoo.load {r['load_s']:.3f} s"
+              f"  load/fromfile {r['load_over_fromfile']:.2f}x", flush=True)
+    else:
+        print(f"{r['index']:14} file {r['bytes'] / 1e6:9.1f} MB  build {r['build_s']:.3f} s  "
+              f"load {r['load_s']:.3f} s  build/load {r['build_over_load']:.1f}x", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
@@ -91,6 +103,8 @@ def main() -> None:
         rows.append({"index": "sorted-array", "bytes": path.stat().st_size,
                      "np_fromfile_s": t_np, "np_load_npz_s": t_npz, "read_checked_s": t_read,
                      "load_s": t_load, "load_over_fromfile": t_load / t_np})
+        print(f"device {dev}, 2^{args.log2_keys} uint64 keys, best of {args.repeat}")
+        print_row(rows[-1])
         for name in [s for s in args.indexes.split(",") if s]:
             index = indexzoo.create(name, device=dev)
             t_build = best(lambda index=index: index.build(keys), args.repeat, sync)
@@ -100,15 +114,8 @@ def main() -> None:
             t_load = best(lambda p=p: indexzoo.load(p, device=dev), args.repeat, sync)
             rows.append({"index": name, "bytes": p.stat().st_size, "build_s": t_build,
                          "load_s": t_load, "build_over_load": t_build / t_load})
-    print(f"device {dev}, 2^{args.log2_keys} uint64 keys, best of {args.repeat}")
-    first = rows[0]
-    print(f"{'sorted-array':14} file {first['bytes'] / 1e6:9.1f} MB  np.fromfile "
-          f"{first['np_fromfile_s']:.3f} s  np.load(npz) {first['np_load_npz_s']:.3f} s  "
-          f"persist.read {first['read_checked_s']:.3f} s  indexzoo.load {first['load_s']:.3f} s"
-          f"  load/fromfile {first['load_over_fromfile']:.2f}x")
-    for r in rows[1:]:
-        print(f"{r['index']:14} file {r['bytes'] / 1e6:9.1f} MB  build {r['build_s']:.3f} s  "
-              f"load {r['load_s']:.3f} s  build/load {r['build_over_load']:.1f}x")
+            print_row(rows[-1])
+            del index
     Path(args.json).write_text(json.dumps({"device": dev, "log2_keys": args.log2_keys,
                                            "repeat": args.repeat, "rows": rows}, indent=2))
 

@@ -10,7 +10,8 @@
 #                        (CONF_TIMEOUT seconds each; CONF_GPU_TESTS=0 leaves the GPU tests out)
 #                        (CONF_K: a pytest -k selection of checks; CONF_GPU_TESTS_PATH:
 #                        where the GPU tests are looked for, default tests)
-#   persist:N            benchmarks/persist_load.py on cuda and cpu, 2^N keys
+#   persist:N            benchmarks/persist_load.py on cuda and cpu, 2^N keys (PERSIST_DEVICES:
+#                        the devices, default "cuda cpu")
 #   check:NAME           indexzoo check NAME --device cuda --size large
 #   bench:PRESET         indexzoo bench --preset PRESET --device cuda
 #   benchsum:PRESET      the same with --out-mode sum
@@ -102,7 +103,7 @@ for step in "$@"; do
     persist:*)
       # benchmarks/persist_load.py: load against NumPy's read and against a build, 2^N keys
       n=${step#persist:}
-      for dev in cuda cpu; do
+      for dev in ${PERSIST_DEVICES:-cuda cpu}; do
         only=""; [ "$dev" = cpu ] && only="--indexes="  # the builds on the GPU only
         timeout "${PERSIST_TIMEOUT:-300}" python3 benchmarks/persist_load.py --device "$dev" $only \
           --log2-keys "$n" --json "$out/persist-load-$dev-2e$n.json" \
