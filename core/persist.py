@@ -37,7 +37,7 @@ import sys
 import typing
 import zipfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +50,7 @@ from .config import as_path
 from .devices import device_of, import_cupy, to_device, to_numpy
 from .errors import IndexFileError
 from .files import replace_file
+from .sinks import Sink, sink_for
 
 __all__ = [
     "FORMAT",
@@ -447,8 +448,14 @@ def _write_zip(raw: BinaryIO, saved: SavedIndex) -> None:
                 np.lib.format.write_array(member, arr, allow_pickle=False)
 
 
-def read(path: str | os.PathLike[str]) -> SavedIndex:
-    """Read and check a saved index (see the module docstring); host arrays.
+def read(path: str | os.PathLike[str],
+         device: str | Callable[[SavedIndex], str] = "cpu") -> SavedIndex:
+    """Read and check a saved index (see the module docstring).
+
+    ``device`` is where the arrays are read to: ``"cuda"`` reads them straight into CuPy
+    arrays (through pinned staging buffers, the copy overlapping the read), anything else into
+    NumPy arrays; or a function given the metadata (``SavedIndex`` with no arrays yet) that
+    returns the device, for a caller that decides it from what the file holds.
 
     Raises :class:`~indexzoo.errors.IndexFileError` for a file that is not a saved index, is
     truncated or corrupted, or has a newer format version; ConfigError for anything but a
@@ -468,7 +475,12 @@ def read(path: str | os.PathLike[str]) -> SavedIndex:
                                  "index again") from None
         with zf:
             saved = SavedIndex(_read_meta(zf, src), source=src)
-            saved.arrays = dict(_read_arrays(raw, zf, saved))
+            target = device(saved) if callable(device) else device
+            sink = sink_for(target, _CHUNK)
+            try:
+                saved.arrays = dict(_read_arrays(raw, zf, saved, sink))
+            finally:
+                sink.close()  # no copy to the device is left running, error or not
     return saved
 
 
@@ -495,8 +507,8 @@ def _read_meta(zf: zipfile.ZipFile, src: str) -> dict[str, Any]:
     return meta
 
 
-def _read_arrays(raw: BinaryIO, zf: zipfile.ZipFile,
-                 saved: SavedIndex) -> Iterator[tuple[str, np.ndarray]]:
+def _read_arrays(raw: BinaryIO, zf: zipfile.ZipFile, saved: SavedIndex,
+                 sink: Sink) -> Iterator[tuple[str, Any]]:
     table = saved.meta.get("arrays")
     if not isinstance(table, dict):
         raise saved.problem("its metadata has no array table")
@@ -506,10 +518,10 @@ def _read_arrays(raw: BinaryIO, zf: zipfile.ZipFile,
             info = members.get(f"{_ARRAY_DIR}{name}.npy")
             if info is None:
                 raise saved.problem(f"array {name} is missing")
-            yield name, _checked(_read_member(raw, info, saved, pool), name, spec, saved)
+            yield name, _checked(_read_member(raw, info, saved, pool, sink), name, spec, saved)
 
 
-def _checked(arr: np.ndarray, name: str, spec: Any, saved: SavedIndex) -> np.ndarray:
+def _checked(arr: Any, name: str, spec: Any, saved: SavedIndex) -> Any:
     if not isinstance(spec, dict):
         raise saved.problem(f"array {name}: malformed entry in the array table")
     if arr.dtype.str != spec.get("dtype") or list(arr.shape) != spec.get("shape"):
@@ -519,8 +531,8 @@ def _checked(arr: np.ndarray, name: str, spec: Any, saved: SavedIndex) -> np.nda
 
 
 def _read_member(raw: BinaryIO, info: zipfile.ZipInfo, saved: SavedIndex,
-                 pool: ThreadPoolExecutor) -> np.ndarray:
-    """One ``.npy`` member read straight from its offset, its CRC-32 checked."""
+                 pool: ThreadPoolExecutor, sink: Sink) -> Any:
+    """One ``.npy`` member read straight from its offset into ``sink``, its CRC-32 checked."""
     what = info.filename
     if info.compress_type != zipfile.ZIP_STORED:
         raise saved.problem(f"{what} is compressed; indexzoo writes stored members only")
@@ -552,25 +564,26 @@ def _read_member(raw: BinaryIO, info: zipfile.ZipInfo, saved: SavedIndex,
                             f"{header_len + nbytes}")
     raw.seek(start)
     crc = zlib.crc32(raw.read(header_len))
-    flat = np.empty(count, dtype=dtype)
-    view = flat.view(np.uint8).reshape(-1).data
+    sink.start(count, dtype)
     # read chunk i + 1 while chunk i is checksummed on a thread (zlib releases the GIL)
     pending: Future[int] | None = None
     done = 0
     while done < nbytes:
-        got = raw.readinto(view[done:done + _CHUNK])  # type: ignore[attr-defined]
+        view = sink.buffer(done, min(_CHUNK, nbytes - done))
+        got = raw.readinto(view)  # type: ignore[attr-defined]
         if not got:
             raise saved.problem(f"{what}: the file ends inside it (truncated)")
         if pending is not None:
             crc = pending.result()
-        pending = pool.submit(zlib.crc32, view[done:done + got], crc)
+        pending = pool.submit(zlib.crc32, view[:got], crc)
+        sink.commit(done, got)
         done += got
     if pending is not None:
         crc = pending.result()
     if crc != info.CRC:
         raise saved.problem(f"{what}: checksum mismatch (the file is corrupted); save the "
                             "index again")
-    return flat.reshape(shape, order="F" if fortran else "C")
+    return sink.result().reshape(shape, order="F" if fortran else "C")
 
 
 def to_target(arrays: Mapping[str, np.ndarray], device: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ import pluggy
 from . import envvars, hookspecs, persist
 from .config import IndexSpec, spec_from_data
 from .contract import GpuIndex, check_plugin_class
+from .devices import cuda_status
 from .display import one_line, shown
 from .errors import ConfigError, DuplicatePlugin, PluginError
 from .hookspecs import Suggestion, SuggestQuestion
@@ -381,13 +382,23 @@ def load(path: str | os.PathLike[str], *, device: str | None = None) -> GpuIndex
     class path read from the file). Raises :class:`~indexzoo.errors.IndexFileError` for a
     file that is not a saved index, is truncated, corrupted, or of a newer format version,
     and ConfigError when the index it holds is not installed."""
-    saved = persist.read(path)
-    try:
-        cls = lookup(saved.index)
-    except ConfigError as exc:
-        raise type(exc)(f"{saved.source}: holds index {saved.index!r}, which cannot be used "
-                        f"here: {exc}") from None
-    return cls.from_saved(saved, device=device)
+    found: dict[str, Any] = {}
+
+    def target(saved: persist.SavedIndex) -> str:
+        """The device the arrays are read onto, known once the metadata is read (a load onto
+        the GPU reads them straight into device memory)."""
+        try:
+            cls = lookup(saved.index)
+        except ConfigError as exc:
+            raise type(exc)(f"{saved.source}: holds index {saved.index!r}, which cannot be "
+                            f"used here: {exc}") from None
+        found["cls"], found["device"] = cls, cls._load_device(saved, device)
+        onto_gpu = (found["device"] == "cuda" and "cuda" in cls.capabilities.devices
+                    and cuda_status()[0])
+        return "cuda" if onto_gpu else "cpu"  # else the index's own checks speak, after reading
+
+    saved = persist.read(path, target)
+    return found["cls"].from_saved(saved, device=found["device"])
 
 
 def suggestions(question: SuggestQuestion) -> list[Suggestion]:

@@ -302,3 +302,33 @@ def test_a_gpu_index_loads_onto_the_cpu_and_back(tmp_path: Path) -> None:
     again = indexzoo.load(tmp_path / "c.izo", device="cuda")
     assert again.device == "cuda" and counts(again) == counts(gpu)
     assert indexzoo.load(tmp_path / "g.izo").device == "cuda"  # the saved device by default
+
+
+@pytest.mark.gpu
+def test_a_load_onto_the_gpu_streams_many_chunks_into_device_arrays(tmp_path: Path) -> None:
+    # 2^22 keys: 32 MiB of keys, more chunks than the pinned staging buffers, each reused
+    keys = np.random.default_rng(5).permutation(1 << 22).astype(np.uint64) * np.uint64(7)
+    host = indexzoo.create("sorted-array", device="cpu").build(keys)
+    host.save(tmp_path / "big.izo")
+    saved = persist.read(tmp_path / "big.izo", "cuda")
+    assert all(type(a).__module__.startswith("cupy") for a in saved.arrays.values())
+    assert all(np.array_equal(a.get(), b) for a, b in zip(
+        saved.arrays.values(), persist.read(tmp_path / "big.izo").arrays.values(), strict=True))
+    gpu = indexzoo.load(tmp_path / "big.izo", device="cuda")
+    probe = np.concatenate([keys[::4097], keys[::8191] + np.uint64(1)])
+    assert np.array_equal(gpu.point(probe, out="count").to_host().count,
+                          host.point(probe, out="count").to_host().count)
+
+
+@pytest.mark.gpu
+def test_a_damaged_file_is_refused_on_the_way_to_the_gpu(tmp_path: Path) -> None:
+    path = saved_index(tmp_path)
+    data = bytearray(path.read_bytes())
+    (tmp_path / "cut.izo").write_bytes(bytes(data[: len(data) // 2]))
+    with pytest.raises(IndexFileError, match="truncated or damaged"):
+        indexzoo.load(tmp_path / "cut.izo", device="cuda")
+    at = bytes(data).index(np.sort(KEYS).tobytes())  # the sorted keys' bytes
+    data[at + 3] ^= 0x10
+    path.write_bytes(bytes(data))
+    with pytest.raises(IndexFileError, match="checksum mismatch"):
+        indexzoo.load(path, device="cuda")
