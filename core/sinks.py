@@ -46,7 +46,7 @@ class HostSink(Sink):
 
     def start(self, count: int, dtype: np.dtype) -> None:
         self._flat = np.empty(count, dtype=dtype)
-        self._view = memoryview(self._flat.view(np.uint8).reshape(-1))
+        self._view = self._flat.view(np.uint8).reshape(-1).data
 
     def buffer(self, offset: int, size: int) -> memoryview:
         return self._view[offset:offset + size]
@@ -78,7 +78,7 @@ class DeviceSink(Sink):
         slot = self._turn % len(self._buffers)
         if self._done[slot] is not None:
             self._done[slot].synchronize()
-        return memoryview(self._buffers[slot])[:size]
+        return self._buffers[slot].data[:size]
 
     def commit(self, offset: int, size: int) -> None:
         slot = self._turn % len(self._buffers)
