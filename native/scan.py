@@ -28,6 +28,7 @@ matches nothing.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,8 @@ from indexzoo.devices import xp_of
 
 from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel
 
-__all__ = ["ITEMS", "SCAN", "WARP", "scan_bitmap", "scan_bitmaps"]
+__all__ = ["ITEMS", "ITEMS_CHOICES", "SCAN", "UNROLLED_COLUMNS", "WARP", "scan_bitmap", "scan_bitmaps",
+           "scan_kernel"]
 
 WARP = 32
 #: Output words per warp of the cooperative body (its body is written out for four).
@@ -82,53 +84,63 @@ def _import_cuda() -> None:
         cuda = numba_cuda
 
 
-def _cooperative() -> Any:
-    """The warp body, :data:`ITEMS` words per warp (imports numba.cuda: GPU only)."""
+def _warp_source(items: int, columns: int) -> str:
+    """The source of the warp body serving ``items`` consecutive output words per warp.
+
+    Lane ``l`` holds the rows ``32 (w0 + k) + l``, ``k < items``, as scalars (registers, not a
+    local array). ``columns=0``: any number of columns, column by column, each column's loads
+    issued before its tests and the loop left once every row of the lane has failed (no more
+    loads for it). ``columns=D``: exactly D columns, written out: the loads of every column
+    come first (a row past the end reads the last row and is never alive), then every test,
+    so ``D * items`` independent requests per lane are in flight at once; nothing is skipped.
+    """
+    ks = range(items)
+    lines = [
+        "def scan_group(th, cols, lo, hi, n, words, out):",
+        f"    wg = (words + {items - 1}) // {items}",
+        "    i = th // 32",
+        "    lane = th - i * 32",
+        "    q = i // wg",
+        f"    w0 = (i - q * wg) * {items}",
+        "    base = w0 * 32 + lane",
+    ]
+    lines += [f"    r{k} = base + {32 * k}" for k in ks]
+    lines += [f"    a{k} = r{k} < n" for k in ks]
+    if columns == 0:
+        lines += ["    for j in range(cols.shape[1]):",
+                  "        lo_j = lo[q, j]",
+                  "        hi_j = hi[q, j]"]
+        lines += [f"        v{k} = cols[r{k}, j] if a{k} else lo_j" for k in ks]
+        lines += [f"        a{k} = a{k} and v{k} >= lo_j and v{k} <= hi_j" for k in ks]
+        lines += [f"        if not ({' or '.join(f'a{k}' for k in ks)}):",
+                  "            break"]
+    else:
+        lines += ["    last = n - 1"]
+        lines += [f"    c{k} = r{k} if r{k} < n else last" for k in ks]
+        for j in range(columns):
+            lines += [f"    v{k}_{j} = cols[c{k}, {j}]" for k in ks]
+        for j in range(columns):
+            lines += [f"    lo_{j} = lo[q, {j}]", f"    hi_{j} = hi[q, {j}]"]
+        for k in ks:
+            tests = " and ".join(f"v{k}_{j} >= lo_{j} and v{k}_{j} <= hi_{j}"
+                                 for j in range(columns))
+            lines += [f"    a{k} = a{k} and {tests}"]
+    lines += ["    full = np.uint32(0xFFFFFFFF)"]
+    lines += [f"    b{k} = cuda.ballot_sync(full, a{k})" for k in ks]
+    # lane k stores word w0 + k: the warp's stores are consecutive
+    lines += [f"    if lane < {items} and w0 + lane < words:",
+              f"        word = b{items - 1}"]
+    lines += [f"        if lane == {k}:\n            word = b{k}" for k in ks[:-1]]
+    lines += ["        out[q, w0 + lane] = np.uint32(word)"]
+    return "\n".join(lines) + "\n"
+
+
+def _warp_body(items: int, columns: int) -> Any:
+    """The warp body of :func:`_warp_source` (imports numba.cuda: GPU only)."""
     _import_cuda()
-
-    @register_jitable
-    def scan_group(th, cols, lo, hi, n, words, out):
-        # warp i serves word group g of query q: words w0 .. w0 + ITEMS - 1
-        wg = (words + ITEMS - 1) // ITEMS
-        i = th // 32
-        lane = th - i * 32
-        q = i // wg
-        w0 = (i - q * wg) * ITEMS
-        # the items as scalars, not a local array, so that they stay in registers; a row
-        # past the end is never alive, which leaves the padding bits zero
-        r0 = w0 * 32 + lane
-        r1 = r0 + 32
-        r2 = r0 + 64
-        r3 = r0 + 96
-        a0 = r0 < n
-        a1 = r1 < n
-        a2 = r2 < n
-        a3 = r3 < n
-        for j in range(cols.shape[1]):
-            lo_j = lo[q, j]
-            hi_j = hi[q, j]
-            # every load before any test: ITEMS independent requests per lane in flight
-            v0 = cols[r0, j] if a0 else lo_j
-            v1 = cols[r1, j] if a1 else lo_j
-            v2 = cols[r2, j] if a2 else lo_j
-            v3 = cols[r3, j] if a3 else lo_j
-            a0 = a0 and v0 >= lo_j and v0 <= hi_j
-            a1 = a1 and v1 >= lo_j and v1 <= hi_j
-            a2 = a2 and v2 >= lo_j and v2 <= hi_j
-            a3 = a3 and v3 >= lo_j and v3 <= hi_j
-            if not (a0 or a1 or a2 or a3):
-                break  # every row of this lane failed a predicate: no more loads
-        full = np.uint32(0xFFFFFFFF)
-        b0 = cuda.ballot_sync(full, a0)
-        b1 = cuda.ballot_sync(full, a1)
-        b2 = cuda.ballot_sync(full, a2)
-        b3 = cuda.ballot_sync(full, a3)
-        # lane k stores word w0 + k: the warp's stores are consecutive
-        if lane < ITEMS and w0 + lane < words:
-            word = b0 if lane == 0 else (b1 if lane == 1 else (b2 if lane == 2 else b3))
-            out[q, w0 + lane] = np.uint32(word)
-
-    return scan_group
+    namespace = {"np": np, "cuda": cuda}
+    exec(_warp_source(items, columns), namespace)
+    return register_jitable(namespace["scan_group"])
 
 
 def _cooperative_word() -> Any:
@@ -152,10 +164,32 @@ def _cooperative_word() -> Any:
     return scan_group_word
 
 
-#: The fused scan; ``group=32`` on the GPU (one warp per :data:`ITEMS` words), 1 on the CPU.
-SCAN = GroupKernel(scan_item, _cooperative, name="fused_scan")
-#: The same with the one-word warp body (``items=1``), for comparison.
-_SCAN_WORD = GroupKernel(scan_item, _cooperative_word, name="fused_scan_word")
+#: Words per warp the warp bodies are made for (1: one row per lane, the earliest body).
+ITEMS_CHOICES = (1, 4, 8, 16)
+#: Column counts the written-out bodies are made for (more columns take the loop).
+UNROLLED_COLUMNS = 4
+_lock = threading.Lock()
+_kernels: dict[tuple[int, int], GroupKernel] = {}
+
+
+def scan_kernel(items: int, columns: int) -> GroupKernel:
+    """The fused scan with ``items`` words per warp on the GPU and, ``columns > 0``, the body
+    written out for exactly that many columns (see :func:`_warp_source`); the CPU runs the
+    scalar body either way."""
+    key = (items, columns)
+    with _lock:
+        if key not in _kernels:
+            if items == 1:
+                coop = _cooperative_word
+            else:
+                def coop() -> Any:
+                    return _warp_body(items, columns)
+            _kernels[key] = GroupKernel(scan_item, coop, name=f"fused_scan_{items}x{columns}")
+        return _kernels[key]
+
+
+#: The fused scan's default GPU body: ``group=32``, :data:`ITEMS` words per warp, the loop.
+SCAN = scan_kernel(ITEMS, 0)
 
 
 def _device(arr: Any) -> str:
@@ -164,14 +198,17 @@ def _device(arr: Any) -> str:
 
 def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
                  group: int | None = None, items: int | None = None,
+                 unroll: bool = False,
                  threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> Any:
     """The packed bitmaps (Q, ceil(N/32)) uint32 of Q conjunctive range queries over the
     (N, d) ``cols``: bit ``r`` of row ``q`` is set iff ``lo[q, j] <= cols[r, j] <= hi[q, j]``
     for every ``j``. One launch for the batch (each query's word reads its own bounds).
     ``device`` defaults to the arrays' ("cuda" with NumPy arrays: numba's simulator, tests
     only); ``group`` to 32 on the GPU, 1 on the CPU; ``items``, the words per warp of the
-    ``group=32`` body, to :data:`ITEMS` (1: the one-word body, for comparison; with
-    ``group=1`` only 1)."""
+    ``group=32`` body, one of :data:`ITEMS_CHOICES`, to :data:`ITEMS` (1: the one-word body;
+    with ``group=1`` only 1); ``unroll``: with ``group=32`` and at most
+    :data:`UNROLLED_COLUMNS` columns, the body written out for ``d`` columns, every load
+    first (see :func:`_warp_source`)."""
     xp = xp_of(cols)
     if cols.ndim != 2:
         raise InvalidInput(f"cols must be (N, d), got shape {tuple(cols.shape)}")
@@ -180,9 +217,9 @@ def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
     if g not in (1, WARP):
         raise InvalidInput(f"group must be 1 or {WARP}, got {g}")
     k = items if items is not None else (ITEMS if g == WARP else 1)
-    if k not in (1, ITEMS) or (g == 1 and k != 1):
-        raise InvalidInput(f"items must be 1 or {ITEMS} with group={WARP}, 1 with group=1; "
-                           f"got items={items}, group={g}")
+    if k not in ITEMS_CHOICES or (g == 1 and k != 1):
+        raise InvalidInput(f"items must be one of {ITEMS_CHOICES} with group={WARP}, 1 with "
+                           f"group=1; got items={items}, group={g}")
     n, d = int(cols.shape[0]), int(cols.shape[1])
     lo = xp.ascontiguousarray(xp.asarray(lo, dtype=cols.dtype).reshape(-1, d))
     hi = xp.ascontiguousarray(xp.asarray(hi, dtype=cols.dtype).reshape(-1, d))
@@ -196,11 +233,11 @@ def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
     args = (cols, lo, hi, np.int64(n), np.int64(words), out)
     if dev == "cpu" or g == 1:  # the scalar body: item = one word
         SCAN(dev, q * words, *args, threads_per_block=threads_per_block)
-    elif k == 1:  # item = one word, one warp each
-        _SCAN_WORD(dev, q * words, *args, group=WARP, threads_per_block=threads_per_block)
-    else:  # item = ITEMS words of one query (the last group of a query may be short)
-        SCAN(dev, q * -(-words // ITEMS), *args, group=WARP,
-             threads_per_block=threads_per_block)
+        return out
+    columns = d if (unroll and k > 1 and d <= UNROLLED_COLUMNS) else 0
+    # item = k words of one query (the last group of a query may be short), one warp each
+    scan_kernel(k, columns)(dev, q * -(-words // k), *args, group=WARP,
+                            threads_per_block=threads_per_block)
     return out
 
 

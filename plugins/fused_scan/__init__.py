@@ -9,14 +9,29 @@ so that it answers through the same contract as the indexes it is compared with,
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
 from indexzoo.hookspecs import hookimpl
-from indexzoo.native.scan import scan_bitmaps
+from indexzoo.native.scan import ITEMS, scan_bitmaps
 from indexzoo.native.targets import KernelParams
 
-__all__ = ["FusedScanIndex"]
+__all__ = ["FusedScanIndex", "FusedScanParams"]
+
+
+class FusedScanParams(KernelParams):
+    """The GPU body of the scan (the CPU runs one thread per output word either way)."""
+
+    items: Literal[1, 4, 8, 16] = Field(
+        default=ITEMS, description="Output words per warp: each lane holds this many rows of "
+        "each column, their loads in flight together (1: one row per lane).")
+    unroll: bool = Field(
+        default=False, description="With up to four columns, a body written out for the "
+        "column count: every column's loads first, no early exit (more loads in flight, "
+        "nothing skipped); else a loop over the columns that stops once every row of a lane "
+        "has failed.")
 
 
 class ScanState(BuildState):
@@ -28,10 +43,10 @@ class FusedScanIndex(GpuIndex[ScanState]):
     bitmap (the CUDA-core peer of RTScan; Crystal-style selection). No build work but a copy."""
 
     name: ClassVar[str] = "fused-scan"
-    Params: ClassVar[type[KernelParams]] = KernelParams
+    Params: ClassVar[type[FusedScanParams]] = FusedScanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=64)
     plugin_api: ClassVar[str] = "2.0"
-    params: KernelParams
+    params: FusedScanParams
 
     def _build(self, st: ScanState, keys: Any) -> None:
         st.keys = keys
@@ -41,8 +56,12 @@ class FusedScanIndex(GpuIndex[ScanState]):
                          peak_build_bytes=int(st.keys.nbytes))
 
     def _range_bitmap(self, st: ScanState, lo: Any, hi: Any) -> Any:
-        return scan_bitmaps(st.keys, lo, hi, device=self.device,
-                            threads_per_block=self.params.threads_per_block)
+        p = self.params
+        if self.device == "cpu":
+            return scan_bitmaps(st.keys, lo, hi, device="cpu",
+                                threads_per_block=p.threads_per_block)
+        return scan_bitmaps(st.keys, lo, hi, device=self.device, items=p.items,
+                            unroll=p.unroll, threads_per_block=p.threads_per_block)
 
     def _point_bitmap(self, st: ScanState, q: Any) -> Any:
         return self._range_bitmap(st, q, q)

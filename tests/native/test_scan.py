@@ -5,7 +5,10 @@ one word per warp) agree with the scalar body under numba's CUDA simulator."""
 
 from __future__ import annotations
 
+import json
+import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,11 +59,12 @@ def test_one_query_and_bad_shapes() -> None:
         scan_bitmaps(cols, np.zeros((1, 2), np.uint32), np.zeros((2, 2), np.uint32))
 
 
-def test_items_is_one_or_four_and_four_only_on_warps() -> None:
-    """``items`` (words per warp) is 1 or ITEMS, and only 1 where one thread makes a word."""
+def test_items_is_one_of_the_warp_bodies_and_more_than_one_only_on_warps() -> None:
+    """``items`` (words per warp) is one of ITEMS_CHOICES, and only 1 where one thread makes
+    a word."""
     cols = np.asfortranarray(np.arange(100, dtype=np.uint32).reshape(50, 2))
     lo, hi = np.zeros((1, 2), np.uint32), np.full((1, 2), 60, np.uint32)
-    for bad in (0, 2, 3, 8):
+    for bad in (0, 2, 3, 5, 32):
         with pytest.raises(InvalidInput):
             scan_bitmaps(cols, lo, hi, device="cuda", group=32, items=bad)
     with pytest.raises(InvalidInput):
@@ -73,7 +77,8 @@ def test_items_is_one_or_four_and_four_only_on_warps() -> None:
 # Row counts around a warp's group of four words (128 rows), word counts that are not
 # multiples of four, three queries (the query / word-group mapping), both key widths, 1-3
 # columns; query 1 has an empty range in its last column. About 0.9k rows: the simulator runs
-# every GPU thread as a Python thread.
+# every GPU thread as a Python thread. Every warp body: 1, 4, 8 and 16 words per warp, the
+# column loop and the bodies written out for the column count.
 SCRIPT = textwrap.dedent("""
     import cudasim_warp
     cudasim_warp.install()
@@ -103,7 +108,9 @@ SCRIPT = textwrap.dedent("""
         want = np.packbits(bits, axis=1, bitorder="little").view("<u4")
         cpu = scan_bitmaps(cols, lo, hi, device="cpu")
         assert np.array_equal(cpu, want) and cpu[0].any() and not cpu[1].any(), (n, cpu)
-        for kw in (dict(group=32, items=4), dict(group=32, items=1), dict(group=1)):
+        for kw in (dict(group=32, items=4), dict(group=32, items=1), dict(group=1),
+                   dict(group=32, items=4, unroll=True), dict(group=32, items=8),
+                   dict(group=32, items=16, unroll=True)):
             gpu = scan_bitmaps(cols, lo, hi, device="cuda", threads_per_block=64, **kw)
             assert np.array_equal(cpu, gpu), (n, dtype, d, kw, cpu, gpu)
     print("simulator agrees")
@@ -114,3 +121,17 @@ def test_the_warp_bodies_agree_with_the_scalar_body_in_the_simulator() -> None:
     """Four words per warp, one word per warp and one thread per word: the same bitmaps as the
     CPU, padding bits included, for every row count around a group of four words."""
     agrees_in_the_simulator(SCRIPT)
+
+
+def test_the_scan_floor_benchmark_runs_small_on_the_cpu(tmp_path: Path) -> None:
+    """benchmarks/scan_floor.py: the floor, the fused scan and an index, answers checked."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    import scan_floor
+
+    out = tmp_path / "floor.json"
+    assert scan_floor.main(["--device", "cpu", "--rows", "3000", "--repeats", "1",
+                            "--indexes", "rtscan-direct", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["floor_seconds"] > 0
+    checked = [r for r in data["rows_measured"] if r["what"] == "query"]
+    assert len(checked) == 20 and all(r["check"] == "ok" for r in checked)

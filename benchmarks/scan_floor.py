@@ -1,0 +1,146 @@
+"""The scan floor: how fast the device reads the columns of a selection, and how close the fused
+scan (and, optionally, RTScan's indexes) come to it, in one run.
+
+    python benchmarks/scan_floor.py --device cuda --rows 100000000 [--indexes rtscan,rtscan-direct]
+        [--repeats 7] [--json scan_floor.json]
+    python benchmarks/scan_floor.py --rows 100000 --device cpu     # small, on the CPU
+
+A table of ``d`` uniform uint32 columns (3 by default; the RTScan paper's uniform workload).
+
+* The floor: a plain read of the same columns, timed three ways, each reading every byte
+  once and writing almost nothing: CuPy's (CUB's) max and sum reductions of each column and
+  ``cupy.count_nonzero`` of the whole table. The fastest is the scan floor, in bytes/s; a
+  scan that must read every row of every column can not beat it.
+* The fused scan (``indexzoo.native.scan``) with each warp body (1, 4, 8, 16 words per warp;
+  the column loop and the written-out body), one query per call, as the paper times
+  RTScan: ``x_j < c_j`` at per-predicate selectivity 0.01 .. 0.9, and windows
+  ``a_j <= x_j <= b_j`` of the same widths.
+* ``--indexes``: each index built once over the table, the same queries through
+  ``index.range(lo, hi, out="bitmap")``.
+
+Every answer is checked against NumPy. Times are medians of ``--repeats`` after a warm-up
+(CUDA events on the GPU). Each line gives the time, the bytes of the table per second, and
+``x floor`` (the floor's time over this time: 1.0 is at the floor; an index may pass 1.0 by
+reading less than the whole table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+import rtscan_workloads as wl
+
+import indexzoo
+from indexzoo.devices import array_module, to_device, to_numpy
+from indexzoo.native.scan import ITEMS_CHOICES, scan_bitmaps
+from indexzoo.tools.timing import time_call
+
+SELECTIVITIES = (0.01, 0.1, 0.2, 0.5, 0.9)
+
+
+def oracle(cols: list[np.ndarray], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    match = np.ones(cols[0].shape[0], dtype=bool)
+    for j, c in enumerate(cols):
+        match &= (c >= lo[0, j]) & (c <= hi[0, j])
+    bits = np.zeros(-(-match.shape[0] // 32) * 32, dtype=bool)
+    bits[:match.shape[0]] = match
+    return np.packbits(bits, bitorder="little").view("<u4")
+
+
+def window(cols: list[np.ndarray], sorted_cols: list[np.ndarray],
+           sel: float) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds (1, d): per column a window of ``sel * N`` ranks in the middle of the values."""
+    n = cols[0].shape[0]
+    lo, hi = [], []
+    for s in sorted_cols:
+        a = int((1 - sel) / 2 * n)
+        b = min(a + max(int(sel * n), 1), n) - 1
+        lo.append(int(s[a]))
+        hi.append(int(s[b]))
+    return np.array([lo], dtype=np.uint32), np.array([hi], dtype=np.uint32)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
+    ap.add_argument("--rows", type=int, default=100_000_000)
+    ap.add_argument("--columns", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--indexes", default="", help="comma-separated indexes to time as well")
+    ap.add_argument("--json", default="scan_floor.json")
+    args = ap.parse_args(argv)
+    dev, n, d = args.device, args.rows, args.columns
+    xp = array_module(dev)
+    cols = wl.columns("uniform", n, d, seed=1)
+    sorted_cols = [np.sort(c) for c in cols]
+    table = to_device(np.asfortranarray(np.column_stack(cols)), dev)
+    nbytes = int(table.nbytes)
+    rows: list[dict[str, Any]] = []
+
+    def timed(fn: Callable[[], Any]) -> float:
+        return time_call(fn, dev, repeats=args.repeats, warmup=2).median
+
+    print(f"{n} rows x {d} uint32 columns ({nbytes / 1e9:.2f} GB) on {dev}, median of "
+          f"{args.repeats}", flush=True)
+    floors = {
+        "max of each column": lambda: [table[:, j].max() for j in range(d)],
+        "sum of each column": lambda: [table[:, j].sum(dtype=np.uint64) for j in range(d)],
+        "count_nonzero of the table": lambda: xp.count_nonzero(table),
+    }
+    floor_s = float("inf")
+    for name, fn in floors.items():
+        t = timed(fn)
+        floor_s = min(floor_s, t)
+        rows.append({"what": "floor", "variant": name, "seconds": t, "bytes_per_s": nbytes / t})
+        print(f"  floor  {name:34} {t * 1e3:8.3f} ms  {nbytes / t / 1e9:7.1f} GB/s", flush=True)
+    print(f"  scan floor: {floor_s * 1e3:.3f} ms ({nbytes / floor_s / 1e9:.1f} GB/s)", flush=True)
+
+    queries = [("lt", s, *wl.lt_query(cols, s, sorted_cols)) for s in SELECTIVITIES]
+    queries += [("window", s, *window(cols, sorted_cols, s)) for s in SELECTIVITIES]
+    wants = {(kind, s): oracle(cols, lo, hi) for kind, s, lo, hi in queries}
+
+    bodies: list[tuple[str, dict[str, Any]]] = [("fused-scan cpu", {})]
+    if dev == "cuda":
+        bodies = [(f"fused-scan items={k}" + (" unroll" if u else ""), {"items": k, "unroll": u})
+                  for k in ITEMS_CHOICES for u in ((False, True) if k > 1 else (False,))]
+
+    def run_variant(label: str, call: Callable[[Any, Any], Any], extra: dict[str, Any]) -> None:
+        for kind, s, lo, hi in queries:
+            dlo, dhi = to_device(lo, dev), to_device(hi, dev)
+            got = to_numpy(call(dlo, dhi)).reshape(-1)
+            ok = bool(np.array_equal(got, wants[(kind, s)]))
+            t = timed(lambda dlo=dlo, dhi=dhi: call(dlo, dhi))
+            rows.append({"what": "query", "variant": label, "predicate": kind,
+                         "selectivity": s, "seconds": t, "bytes_per_s": nbytes / t,
+                         "x_floor": floor_s / t, "check": "ok" if ok else "FAILED", **extra})
+            print(f"  {label:30} {kind:6} {s:4.2f}  {t * 1e3:8.3f} ms  "
+                  f"{nbytes / t / 1e9:7.1f} GB/s  x floor {floor_s / t:5.2f}"
+                  f"{'' if ok else '  WRONG ANSWER'}", flush=True)
+
+    for label, kw in bodies:
+        run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
+    for name in [s for s in args.indexes.split(",") if s]:
+        index = indexzoo.create(name, device=dev).build([c for c in cols])
+        fp = index.memory_footprint()
+        print(f"  {name}: resident {fp.resident_bytes / 1e9:.2f} GB "
+              f"({fp.resident_bytes / nbytes:.1f}x the table)", flush=True)
+        run_variant(name, lambda lo, hi, index=index: index.range(lo, hi, out="bitmap").bitmap,
+                    {"resident_bytes": fp.resident_bytes})
+        del index
+    Path(args.json).write_text(json.dumps({
+        "device": dev, "rows": n, "columns": d, "table_bytes": nbytes,
+        "repeats": args.repeats, "floor_seconds": floor_s, "rows_measured": rows}, indent=2))
+    failed = [r for r in rows if r.get("check") == "FAILED"]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
