@@ -12,7 +12,8 @@ A table of ``d`` uniform uint32 columns (3 by default; the RTScan paper's unifor
   ``cupy.count_nonzero`` of the whole table. The fastest is the scan floor, in bytes/s; a
   scan that must read every row of every column can not beat it.
 * The fused scan (``indexzoo.native.scan``) with each warp body (1, 4, 8, 16 words per warp;
-  the column loop and the written-out body), one query per call, as the paper times
+  the column loop and the written-out body; the pair-load bodies over a copy padded to
+  ``PAIR_ROWS`` rows), one query per call, as the paper times
   RTScan: ``x_j < c_j`` at per-predicate selectivity 0.01 .. 0.9, and windows
   ``a_j <= x_j <= b_j`` of the same widths.
 * ``--indexes``: each index built once over the table, the same queries through
@@ -40,7 +41,7 @@ import rtscan_workloads as wl
 
 import indexzoo
 from indexzoo.devices import array_module, to_device, to_numpy
-from indexzoo.native.scan import ITEMS_CHOICES, scan_bitmaps
+from indexzoo.native.scan import ITEMS_CHOICES, PAIR_ROWS, UNROLLED_COLUMNS, scan_bitmaps
 from indexzoo.tools.timing import time_call
 
 SELECTIVITIES = (0.01, 0.1, 0.2, 0.5, 0.9)
@@ -127,6 +128,14 @@ def main(argv: list[str] | None = None) -> int:
 
     for label, kw in bodies:
         run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
+    if dev == "cuda" and d <= UNROLLED_COLUMNS:  # the pair-load bodies, over a padded copy
+        padded = xp.zeros((-(-n // PAIR_ROWS) * PAIR_ROWS, d), dtype=np.uint32, order="F")
+        padded[:n] = table
+        for loads in (2, 4):
+            run_variant(f"fused-scan pairs={loads}",
+                        lambda lo, hi, loads=loads: scan_bitmaps(padded, lo, hi, pairs=loads,
+                                                                 rows=n), {"pairs": loads})
+        del padded
     for name in [s for s in args.indexes.split(",") if s]:
         index = indexzoo.create(name, device=dev).build([c for c in cols])
         fp = index.memory_footprint()
