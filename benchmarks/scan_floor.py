@@ -77,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--indexes", default="", help="comma-separated indexes to time as well")
     ap.add_argument("--json", default="scan_floor.json")
+    ap.add_argument("--threads-per-block", default="256",
+                    help="comma-separated block sizes to time each fused-scan body with")
+    ap.add_argument("--bodies", default="",
+                    help="only these fused-scan bodies, e.g. 'items=4 unroll,pairs=2'")
     args = ap.parse_args(argv)
     dev, n, d = args.device, args.rows, args.columns
     xp = array_module(dev)
@@ -110,8 +114,19 @@ def main(argv: list[str] | None = None) -> int:
 
     bodies: list[tuple[str, dict[str, Any]]] = [("fused-scan cpu", {})]
     if dev == "cuda":
-        bodies = [(f"fused-scan items={k}" + (" unroll" if u else ""), {"items": k, "unroll": u})
+        bodies = [(f"items={k}" + (" unroll" if u else ""), {"items": k, "unroll": u})
                   for k in ITEMS_CHOICES for u in ((False, True) if k > 1 else (False,))]
+        if d <= UNROLLED_COLUMNS:
+            bodies += [(f"pairs={k}", {"pairs": k}) for k in (2, 4)]
+        wanted = {b.strip() for b in args.bodies.split(",") if b.strip()}
+        bodies = [(f"fused-scan {label}" + (f" tpb={t}" if t != "256" else ""),
+                   {**kw, "threads_per_block": int(t)})
+                  for label, kw in bodies if not wanted or label in wanted
+                  for t in args.threads_per_block.split(",")]
+    padded = None
+    if any("pairs" in kw for _, kw in bodies):  # the pair-load bodies read a padded copy
+        padded = xp.zeros((-(-n // PAIR_ROWS) * PAIR_ROWS, d), dtype=np.uint32, order="F")
+        padded[:n] = table
 
     def run_variant(label: str, call: Callable[[Any, Any], Any], extra: dict[str, Any]) -> None:
         for kind, s, lo, hi in queries:
@@ -127,15 +142,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'' if ok else '  WRONG ANSWER'}", flush=True)
 
     for label, kw in bodies:
-        run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
-    if dev == "cuda" and d <= UNROLLED_COLUMNS:  # the pair-load bodies, over a padded copy
-        padded = xp.zeros((-(-n // PAIR_ROWS) * PAIR_ROWS, d), dtype=np.uint32, order="F")
-        padded[:n] = table
-        for loads in (2, 4):
-            run_variant(f"fused-scan pairs={loads}",
-                        lambda lo, hi, loads=loads: scan_bitmaps(padded, lo, hi, pairs=loads,
-                                                                 rows=n), {"pairs": loads})
-        del padded
+        if "pairs" in kw:
+            run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(padded, lo, hi, rows=n, **kw),
+                        kw)
+        else:
+            run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
+    padded = None  # the copy's memory back before the indexes are built
     for name in [s for s in args.indexes.split(",") if s]:
         index = indexzoo.create(name, device=dev).build([c for c in cols])
         fp = index.memory_footprint()

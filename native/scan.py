@@ -238,7 +238,7 @@ def _cooperative_word() -> Any:
 
 
 #: Words per warp the warp bodies are made for (1: one row per lane, the earliest body).
-ITEMS_CHOICES = (1, 4, 8, 16)
+ITEMS_CHOICES = (1, 2, 4, 8, 16)
 #: Column counts the written-out bodies are made for (more columns take the loop).
 UNROLLED_COLUMNS = 4
 _lock = threading.Lock()

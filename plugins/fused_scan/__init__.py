@@ -24,7 +24,7 @@ __all__ = ["FusedScanIndex", "FusedScanParams"]
 class FusedScanParams(KernelParams):
     """The GPU body of the scan (the CPU runs one thread per output word either way)."""
 
-    items: Literal[1, 4, 8, 16] = Field(
+    items: Literal[1, 2, 4, 8, 16] = Field(
         default=ITEMS, description="Output words per warp: each lane holds this many rows of "
         "each column, their loads in flight together (1: one row per lane).")
     unroll: bool = Field(

@@ -64,7 +64,7 @@ def test_items_is_one_of_the_warp_bodies_and_more_than_one_only_on_warps() -> No
     a word."""
     cols = np.asfortranarray(np.arange(100, dtype=np.uint32).reshape(50, 2))
     lo, hi = np.zeros((1, 2), np.uint32), np.full((1, 2), 60, np.uint32)
-    for bad in (0, 2, 3, 5, 32):
+    for bad in (0, 3, 5, 32):
         with pytest.raises(InvalidInput):
             scan_bitmaps(cols, lo, hi, device="cuda", group=32, items=bad)
     with pytest.raises(InvalidInput):
