@@ -13,8 +13,7 @@ A table of ``d`` uniform uint32 columns (3 by default; the RTScan paper's unifor
   scan that must read every row of every column can not beat it.
 * The fused scan (``indexzoo.native.scan``) with each warp body (1, 4, 8, 16 words per warp;
   the column loop and the written-out body; the pair-load bodies over a copy padded to
-  ``PAIR_ROWS`` rows; warps looping over the groups, ``--warps-per-sm`` of them per SM), one
-  query per call, as the paper times
+  ``PAIR_ROWS`` rows), one query per call, as the paper times
   RTScan: ``x_j < c_j`` at per-predicate selectivity 0.01 .. 0.9, and windows
   ``a_j <= x_j <= b_j`` of the same widths.
 * ``--indexes``: each index built once over the table, the same queries through
@@ -80,8 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="scan_floor.json")
     ap.add_argument("--threads-per-block", default="256",
                     help="comma-separated block sizes to time each fused-scan body with")
-    ap.add_argument("--warps-per-sm", default="16,32,64",
-                    help="looping-warp bodies with this many warps per SM in the grid")
     ap.add_argument("--bodies", default="",
                     help="only these fused-scan bodies, e.g. 'items=4 unroll,pairs=2'")
     args = ap.parse_args(argv)
@@ -121,10 +118,6 @@ def main(argv: list[str] | None = None) -> int:
                   for k in ITEMS_CHOICES for u in ((False, True) if k > 1 else (False,))]
         if d <= UNROLLED_COLUMNS:
             bodies += [(f"pairs={k}", {"pairs": k}) for k in (2, 4)]
-        sms = xp.cuda.Device().attributes["MultiProcessorCount"]
-        for per_sm in (int(x) for x in args.warps_per_sm.split(",") if x):
-            bodies += [(f"items={k} unroll persistent={per_sm}/SM",
-                        {"items": k, "unroll": True, "persistent": per_sm * sms}) for k in (4, 8)]
         wanted = {b.strip() for b in args.bodies.split(",") if b.strip()}
         bodies = [(f"fused-scan {label}" + (f" tpb={t}" if t != "256" else ""),
                    {**kw, "threads_per_block": int(t)})

@@ -84,7 +84,7 @@ def _import_cuda() -> None:
         cuda = numba_cuda
 
 
-def _warp_source(items: int, columns: int, persistent: bool = False) -> str:
+def _warp_source(items: int, columns: int) -> str:
     """The source of the warp body serving ``items`` consecutive output words per warp.
 
     Lane ``l`` holds the rows ``32 (w0 + k) + l``, ``k < items``, as scalars (registers, not a
@@ -93,62 +93,45 @@ def _warp_source(items: int, columns: int, persistent: bool = False) -> str:
     loads for it). ``columns=D``: exactly D columns, written out: the loads of every column
     come first (a row past the end reads the last row and is never alive), then every test,
     so ``D * items`` independent requests per lane are in flight at once; nothing is skipped.
-    ``persistent``: the grid is smaller than the work and each warp serves the word groups
-    ``i, i + W, i + 2W, ...`` (W warps in the grid), so warps and blocks are set up once per
-    many groups rather than once per group; the query of a group comes from a 32-bit division
-    where the group's number fits.
     """
     ks = range(items)
     lines = [
-        "def scan_group(th, cols, lo, hi, n, words, out"
-        + (", step):" if persistent else "):"),
+        "def scan_group(th, cols, lo, hi, n, words, out):",
         f"    wg = (words + {items - 1}) // {items}",
         "    i = th // 32",
         "    lane = th - i * 32",
+        "    q = i // wg",
+        f"    w0 = (i - q * wg) * {items}",
+        "    base = w0 * 32 + lane",
     ]
-    pad = "    "
-    if persistent:  # step: the warps in the grid
-        lines += ["    total = out.shape[0] * wg",
-                  "    while i < total:"]
-        pad = "        "
-        lines += [pad + "if i < 4294967296 and wg < 4294967296:",
-                  pad + "    q = np.int64(np.uint32(i) // np.uint32(wg))",
-                  pad + "else:",
-                  pad + "    q = i // wg"]
-    else:
-        lines += ["    q = i // wg"]
-    body = [f"w0 = (i - q * wg) * {items}", "base = w0 * 32 + lane"]
-    body += [f"r{k} = base + {32 * k}" for k in ks]
-    body += [f"a{k} = r{k} < n" for k in ks]
+    lines += [f"    r{k} = base + {32 * k}" for k in ks]
+    lines += [f"    a{k} = r{k} < n" for k in ks]
     if columns == 0:
-        body += ["for j in range(cols.shape[1]):",
-                 "    lo_j = lo[q, j]",
-                 "    hi_j = hi[q, j]"]
-        body += [f"    v{k} = cols[r{k}, j] if a{k} else lo_j" for k in ks]
-        body += [f"    a{k} = a{k} and v{k} >= lo_j and v{k} <= hi_j" for k in ks]
-        body += [f"    if not ({' or '.join(f'a{k}' for k in ks)}):",
-                 "        break"]
+        lines += ["    for j in range(cols.shape[1]):",
+                  "        lo_j = lo[q, j]",
+                  "        hi_j = hi[q, j]"]
+        lines += [f"        v{k} = cols[r{k}, j] if a{k} else lo_j" for k in ks]
+        lines += [f"        a{k} = a{k} and v{k} >= lo_j and v{k} <= hi_j" for k in ks]
+        lines += [f"        if not ({' or '.join(f'a{k}' for k in ks)}):",
+                  "            break"]
     else:
-        body += ["last = n - 1"]
-        body += [f"c{k} = r{k} if r{k} < n else last" for k in ks]
+        lines += ["    last = n - 1"]
+        lines += [f"    c{k} = r{k} if r{k} < n else last" for k in ks]
         for j in range(columns):
-            body += [f"v{k}_{j} = cols[c{k}, {j}]" for k in ks]
+            lines += [f"    v{k}_{j} = cols[c{k}, {j}]" for k in ks]
         for j in range(columns):
-            body += [f"lo_{j} = lo[q, {j}]", f"hi_{j} = hi[q, {j}]"]
+            lines += [f"    lo_{j} = lo[q, {j}]", f"    hi_{j} = hi[q, {j}]"]
         for k in ks:
             tests = " and ".join(f"v{k}_{j} >= lo_{j} and v{k}_{j} <= hi_{j}"
                                  for j in range(columns))
-            body += [f"a{k} = a{k} and {tests}"]
-    body += ["full = np.uint32(0xFFFFFFFF)"]
-    body += [f"b{k} = cuda.ballot_sync(full, a{k})" for k in ks]
+            lines += [f"    a{k} = a{k} and {tests}"]
+    lines += ["    full = np.uint32(0xFFFFFFFF)"]
+    lines += [f"    b{k} = cuda.ballot_sync(full, a{k})" for k in ks]
     # lane k stores word w0 + k: the warp's stores are consecutive
-    body += [f"if lane < {items} and w0 + lane < words:",
-             f"    word = b{items - 1}"]
-    body += [f"    if lane == {k}:\n{pad}        word = b{k}" for k in ks[:-1]]
-    body += ["    out[q, w0 + lane] = np.uint32(word)"]
-    if persistent:
-        body += ["i += step"]
-    lines += [pad + line for line in body]
+    lines += [f"    if lane < {items} and w0 + lane < words:",
+              f"        word = b{items - 1}"]
+    lines += [f"        if lane == {k}:\n            word = b{k}" for k in ks[:-1]]
+    lines += ["        out[q, w0 + lane] = np.uint32(word)"]
     return "\n".join(lines) + "\n"
 
 
@@ -225,11 +208,11 @@ def _pairs_body(loads: int, columns: int) -> Any:
     return register_jitable(namespace["scan_pairs"])
 
 
-def _warp_body(items: int, columns: int, persistent: bool = False) -> Any:
+def _warp_body(items: int, columns: int) -> Any:
     """The warp body of :func:`_warp_source` (imports numba.cuda: GPU only)."""
     _import_cuda()
     namespace = {"np": np, "cuda": cuda}
-    exec(_warp_source(items, columns, persistent), namespace)
+    exec(_warp_source(items, columns), namespace)
     return register_jitable(namespace["scan_group"])
 
 
@@ -259,31 +242,29 @@ ITEMS_CHOICES = (1, 2, 4, 8, 16)
 #: Column counts the written-out bodies are made for (more columns take the loop).
 UNROLLED_COLUMNS = 4
 _lock = threading.Lock()
-_kernels: dict[tuple[int, int, bool], GroupKernel] = {}
+_kernels: dict[tuple[int, int], GroupKernel] = {}
 
 
-def scan_kernel(items: int, columns: int, persistent: bool = False) -> GroupKernel:
+def scan_kernel(items: int, columns: int) -> GroupKernel:
     """The fused scan with ``items`` words per warp on the GPU and, ``columns > 0``, the body
-    written out for exactly that many columns, ``persistent`` warps looping over the groups
-    (see :func:`_warp_source`); the CPU runs the scalar body either way."""
-    key = (items, columns, persistent)
+    written out for exactly that many columns (see :func:`_warp_source`); the CPU runs the
+    scalar body either way."""
+    key = (items, columns)
     with _lock:
         if key not in _kernels:
             if items == 1:
                 coop = _cooperative_word
             else:
                 def coop() -> Any:
-                    return _warp_body(items, columns, persistent)
-            _kernels[key] = GroupKernel(
-                scan_item, coop,
-                name=f"fused_scan_{items}x{columns}" + ("_persistent" if persistent else ""))
+                    return _warp_body(items, columns)
+            _kernels[key] = GroupKernel(scan_item, coop, name=f"fused_scan_{items}x{columns}")
         return _kernels[key]
 
 
 def pairs_kernel(loads: int, columns: int) -> GroupKernel:
     """The pair-load scan (see :func:`_pairs_source`) for ``loads`` 8-byte loads per lane and
     column and exactly ``columns`` columns: GPU only, one warp per ``2 * loads`` words."""
-    key = (-loads, columns, False)
+    key = (-loads, columns)
     with _lock:
         if key not in _kernels:
             def coop() -> Any:
@@ -303,7 +284,6 @@ def _device(arr: Any) -> str:
 def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
                  group: int | None = None, items: int | None = None,
                  unroll: bool = False, pairs: int = 0, rows: int | None = None,
-                 persistent: int = 0,
                  threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> Any:
     """The packed bitmaps (Q, ceil(N/32)) uint32 of Q conjunctive range queries over the
     (N, d) ``cols``: bit ``r`` of row ``q`` is set iff ``lo[q, j] <= cols[r, j] <= hi[q, j]``
@@ -317,9 +297,7 @@ def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
     that many 8-byte loads per lane and column (see :func:`_pairs_source`), for a uint32
     table in Fortran order whose row count is a multiple of :data:`PAIR_ROWS` and at most
     :data:`UNROLLED_COLUMNS` columns; ``rows``: the rows that count (default all), the rest
-    being padding that never matches; ``persistent`` (GPU, ``items > 1``): at most this
-    many warps (rounded down to whole blocks), each serving every W-th group of words (see
-    :func:`_warp_source`)."""
+    being padding that never matches."""
     xp = xp_of(cols)
     if cols.ndim != 2:
         raise InvalidInput(f"cols must be (N, d), got shape {tuple(cols.shape)}")
@@ -363,14 +341,8 @@ def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
         return out
     columns = d if (unroll and k > 1 and d <= UNROLLED_COLUMNS) else 0
     # item = k words of one query (the last group of a query may be short), one warp each
-    groups = q * -(-words // k)
-    # whole blocks of looping warps, so that the grid's size is the number of warps serving
-    per_block = max(threads_per_block // WARP, 1)
-    warps = persistent // per_block * per_block
-    loop = k > 1 and 0 < warps < groups
-    scan_kernel(k, columns, loop)(dev, warps if loop else groups, *args,
-                                  *((np.int64(warps),) if loop else ()), group=WARP,
-                                  threads_per_block=threads_per_block)
+    scan_kernel(k, columns)(dev, q * -(-words // k), *args, group=WARP,
+                            threads_per_block=threads_per_block)
     return out
 
 

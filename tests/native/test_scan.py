@@ -78,8 +78,8 @@ def test_items_is_one_of_the_warp_bodies_and_more_than_one_only_on_warps() -> No
 # multiples of four, three queries (the query / word-group mapping), both key widths, 1-3
 # columns; query 1 has an empty range in its last column. About 0.9k rows: the simulator runs
 # every GPU thread as a Python thread. Every warp body: 1, 4, 8 and 16 words per warp, the
-# column loop and the bodies written out for the column count, warps looping over the groups
-# (two warps: one block of 64 threads); the pair-load body over a padded uint32 table.
+# column loop and the bodies written out for the column count; the pair-load body over a padded
+# uint32 table.
 SCRIPT = textwrap.dedent("""
     import cudasim_warp
     cudasim_warp.install()
@@ -111,9 +111,7 @@ SCRIPT = textwrap.dedent("""
         assert np.array_equal(cpu, want) and cpu[0].any() and not cpu[1].any(), (n, cpu)
         for kw in (dict(group=32, items=4), dict(group=32, items=1), dict(group=1),
                    dict(group=32, items=4, unroll=True), dict(group=32, items=8),
-                   dict(group=32, items=16, unroll=True),
-                   dict(group=32, items=4, unroll=True, persistent=2),
-                   dict(group=32, items=2, persistent=3)):
+                   dict(group=32, items=16, unroll=True)):
             gpu = scan_bitmaps(cols, lo, hi, device="cuda", threads_per_block=64, **kw)
             assert np.array_equal(cpu, gpu), (n, dtype, d, kw, cpu, gpu)
         if dtype == np.uint32:  # the pair-load body: a padded table, the padding never counts
