@@ -12,8 +12,7 @@ A table of ``d`` uniform uint32 columns (3 by default; the RTScan paper's unifor
   ``cupy.count_nonzero`` of the whole table. The fastest is the scan floor, in bytes/s; a
   scan that must read every row of every column can not beat it.
 * The fused scan (``indexzoo.native.scan``) with each warp body (1, 4, 8, 16 words per warp;
-  the column loop and the written-out body; the pair-load bodies over a copy padded to
-  ``PAIR_ROWS`` rows), one query per call, as the paper times
+  the column loop and the written-out body), one query per call, as the paper times
   RTScan: ``x_j < c_j`` at per-predicate selectivity 0.01 .. 0.9, and windows
   ``a_j <= x_j <= b_j`` of the same widths.
 * ``--indexes``: each index built once over the table, the same queries through
@@ -41,7 +40,7 @@ import rtscan_workloads as wl
 
 import indexzoo
 from indexzoo.devices import array_module, to_device, to_numpy
-from indexzoo.native.scan import ITEMS_CHOICES, PAIR_ROWS, UNROLLED_COLUMNS, scan_bitmaps
+from indexzoo.native.scan import ITEMS_CHOICES, scan_bitmaps
 from indexzoo.tools.timing import time_call
 
 SELECTIVITIES = (0.01, 0.1, 0.2, 0.5, 0.9)
@@ -80,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads-per-block", default="256",
                     help="comma-separated block sizes to time each fused-scan body with")
     ap.add_argument("--bodies", default="",
-                    help="only these fused-scan bodies, e.g. 'items=4 unroll,pairs=2'")
+                    help="only these fused-scan bodies, e.g. 'items=4 unroll,items=8'")
     args = ap.parse_args(argv)
     dev, n, d = args.device, args.rows, args.columns
     xp = array_module(dev)
@@ -116,18 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     if dev == "cuda":
         bodies = [(f"items={k}" + (" unroll" if u else ""), {"items": k, "unroll": u})
                   for k in ITEMS_CHOICES for u in ((False, True) if k > 1 else (False,))]
-        if d <= UNROLLED_COLUMNS:
-            bodies += [(f"pairs={k}", {"pairs": k}) for k in (2, 4)]
         wanted = {b.strip() for b in args.bodies.split(",") if b.strip()}
         bodies = [(f"fused-scan {label}" + (f" tpb={t}" if t != "256" else ""),
                    {**kw, "threads_per_block": int(t)})
                   for label, kw in bodies if not wanted or label in wanted
                   for t in args.threads_per_block.split(",")]
-    padded = None
-    if any("pairs" in kw for _, kw in bodies):  # the pair-load bodies read a padded copy
-        padded = xp.zeros((-(-n // PAIR_ROWS) * PAIR_ROWS, d), dtype=np.uint32, order="F")
-        padded[:n] = table
-
     def run_variant(label: str, call: Callable[[Any, Any], Any], extra: dict[str, Any]) -> None:
         for kind, s, lo, hi in queries:
             dlo, dhi = to_device(lo, dev), to_device(hi, dev)
@@ -142,12 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'' if ok else '  WRONG ANSWER'}", flush=True)
 
     for label, kw in bodies:
-        if "pairs" in kw:
-            run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(padded, lo, hi, rows=n, **kw),
-                        kw)
-        else:
-            run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
-    padded = None  # the copy's memory back before the indexes are built
+        run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
     for name in [s for s in args.indexes.split(",") if s]:
         index = indexzoo.create(name, device=dev).build([c for c in cols])
         fp = index.memory_footprint()

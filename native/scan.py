@@ -9,16 +9,18 @@ One operation (:data:`SCAN`, a :class:`~indexzoo.native.targets.GroupKernel`) wi
 
 * the scalar body (the CPU, and the GPU with ``group=1``): item = one output word of one
   query, built from its 32 rows;
-* the cooperative body (GPU, ``group=32``), Crystal's tile of items per thread: item = a group
-  of :data:`ITEMS` consecutive output words of one query, served by one warp. Lane ``l`` holds
-  rows ``32 (w0 + k) + l`` for ``k < ITEMS``; column by column it first issues the loads of all
-  its rows still alive (no work between them, so ITEMS requests per lane are in flight at
-  once, each warp-wide load 32 consecutive values: coalesced), then tests them; ITEMS ballots
-  make the words, which lanes ``0 .. ITEMS-1`` store side by side. With one row per lane (one
-  4-byte load in flight) a scan of uint32 columns used a small share of the memory bandwidth;
-  the loads in flight are what a bandwidth-bound scan needs more of, so ITEMS words per warp
-  are faster (measured: ``docs/plugins/rtscan.md``). ``items=1`` keeps that earlier body (one
-  word per warp) for A/B comparison on the GPU.
+* the warp bodies (GPU, ``group=32``), Crystal's tile of items per thread: item = a group of
+  ``items`` consecutive output words of one query, served by one warp. Lane ``l`` holds rows
+  ``32 (w0 + k) + l`` for ``k < items`` (each warp-wide load 32 consecutive values:
+  coalesced); ballots make the words, which lanes ``0 .. items-1`` store side by side. The
+  body is generated for each ``items`` (:data:`ITEMS_CHOICES`) in one of two forms
+  (:func:`_warp_source`): a loop over the columns that issues one column's loads, tests
+  them and stops once every row of the lane has failed; or, for up to
+  :data:`UNROLLED_COLUMNS` columns, the body written out for the column count with every
+  column's loads first, then the tests. A scan is bound by the loads in flight: the loop
+  has ``items`` per lane at a time, the written-out body ``d * items``, and is the faster
+  (``docs/plugins/fused-scan.md`` has the measurements against a plain read of the same
+  columns). ``items=1`` is the earliest body, one row per lane.
 
 :func:`scan_bitmaps` answers a batch of queries with one launch; :func:`scan_bitmap` one query.
 Columns are an (N, d) array of one unsigned dtype (Fortran order reads each column
@@ -39,8 +41,8 @@ from indexzoo.devices import xp_of
 
 from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel
 
-__all__ = ["ITEMS", "ITEMS_CHOICES", "PAIR_ROWS", "SCAN", "UNROLLED_COLUMNS", "WARP",
-           "pairs_kernel", "scan_bitmap", "scan_bitmaps", "scan_kernel"]
+__all__ = ["ITEMS", "ITEMS_CHOICES", "SCAN", "UNROLLED_COLUMNS", "WARP", "scan_bitmap",
+           "scan_bitmaps", "scan_kernel"]
 
 WARP = 32
 #: Output words per warp of the cooperative body (its body is written out for four).
@@ -135,79 +137,6 @@ def _warp_source(items: int, columns: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@register_jitable
-def _spread16(x):
-    """The low 16 bits of ``x`` moved to the even bit positions of a uint32."""
-    x = x & np.uint32(0xFFFF)
-    x = (x | (x << np.uint32(8))) & np.uint32(0x00FF00FF)
-    x = (x | (x << np.uint32(4))) & np.uint32(0x0F0F0F0F)
-    x = (x | (x << np.uint32(2))) & np.uint32(0x33333333)
-    return (x | (x << np.uint32(1))) & np.uint32(0x55555555)
-
-
-#: Rows a table for the pair-load body is padded to a multiple of (the most rows one warp
-#: of :func:`_pairs_source` covers).
-PAIR_ROWS = 256
-
-
-def _pairs_source(loads: int, columns: int) -> str:
-    """The source of the pair-load warp body: uint32 columns read two rows per 8-byte load.
-
-    ``pairs`` is the (d, N/2) uint64 view of an (N, d) Fortran-order uint32 table whose N is a
-    multiple of :data:`PAIR_ROWS`: ``pairs[j, p]`` holds rows ``2p`` (low half) and ``2p + 1``
-    of column j. Lane ``l`` makes ``loads`` loads per column, of the pairs ``s0 + 32 k + l``;
-    every load of every column is issued first (``columns`` written out), then the tests. The
-    even rows' ballot and the odd rows' ballot of load k interleave into words ``2k`` and
-    ``2k + 1`` of the warp's ``2 * loads`` words. Rows at or past ``n`` (padding) never match.
-    """
-    ks = range(loads)
-    half = "np.uint64(0xFFFFFFFF)"
-    lines = [
-        "def scan_pairs(th, pairs, lo, hi, n, words, out):",
-        f"    wg = (words + {2 * loads - 1}) // {2 * loads}",
-        "    i = th // 32",
-        "    lane = th - i * 32",
-        "    q = i // wg",
-        "    g = i - q * wg",
-        f"    s0 = g * {32 * loads} + lane",
-    ]
-    lines += [f"    p{k} = s0 + {32 * k}" for k in ks]
-    for j in range(columns):
-        lines += [f"    x{k}_{j} = pairs[{j}, p{k}]" for k in ks]
-    for j in range(columns):
-        lines += [f"    lo_{j} = lo[q, {j}]", f"    hi_{j} = hi[q, {j}]"]
-    for k in ks:
-        lines += [f"    e{k} = 2 * p{k} < n", f"    o{k} = 2 * p{k} + 1 < n"]
-        for j in range(columns):
-            lines += [f"    u = np.uint32(x{k}_{j} & {half})",
-                      f"    v = np.uint32(x{k}_{j} >> np.uint64(32))",
-                      f"    e{k} = e{k} and u >= lo_{j} and u <= hi_{j}",
-                      f"    o{k} = o{k} and v >= lo_{j} and v <= hi_{j}"]
-    lines += ["    full = np.uint32(0xFFFFFFFF)"]
-    for k in ks:
-        lines += [f"    be{k} = np.uint32(cuda.ballot_sync(full, e{k}))",
-                  f"    bo{k} = np.uint32(cuda.ballot_sync(full, o{k}))"]
-    lines += [f"    w0 = g * {2 * loads}",
-              f"    if lane < {2 * loads} and w0 + lane < words:",
-              "        word = np.uint32(0)"]
-    for k in ks:
-        lines += [f"        if lane == {2 * k}:",
-                  f"            word = spread16(be{k}) | (spread16(bo{k}) << np.uint32(1))",
-                  f"        if lane == {2 * k + 1}:",
-                  f"            word = (spread16(be{k} >> np.uint32(16))"
-                  f" | (spread16(bo{k} >> np.uint32(16)) << np.uint32(1)))"]
-    lines += ["        out[q, w0 + lane] = word"]
-    return "\n".join(lines) + "\n"
-
-
-def _pairs_body(loads: int, columns: int) -> Any:
-    """The warp body of :func:`_pairs_source` (imports numba.cuda: GPU only)."""
-    _import_cuda()
-    namespace = {"np": np, "cuda": cuda, "spread16": _spread16}
-    exec(_pairs_source(loads, columns), namespace)
-    return register_jitable(namespace["scan_pairs"])
-
-
 def _warp_body(items: int, columns: int) -> Any:
     """The warp body of :func:`_warp_source` (imports numba.cuda: GPU only)."""
     _import_cuda()
@@ -261,18 +190,6 @@ def scan_kernel(items: int, columns: int) -> GroupKernel:
         return _kernels[key]
 
 
-def pairs_kernel(loads: int, columns: int) -> GroupKernel:
-    """The pair-load scan (see :func:`_pairs_source`) for ``loads`` 8-byte loads per lane and
-    column and exactly ``columns`` columns: GPU only, one warp per ``2 * loads`` words."""
-    key = (-loads, columns)
-    with _lock:
-        if key not in _kernels:
-            def coop() -> Any:
-                return _pairs_body(loads, columns)
-            _kernels[key] = GroupKernel(scan_item, coop, name=f"fused_scan_pairs{loads}x{columns}")
-        return _kernels[key]
-
-
 #: The fused scan's default GPU body: ``group=32``, :data:`ITEMS` words per warp, the loop.
 SCAN = scan_kernel(ITEMS, 0)
 
@@ -283,7 +200,7 @@ def _device(arr: Any) -> str:
 
 def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
                  group: int | None = None, items: int | None = None,
-                 unroll: bool = False, pairs: int = 0, rows: int | None = None,
+                 unroll: bool = False,
                  threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> Any:
     """The packed bitmaps (Q, ceil(N/32)) uint32 of Q conjunctive range queries over the
     (N, d) ``cols``: bit ``r`` of row ``q`` is set iff ``lo[q, j] <= cols[r, j] <= hi[q, j]``
@@ -293,11 +210,7 @@ def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
     ``group=32`` body, one of :data:`ITEMS_CHOICES`, to :data:`ITEMS` (1: the one-word body;
     with ``group=1`` only 1); ``unroll``: with ``group=32`` and at most
     :data:`UNROLLED_COLUMNS` columns, the body written out for ``d`` columns, every load
-    first (see :func:`_warp_source`); ``pairs`` (2 or 4, GPU only): the pair-load body with
-    that many 8-byte loads per lane and column (see :func:`_pairs_source`), for a uint32
-    table in Fortran order whose row count is a multiple of :data:`PAIR_ROWS` and at most
-    :data:`UNROLLED_COLUMNS` columns; ``rows``: the rows that count (default all), the rest
-    being padding that never matches."""
+    first (see :func:`_warp_source`)."""
     xp = xp_of(cols)
     if cols.ndim != 2:
         raise InvalidInput(f"cols must be (N, d), got shape {tuple(cols.shape)}")
@@ -310,17 +223,6 @@ def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
         raise InvalidInput(f"items must be one of {ITEMS_CHOICES} with group={WARP}, 1 with "
                            f"group=1; got items={items}, group={g}")
     n, d = int(cols.shape[0]), int(cols.shape[1])
-    if rows is not None:
-        if not 0 <= rows <= n:
-            raise InvalidInput(f"rows={rows} is outside the table's {n} rows")
-        n = int(rows)
-    if pairs and (pairs not in (2, 4) or g != WARP or dev == "cpu" or cols.dtype != np.uint32
-                  or not cols.flags.f_contiguous or cols.shape[0] % PAIR_ROWS
-                  or d > UNROLLED_COLUMNS):
-        raise InvalidInput(
-            f"pairs={pairs} needs 2 or 4, the GPU's warp body, a Fortran-order uint32 table "
-            f"of at most {UNROLLED_COLUMNS} columns and a multiple of {PAIR_ROWS} rows; got "
-            f"{cols.dtype} {tuple(cols.shape)} on {dev}, group={g}")
     lo = xp.ascontiguousarray(xp.asarray(lo, dtype=cols.dtype).reshape(-1, d))
     hi = xp.ascontiguousarray(xp.asarray(hi, dtype=cols.dtype).reshape(-1, d))
     if lo.shape != hi.shape:
@@ -333,11 +235,6 @@ def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
     args = (cols, lo, hi, np.int64(n), np.int64(words), out)
     if dev == "cpu" or g == 1:  # the scalar body: item = one word
         SCAN(dev, q * words, *args, threads_per_block=threads_per_block)
-        return out
-    if pairs:  # item = 2 * pairs words of one query, one warp each
-        pairs_kernel(pairs, d)(dev, q * -(-words // (2 * pairs)), cols.T.view(np.uint64),
-                               lo, hi, np.int64(n), np.int64(words), out, group=WARP,
-                               threads_per_block=threads_per_block)
         return out
     columns = d if (unroll and k > 1 and d <= UNROLLED_COLUMNS) else 0
     # item = k words of one query (the last group of a query may be short), one warp each

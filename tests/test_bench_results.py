@@ -212,7 +212,7 @@ def test_every_point_workload_is_stated_against_the_raw_call_and_the_gather_floo
 def test_the_references_compute_what_they_claim() -> None:
     import numpy as np
 
-    from indexzoo.tools.references import GATHER, RAW, reference_calls
+    from indexzoo.tools.references import GATHER, RAW, SCAN, lookups_per_call, reference_calls
     from indexzoo.tools.workloads import Workload, generate
 
     data = generate(Workload(name="r", n_keys=1000, n_lookups=300, batches=3), "cpu")
@@ -224,8 +224,27 @@ def test_the_references_compute_what_they_claim() -> None:
     assert np.array_equal(gathered, table[np.minimum(raw, table.shape[0] - 1)])
     # every lookup hits: the gather reads the looked-up keys themselves
     assert np.array_equal(gathered, data.queries)
+    # ranges: one plain read of every key, which stands for one lookup
     ranges = generate(Workload(name="r", n_keys=1000, n_lookups=30, range_hits=4), "cpu")
-    assert reference_calls(ranges, "cpu") == {}
+    calls = reference_calls(ranges, "cpu")
+    assert list(calls) == [SCAN] and calls[SCAN]() == [ranges.keys.max()]
+    assert lookups_per_call(SCAN, ranges) == 1 and lookups_per_call(RAW, data) == 300
+
+
+def test_a_range_workload_states_the_scan_floor(tmp_path: Path) -> None:
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps({"name": "scans", "n_keys": 4096, "n_lookups": 512,
+                              "range_hits": 8}))
+    out = io.StringIO()
+    code = main(["bench", "--workload", str(wl), "--device", "cpu", "--repeats", "2",
+                 "--indexes", "sorted-array", "--no-plot", "--output", str(tmp_path)], out=out)
+    text = out.getvalue()
+    assert code == 0, text
+    assert "x scan" in text.splitlines()[0] and "scan floor" in text
+    records = json.loads(next(tmp_path.glob("w-cpu-*.json")).read_text())["records"]
+    for r in records:
+        assert r["scan_floor"] > 0 and r["raw_searchsorted"] is None
+        assert r["ratio_to_scan"] == pytest.approx(r["throughput"] / r["scan_floor"])
 
 
 def test_a_table_without_references_shows_dashes() -> None:

@@ -60,7 +60,7 @@ from .progress import NO_PROGRESS, Progress
 from .publish import Member, numbered, publish, rewrite
 from .ranking import CONFIDENCE, MIN_PAIRED_ROUNDS, TIE, PairVerdict, Timed, open_pairs, verdicts
 from .records import Entry, Record
-from .references import GATHER, RAW, reference_calls
+from .references import GATHER, RAW, SCAN, lookups_per_call, reference_calls
 from .timing import Timing, synchronize, time_call, time_once
 from .workloads import Dataset, Workload, generate
 
@@ -381,7 +381,7 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
             ranking = rank_rounds([d[0] for d in done], refs, device, repeats,
                                   rank_budget if interleave else 0.0, log)
         medians = {c.name: Timing(tuple(c.seconds)).median for c in refs if c.seconds}
-        ref_tp = {k: data.n_lookups / m for k, m in medians.items() if m > 0}
+        ref_tp = {k: lookups_per_call(k, data) / m for k, m in medians.items() if m > 0}
         del refs
         if ref_tp:
             log.write("    references: " + ", ".join(f"{k} {v / 1e6:.1f} M lookups/s"
@@ -410,7 +410,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 lookup_seconds=list(c.seconds), build_seconds=list(c.build.seconds),
                 lookup_rounds=list(c.rounds) if c.order == "interleaved" else [],
                 timing=c.order, raw_searchsorted=ref_tp.get(RAW),
-                random_gather=ref_tp.get(GATHER), ranking=ranking,
+                random_gather=ref_tp.get(GATHER), scan_floor=ref_tp.get(SCAN),
+                ranking=ranking,
             )
             records.append(rec)
             flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
@@ -434,7 +435,7 @@ def format_table(records: Sequence[Record]) -> str:
     latency figures (``--latency``, the latency preset) get a second table of their own
     (:func:`format_latency`) under it."""
     head = ["workload", "index", "M lookups/s", "spread", f"x {PEER}", "x raw", "x gather",
-            "build ms", "resident", "peak", "lookups/s/B", "agrees"]
+            "x scan", "build ms", "resident", "peak", "lookups/s/B", "agrees"]
     rows = []
 
     def ratio(x: float | None) -> str:
@@ -445,11 +446,12 @@ def format_table(records: Sequence[Record]) -> str:
             printable(r.workload), printable(r.index), f"{r.throughput / 1e6:.1f}",
             r.lookup_timing.spread_text() or "-",
             ratio(r.ratio_to_peer), ratio(r.ratio_to_raw), ratio(r.ratio_to_gather),
+            "-" if r.ratio_to_scan is None else f"{r.ratio_to_scan:.3g}",
             f"{r.build_s * 1e3:.2f}", byte_size(r.resident_bytes),
             byte_size(r.peak_build_bytes), f"{r.throughput_per_byte:.3g}",
             {True: "yes", False: "NO", None: "-"}[r.agrees_with_peer],
         ])
-    table = _plain_table(head, rows, right=set(range(2, 11)))
+    table = _plain_table(head, rows, right=set(range(2, 12)))
     latency = format_latency(records)
     return f"{table}\n\n{latency}" if latency else table
 
@@ -597,18 +599,28 @@ def format_references(records: Sequence[Record]) -> list[str]:
     ``x gather`` compare with, said once, then one short line of figures per workload (the
     workload named when the run has several, as a sweep has)."""
     figures = []
+    points = scans = False
     for w in dict.fromkeys(r.workload for r in records):
         r = next(r for r in records if r.workload == w)
         if r.raw_searchsorted or r.random_gather:
+            points = True
             figures.append((w, f"raw {_m(r.raw_searchsorted)}, gather {_m(r.random_gather)} "
                                "M lookups/s"))
+        if r.scan_floor:
+            scans = True
+            figures.append((w, f"scan floor {1e3 / r.scan_floor:.3f} ms a read of the keys"))
     if not figures:
         return []
     several = len({r.workload for r in records}) > 1
-    return ["references, same run: x raw against the array library's own searchsorted "
-            "(positions only),",
-            "  x gather against one random read per lookup (the floor for one random access)",
-            *(f"  {w}: {text}" if several else f"  {text}" for w, text in figures)]
+    lines = ["references, same run:"]
+    if points:
+        lines[0] += " x raw against the array library's own searchsorted (positions only),"
+        lines.append("  x gather against one random read per lookup (the floor for one "
+                     "random access)")
+    if scans:
+        lines.append("  x scan: range lookups answered in the time of one plain read of the "
+                     "keys (a scan's floor for one lookup)")
+    return [*lines, *(f"  {w}: {text}" if several else f"  {text}" for w, text in figures)]
 
 
 def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO,
@@ -620,7 +632,7 @@ def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO,
                "records": [
         {**asdict(r), "throughput_per_byte": r.throughput_per_byte,
          "half_spread": r.half_spread, "ratio_to_raw": r.ratio_to_raw,
-         "ratio_to_gather": r.ratio_to_gather,
+         "ratio_to_gather": r.ratio_to_gather, "ratio_to_scan": r.ratio_to_scan,
          "throughput_slowest": r.throughput_range[0],
          "throughput_fastest": r.throughput_range[1]} for r in records]}
     file.write((json.dumps(payload, indent=2, default=str) + "\n").encode())

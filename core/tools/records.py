@@ -62,6 +62,7 @@ class Record:
     # the hardware references of the same run (:mod:`indexzoo.tools.references`), lookups per second
     raw_searchsorted: float | None = None
     random_gather: float | None = None
+    scan_floor: float | None = None  # range lookups: one per plain read of the keys
     # how the workload's timing rounds ended (:mod:`indexzoo.tools.ranking`): "established"
     # (every neighbouring pair ordered or tied), "budget" (the ranking budget was spent first),
     # "rounds" (the most rounds allowed were run), "fixed" (no rounds beyond --repeats asked),
@@ -77,6 +78,11 @@ class Record:
     def ratio_to_gather(self) -> float | None:
         """Throughput against the random-gather floor."""
         return self.throughput / self.random_gather if self.random_gather else None
+
+    @property
+    def ratio_to_scan(self) -> float | None:
+        """Range lookups answered in the time of one plain read of the keys."""
+        return self.throughput / self.scan_floor if self.scan_floor else None
 
     @property
     def throughput_per_byte(self) -> float:

@@ -78,8 +78,7 @@ def test_items_is_one_of_the_warp_bodies_and_more_than_one_only_on_warps() -> No
 # multiples of four, three queries (the query / word-group mapping), both key widths, 1-3
 # columns; query 1 has an empty range in its last column. About 0.9k rows: the simulator runs
 # every GPU thread as a Python thread. Every warp body: 1, 4, 8 and 16 words per warp, the
-# column loop and the bodies written out for the column count; the pair-load body over a padded
-# uint32 table.
+# column loop and the bodies written out for the column count.
 SCRIPT = textwrap.dedent("""
     import cudasim_warp
     cudasim_warp.install()
@@ -114,14 +113,6 @@ SCRIPT = textwrap.dedent("""
                    dict(group=32, items=16, unroll=True)):
             gpu = scan_bitmaps(cols, lo, hi, device="cuda", threads_per_block=64, **kw)
             assert np.array_equal(cpu, gpu), (n, dtype, d, kw, cpu, gpu)
-        if dtype == np.uint32:  # the pair-load body: a padded table, the padding never counts
-            padded = np.zeros((-(-n // 256) * 256, d), dtype, order="F")
-            padded[:n] = cols
-            padded[n:] = lo[0]  # would match query 0 if it counted
-            for loads in (2, 4):
-                gpu = scan_bitmaps(padded, lo, hi, device="cuda", pairs=loads, rows=n,
-                                   threads_per_block=64)
-                assert np.array_equal(cpu, gpu), (n, d, loads, cpu, gpu)
     print("simulator agrees")
 """)
 
@@ -130,22 +121,6 @@ def test_the_warp_bodies_agree_with_the_scalar_body_in_the_simulator() -> None:
     """Four words per warp, one word per warp and one thread per word: the same bitmaps as the
     CPU, padding bits included, for every row count around a group of four words."""
     agrees_in_the_simulator(SCRIPT)
-
-
-def test_the_pair_load_body_takes_only_a_padded_uint32_table_on_the_gpu() -> None:
-    cols = np.zeros((256, 2), np.uint32, order="F")
-    lo, hi = np.zeros((1, 2), np.uint32), np.ones((1, 2), np.uint32)
-    for bad in (dict(device="cpu"), dict(device="cuda", group=1), dict(pairs=3)):
-        with pytest.raises(InvalidInput, match="pairs="):
-            scan_bitmaps(cols, lo, hi, **{"device": "cuda", "pairs": 2, **bad})
-    for table in (np.zeros((200, 2), np.uint32, order="F"), np.zeros((256, 2), np.uint32),
-                  np.zeros((256, 2), np.uint64, order="F"), np.zeros((256, 5), np.uint32,
-                                                                     order="F")):
-        with pytest.raises(InvalidInput, match="pairs="):
-            scan_bitmaps(table, lo[:, :1].repeat(table.shape[1], 1),
-                         hi[:, :1].repeat(table.shape[1], 1), device="cuda", pairs=2)
-    with pytest.raises(InvalidInput, match="rows=300"):
-        scan_bitmaps(cols, lo, hi, rows=300)
 
 
 def test_the_scan_floor_benchmark_runs_small_on_the_cpu(tmp_path: Path) -> None:
