@@ -24,6 +24,7 @@ What an index calls: each takes the device, so the caller never picks a kernel p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -56,11 +57,33 @@ from .lightweight_search import (
 from .targets import GroupKernel, Kernel
 
 __all__ = [
-    "EO_SCAN_FILL", "EO_SCAN_SUM", "FIRST", "LOCATE", "NOT_FOUND", "NO_PINNING", "NO_REORDER",
-    "POINT", "RANK", "REORDER_DOUBLE", "REORDER_SINGLE", "RUN_FILL", "RUN_SUM",
-    "SORT_IDX_DTYPE", "SORT_RES_DTYPE", "WARP",
-    "DriverPlan", "LayoutRecord", "PinRecord", "SharedOffsets",
-    "ao_bs_locate", "eo_bs_locate", "eo_ks_locate", "locate", "pb_bs_locate", "pb_ks_locate",
+    "EO_SCAN_FILL",
+    "EO_SCAN_SUM",
+    "FIRST",
+    "LOCATE",
+    "NOT_FOUND",
+    "NO_PINNING",
+    "NO_REORDER",
+    "POINT",
+    "RANK",
+    "REORDER_DOUBLE",
+    "REORDER_SINGLE",
+    "RUN_FILL",
+    "RUN_SUM",
+    "SORT_IDX_DTYPE",
+    "SORT_RES_DTYPE",
+    "WARP",
+    "DriverPlan",
+    "LayoutRecord",
+    "PinRecord",
+    "SharedOffsets",
+    "ao_bs_locate",
+    "bind_locate",
+    "eo_bs_locate",
+    "eo_ks_locate",
+    "locate",
+    "pb_bs_locate",
+    "pb_ks_locate",
 ]
 
 
@@ -101,6 +124,20 @@ def locate(device: str, plan: DriverPlan, lay: LayoutRecord, pins: PinRecord, q:
                             NO_PINNING)
     else:
         _cuda().drive(plan, lay, pins, q, out, miss, mode)
+
+
+def bind_locate(device: str, plan: DriverPlan, lay: LayoutRecord, pins: PinRecord, q: Any,
+                out: Any, miss: Any, mode: np.int64) -> Callable[..., None]:
+    """:func:`locate` with everything but the lookups and the answer bound (``q`` and ``out``
+    are :class:`~indexzoo.native.targets.Slot` places): ``launch(n, q, out)``. On the GPU a
+    bound launch of the driver (see :meth:`~indexzoo.native.targets.BlockKernel.bind`); on
+    the CPU the scheme's twin as :func:`locate` runs it."""
+    if device == "cpu":
+        def launch(n: int, q: Any, out: Any) -> None:
+            locate("cpu", plan, lay, pins, q, out, miss, mode)
+
+        return launch
+    return _cuda().bind_drive(plan, lay, pins, q, out, miss, mode)
 
 
 # ------------------------------------------------------------------ scans

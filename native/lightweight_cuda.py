@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -418,6 +419,25 @@ def driver(scheme: str, group: int, per_thread: int, reorder: int, pin: bool,
         source = _DRIVER.replace("{SORTED}", _ONE_BY_ONE_SORTED).replace("{PLAIN}",
                                                                          _ONE_BY_ONE_PLAIN)
     return BlockKernel("lw_driver", source, namespace)
+
+
+def bind_drive(plan: DriverPlan, lay: LayoutRecord, pins: PinRecord, q: Any, out: Any,
+               miss: Any, mode: np.int64) -> Callable[..., None]:
+    """:func:`drive` with everything but the lookups and the answer bound (``q`` and ``out``
+    are :class:`~indexzoo.native.targets.Slot` places): ``launch(nq, q, out)``, at the host
+    cost of the two open arrays (the small-batch path of prepared point lookups)."""
+    shm, shared = plan.shared(pins)
+    tile, cap = plan.tile, plan.max_blocks
+
+    def blocks(nq: int) -> int:
+        b = -(-nq // tile)
+        return min(b, cap) if cap else b
+
+    kernel = driver(plan.scheme, plan.group, plan.per_thread, plan.reorder,
+                    bool(pins.pa + pins.pbb), plan.pin_dtype)
+    return kernel.bind("cuda", q, out, miss, mode, lay, pins, shm,
+                       threads_per_block=plan.threads_per_block, blocks=blocks,
+                       shared_mem=shared)
 
 
 def drive(plan: DriverPlan, lay: LayoutRecord, pins: PinRecord, q: Any, out: Any, miss: Any,

@@ -471,13 +471,18 @@ class BoundLaunch:
     compiles or picks the matching specialisation; so does every call on the CPU.
     """
 
-    def __init__(self, kernel: Kernel, device: str, args: tuple[Any, ...], threads_per_block: int,
-                 items: Callable[[int], int] | None = None):
+    def __init__(self, kernel: Kernel | BlockKernel, device: str, args: tuple[Any, ...],
+                 threads_per_block: int, items: Callable[[int], int] | None = None, *,
+                 blocks: Callable[[int], int] | None = None, shared_mem: int = 0):
         self.kernel = kernel
         self.device = device
         self.args = args
         self.threads_per_block = threads_per_block
         self.items = items
+        # a BlockKernel's grid (blocks for n items) and dynamic shared memory: its first
+        # argument is then n itself
+        self.blocks = blocks
+        self.shared_mem = shared_mem
         self.open = tuple(i for i, a in enumerate(args) if isinstance(a, Slot))
         self.call: Callable[..., None] = self._ordinary
         if device == "cuda":
@@ -493,6 +498,11 @@ class BoundLaunch:
         full = list(self.args)
         for i, a in zip(self.open, opened, strict=True):
             full[i] = a
+        if isinstance(self.kernel, BlockKernel):
+            if n > 0 and self.blocks is not None:
+                self.kernel(self.blocks(n), self.threads_per_block, n, *full,
+                            shared_mem=self.shared_mem)
+            return
         self.kernel(self.device, n if self.items is None else self.items(n), *full,
                     threads_per_block=self.threads_per_block)
 
@@ -522,7 +532,8 @@ class BoundLaunch:
             "local": local, "buffer": buffer, "ordinary": self._ordinary,
             "stream": cupy.cuda.get_current_stream, "launch_kernel": cupy.cuda.driver.launchKernel,
             "fptr": fast._function_ptr, "tpb": self.threads_per_block,
-            "pack_n": struct.Struct("@q").pack_into}
+            "pack_n": struct.Struct("@q").pack_into, "blocks_of": self.blocks,
+            "shm": self.shared_mem}
         names = [f"s{j}" for j in range(len(self.open))]
         contiguous = ("_c_contiguous" if all(hasattr(a, "_c_contiguous") for a in stand_ins
                                              if isinstance(a, cupy.ndarray))
@@ -554,7 +565,9 @@ class BoundLaunch:
                 "    except AttributeError:",
                 "        buf = buffer()",
                 *[f"    {p}" for p in packs],
-                "    launch_kernel(fptr, (items + tpb - 1) // tpb, 1, 1, tpb, 1, 1, 0, stream().ptr,",
+                "    launch_kernel(fptr, " + ("blocks_of(items)" if self.blocks else
+                                               "(items + tpb - 1) // tpb")
+                + ", 1, 1, tpb, 1, 1, shm, stream().ptr,",
                 "                  0, local.extra_ptr)"]
         exec("\n".join(src) + "\n", env)
         return typing.cast("Callable[..., None]", env["bound_launch"])
@@ -640,14 +653,29 @@ class BlockKernel:
     def __repr__(self) -> str:
         return f"BlockKernel({self.name})"
 
-    def __call__(self, blocks: int, threads: int, *args: Any, shared_mem: int = 0) -> None:
+    def _get(self, device: str = "cuda") -> Any:
+        """The numba-cuda dispatcher (made on first use)."""
         if self._fn is None:
-            from numba import cuda
+            with self._lock:
+                if self._fn is None:
+                    from numba import cuda
 
-            ns = {"cuda": cuda, **self._namespace}
-            exec(self._source, ns)
-            self._fn = cuda.jit(ns[self.name])
-        launch_cuda(self, self._fn, blocks, threads, args, shared_mem)
+                    ns = {"cuda": cuda, **self._namespace}
+                    exec(self._source, ns)
+                    self._fn = cuda.jit(ns[self.name])
+        return self._fn
+
+    def __call__(self, blocks: int, threads: int, *args: Any, shared_mem: int = 0) -> None:
+        launch_cuda(self, self._get(), blocks, threads, args, shared_mem)
+
+    def bind(self, device: str, *args: Any, threads_per_block: int,
+             blocks: Callable[[int], int], shared_mem: int = 0) -> Callable[..., None]:
+        """This kernel with ``args`` (every argument after the first, which is the item count
+        ``n``) bound, :class:`Slot` places left open, as :meth:`Kernel.bind`: ``launch(n,
+        *open)`` runs ``blocks(n)`` blocks of ``threads_per_block`` threads with
+        ``shared_mem`` bytes of dynamic shared memory (nothing where ``n`` is 0)."""
+        return BoundLaunch(self, device, args, threads_per_block, blocks=blocks,
+                           shared_mem=shared_mem).call
 
 
 _NO_VALUES: dict[str, Any] = {}

@@ -67,17 +67,18 @@ Decisions where the paper is silent or ambiguous
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native import lightweight as lw
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.eytzinger import EO_GATHER, eo_shape
 from indexzoo.native.pivots import PB_GATHER, PivotPlan, chunk_for_levels, full_chunk, pb_plan
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import values_arg
+from indexzoo.native.targets import Slot, one_per_item, values_arg
 
 from .hardware import hardware
 from .params import LightweightParams, preset_params
@@ -294,6 +295,15 @@ class LightweightIndex(GpuIndex[LightweightState]):
     def _range_count(self, st: LightweightState, lo: Any, hi: Any) -> Any:
         start, stop = self._ranks(st, lo, hi)
         return (stop - start).astype(st.rowid_dtype)
+
+    def _prepared_point(self, st: LightweightState, op: Operation) -> Callable[[Any], Any] | None:
+        """``rowid`` lookups with the layout, the driver's plan and pinning bound into the
+        launch: a call allocates the answer and launches (the small-batch path)."""
+        if op.out != "rowid":
+            return None
+        launch = lw.bind_locate(self.device, st.plan, st.layout, st.pins, Slot(st.native_dtype),
+                                Slot(st.rowid_dtype), st.miss, lw.POINT)
+        return one_per_item(launch, st.xp, st.rowid_dtype)
 
     def _point_rowid(self, st: LightweightState, q: Any) -> Any:
         return self._locate(st, q, lw.POINT, st.rowid_dtype)

@@ -6,6 +6,7 @@ other batch takes the general path; both give the same answers, and a rebuild pr
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -199,3 +200,20 @@ def test_a_subclass_that_overrides_a_hook_is_answered_by_it_on_every_path() -> N
     native = index.point(np.array([9, 7], dtype=np.uint64)).rowid.tolist()
     other = index.point(np.array([9, 7], dtype=np.int64)).rowid.tolist()
     assert native == other == [1, 0]
+
+
+# every family whose point lookups have a bound launch (the small-batch path: a call writes
+# only the lookups' and the answer's pointers into a prepared parameter buffer on the GPU)
+BOUND = ["sorted-array", "btree", "warpcore-hash", "lightweight", "ao-bs", "eo-bs", "eo-ks",
+         "ao-pb-bs", "ao-pb-ks"]
+
+
+@pytest.mark.parametrize("name", BOUND)
+def test_each_family_prepares_its_point_lookups_as_one_bound_launch(name: str,
+                                                                      device: str) -> None:
+    keys, ix = _keys(), indexzoo.create(name, device=device)
+    ix.build(to_device(keys, device))
+    prepared = ix._prepared_point(ix.state, operation("point", "rowid"))
+    assert callable(prepared), name
+    q = _lookups(keys)
+    _check(keys, q, SimpleNamespace(rowid=prepared(to_device(q, device))), "rowid", int(ix.miss))

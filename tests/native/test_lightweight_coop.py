@@ -19,6 +19,7 @@ SCRIPT = textwrap.dedent("""
     import indexzoo
     from indexzoo.native import lightweight as lw
     from indexzoo.native.csr import offsets_from_counts
+    from indexzoo.native.targets import Slot
 
     FULL = {full}  # every K, key width and index; the default tier runs a representative part
     rng = np.random.default_rng(5)
@@ -34,6 +35,11 @@ SCRIPT = textwrap.dedent("""
             lw.locate("cuda", st.plan, st.layout, st.pins, q, got, st.miss, mode)
             lw.locate("cpu", st.plan, st.layout, st.pins, q, want, st.miss, mode)
             assert np.array_equal(got, want), (index.params, int(mode), got, want)
+            if mode == lw.POINT:  # the bound launch of prepared point lookups: the same
+                bound = np.empty(q.shape[0], dt)
+                lw.bind_locate("cuda", st.plan, st.layout, st.pins, Slot(q.dtype), Slot(dt),
+                               st.miss, mode)(q.shape[0], q, bound)
+                assert np.array_equal(bound, want), (index.params, bound, want)
 
 
     # K-ary searches: every K (groups of 2 .. 32 threads), both key widths, SoA and AoS (the
