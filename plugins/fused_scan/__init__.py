@@ -15,7 +15,7 @@ from pydantic import Field
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
 from indexzoo.hookspecs import hookimpl
-from indexzoo.native.scan import ITEMS, scan_bitmaps
+from indexzoo.native.scan import scan_bitmaps
 from indexzoo.native.targets import KernelParams
 
 __all__ = ["FusedScanIndex", "FusedScanParams"]
@@ -30,7 +30,7 @@ class FusedScanParams(KernelParams):
         default=128, ge=32, le=1024, multiple_of=32,
         description="CUDA threads per block of the scan (ignored on the CPU).")
     items: Literal[1, 2, 4, 8, 16] = Field(
-        default=ITEMS, description="Output words per warp: each lane holds this many rows of "
+        default=4, description="Output words per warp: each lane holds this many rows of "
         "each column, their loads in flight together (1: one row per lane).")
     unroll: bool = Field(
         default=True, description="With up to four columns, a body written out for the "
