@@ -50,7 +50,7 @@ def default_cluster_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-class use_client:  # noqa: N801 - a function to the user, a context manager as well
+class use_client:
     """Make ``client`` (a ``distributed.Client`` or a scheduler address) the one that sharded
     indexes built from now on use, unless one is given to the index itself. ``None`` goes
     back to the shared local cluster. As a context manager it restores the previous one on

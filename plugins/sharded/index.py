@@ -14,9 +14,8 @@ from indexzoo.config import IndexParams, IndexSpec, validate_params
 from indexzoo.contract import BuildState, Capabilities, Footprint, GpuIndex, NullPolicy
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.errors import ConfigError, DeviceUnavailable, IndexZooError, InvalidInput
-from indexzoo import answers
-from indexzoo.operations import Operation
 from indexzoo.registry import lookup
+from indexzoo.results import Out
 
 from . import cluster, partition, sources, worker
 
@@ -75,7 +74,7 @@ class ShardedState(BuildState):
 
 
 _classes: dict[Any, type[ShardedIndex]] = {}
-_classes_lock = threading.Lock()
+_classes_lock = threading.RLock()
 
 
 class ShardedIndex(GpuIndex[ShardedState]):
@@ -87,8 +86,12 @@ class ShardedIndex(GpuIndex[ShardedState]):
     # index made for another inner index is of a subclass declaring that index's capabilities
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"
+    # bench and recommend over "builtin" leave it out: it wraps the others and needs a cluster
+    selected_by_default: ClassVar[bool] = False
     #: the inner index class this (sub)class was made for; None on the registered class
     inner_class: ClassVar[type[GpuIndex] | None] = None
+    #: the arguments of ``over`` that made this class (None: not made by ``over``)
+    over_args: ClassVar[tuple[Any, dict[str, Any]] | None] = None
     params: ShardedParams
 
     # ------------------------------------------------------------------ classes per inner
@@ -119,12 +122,15 @@ class ShardedIndex(GpuIndex[ShardedState]):
                 params = create_model(f"ShardedParams_{spec.index}", __base__=ShardedParams,
                                       **fields)
                 got = type(f"ShardedOver_{spec.index.replace('-', '_')}", (base,),
-                           {"Params": params, "__module__": __name__, "__doc__": base.__doc__})
+                           {"Params": params, "__module__": __name__, "__doc__": base.__doc__,
+                            "over_args": (spec.model_dump(mode="json"), dict(defaults))})
                 _classes[key] = got
             return got
 
     def __reduce__(self) -> Any:
-        return (_unpickle, (self.__getstate__(),))
+        """Pickled by the class it was made as: the registered one for its inner index, or
+        the one ``over`` made (classes made at run time cannot be pickled by name)."""
+        return (_unpickle, (type(self).over_args, self.__getstate__()))
 
     def __init__(self, params: Any = None, *, device: str = "auto", client: Any = None):
         super().__init__(params, device=device)
@@ -191,10 +197,10 @@ class ShardedIndex(GpuIndex[ShardedState]):
             cuts = partition.row_blocks(n, shards)
             parts = [rowids[cuts[s]:cuts[s + 1]] for s in range(shards)]
         else:
-            sample = partition.sample_keys(host, self.params.sample_per_shard * shards)
+            sample = np.sort(partition.sample_keys(host, self.params.sample_per_shard * shards))
             if scheme == "range":
                 split = partition.splitters(sample, shards)
-                where = partition.range_shard(host, rowids, split)
+                where = partition.range_shard(host, rowids, sample, shards)
             else:
                 heavy = partition.heavy_keys(sample, shards)
                 where = partition.hash_shard(host, rowids, shards, heavy)
@@ -225,12 +231,13 @@ class ShardedIndex(GpuIndex[ShardedState]):
             [client.submit(worker.sample_part, e, per, i, pure=False)
              for i, e in enumerate(encoded)]) or [np.zeros(0, keymap.target)])
         scheme = self.scheme
+        sample = np.sort(sample)
         split = partition.splitters(sample, shards) if scheme == "range" else _empty(sample)
         heavy = partition.heavy_keys(sample, shards) if scheme == "hash" else _empty(sample)
         vals = [None] * len(encoded) if src.value_parts is None else \
             [client.submit(worker.values_part, v, pure=False)
              for v in client.compute(src.value_parts)]
-        cut = [client.submit(worker.split_part, e, v, int(off), scheme, shards, split, heavy,
+        cut = [client.submit(worker.split_part, e, v, int(off), scheme, shards, sample, heavy,
                              pure=False)
                for e, v, off in zip(encoded, vals, offsets[:-1], strict=True)]
         workers = _workers(client)
@@ -266,27 +273,53 @@ class ShardedIndex(GpuIndex[ShardedState]):
         st.lo, st.hi, st.split, st.heavy, st.lost = lo, hi, split, heavy, []
 
     # ------------------------------------------------------------------ lookups
-    @answers(kinds=("point", "range"), outs=("rowid", "count", "sum", "rowids"))
-    def _answer(self, st: ShardedState, op: Operation, *arrays: Any) -> Any:
+    # one hook per operation (not one marked method): a subclass for an inner index without
+    # ranges inherits the range hooks from here, where the capabilities declare them
+    def _point_rowid(self, st: ShardedState, q: Any) -> Any:
+        return self._scatter_gather(st, "point", "rowid", q)
+
+    def _point_count(self, st: ShardedState, q: Any) -> Any:
+        return self._scatter_gather(st, "point", "count", q)
+
+    def _point_sum(self, st: ShardedState, q: Any) -> Any:
+        return self._scatter_gather(st, "point", "sum", q)
+
+    def _point_rowids(self, st: ShardedState, q: Any) -> Any:
+        return self._scatter_gather(st, "point", "rowids", q)
+
+    def _range_rowid(self, st: ShardedState, lo: Any, hi: Any) -> Any:
+        return self._scatter_gather(st, "range", "rowid", lo, hi)
+
+    def _range_count(self, st: ShardedState, lo: Any, hi: Any) -> Any:
+        return self._scatter_gather(st, "range", "count", lo, hi)
+
+    def _range_sum(self, st: ShardedState, lo: Any, hi: Any) -> Any:
+        return self._scatter_gather(st, "range", "sum", lo, hi)
+
+    def _range_rowids(self, st: ShardedState, lo: Any, hi: Any) -> Any:
+        return self._scatter_gather(st, "range", "rowids", lo, hi)
+
+    def _scatter_gather(self, st: ShardedState, kind: str, out: Out, *arrays: Any) -> Any:
+        """Route the batch to the shards that can answer, gather every answer, combine them
+        in the caller's order (on the index's device)."""
         host = [np.asarray(to_numpy(a)) for a in arrays]
         q = int(host[0].shape[0])
-        empty_shards = [s.n == 0 for s in st.summaries]
-        if op.kind == "point":
-            scheme = st.scheme if host[0].ndim == 1 else "rows"
+        scheme = st.scheme if host[0].ndim == 1 else "rows"
+        if kind == "point":
             routes = partition.route_points(scheme, host[0], len(st.shards), st.lo, st.hi,
                                             st.heavy)
         else:
-            scheme = st.scheme if host[0].ndim == 1 else "rows"
             routes = partition.route_ranges(scheme, host[0], host[1], len(st.shards), st.lo,
                                             st.hi)
-        asked = [(s, idx) for s, idx in enumerate(routes) if idx.shape[0] and not empty_shards[s]]
-        parts = self._gather(st, op, host, asked)
-        out = _combine(op.out, q, asked, parts, st.rowid_dtype)
-        if isinstance(out, tuple):
-            return tuple(to_device(a, self.device) for a in out)
-        return to_device(out, self.device)
+        asked = [(s, idx) for s, idx in enumerate(routes)
+                 if idx.shape[0] and st.summaries[s].n]
+        parts = self._gather(st, kind, out, host, asked)
+        got = _combine(out, q, asked, parts, st.rowid_dtype)
+        if isinstance(got, tuple):
+            return tuple(to_device(a, self.device) for a in got)
+        return to_device(got, self.device)
 
-    def _gather(self, st: ShardedState, op: Operation, host: list[np.ndarray],
+    def _gather(self, st: ShardedState, kind: str, out: Out, host: list[np.ndarray],
                 asked: list[tuple[int, np.ndarray]]) -> list[Any]:
         """Every asked shard's answer, or ShardLost (never some of them)."""
         if st.lost:
@@ -296,8 +329,8 @@ class ShardedIndex(GpuIndex[ShardedState]):
         dt = str(st.rowid_dtype)
         for s, idx in asked:
             part = [a[idx] for a in host]
-            futures.append(client.submit(worker.lookup_shard, st.shards[s], op.kind, op.out,
-                                         dt, *part, pure=False))
+            futures.append(client.submit(worker.lookup_shard, st.shards[s], kind, out, dt,
+                                         *part, pure=False))
         try:
             return list(client.gather(futures))
         except IndexZooError:
@@ -367,8 +400,10 @@ def _load_one(data: tuple[Any, ...], device: str) -> worker.Shard:
     return worker.load_shard(meta, arrays, rows, bounds, device)
 
 
-def _unpickle(data: dict[str, Any]) -> ShardedIndex:
-    index = ShardedIndex.__new__(ShardedIndex, data["meta"].get("params"))
+def _unpickle(over_args: tuple[Any, dict[str, Any]] | None,
+              data: dict[str, Any]) -> ShardedIndex:
+    cls = ShardedIndex if over_args is None else ShardedIndex.over(over_args[0], **over_args[1])
+    index = cls.__new__(cls, data["meta"].get("params"))
     index.__setstate__(data)
     return index
 

@@ -3,12 +3,12 @@ the workers alike).
 
 Three schemes:
 
-* ``range``: splitters drawn from a sample of the keys cut the key space into ``S`` runs; a
-  key equal to no splitter lands in the one shard between its neighbouring splitters. A key
-  equal to one or more splitters (a key so frequent that the sample's quantiles fall on it)
-  may lie in any shard of the run of shards those splitters bound, and its rows are dealt out
-  over that run by rowID, so a key repeated a million times fills several shards instead of
-  overloading one. After the build each shard reports the smallest and largest key it holds;
+* ``range``: a sorted sample of the keys is cut into ``S`` equal parts (the splitters are
+  the keys at the cuts); a key lands in the shard whose part of the sample it falls in. A
+  key that fills sample positions across a cut (a key so frequent that splitters fall on it)
+  is dealt out by rowID over the shards those positions span, each taking the share of its
+  rows that its part of the sample holds, so a key repeated a million times fills several
+  shards instead of overloading one. After the build each shard reports the smallest and largest key it holds;
   lookups are routed by those bounds, so a point goes to every shard whose bounds contain it
   (one, or the run holding a split key) and a range to the shards it overlaps.
 * ``hash``: a key's shard is a mixed hash of the key modulo ``S``. Keys the sample shows as
@@ -53,15 +53,25 @@ def splitters(sample: np.ndarray, shards: int) -> np.ndarray:
     return s[at]
 
 
-def range_shard(keys: np.ndarray, rowids: np.ndarray, split: np.ndarray) -> np.ndarray:
-    """The shard (int64) of each row under range partitioning.
+def range_shard(keys: np.ndarray, rowids: np.ndarray, sample: np.ndarray,
+                shards: int) -> np.ndarray:
+    """The shard (int64) of each row under range partitioning by the sorted ``sample``.
 
-    A key between two splitters goes to the shard between them; a key equal to splitters
-    ``split[a..b-1]`` may go to shards ``a..b`` and is dealt out over them by rowID."""
-    first = np.searchsorted(split, keys, side="left")
-    last = np.searchsorted(split, keys, side="right")
-    width = (last - first + 1).astype(np.int64)
-    return first.astype(np.int64) + np.asarray(rowids, dtype=np.int64) % width
+    Shard ``i`` takes the sample's positions ``[i*m/S, (i+1)*m/S)``. A key absent from the
+    sample goes where it would be inserted. A key present at positions ``[a, b)`` takes, for
+    each row, the position ``a + u*(b - a)`` with ``u`` in [0, 1) spread evenly by rowID: a
+    run of equal keys is dealt out over the shards its sample positions span, each getting
+    the share of the run that its part of the sample holds (so a key that is 30% of the rows
+    fills its shards as much as any other key would)."""
+    m = int(sample.shape[0])
+    inner = (np.arange(1, shards, dtype=np.int64) * m) // shards
+    first = np.searchsorted(sample, keys, side="left")
+    last = np.searchsorted(sample, keys, side="right")
+    absent = np.searchsorted(inner, first, side="left")
+    u = (np.asarray(rowids, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)
+    pos = first + (u.astype(np.float64) / float(1 << 53)) * (last - first)
+    present = np.searchsorted(inner, pos, side="right")
+    return np.where(last > first, present, absent).astype(np.int64)
 
 
 def _mix(keys: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 from indexzoo.contract import Footprint, GpuIndex
 from indexzoo.devices import to_numpy
 from indexzoo.keys import KeyMap
+from indexzoo.results import Out
 
 from . import partition
 
@@ -83,13 +84,13 @@ def summarise(shard: Shard) -> ShardSummary:
                         get_worker().address)
 
 
-def lookup_shard(shard: Shard, kind: str, out: str, rowid_dtype: str, *arrays: Any) -> Any:
+def lookup_shard(shard: Shard, kind: str, out: Out, rowid_dtype: str, *arrays: Any) -> Any:
     """The shard's answers to its part of a batch, with global rowIDs, on the host:
     ``rowid``: rowIDs or the global miss; ``count``/``sum``: uint64; ``rowids``: (offsets,
     rowids)."""
     index = shard.index
     res = index.point(arrays[0], out=out) if kind == "point" else \
-        index.range(arrays[0], arrays[1], out=out)  # type: ignore[arg-type]
+        index.range(arrays[0], arrays[1], out=out)
     dt = np.dtype(rowid_dtype)
     if out == "rowid":
         local = to_numpy(res.rowid)
@@ -149,11 +150,12 @@ def sample_part(keys: np.ndarray, size: int, seed: int) -> np.ndarray:
 
 
 def split_part(keys: np.ndarray, values: Any, offset: int, scheme: str, shards: int,
-               split: np.ndarray, heavy: np.ndarray) -> list[tuple[Any, Any, Any]]:
-    """One partition cut into one piece (keys, global rowIDs, values) per shard."""
+               sample: np.ndarray, heavy: np.ndarray) -> list[tuple[Any, Any, Any]]:
+    """One partition cut into one piece (keys, global rowIDs, values) per shard (``sample``:
+    the sorted sample of the range scheme)."""
     rows = offset + np.arange(keys.shape[0], dtype=np.int64)
     if scheme == "range":
-        where = partition.range_shard(keys, rows, split)
+        where = partition.range_shard(keys, rows, sample, shards)
     else:
         where = partition.hash_shard(keys, rows, shards, heavy)
     pieces = []
