@@ -9,7 +9,9 @@ timed (median of ``--repeats``, after a warm-up) on the same keys and lookups:
 * the inner index alone in this process on all of the keys, its kernels on one thread (what
   one shard would cost if it held everything), and on one W-th of the keys;
 * the client's parts per lookup: routing a batch (``partition.route_points``) and combining
-  the shards' answers (``_combine``), measured apart from the cluster.
+  the shards' answers (``_combine``), measured apart from the cluster; and shipping: each
+  shard's part of the batch sent to a worker and one uint64 per lookup sent back, with no
+  index work.
 
 Writes ``scaling.md`` (the table) and ``scaling.json`` under ``--output``.
 
@@ -52,7 +54,7 @@ def measure(workers: int, inner: str, keys: np.ndarray, q: np.ndarray, lo: np.nd
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=None, env={"NUMBA_NUM_THREADS": "1"})
+                           dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"})
     client = Client(cluster, set_as_default=False)
     try:
         index = ShardedIndex({"inner": inner, "shards": workers}, device="cpu", client=client)
@@ -71,12 +73,20 @@ def measure(workers: int, inner: str, keys: np.ndarray, q: np.ndarray, lo: np.nd
         combine = _median(lambda: _combine("count", q.shape[0], asked, parts,
                                            np.dtype(np.uint32)), repeats)
         sizes = index.shard_sizes()
+        ship = _median(lambda: client.gather([client.submit(_echo_counts, q[r], pure=False)
+                                              for _, r in asked]), repeats)
     finally:
         client.close()
         cluster.close()
     return {"workers": workers, "shards": workers, "build_s": build, "point_s": points,
             "range_s": ranges, "one_lookup_s": one, "route_s": route, "combine_s": combine,
-            "shard_sizes": sizes}
+            "ship_s": ship, "shard_sizes": sizes}
+
+
+def _echo_counts(q: np.ndarray) -> np.ndarray:
+    """A shard's reply without the index: what sending its part of a batch and bringing
+    back one uint64 per lookup costs."""
+    return np.zeros(q.shape[0], dtype=np.uint64)
 
 
 def inner_alone(inner: str, keys: np.ndarray, q: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -111,7 +121,8 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     meta = {"commit": commit, "inner": args.inner, "keys": n, "lookups": nq,
-            "range_width": 1 << 12, "cpus": os.cpu_count(), "machine": platform.processor()
+            "range_width": 1 << 12, "cpus": os.cpu_count(),
+            "load_average_at_end": os.getloadavg(), "machine": platform.processor()
             or platform.machine(), "python": platform.python_version(),
             "inner_alone": whole}
     args.output.mkdir(parents=True, exist_ok=True)
@@ -126,14 +137,15 @@ def main() -> None:
              f"{whole['point_s'] * 1e3:.1f} ms, ranges {whole['range_s'] * 1e3:.1f} ms.",
              "",
              "| workers = shards | build | points | Mlookups/s | ranges | one lookup | "
-             "routing (client) | combining (client) | inner on N/W keys: points |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "routing (client) | combining (client) | shipping | inner on N/W keys: points |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(
             f"| {r['workers']} | {r['build_s'] * 1e3:.0f} | {r['point_s'] * 1e3:.1f} | "
             f"{nq / r['point_s'] / 1e6:.2f} | {r['range_s'] * 1e3:.1f} | "
             f"{r['one_lookup_s'] * 1e3:.2f} | {r['route_s'] * 1e3:.1f} | "
-            f"{r['combine_s'] * 1e3:.1f} | {r['inner_part']['point_s'] * 1e3:.1f} |")
+            f"{r['combine_s'] * 1e3:.1f} | {r['ship_s'] * 1e3:.1f} | "
+            f"{r['inner_part']['point_s'] * 1e3:.1f} |")
     (args.output / "scaling.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -100,7 +100,7 @@ def _local_client(device: str) -> Any:
         else:
             cluster = distributed.LocalCluster(n_workers=default_cluster_workers(),
                                                threads_per_worker=1, processes=True,
-                                               dashboard_address=None)
+                                               dashboard_address=":0")
         client = distributed.Client(cluster, set_as_default=False)
         _local[device] = (cluster, client)
         return client
@@ -124,6 +124,11 @@ def client_for(given: Any, address: str | None, device: str) -> Any:
 
 @atexit.register
 def _close_local() -> None:
+    import logging
+
+    # the process is ending: the shards' loss is expected, not worth a warning per worker
+    for name in ("distributed.scheduler", "distributed.nanny", "distributed.worker"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     with _lock:
         for cluster, client in _local.values():
             try:

@@ -18,7 +18,7 @@ def dask_client() -> Iterator[Any]:
     from indexzoo.plugins.sharded import use_client
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=":0")
     client = Client(cluster, set_as_default=False)
     with use_client(client):
         yield client

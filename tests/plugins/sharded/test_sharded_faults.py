@@ -23,7 +23,7 @@ def doomed_client() -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=":0")
     client = Client(cluster, set_as_default=False)
     yield client
     client.close()
