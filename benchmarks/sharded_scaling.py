@@ -16,6 +16,8 @@ timed (median of ``--repeats``, after a warm-up) on the same keys and lookups:
 Writes ``scaling.md`` (the table) and ``scaling.json`` under ``--output``.
 
     python benchmarks/sharded_scaling.py --keys 22 --lookups 21 --output benchmarks/results/cpu/X
+    python benchmarks/sharded_scaling.py --device cuda --workers 1,2,4,8 --keys 30 --lookups 27 \
+        --output benchmarks/results/h100/X      # on a multi-GPU machine (pip install dask-cuda)
 """
 
 from __future__ import annotations
@@ -49,15 +51,27 @@ def _median(fn: Any, repeats: int) -> float:
     return statistics.median(times)
 
 
-def measure(workers: int, inner: str, keys: np.ndarray, q: np.ndarray, lo: np.ndarray,
-            hi: np.ndarray, repeats: int) -> dict[str, Any]:
-    from distributed import Client, LocalCluster
+def _cluster(workers: int, device: str) -> Any:
+    """W worker processes on the CPU, or dask-cuda's LocalCUDACluster on the first W GPUs
+    (one worker each; untested where this script was written, a machine without GPU)."""
+    if device == "cuda":
+        from dask_cuda import LocalCUDACluster
 
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"})
+        return LocalCUDACluster(n_workers=workers, dashboard_address=":0")
+    from distributed import LocalCluster
+
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                        dashboard_address=":0", env={"NUMBA_NUM_THREADS": "1"})
+
+
+def measure(workers: int, inner: str, keys: np.ndarray, q: np.ndarray, lo: np.ndarray,
+            hi: np.ndarray, repeats: int, device: str = "cpu") -> dict[str, Any]:
+    from distributed import Client
+
+    cluster = _cluster(workers, device)
     client = Client(cluster, set_as_default=False)
     try:
-        index = ShardedIndex({"inner": inner, "shards": workers}, device="cpu", client=client)
+        index = ShardedIndex({"inner": inner, "shards": workers}, device=device, client=client)
         t0 = time.perf_counter()
         index.build(keys)
         build = time.perf_counter() - t0
@@ -90,8 +104,8 @@ def _echo_counts(q: np.ndarray) -> np.ndarray:
 
 
 def inner_alone(inner: str, keys: np.ndarray, q: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                repeats: int) -> dict[str, float]:
-    index = indexzoo.create(inner, device="cpu").build(keys)
+                repeats: int, device: str = "cpu") -> dict[str, float]:
+    index = indexzoo.create(inner, device=device).build(keys)
     return {"point_s": _median(lambda: index.point(q, out="count"), repeats),
             "range_s": _median(lambda: index.range(lo, hi, out="count"), repeats)}
 
@@ -103,6 +117,8 @@ def main() -> None:
     ap.add_argument("--lookups", type=int, default=21, help="log2 of the lookups per batch")
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="cuda: a LocalCUDACluster over the first W GPUs (needs dask-cuda)")
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -111,16 +127,18 @@ def main() -> None:
     q = keys[rng.integers(0, n, nq)]
     lo = q
     hi = (q.astype(np.uint64) + (1 << 12)).clip(max=(1 << 32) - 1).astype(np.uint32)
-    whole = inner_alone(args.inner, keys, q, lo, hi, args.repeats)
+    whole = inner_alone(args.inner, keys, q, lo, hi, args.repeats, args.device)
     rows = []
     for w in [int(x) for x in args.workers.split(",")]:
-        got = measure(w, args.inner, keys, q, lo, hi, args.repeats)
-        got["inner_part"] = inner_alone(args.inner, keys[: n // w], q, lo, hi, args.repeats)
+        got = measure(w, args.inner, keys, q, lo, hi, args.repeats, args.device)
+        got["inner_part"] = inner_alone(args.inner, keys[: n // w], q, lo, hi, args.repeats,
+                                        args.device)
         rows.append(got)
         print(json.dumps(got), flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    meta = {"commit": commit, "inner": args.inner, "keys": n, "lookups": nq,
+    meta = {"commit": commit, "device": args.device, "inner": args.inner, "keys": n,
+            "lookups": nq,
             "range_width": 1 << 12, "cpus": os.cpu_count(),
             "load_average_at_end": os.getloadavg(), "machine": platform.processor()
             or platform.machine(), "python": platform.python_version(),
@@ -130,6 +148,7 @@ def main() -> None:
                                                          indent=2) + "\n")
     lines = [f"`sharded` over `{args.inner}`, 2^{args.keys} uint32 keys, batches of "
              f"2^{args.lookups} lookups (`out=count`; ranges of width 4096), commit {commit}, "
+             f"on {args.device}, "
              f"{os.cpu_count()} CPUs, one thread per worker. Times are medians of "
              f"{args.repeats} runs, in ms.",
              "",
