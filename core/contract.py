@@ -173,6 +173,9 @@ class GpuIndex(abc.ABC, Generic[S]):
     #: something else, and files saved with the old layout are refused (never loaded into code
     #: that would read them differently). See docs/persistence.md.
     state_version: ClassVar[int] = 1
+    #: False for an index that wraps others (``sharded``): the ``builtin`` and ``all``
+    #: selections of ``indexzoo bench`` and ``recommend`` leave it out; naming it runs it.
+    selected_by_default: ClassVar[bool] = True
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -259,9 +259,11 @@ def selection(which: str) -> tuple[list[str], list[str]]:
     """The indexes ``which`` ("all": every registered one, "builtin": those shipped with
     indexzoo) names for one-column workloads (bench, recommend), and the multi-column indexes
     left out of it (``capabilities.dims > 1``: their range answers are N-bit bitmaps, their
-    workloads have several columns; naming them includes them)."""
-    names = list(available()) if which == "all" else builtin()
+    workloads have several columns; naming them includes them). Indexes that wrap others
+    (``selected_by_default = False``: ``sharded``) are in neither list; naming them runs them."""
     table = available()
+    names = [n for n in (list(table) if which == "all" else builtin())
+             if n in table and table[n].selected_by_default]
     multi = [n for n in names if table[n].capabilities.dims > 1]
     return [n for n in names if n not in multi], multi
 

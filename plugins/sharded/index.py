@@ -1,0 +1,484 @@
+"""The ``sharded`` index: any registered index, split into shards over a Dask cluster."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field, create_model, field_validator
+
+from indexzoo.config import IndexParams, IndexSpec, validate_params
+from indexzoo.contract import BuildState, Capabilities, Footprint, GpuIndex, NullPolicy
+from indexzoo.devices import to_device, to_numpy
+from indexzoo.errors import ConfigError, DeviceUnavailable, IndexZooError, InvalidInput
+from indexzoo.registry import lookup
+from indexzoo.results import Out
+
+from . import cluster, partition, sources, worker
+
+__all__ = ["ShardLost", "ShardedIndex", "ShardedParams", "ShardedState"]
+
+Partitioning = Literal["auto", "range", "hash", "rows"]
+
+
+class ShardLost(DeviceUnavailable):
+    """A shard of a sharded index is gone (its worker died or left): the lookup that met it
+    returned nothing, and every later lookup raises this too until the index is built (or
+    loaded) again."""
+
+
+class ShardedParams(IndexParams):
+    """The inner index, the number of shards, the partitioning and where the cluster is."""
+
+    inner: IndexSpec = Field(
+        default=IndexSpec(index="sorted-array"),
+        description=("The index each shard holds: a registered name or a spec "
+                     "({index, params}); it runs on the sharded index's device."))
+    shards: int = Field(default=2, ge=1, le=4096, description="Number of shards.")
+    partitioning: Partitioning = Field(
+        default="auto",
+        description=("How rows go to shards. auto: range for an inner index with range "
+                     "lookups, hash for one without, rows for a multi-column one; range: by "
+                     "splitters drawn from a sample of the keys; hash: by a hash of the key; "
+                     "rows: contiguous blocks of rows (every lookup asks every shard)."))
+    sample_per_shard: int = Field(
+        default=partition.SAMPLE_PER_SHARD, ge=16, le=1 << 24,
+        description="Keys sampled per shard to draw the range splitters and find heavy keys.")
+    address: str | None = Field(
+        default=None,
+        description=("A Dask scheduler address to connect to (e.g. 'tcp://10.0.0.5:8786'); "
+                     "none: a client given to the index, the one set with use_client(), or "
+                     "a local cluster."))
+
+    @field_validator("inner", mode="before")
+    @classmethod
+    def _spec(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return IndexSpec(index=value)
+        return value
+
+
+class ShardedState(BuildState):
+    client: Any
+    scheme: str
+    shards: list[Any]  # one future per shard (of a worker.Shard), in shard order
+    summaries: list[worker.ShardSummary]
+    lo: np.ndarray  # per shard: smallest native key (an empty shard: lo > hi)
+    hi: np.ndarray
+    split: np.ndarray  # range splitters drawn at build (kept for the docs' cost model)
+    heavy: np.ndarray  # heavy keys dealt out over every shard (hash scheme)
+    lost: list[str]  # set once a shard is found lost; lookups then raise ShardLost
+
+
+_classes: dict[Any, type[ShardedIndex]] = {}
+_classes_lock = threading.RLock()
+
+
+class ShardedIndex(GpuIndex[ShardedState]):
+    """Any index split into shards over a Dask cluster (range- or hash-partitioned)."""
+
+    name: ClassVar[str] = "sharded"
+    Params: ClassVar[type[IndexParams]] = ShardedParams
+    # [AMBIG] what the class declares: those of the default inner index (sorted-array); an
+    # index made for another inner index is of a subclass declaring that index's capabilities
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
+    plugin_api: ClassVar[str] = "2.0"
+    # bench and recommend over "builtin" leave it out: it wraps the others and needs a cluster
+    selected_by_default: ClassVar[bool] = False
+    #: the inner index class this (sub)class was made for; None on the registered class
+    inner_class: ClassVar[type[GpuIndex] | None] = None
+    #: the arguments of ``over`` that made this class (None: not made by ``over``)
+    over_args: ClassVar[tuple[Any, dict[str, Any]] | None] = None
+    params: ShardedParams
+
+    # ------------------------------------------------------------------ classes per inner
+    def __new__(cls, params: Any = None, *, device: str = "auto", client: Any = None
+                ) -> ShardedIndex:
+        if cls.inner_class is not None:
+            return super().__new__(cls)
+        p = validate_params(cls.Params, params, cls.name)
+        return super().__new__(_for_inner(lookup(p.inner.index)))  # type: ignore[attr-defined]
+
+    @classmethod
+    def over(cls, inner: str | IndexSpec | Mapping[str, Any], **defaults: Any
+             ) -> type[ShardedIndex]:
+        """The sharded index class over ``inner`` whose parameters default to ``inner`` and
+        ``defaults``: what ``ConformanceSuite.index`` takes to certify ``sharded`` over an
+        index (``ShardedIndex.over("btree", shards=3)``)."""
+        spec = IndexSpec(index=inner) if isinstance(inner, str) else IndexSpec.model_validate(
+            inner)
+        key = json.dumps([spec.model_dump(mode="json"), defaults], sort_keys=True)
+        with _classes_lock:
+            got = _classes.get(key)
+            if got is None:
+                base = _for_inner(lookup(spec.index))
+                fields: dict[str, Any] = {"inner": (IndexSpec, spec)}
+                for k, v in defaults.items():
+                    info = ShardedParams.model_fields[k]
+                    fields[k] = (info.annotation, Field(default=v, description=info.description))
+                params = create_model(f"ShardedParams_{spec.index}", __base__=ShardedParams,
+                                      **fields)
+                got = type(f"ShardedOver_{spec.index.replace('-', '_')}", (base,),
+                           {"Params": params, "__module__": __name__, "__doc__": base.__doc__,
+                            "over_args": (spec.model_dump(mode="json"), dict(defaults))})
+                _classes[key] = got
+            return got
+
+    def __reduce__(self) -> Any:
+        """Pickled by the class it was made as: the registered one for its inner index, or
+        the one ``over`` made (classes made at run time cannot be pickled by name)."""
+        return (_unpickle, (type(self).over_args, self.__getstate__()))
+
+    def __init__(self, params: Any = None, *, device: str = "auto", client: Any = None):
+        super().__init__(params, device=device)
+        inner = self.params.inner
+        if self.inner_class is not None and inner.index != self.inner_class.name:
+            raise ConfigError(f"params.inner: {inner.index!r}; this class shards "
+                              f"{self.inner_class.name!r}")
+        if inner.device not in ("auto", self.device):
+            raise ConfigError(f"params.inner.device = {inner.device!r}: the inner index runs "
+                              f"on the sharded index's device ({self.device!r})")
+        if self.params.partitioning == "range" and self.capabilities.dims > 1:
+            raise ConfigError("params.partitioning = 'range': a multi-column inner index is "
+                              "sharded by rows ('rows' or 'auto')")
+        # resolve the client now: a missing Dask is an error here, before any build
+        self._client = cluster.client_for(client, self.params.address, self.device)
+
+    def __getstate__(self) -> dict[str, Any]:
+        data = super().__getstate__()
+        data["extra"] = {k: v for k, v in data["extra"].items() if k != "_client"}
+        return data
+
+    def __setstate__(self, data: dict[str, Any]) -> None:
+        self._client = cluster.client_for(None, data["meta"]["params"].get("address"),
+                                          data["meta"].get("device", "cpu"))
+        super().__setstate__(data)
+
+    @property
+    def client(self) -> Any:
+        """The ``distributed.Client`` this index builds and looks up through."""
+        return self._client
+
+    @property
+    def scheme(self) -> str:
+        """The partitioning in effect: ``range``, ``hash`` or ``rows``."""
+        return _scheme(self.params.partitioning, self.capabilities)
+
+    # ------------------------------------------------------------------ build
+    def build(self, keys: Any, values: Any = None, *, nulls: NullPolicy = "refuse",
+              columns: Sequence[str] | None = None) -> ShardedIndex:
+        """Build from any column ``GpuIndex.build`` takes, or from a distributed one: a Dask
+        array, a Dask DataFrame column (Series), a Dask DataFrame with ``columns=[name]``,
+        or a list of Parquet files with ``columns=[name]``. A distributed column is encoded,
+        sampled and cut into shards on the workers; its keys never meet on the client."""
+        src = sources.distributed_source(keys, values, columns)
+        if src is None:
+            super().build(keys, values, nulls=nulls, columns=columns)
+            return self
+        if nulls != "refuse":
+            raise InvalidInput("argument 'nulls': a build from a distributed column takes "
+                               "nulls='refuse'")
+        if self.capabilities.dims > 1 or self.scheme == "rows":
+            raise InvalidInput("a multi-column sharded index builds from NumPy, CuPy or "
+                               "table columns, not from a distributed source")
+        self._build_distributed(src)
+        return self
+
+    def _build(self, st: ShardedState, keys: Any) -> None:
+        host = np.asarray(to_numpy(keys))
+        values = None if st.values is None else np.asarray(to_numpy(st.values))
+        n, shards = int(host.shape[0]), self.params.shards
+        rowids = np.arange(n, dtype=np.int64)
+        scheme, split, heavy = self.scheme, _empty(host), _empty(host)
+        if scheme == "rows":
+            cuts = partition.row_blocks(n, shards)
+            parts = [rowids[cuts[s]:cuts[s + 1]] for s in range(shards)]
+        else:
+            sample = np.sort(partition.sample_keys(host, self.params.sample_per_shard * shards))
+            if scheme == "range":
+                split = partition.splitters(sample, shards)
+                where = partition.range_shard(host, rowids, sample, shards)
+            else:
+                heavy = partition.heavy_keys(sample, shards)
+                where = partition.hash_shard(host, rowids, shards, heavy)
+            parts = partition.shard_rows(where, shards)
+        client, workers = self._client, _workers(self._client)
+        futures = []
+        for s, rows in enumerate(parts):
+            piece = (host[rows], rows, None if values is None else values[rows])
+            at = [workers[s % len(workers)]]
+            data = client.scatter([piece], workers=at, hash=False)[0]
+            futures.append(client.submit(worker.build_shard, self._inner_spec(), self.device,
+                                         data, workers=at, pure=False))
+        # the client keeps no copy of the keys or values: the shards hold them
+        st.values = None
+        self._place(st, futures, scheme, split, heavy)
+
+    def _build_distributed(self, src: sources.Source) -> None:
+        client, shards = self._client, self.params.shards
+        keymap = src.keymap.with_target(self._native_dtype(src.keymap))
+        key_parts = client.compute(src.key_parts)
+        encoded = [client.submit(worker.encode_part, p, keymap, "keys", pure=False)
+                   for p in key_parts]
+        lengths = client.gather([client.submit(len, e, pure=False) for e in encoded])
+        n = int(sum(lengths))
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        per = max(1, (self.params.sample_per_shard * shards) // max(1, len(encoded)))
+        sample = np.concatenate(client.gather(
+            [client.submit(worker.sample_part, e, per, i, pure=False)
+             for i, e in enumerate(encoded)]) or [np.zeros(0, keymap.target)])
+        scheme = self.scheme
+        sample = np.sort(sample)
+        split = partition.splitters(sample, shards) if scheme == "range" else _empty(sample)
+        heavy = partition.heavy_keys(sample, shards) if scheme == "hash" else _empty(sample)
+        vals = [None] * len(encoded) if src.value_parts is None else \
+            [client.submit(worker.values_part, v, pure=False)
+             for v in client.compute(src.value_parts)]
+        cut = [client.submit(worker.split_part, e, v, int(off), scheme, shards, sample, heavy,
+                             pure=False)
+               for e, v, off in zip(encoded, vals, offsets[:-1], strict=True)]
+        workers = _workers(client)
+        futures = []
+        for s in range(shards):
+            pieces = [client.submit(worker.piece, c, s, pure=False) for c in cut]
+            futures.append(client.submit(worker.build_shard, self._inner_spec(), self.device,
+                                         *pieces, workers=[workers[s % len(workers)]],
+                                         pure=False))
+        st = self._new_state(keymap, n, None, rows=None, n_rows=n, nulls="refuse", names=None)
+        self._place(st, futures, scheme, split, heavy)
+        self._publish(st)
+
+    def _inner_spec(self) -> dict[str, Any]:
+        spec = self.params.inner.model_dump(mode="json")
+        spec["device"] = self.device
+        return spec
+
+    def _place(self, st: ShardedState, futures: list[Any], scheme: str, split: np.ndarray,
+               heavy: np.ndarray) -> None:
+        """Wait for the shards, note what routing needs, fill ``st`` (a failed shard build
+        raises here, and nothing is published)."""
+        client = self._client
+        summaries = client.gather([client.submit(worker.summarise, f, pure=False)
+                                   for f in futures])
+        dt = np.dtype(st.keymap.target)
+        top = np.iinfo(dt).max
+        lo = np.array([top if s.bounds is None else s.bounds[0] for s in summaries], dtype=dt)
+        hi = np.array([0 if s.bounds is None else s.bounds[1] for s in summaries], dtype=dt)
+        empty = np.array([s.bounds is None for s in summaries], dtype=bool)
+        lo[empty], hi[empty] = top, 0
+        st.client, st.scheme, st.shards, st.summaries = client, scheme, futures, summaries
+        st.lo, st.hi, st.split, st.heavy, st.lost = lo, hi, split, heavy, []
+
+    # ------------------------------------------------------------------ lookups
+    # one hook per operation (not one marked method): a subclass for an inner index without
+    # ranges inherits the range hooks from here, where the capabilities declare them
+    def _point_rowid(self, st: ShardedState, q: Any) -> Any:
+        return self._scatter_gather(st, "point", "rowid", q)
+
+    def _point_count(self, st: ShardedState, q: Any) -> Any:
+        return self._scatter_gather(st, "point", "count", q)
+
+    def _point_sum(self, st: ShardedState, q: Any) -> Any:
+        return self._scatter_gather(st, "point", "sum", q)
+
+    def _point_rowids(self, st: ShardedState, q: Any) -> Any:
+        return self._scatter_gather(st, "point", "rowids", q)
+
+    def _range_rowid(self, st: ShardedState, lo: Any, hi: Any) -> Any:
+        return self._scatter_gather(st, "range", "rowid", lo, hi)
+
+    def _range_count(self, st: ShardedState, lo: Any, hi: Any) -> Any:
+        return self._scatter_gather(st, "range", "count", lo, hi)
+
+    def _range_sum(self, st: ShardedState, lo: Any, hi: Any) -> Any:
+        return self._scatter_gather(st, "range", "sum", lo, hi)
+
+    def _range_rowids(self, st: ShardedState, lo: Any, hi: Any) -> Any:
+        return self._scatter_gather(st, "range", "rowids", lo, hi)
+
+    def _scatter_gather(self, st: ShardedState, kind: str, out: Out, *arrays: Any) -> Any:
+        """Route the batch to the shards that can answer, gather every answer, combine them
+        in the caller's order (on the index's device)."""
+        host = [np.asarray(to_numpy(a)) for a in arrays]
+        q = int(host[0].shape[0])
+        scheme = st.scheme if host[0].ndim == 1 else "rows"
+        if kind == "point":
+            routes = partition.route_points(scheme, host[0], len(st.shards), st.lo, st.hi,
+                                            st.heavy)
+        else:
+            routes = partition.route_ranges(scheme, host[0], host[1], len(st.shards), st.lo,
+                                            st.hi)
+        asked = [(s, idx) for s, idx in enumerate(routes)
+                 if idx.shape[0] and st.summaries[s].n]
+        parts = self._gather(st, kind, out, host, asked)
+        got = _combine(out, q, asked, parts, st.rowid_dtype)
+        if isinstance(got, tuple):
+            return tuple(to_device(a, self.device) for a in got)
+        return to_device(got, self.device)
+
+    def _gather(self, st: ShardedState, kind: str, out: Out, host: list[np.ndarray],
+                asked: list[tuple[int, np.ndarray]]) -> list[Any]:
+        """Every asked shard's answer, or ShardLost (never some of them)."""
+        if st.lost:
+            raise ShardLost(_lost_message(st.lost))
+        client = st.client
+        futures = []
+        dt = str(st.rowid_dtype)
+        for s, idx in asked:
+            part = [a[idx] for a in host]
+            futures.append(client.submit(worker.lookup_shard, st.shards[s], kind, out, dt,
+                                         *part, pure=False))
+        try:
+            return list(client.gather(futures))
+        except IndexZooError:
+            raise
+        except Exception as exc:
+            lost = [f"shard {s} (on {st.summaries[s].worker})" for s, _ in asked
+                    if st.shards[s].status != "finished"] or \
+                   [f"a shard ({type(exc).__name__}: {exc})"]
+            st.lost.extend(lost)
+            raise ShardLost(_lost_message(lost)) from exc
+        finally:
+            for f in futures:
+                f.release()
+
+    # ------------------------------------------------------------------ memory
+    def _footprint(self, st: ShardedState) -> Footprint:
+        breakdown: dict[str, int] = {}
+        for s, summary in enumerate(st.summaries):
+            for name, nbytes in summary.footprint.breakdown.items():
+                breakdown[f"shard{s}.{name}"] = nbytes
+        breakdown["routing"] = int(st.lo.nbytes + st.hi.nbytes + st.split.nbytes
+                                   + st.heavy.nbytes)
+        peak = sum(s.footprint.peak_build_bytes for s in st.summaries) + breakdown["routing"]
+        return Footprint(breakdown=breakdown, peak_build_bytes=peak)
+
+    def shard_footprints(self) -> list[Footprint]:
+        """Each shard's footprint (its inner index's, plus its global rowIDs), in shard order."""
+        return [s.footprint for s in self._live().summaries]
+
+    def shard_sizes(self) -> list[int]:
+        """Rows held by each shard, in shard order."""
+        return [s.n for s in self._live().summaries]
+
+    # ------------------------------------------------------------------ saving
+    def _save_state(self, st: ShardedState) -> dict[str, Any]:
+        """Every shard gathered from its worker in saved form (the inner index's own saved
+        form and its global rowIDs), and the routing arrays."""
+        client = st.client
+        try:
+            saved = client.gather([client.submit(worker.save_shard, f, pure=False)
+                                   for f in st.shards])
+        except Exception as exc:
+            raise ShardLost(f"cannot save: {exc}") from exc
+        return {"scheme": st.scheme, "lo": st.lo, "hi": st.hi, "split": st.split,
+                "heavy": st.heavy,
+                "shards": [{"meta": m, "arrays": a, "rows": r,
+                            "bounds": None if b is None else list(b)}
+                           for m, a, r, b in saved]}
+
+    def _load_state(self, st: ShardedState, saved: dict[str, Any]) -> None:
+        """Each saved shard sent to a worker and loaded there."""
+        client, workers = self._client, _workers(self._client)
+        futures = []
+        for s, shard in enumerate(saved["shards"]):
+            at = [workers[s % len(workers)]]
+            data = client.scatter([(shard["meta"], shard["arrays"], shard["rows"],
+                                    shard["bounds"])], workers=at, hash=False)[0]
+            futures.append(client.submit(_load_one, data, self.device, workers=at,
+                                         pure=False))
+        dt = np.dtype(st.keymap.target)
+        self._place(st, futures, saved["scheme"], np.asarray(saved["split"], dtype=dt),
+                    np.asarray(saved["heavy"], dtype=dt))
+
+
+def _load_one(data: tuple[Any, ...], device: str) -> worker.Shard:
+    meta, arrays, rows, bounds = data
+    return worker.load_shard(meta, arrays, rows, bounds, device)
+
+
+def _unpickle(over_args: tuple[Any, dict[str, Any]] | None,
+              data: dict[str, Any]) -> ShardedIndex:
+    cls = ShardedIndex if over_args is None else ShardedIndex.over(over_args[0], **over_args[1])
+    index = cls.__new__(cls, data["meta"].get("params"))
+    index.__setstate__(data)
+    return index
+
+
+def _for_inner(inner: type[GpuIndex]) -> type[ShardedIndex]:
+    """The subclass of :class:`ShardedIndex` for inner index class ``inner``: its capabilities
+    are the inner index's (no updates), and so are its declared conformance failures."""
+    with _classes_lock:
+        got = _classes.get(inner)
+        if got is None:
+            caps = inner.capabilities.model_copy(update={"updates": False})
+            expected = dict(getattr(inner, "conformance_expected_failures", {}) or {})
+            got = type(f"Sharded_{inner.name.replace('-', '_')}", (ShardedIndex,),
+                       {"capabilities": caps, "inner_class": inner, "__module__": __name__,
+                        "__doc__": ShardedIndex.__doc__,
+                        "conformance_expected_failures": expected})
+            _classes[inner] = got
+        return got
+
+
+def _scheme(asked: str, caps: Capabilities) -> str:
+    if asked != "auto":
+        return asked
+    if caps.dims > 1:
+        return "rows"
+    return "range" if caps.range else "hash"
+
+
+def _empty(like: np.ndarray) -> np.ndarray:
+    return np.zeros(0, dtype=like.dtype)
+
+
+def _workers(client: Any) -> list[str]:
+    """The cluster's workers, in a fixed order (shard s goes to worker s modulo their
+    number)."""
+    got = sorted(client.scheduler_info()["workers"])
+    if not got:
+        client.wait_for_workers(1, timeout=60)
+        got = sorted(client.scheduler_info()["workers"])
+    return got
+
+
+def _lost_message(lost: list[str]) -> str:
+    return (f"sharded index lost {', '.join(lost)}: its worker died or left the cluster. The "
+            "lookup returned nothing; build (or load) the index again to go on")
+
+
+def _combine(out: str, q: int, asked: list[tuple[int, np.ndarray]], parts: list[Any],
+             rowid_dtype: np.dtype) -> Any:
+    """The shards' answers, each for the lookups at its positions, as one answer in the
+    caller's order."""
+    if out == "rowid":
+        miss = np.iinfo(rowid_dtype).max
+        got = np.full(q, miss, dtype=rowid_dtype)
+        for (_, idx), part in zip(asked, parts, strict=True):
+            cur = got[idx]
+            got[idx] = np.where(cur == miss, part, cur)
+        return got
+    if out in ("count", "sum"):
+        acc = np.zeros(q, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for (_, idx), part in zip(asked, parts, strict=True):
+                acc[idx] += part  # a shard is asked each lookup at most once
+        return acc.astype(rowid_dtype) if out == "count" else acc
+    counts = np.zeros(q, dtype=np.int64)
+    for (_, idx), (off, _) in zip(asked, parts, strict=True):
+        counts[idx] += np.diff(off)
+    offsets = np.zeros(q + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    rowids = np.empty(int(offsets[-1]), dtype=rowid_dtype)
+    fill = offsets[:-1].copy()
+    for (_, idx), (off, rid) in zip(asked, parts, strict=True):
+        c = np.diff(off)
+        start = fill[idx]
+        rowids[np.repeat(start - off[:-1], c) + np.arange(rid.shape[0])] = rid
+        fill[idx] += c
+    return offsets, rowids
+

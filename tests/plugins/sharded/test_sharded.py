@@ -1,0 +1,255 @@
+"""The sharded index's own promises, beyond the conformance suite: how rows are spread over
+shards (skewed keys included), which shards a lookup reaches, global rowIDs, builds from
+distributed columns, multi-column inner indexes, joins, footprints per shard, saving, and
+Dask as an optional dependency."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+import indexzoo
+from indexzoo import ConfigError, InvalidInput
+from indexzoo.plugins.sharded import ShardedIndex, partition
+
+
+def _same(a: Any, b: Any) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(_arrays(a), _arrays(b), strict=True))
+
+
+def _arrays(res: Any) -> list[np.ndarray]:
+    host = res.to_host()
+    if host.out == "rowids":  # any order within a lookup: compare sorted per lookup
+        return [host.offsets] + [np.sort(host.matches(i)) for i in range(len(host))]
+    return [getattr(host, host.out)]
+
+
+def _agree(sharded: Any, plain: Any, q: np.ndarray, lo: np.ndarray | None = None,
+           hi: np.ndarray | None = None) -> None:
+    for out in ("count", "sum", "rowids", "bitmap"):
+        assert _same(sharded.point(q, out=out), plain.point(q, out=out)), out
+        if lo is not None:
+            assert _same(sharded.range(lo, hi, out=out), plain.range(lo, hi, out=out)), out
+    hit = sharded.point(q, out="rowid").to_host().rowid != sharded.miss
+    assert np.array_equal(hit, plain.point(q, out="count").to_host().count > 0)
+
+
+# ---------------------------------------------------------------------- configuration
+def test_a_spec_selects_the_sharded_index_like_any_other() -> None:
+    index = indexzoo.create({"index": "sharded",
+                             "params": {"inner": {"index": "btree"}, "shards": 3},
+                             "device": "cpu"})
+    assert isinstance(index, ShardedIndex)
+    assert index.params.inner.index == "btree" and index.params.shards == 3
+    assert index.scheme == "range"
+
+
+def test_the_capabilities_are_those_of_the_inner_index() -> None:
+    hashed = indexzoo.create("sharded", inner="warpcore-hash", device="cpu")
+    assert not hashed.capabilities.range and hashed.scheme == "hash"
+    with pytest.raises(indexzoo.Unsupported):
+        hashed.build(np.arange(10, dtype=np.uint32)).range([1], [3])
+    multi = indexzoo.create("sharded", inner="rtscan", device="cpu")
+    assert multi.capabilities.dims > 1 and multi.scheme == "rows"
+
+
+def test_bad_parameters_are_config_errors_naming_the_field() -> None:
+    with pytest.raises(ConfigError, match="shards"):
+        indexzoo.create("sharded", shards=0)
+    with pytest.raises(ConfigError, match="no-such-index"):
+        indexzoo.create("sharded", inner="no-such-index")
+    with pytest.raises(ConfigError, match="partitioning"):
+        indexzoo.create("sharded", inner="rtscan", partitioning="range")
+
+
+# ---------------------------------------------------------------------- partitioning
+def test_range_shards_hold_disjoint_key_runs_in_order() -> None:
+    keys = np.random.default_rng(1).integers(0, 1 << 30, 20_000).astype(np.uint32)
+    index = indexzoo.create("sharded", inner="sorted-array", shards=4, device="cpu").build(keys)
+    st = index.state
+    assert sum(index.shard_sizes()) == keys.shape[0]
+    assert all(st.hi[s] <= st.lo[s + 1] for s in range(3))
+    assert max(index.shard_sizes()) < 1.2 * keys.shape[0] / 4
+
+
+def test_a_range_reaches_only_the_shards_it_overlaps() -> None:
+    keys = np.arange(40_000, dtype=np.uint32)
+    index = indexzoo.create("sharded", inner="sorted-array", shards=4, device="cpu").build(keys)
+    st = index.state
+    lo = np.array([5, 15_000, 0], dtype=np.uint32)
+    hi = np.array([10, 25_000, 39_999], dtype=np.uint32)
+    routes = partition.route_ranges("range", lo, hi, 4, st.lo, st.hi)
+    reached = [[s for s in range(4) if i in routes[s]] for i in range(3)]
+    assert reached == [[0], [1, 2], [0, 1, 2, 3]]
+    assert index.range(lo, hi, out="count").to_host().count.tolist() == [6, 10_001, 40_000]
+
+
+@pytest.mark.parametrize("inner", ["sorted-array", "warpcore-hash"])
+def test_a_key_repeated_a_million_times_is_spread_over_the_shards(inner: str) -> None:
+    rng = np.random.default_rng(2)
+    keys = np.concatenate([np.full(1_000_000, 777, dtype=np.uint32),
+                           rng.integers(0, 1 << 20, 100_000).astype(np.uint32)])
+    rng.shuffle(keys)
+    index = indexzoo.create("sharded", inner=inner, shards=4, device="cpu").build(keys)
+    sizes = index.shard_sizes()
+    assert min(sizes) > 0.5 * keys.shape[0] / 4, sizes
+    assert max(sizes) < 1.5 * keys.shape[0] / 4, sizes
+    got = index.point(np.array([777, 5], dtype=np.uint32), out="count").to_host().count
+    assert got.tolist() == [int((keys == 777).sum()), int((keys == 5).sum())]
+    rows = index.point(np.array([777], dtype=np.uint32), out="rowids").to_host().rowids
+    assert np.array_equal(np.sort(rows), np.flatnonzero(keys == 777))
+
+
+def test_zipf_keys_are_balanced_over_range_shards() -> None:
+    keys = np.random.default_rng(3).zipf(1.3, 200_000).astype(np.uint64)
+    index = indexzoo.create("sharded", inner="sorted-array", shards=4, device="cpu").build(keys)
+    sizes = index.shard_sizes()
+    assert max(sizes) < 1.2 * keys.shape[0] / 4, sizes
+    plain = indexzoo.create("sorted-array", device="cpu").build(keys)
+    q = np.array([1, 2, 3, 10, 1000, 1 << 40], dtype=np.uint64)
+    _agree(index, plain, q, q, q * np.uint64(3))
+
+
+def test_splitters_on_duplicates_deal_a_heavy_key_over_the_shards_it_spans() -> None:
+    sample = np.array([1, 5, 5, 5, 5, 5, 5, 9], dtype=np.uint32)
+    assert partition.splitters(sample, 4).tolist() == [5, 5, 5]
+    keys = np.full(6000, 5, dtype=np.uint32)
+    where = partition.range_shard(keys, np.arange(6000), sample, 4)
+    # key 5 fills sample positions 1-6 of the shards' [0, 2) [2, 4) [4, 6) [6, 8)
+    assert np.bincount(where, minlength=4).tolist() == pytest.approx([1000, 2000, 2000, 1000],
+                                                                     abs=20)
+    assert partition.range_shard(np.array([0, 1, 9, 10], dtype=np.uint32), np.arange(4),
+                                 sample, 4).tolist() == [0, 0, 3, 3]
+
+
+# ---------------------------------------------------------------------- answers
+def test_answers_carry_global_rowids_and_values_in_the_callers_order() -> None:
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 5000, 30_000).astype(np.int64)
+    values = rng.integers(0, 1 << 40, 30_000).astype(np.uint64)
+    index = indexzoo.create("sharded", inner="sorted-array", shards=3,
+                            device="cpu").build(keys, values)
+    plain = indexzoo.create("sorted-array", device="cpu").build(keys, values)
+    q = rng.integers(-10, 5100, 2000)
+    _agree(index, plain, q, q, q + 7)
+    rid = index.point(q, out="rowid").to_host().rowid
+    hit = rid != index.miss
+    assert np.array_equal(keys[rid[hit].astype(np.int64)], q[hit])
+
+
+def test_multi_column_inner_indexes_are_sharded_by_rows() -> None:
+    rng = np.random.default_rng(5)
+    cols = [rng.integers(0, 50, 6000).astype(np.uint32), rng.normal(size=6000)]
+    index = indexzoo.create("sharded", inner="fused-scan", shards=3, device="cpu").build(cols)
+    plain = indexzoo.create("fused-scan", device="cpu").build(cols)
+    assert index.shard_sizes() == [2000, 2000, 2000]
+    lo = [np.array([3, 10, 49]), np.array([-1.0, 0.0, -9.0])]
+    hi = [np.array([20, 10, 60]), np.array([0.5, 9.0, 9.0])]
+    for out in ("count", "rowids", "bitmap", "sum"):
+        assert _same(index.range(lo, hi, out=out), plain.range(lo, hi, out=out)), out
+
+
+def test_join_on_a_sharded_index_equals_join_on_its_inner_index() -> None:
+    rng = np.random.default_rng(6)
+    left = rng.integers(0, 300, 4000)
+    right = rng.integers(0, 300, 900)
+    spec = {"index": "sharded", "params": {"inner": "sorted-array", "shards": 3}}
+    got = indexzoo.join(left, right, index=spec, device="cpu").to_host()
+    want = indexzoo.join(left, right, index="sorted-array", device="cpu").to_host()
+    assert got.built_on == want.built_on
+    assert sorted(zip(got.left.tolist(), got.right.tolist(), strict=True)) == \
+        sorted(zip(want.left.tolist(), want.right.tolist(), strict=True))
+
+
+def test_the_footprint_is_broken_down_per_shard_and_adds_up() -> None:
+    keys = np.arange(9000, dtype=np.uint32)
+    index = indexzoo.create("sharded", inner="sorted-array", shards=3, device="cpu").build(keys)
+    fp = index.memory_footprint()
+    per = index.shard_footprints()
+    assert len(per) == 3 and all(p.resident_bytes > 0 for p in per)
+    assert fp.resident_bytes == sum(p.resident_bytes for p in per) + fp.breakdown["routing"]
+    assert {k.split(".")[0] for k in fp.breakdown} == {"shard0", "shard1", "shard2", "routing"}
+
+
+def test_a_saved_sharded_index_loads_onto_the_cluster_with_the_same_answers(tmp_path: Any
+                                                                            ) -> None:
+    keys = np.random.default_rng(7).integers(0, 1000, 5000).astype(np.uint32)
+    index = indexzoo.create("sharded", inner="btree", shards=2, device="cpu").build(keys)
+    q = np.arange(0, 1010, dtype=np.uint32)
+    for copy in (indexzoo.load(index.save(tmp_path / "s.izx")),
+                 pickle.loads(pickle.dumps(index))):
+        assert copy.params == index.params
+        for out in ("rowid", "count", "rowids"):
+            assert _same(copy.point(q, out=out), index.point(q, out=out))
+
+
+# ---------------------------------------------------------------------- distributed builds
+@pytest.fixture
+def column() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(8)
+    keys = np.concatenate([rng.integers(0, 1 << 24, 20_000), np.full(5000, 99)]).astype(np.int64)
+    rng.shuffle(keys)
+    return keys, rng.integers(0, 1 << 50, keys.shape[0]).astype(np.uint64)
+
+
+def _check_against_memory(index: Any, keys: np.ndarray, values: np.ndarray) -> None:
+    plain = indexzoo.create("sorted-array", device="cpu").build(keys, values)
+    q = np.concatenate([keys[:500], [99, -1, 1 << 25]])
+    _agree(index, plain, q, q, q + 1000)
+    assert len(index) == keys.shape[0]
+
+
+def test_a_dask_array_builds_on_the_workers_with_global_rowids(column: Any) -> None:
+    da = pytest.importorskip("dask.array")
+    keys, values = column
+    index = indexzoo.create("sharded", inner="sorted-array", shards=3, device="cpu")
+    index.build(da.from_array(keys, chunks=4000), da.from_array(values, chunks=7000))
+    _check_against_memory(index, keys, values)
+
+
+def test_a_dask_dataframe_column_and_parquet_files_build_alike(column: Any,
+                                                               tmp_path: Any) -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    keys, values = column
+    frame = dd.from_pandas(pd.DataFrame({"key": keys, "v": values}), npartitions=5)
+    index = indexzoo.create("sharded", inner="sorted-array", shards=2, device="cpu")
+    index.build(frame, frame["v"], columns=["key"])
+    _check_against_memory(index, keys, values)
+    paths = []
+    for i, part in enumerate(np.array_split(keys, 4)):
+        path = tmp_path / f"part{i}.parquet"
+        pd.DataFrame({"key": part}).to_parquet(path)
+        paths.append(str(path))
+    from_files = indexzoo.create("sharded", inner="sorted-array", shards=2, device="cpu")
+    from_files.build(paths, columns=["key"])
+    _check_against_memory(from_files, keys, np.arange(keys.shape[0], dtype=np.uint64))
+
+
+def test_a_distributed_build_refuses_a_missing_column_name(column: Any) -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    frame = dd.from_pandas(pd.DataFrame({"key": column[0]}), npartitions=2)
+    with pytest.raises(InvalidInput, match="columns"):
+        indexzoo.create("sharded", device="cpu").build(frame)
+
+
+# ---------------------------------------------------------------------- dask is optional
+def test_importing_indexzoo_and_listing_indexes_does_not_import_dask() -> None:
+    code = ("import sys, indexzoo; indexzoo.available(); "
+            "assert 'dask' not in sys.modules and 'distributed' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_dask_making_a_sharded_index_names_the_extra_to_install() -> None:
+    code = ("import sys; sys.modules['distributed'] = None; import indexzoo\n"
+            "try:\n    indexzoo.create('sharded', device='cpu')\n"
+            "except indexzoo.IndexZooError as exc:\n    print(type(exc).__name__, exc)\n")
+    got = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout
+    assert "MissingDependency" in got and "pip install 'indexzoo[dask]'" in got
