@@ -53,7 +53,7 @@ import numpy as np
 from .errors import InvalidInput, MissingDependency
 from .query import Query, QueryResult, Table, col, sum
 
-__all__ = ["EXPECTED", "PAPER_SELECTIVITY", "QUERIES", "TABLE", "duckdb_answer", "generate",
+__all__ = ["EXPECTED", "PAPER_SELECTIVITY", "QUERIES", "TABLE", "Table", "duckdb_answer", "generate",
            "selectivity", "sql", "to_arrow"]
 
 TABLE = "lineorder_flat"

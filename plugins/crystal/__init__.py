@@ -148,9 +148,9 @@ class CrystalEngine(QueryEngine):
         allterms = np.concatenate(terms) if terms else np.zeros((0, 3), dtype=np.int64)
         n_exprs = len(p.values)
         count = xp.zeros(n_slots, dtype=np.int64)
-        sums = xp.zeros(builtins_max(n_slots * n_exprs, 1), dtype=np.int64)
-        mins = xp.full(builtins_max(n_slots * n_exprs, 1), np.iinfo(np.int64).max, dtype=np.int64)
-        maxs = xp.full(builtins_max(n_slots * n_exprs, 1), np.iinfo(np.int64).min, dtype=np.int64)
+        sums = xp.zeros(n_slots * builtins_max(n_exprs, 1), dtype=np.int64)
+        mins = xp.full(n_slots * builtins_max(n_exprs, 1), np.iinfo(np.int64).max, dtype=np.int64)
+        maxs = xp.full(n_slots * builtins_max(n_exprs, 1), np.iinfo(np.int64).min, dtype=np.int64)
         dev = [xp.asarray(a) for a in (starts, lo, hi, gmin, gstride, allterms, tstarts,
                                         needs(p))]
         if not p.empty:

@@ -159,11 +159,10 @@ class GroupDictionary:
         return len(self.tuples[0]) if self.tuples else 1
 
     @classmethod
-    def build(cls, names: Sequence[str], columns: Sequence[np.ndarray]
+    def build(cls, names: Sequence[str], columns: Sequence[np.ndarray], n: int
               ) -> tuple[GroupDictionary, np.ndarray]:
-        """The dictionary and every row's code (Y)."""
+        """The dictionary and every row's code (Y) for a table of ``n`` rows."""
         if not names:
-            n = len(columns[0]) if columns else 0
             return cls((), ()), np.zeros(n, dtype=np.int64)
         stacked = np.stack([c.astype(np.int64) for c in columns], axis=1)
         uniq, inv = np.unique(stacked, axis=0, return_inverse=True)

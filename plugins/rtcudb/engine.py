@@ -105,7 +105,7 @@ class RtcudbEngine(QueryEngine):
         n = table.n_rows
         z = enc.encode([table.column(c) for c in enc.names]) if enc.names else \
             np.zeros(n, dtype=np.int64)
-        gd, y = GroupDictionary.build(group, [table.column(c) for c in group])
+        gd, y = GroupDictionary.build(group, [table.column(c) for c in group], n)
         vals = [evaluate(table, e) for e in values]
         packer = Packer.plan(vals, pr.coordinate_bits if rt_backend else 62)
         x = packer.pack(vals, n)
@@ -138,8 +138,11 @@ class RtcudbEngine(QueryEngine):
         scan2d = np.stack([scan_cols[c] for c in scan_names]) if scan_names else \
             np.zeros((1, n), dtype=np.int32)
         view.arrays["scan"] = xp.asarray(scan2d if perm is None else scan2d[:, perm])
-        spill2d = np.stack(spills) if spills else np.zeros((1, 1), dtype=np.int64)
-        view.spills = xp.asarray(spill2d if perm is None else spill2d[:, perm])
+        if spills:
+            spill2d = np.stack(spills)
+            view.spills = xp.asarray(spill2d if perm is None else spill2d[:, perm])
+        else:
+            view.spills = xp.zeros((1, 1), dtype=np.int64)
         return view
 
     # ------------------------------------------------------------------ queries
@@ -170,7 +173,7 @@ class RtcudbEngine(QueryEngine):
         e = len(vidx)
         k = view.groups.size
         count = xp.zeros(k, dtype=np.int64)
-        width = max(1, k * e)
+        width = k * max(e, 1)
         sums = xp.zeros(width, dtype=np.int64)
         mins = xp.full(width, np.iinfo(np.int64).max, dtype=np.int64)
         maxs = xp.full(width, np.iinfo(np.int64).min, dtype=np.int64)
@@ -233,7 +236,9 @@ class RtcudbEngine(QueryEngine):
             rt.cast(view.flat_scene, xp.asarray(flat), xp.full(per, 2, dtype=np.float32),
                     flagged_program(self.device), params2, self.device)
             stats["rays"] = int(origins.shape[0]) + per
-        return int(to_numpy(tail[-4]).sum())  # count: the records aggregated
+            return n  # the second job hits every primitive
+        # the flag bits: the distinct primitives any ray reached
+        return int(np.unpackbits(to_numpy(words).view(np.uint8)).sum())
 
     def _slices(self, view: RtcudbView, ivs: list[tuple[int, int]],
                 rcsr: tuple[Any, ...], tail: tuple[Any, ...]) -> int:
