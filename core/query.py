@@ -8,7 +8,8 @@ query engine chosen by name, the way an index is.
     >>> spec = q.Query(where=[q.col("year").between(1993, 1994)], group_by=["year"],
     ...                select=[q.sum(q.col("price") * q.col("qty"), "revenue"), q.count()],
     ...                order_by=["year"])
-    >>> q.engine("crystal", device="cpu").run(table, spec).columns
+    >>> import indexzoo
+    >>> indexzoo.query_engine("crystal", device="cpu").run(table, spec).columns
     {'year': array([1993, 1994]), 'revenue': array([19, 33]), 'count': array([2, 1])}
 
 The pieces:
@@ -32,9 +33,9 @@ The pieces:
   elimination).
 * Engines are plugins: a module registered under the ``indexzoo`` entry-point group answers
   the hook ``indexzoo_register_query_engines(register)`` with :class:`QueryEngine`
-  subclasses. :func:`engines` lists them; :func:`engine` makes one from a name or a spec dict
-  (``{"engine": "rtcudb", "params": {...}, "device": "cpu"}``). The core never imports an
-  engine.
+  subclasses. :func:`indexzoo.query_engines` lists them; :func:`indexzoo.query_engine` makes
+  one from a name or a spec dict (``{"engine": "rtcudb", "params": {...}, "device": "cpu"}``,
+  :class:`EngineSpec`). The core never imports an engine.
 * Prepared views: :meth:`QueryEngine.prepare` builds an engine's view of a table for a set of
   attributes (or for the attributes of a list of queries) once; :meth:`QueryEngine.run`
   accepts a view and reuses it. A query needing attributes a view lacks raises
@@ -62,9 +63,27 @@ from .columns import table_columns, table_names
 from .errors import ConfigError, IndexZooError, InvalidInput, Unsupported
 from .reading import read_column
 
-__all__ = ["Agg", "Expr", "Filter", "Groups", "Plan", "Query", "QueryEngine", "QueryResult",
-           "Table", "View", "avg", "col", "count", "engine", "engines", "max", "min", "plan",
-           "reference", "sum"]
+__all__ = [
+    "Agg",
+    "EngineSpec",
+    "Expr",
+    "Filter",
+    "Groups",
+    "Plan",
+    "Query",
+    "QueryEngine",
+    "QueryResult",
+    "Table",
+    "View",
+    "avg",
+    "col",
+    "count",
+    "max",
+    "min",
+    "plan",
+    "reference",
+    "sum",
+]
 
 AggOp = Literal["sum", "count", "min", "max", "avg"]
 
@@ -703,17 +722,19 @@ def reference(table: Any, query: Query) -> QueryResult:
         k = 1
         cnt = np.array([inv.size])
         key_cols = []
-    sums, mins, maxs = [], [], []
+    sums: list[np.ndarray | None] = []
+    mins: list[np.ndarray | None] = []
+    maxs: list[np.ndarray | None] = []
     for v in vals:
         s = np.zeros(k, dtype=np.int64)
         np.add.at(s, inv, v)
-        lo = np.full(k, np.iinfo(np.int64).max)
-        np.minimum.at(lo, inv, v)
-        hi = np.full(k, np.iinfo(np.int64).min)
-        np.maximum.at(hi, inv, v)
+        smallest = np.full(k, np.iinfo(np.int64).max)
+        np.minimum.at(smallest, inv, v)
+        largest = np.full(k, np.iinfo(np.int64).min)
+        np.maximum.at(largest, inv, v)
         sums.append(s)
-        mins.append(lo)
-        maxs.append(hi)
+        mins.append(smallest)
+        maxs.append(largest)
     g = Groups(key_cols, cnt, sums, mins, maxs, ordered=True)
     return finish(t, p, g)
 
@@ -755,53 +776,15 @@ def intervals_arrays(p: Plan, columns: Sequence[str]) -> tuple[np.ndarray, np.nd
             np.array(hi, dtype=np.int64))
 
 
-# ----------------------------------------------------------------------------- registry
-def engines() -> dict[str, type[QueryEngine]]:
-    """Every registered query engine: name -> class."""
-    from .registry import plugin_manager
-
-    found: dict[str, type[QueryEngine]] = {}
-
-    def register(cls: type[QueryEngine]) -> None:
-        if not (isinstance(cls, type) and issubclass(cls, QueryEngine)):
-            raise ConfigError(f"register takes QueryEngine subclasses, got {cls!r}")
-        if cls.name in found and found[cls.name] is not cls:
-            raise ConfigError(f"query engine name {cls.name!r} is registered twice")
-        found[cls.name] = cls
-
-    for impl in plugin_manager().hook.indexzoo_register_query_engines.get_hookimpls():
-        impl.function(register=register)
-    return dict(sorted(found.items()))
-
-
+# ----------------------------------------------------------------------------- specs
 class EngineSpec(BaseModel):
-    """``{"engine": NAME, "params": {...}, "device": "cpu"|"cuda"|"auto"}``."""
+    """``{"engine": NAME, "params": {...}, "device": "cpu"|"cuda"|"auto"}``: a query engine
+    by configuration (:func:`indexzoo.query_engine`)."""
 
     model_config = ConfigDict(extra="forbid")
     engine: str
     params: dict[str, Any] = {}
     device: str = "auto"
-
-
-def engine(spec: str | EngineSpec | Mapping[str, Any], /, *, device: str | None = None,
-           **params: Any) -> QueryEngine:
-    """A query engine by name (``engine("rtcudb", backend="sorted")``) or spec."""
-    if isinstance(spec, str):
-        s = EngineSpec(engine=spec, params=params, device=device or "auto")
-    else:
-        try:
-            s = spec if isinstance(spec, EngineSpec) else EngineSpec(**spec)
-        except ValidationError as exc:
-            raise ConfigError(f"bad engine spec: {exc.errors()[0]['msg']}") from None
-        s = s.model_copy(update={"params": {**s.params, **params},
-                                 "device": device or s.device})
-    known = engines()
-    if s.engine not in known:
-        close = [n for n in known if n.startswith(s.engine[:3])]
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"unknown query engine {s.engine!r}{hint}; registered: "
-                          f"{', '.join(known) or 'none'}")
-    return known[s.engine](s.params, device=s.device)
 
 
 def ceil_log2(n: int) -> int:

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InvalidInput, MissingDependency
-from .query import Query, QueryResult, Table, col, sum
+from .query import Query, QueryResult, Table, col, plan, sum
 
 __all__ = ["EXPECTED", "PAPER_SELECTIVITY", "QUERIES", "TABLE", "Table", "duckdb_answer", "generate",
            "selectivity", "sql", "to_arrow"]
@@ -260,12 +260,10 @@ EXPECTED: dict[str, float] = {
 def selectivity(table: Table, query: Query) -> float:
     """The fraction of rows that pass the query's filters."""
     mask = np.ones(table.n_rows, dtype=bool)
-    for f in query.where:
-        from .query import _intervals
-
-        v = table.column(f.column)
+    for c, ivs in plan(table, query).filters.items():
+        v = table.column(c)
         m = np.zeros(table.n_rows, dtype=bool)
-        for lo, hi in _intervals(table, f):
+        for lo, hi in ivs:
             m |= (v >= lo) & (v <= hi)
         mask &= m
     return float(mask.mean()) if table.n_rows else 0.0
@@ -282,8 +280,7 @@ def duckdb_answer(table: Table | Any, query: Query, connection: Any = None) -> Q
     try:
         import duckdb
     except ImportError:
-        raise MissingDependency("DuckDB is the queries' reference: pip install duckdb "
-                                "(in the test and bench extras)") from None
+        raise MissingDependency("duckdb", "bench", "the queries' reference answers") from None
     con = connection
     if con is None:
         con = duckdb.connect()

@@ -81,7 +81,7 @@ def _preset(name: str, values: dict[str, Any]) -> type[RtcudbEngine]:
             base = params.model_dump() if hasattr(params, "model_dump") else dict(params or {})
             super().__init__({**values, **base}, device=device, **kwargs)
 
-    Preset.name = name  # type: ignore[misc]
+    Preset.name = name
     Preset.__name__ = Preset.__qualname__ = "Rtcudb" + "".join(
         w.title() for w in name.split("-")[1:]) + "Engine"
     return Preset

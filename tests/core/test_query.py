@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import indexzoo
 from indexzoo import ConfigError, InvalidInput, Unsupported, ssb
 from indexzoo import query as q
 
@@ -53,8 +54,8 @@ def test_order_by_must_name_an_output() -> None:
 
 
 def test_a_view_lacking_attributes_names_them() -> None:
-    engine = q.engine("crystal", device="cpu")
-    rt = q.engine("rtcudb-sorted", device="cpu")
+    engine = indexzoo.query_engine("crystal", device="cpu")
+    rt = indexzoo.query_engine("rtcudb-sorted", device="cpu")
     view = rt.prepare(small(), scan=["year"], group=["city"], values=["qty"], name="v1")
     spec = q.Query(where=[q.col("disc").eq(3)], group_by=["year"], select=[q.sum("price")])
     with pytest.raises(Unsupported, match=r"view v1 lacks disc \(filter\), year \(group by\), "
@@ -65,10 +66,10 @@ def test_a_view_lacking_attributes_names_them() -> None:
 
 def test_unknown_engines_and_parameters_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="unknown query engine 'crystl'"):
-        q.engine("crystl")
+        indexzoo.query_engine("crystl")
     with pytest.raises(ConfigError, match="grid"):
-        q.engine("rtcudb", device="cpu", grid=0)
-    assert q.engine({"engine": "rtcudb", "params": {"backend": "sorted"}, "device": "cpu"}
+        indexzoo.query_engine("rtcudb", device="cpu", grid=0)
+    assert indexzoo.query_engine({"engine": "rtcudb", "params": {"backend": "sorted"}, "device": "cpu"}
                     ).params.backend == "sorted"
 
 
@@ -81,7 +82,7 @@ def test_tables_from_pandas_polars_and_arrow_give_the_same_answer() -> None:
                    select=[q.sum(q.col("price") * q.col("disc"), "rev")], order_by=["city"])
     want = q.reference(data, spec).columns
     for table in (pd.DataFrame(data), pl.DataFrame(data), pa.table(data)):
-        got = q.engine("crystal", device="cpu").run(table, spec).columns
+        got = indexzoo.query_engine("crystal", device="cpu").run(table, spec).columns
         assert list(got["city"]) == list(want["city"]) == ["LIMA", "OSLO", "ROME"]
         assert np.array_equal(got["rev"], want["rev"])
     assert list(q.reference(data, spec).to_pandas().columns) == ["city", "rev"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import indexzoo
 from indexzoo import query as q
 from indexzoo import ssb
 from indexzoo.plugins.rtcudb import BijectionEncoder, GroupDictionary, Packer, attribute_order
@@ -97,7 +98,7 @@ def same(got: q.QueryResult, want: q.QueryResult) -> bool:
 def test_every_ssb_query_equals_duckdb(engine: str, ssb_data: tuple[q.Table, object]) -> None:
     """One view per flight (the paper's BVH per query template), reused by its queries."""
     table, con = ssb_data
-    e = q.engine(engine, device="cpu")
+    e = indexzoo.query_engine(engine, device="cpu")
     wrong = []
     for names in FLIGHTS.values():
         view = e.prepare(table, [ssb.QUERIES[n] for n in names])
@@ -110,7 +111,7 @@ def test_every_ssb_query_equals_duckdb(engine: str, ssb_data: tuple[q.Table, obj
 
 def test_order_by_on_a_group_by_prefix_is_skipped(ssb_data: tuple[q.Table, object]) -> None:
     table, _ = ssb_data
-    e = q.engine("rtcudb", device="cpu")
+    e = indexzoo.query_engine("rtcudb", device="cpu")
     assert e.run(table, ssb.QUERIES["q2.1"]).order_skipped      # d_year, p_brand1
     assert not e.run(table, ssb.QUERIES["q3.1"]).order_skipped  # d_year, revenue DESC
 
@@ -137,7 +138,7 @@ RANDOM = [
 @pytest.mark.parametrize("engine", ENGINES)
 def test_random_queries_equal_the_reference(engine: str) -> None:
     data = random_table(3)
-    e = q.engine(engine, device="cpu")
+    e = indexzoo.query_engine(engine, device="cpu")
     view = e.prepare(data, RANDOM)
     for spec in RANDOM:
         got, want = e.run(view, spec), q.reference(data, spec)
@@ -152,7 +153,7 @@ def test_rt_answers_do_not_depend_on_grid_spills_or_rechecks(params: dict) -> No
     """Dense grids hit triangles up to three times (the flag bit dedups); 8-bit coordinates
     spill scan attributes, values and group codes to device memory; one interval re-checks."""
     data = random_table(4, 1500)
-    e = q.engine("rtcudb", device="cpu", **params)
+    e = indexzoo.query_engine("rtcudb", device="cpu", **params)
     view = e.prepare(data, RANDOM)
     for spec in RANDOM[:2]:
         want = q.reference(data, spec)
@@ -163,6 +164,6 @@ def test_rt_answers_do_not_depend_on_grid_spills_or_rechecks(params: dict) -> No
 
 
 def test_a_view_reports_its_bytes() -> None:
-    e = q.engine("rtcudb", device="cpu")
+    e = indexzoo.query_engine("rtcudb", device="cpu")
     view = e.prepare(random_table(5, 100), RANDOM)
     assert view.footprint_bytes() >= 36 * 100  # one triangle per row at least
