@@ -14,6 +14,7 @@ columns the query needs), and the ratios to ``crystal`` and to DuckDB. JSON and 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import time
@@ -51,6 +52,10 @@ def _timed(fn: Callable[[], Any], device: str, repeats: int) -> tuple[float, flo
     return statistics.median(times), max(times) - min(times), out
 
 
+def _duckdb_run(con: Any, text: str) -> Any:
+    return con.execute(text).fetchall()
+
+
 def _same(got: QueryResult, want: QueryResult) -> bool:
     import numpy as np
 
@@ -86,10 +91,9 @@ def run_ssb(sfs: Sequence[float], engines: Sequence[str], device: str, repeats: 
             timed = spec.without_order()
             want = ssb.duckdb_answer(table, spec, con)
             text = ssb.sql(timed)
-            med, spread, _ = _timed(lambda text=text, con=con: con.execute(text).fetchall(),
-                                    "cpu", repeats)
+            med, spread, _ = _timed(functools.partial(_duckdb_run, con, text), "cpu", repeats)
             floor = floor_bytes(table, spec)
-            rows = {DUCKDB: {"engine": DUCKDB, "seconds": med, "spread": spread,
+            rows: dict[str, dict[str, Any]] = {DUCKDB: {"engine": DUCKDB, "seconds": med, "spread": spread,
                              "bytes_read": None, "build_seconds": 0.0, "correct": True}}
             for e in engines:
                 eng = query_engine(e, device=device)
@@ -97,9 +101,8 @@ def run_ssb(sfs: Sequence[float], engines: Sequence[str], device: str, repeats: 
                 view = eng.prepare(table, [spec], name=name)
                 build = time.perf_counter() - t
                 ok = _same(eng.run(view, spec), want)
-                med, spread, res = _timed(
-                    lambda eng=eng, view=view, timed=timed: eng.run(view, timed), device,
-                    repeats)
+                med, spread, res = _timed(functools.partial(eng.run, view, timed), device,
+                                          repeats)
                 rows[e] = {"engine": e, "seconds": med, "spread": spread,
                            "bytes_read": int(res.bytes_read), "build_seconds": build,
                            "correct": ok, "stats": {k: v for k, v in res.stats.items()
