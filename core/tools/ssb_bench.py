@@ -189,12 +189,13 @@ def cmd_ssb(args: argparse.Namespace, device: str, out: TextIO) -> int:
     env = environment(device)
     folder = Path(args.output)
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"ssb-{device}-sf{'-'.join(f'{s:g}' for s in sfs)}"
-    stem.with_suffix(".json").write_text(json.dumps({"environment": env, "records": records},
+    stem = f"ssb-{device}-sf{'-'.join(f'{s:g}' for s in sfs)}"
+    (folder / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},
                                                     indent=1, default=str))
     if not args.no_plot:
-        plot(records, env, stem.with_suffix(".png"))
-    print(f"wrote {stem}.json" + ("" if args.no_plot else f" and {stem}.png"), file=out)
+        plot(records, env, folder / f"{stem}.png")
+    print(f"wrote {folder / stem}.json" + ("" if args.no_plot else f" and {stem}.png"),
+          file=out)
     wrong = sorted({f"{r['query']}/{r['engine']}" for r in records if not r["correct"]})
     if wrong:
         print(f"WRONG answers: {', '.join(wrong)}", file=out)

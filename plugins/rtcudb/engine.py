@@ -72,6 +72,7 @@ class RtcudbView(View):
         self.scene: Any = None
         self.flat_scene: Any = None
         self.legs = (2, 2)
+        self.z_scale = 1
         self.points: tuple[np.ndarray, np.ndarray] = (np.ones(1), np.ones(1))
 
     def footprint_bytes(self) -> int:
@@ -117,7 +118,11 @@ class RtcudbEngine(QueryEngine):
             sx, px = _lattice(int(x.max()) if n else 0, pr.grid)
             sy, py = _lattice(0 if view.y_spilled or not n else int(y.max()), pr.grid)
             view.legs, view.points = (sx, sy), (px, py)
-            tri = _triangles(x, np.zeros(n, dtype=np.int64) if view.y_spilled else y, z, sx, sy)
+            # Z stretched by a power of two while it stays exact, so that the BVH (which splits
+            # its longest axis first) separates rows by scan code before X and Y
+            view.z_scale = 1 << max(0, pr.coordinate_bits - 1 - max(1, enc.span).bit_length())
+            tri = _triangles(x, np.zeros(n, dtype=np.int64) if view.y_spilled else y,
+                             z * view.z_scale, sx, sy)
             view.arrays["tri"] = xp.asarray(tri)
             view.scene = rt.build_triangles(view.arrays["tri"])
             if pr.pipeline == "per-operator":
@@ -214,8 +219,8 @@ class RtcudbEngine(QueryEngine):
             origins = np.empty((len(ivs) * per, 3), dtype=np.float32)
             origins[:, 0] = np.tile(gx.ravel(), len(ivs))
             origins[:, 1] = np.tile(gy.ravel(), len(ivs))
-            origins[:, 2] = np.repeat(lo - 1, per)
-            tmax = np.repeat(hi - lo + 2, per).astype(np.float32)
+            origins[:, 2] = np.repeat(lo * view.z_scale - 1, per)
+            tmax = np.repeat((hi - lo) * view.z_scale + 2, per).astype(np.float32)
             stats["rays"] = int(origins.shape[0])
             params = (tri, words, view.arrays["scan"], *rcsr, view.arrays["y"], *tail)
             rt.cast(view.scene, xp.asarray(origins), xp.asarray(tmax),
@@ -224,8 +229,8 @@ class RtcudbEngine(QueryEngine):
             origins = np.empty((len(ivs) * per, 3), dtype=np.float32)
             origins[:, 0] = np.tile(gx.ravel(), len(ivs))
             origins[:, 1] = np.tile(gy.ravel(), len(ivs))
-            origins[:, 2] = np.repeat(lo - 1, per)
-            tmax = np.repeat(hi - lo + 2, per).astype(np.float32)
+            origins[:, 2] = np.repeat(lo * view.z_scale - 1, per)
+            tmax = np.repeat((hi - lo) * view.z_scale + 2, per).astype(np.float32)
             rt.cast(view.scene, xp.asarray(origins), xp.asarray(tmax),
                     bitmap_program(self.device), (words, view.arrays["scan"], *rcsr),
                     self.device)
