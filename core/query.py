@@ -279,14 +279,16 @@ def avg(expr: Expr | str, alias: str | None = None) -> Agg:
 @dataclass(frozen=True)
 class Query:
     """SELECT group_by..., select... FROM table WHERE AND(where) GROUP BY group_by
-    ORDER BY order_by LIMIT limit. ``order_by`` names group columns or aggregate aliases;
-    ``"-name"`` sorts descending."""
+    HAVING AND(having) ORDER BY order_by LIMIT limit. ``having`` filters name aggregate
+    aliases (``col("revenue").gt(10**6)``); ``order_by`` names group columns or aggregate
+    aliases; ``"-name"`` sorts descending."""
 
     where: Sequence[Filter] = ()
     group_by: Sequence[str] = ()
     select: Sequence[Agg] = ()
     order_by: Sequence[str] = ()
     limit: int | None = None
+    having: Sequence[Filter] = ()
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -294,6 +296,7 @@ class Query:
         object.__setattr__(self, "group_by", tuple(self.group_by))
         object.__setattr__(self, "select", tuple(self.select))
         object.__setattr__(self, "order_by", tuple(self.order_by))
+        object.__setattr__(self, "having", tuple(self.having))
         if not self.select:
             raise InvalidInput("a query selects at least one aggregate")
         if len(self.group_by) > 4:
@@ -306,6 +309,11 @@ class Query:
         if unknown:
             raise InvalidInput(f"ORDER BY names {', '.join(unknown)}, which the query does not "
                                f"output (it outputs {', '.join(names)})")
+        aliases = {a.alias for a in self.select}
+        bad = [h.column for h in self.having if h.column not in aliases]
+        if bad:
+            raise InvalidInput(f"HAVING names {', '.join(bad)}; it filters the aggregates "
+                               f"{', '.join(sorted(aliases))}")
         if self.limit is not None and self.limit < 0:
             raise InvalidInput(f"LIMIT must be >= 0, got {self.limit}")
 
@@ -333,6 +341,10 @@ class Query:
             text += " WHERE " + " AND ".join(f.sql() for f in self.where)
         if self.group_by:
             text += " GROUP BY " + ", ".join(self.group_by)
+        if self.having:
+            by_alias = {a.alias: a.sql().rsplit(" AS ", 1)[0] for a in self.select}
+            text += " HAVING " + " AND ".join(
+                dataclasses.replace(h, column=by_alias[h.column]).sql() for h in self.having)
         if self.order_by:
             text += " ORDER BY " + ", ".join(
                 f"{o[1:]} DESC" if o.startswith("-") else f"{o} ASC" for o in self.order_by)
@@ -581,6 +593,11 @@ def finish(table: Table, p: Plan, g: Groups) -> QueryResult:
                 out[a.alias] = v.astype(np.float64) / cnt
         else:
             out[a.alias] = v.astype(np.int64)
+    if q.having:
+        mask = np.ones(len(next(iter(out.values()))), dtype=bool)
+        for h in q.having:
+            mask &= _having(out[h.column], h)
+        out = {k: v[mask] for k, v in out.items()}
     skipped = False
     if q.order_by:
         names = [o.lstrip("-") for o in q.order_by]
@@ -598,6 +615,16 @@ def finish(table: Table, p: Plan, g: Groups) -> QueryResult:
     for name in q.group_by:
         out[name] = table.decode(name, out[name])
     return QueryResult(out, g.bytes_read, skipped, dict(g.stats))
+
+
+def _having(v: np.ndarray, h: Filter) -> np.ndarray:
+    """Rows of the aggregate ``v`` that pass ``h``."""
+    x = h.values
+    if h.kind == "between":
+        return (v >= x[0]) & (v <= x[1])
+    if h.kind == "in":
+        return np.isin(v, np.array(x))
+    return {"lt": v < x[0], "le": v <= x[0], "gt": v > x[0], "ge": v >= x[0]}[h.kind]
 
 
 def _sortable(v: np.ndarray) -> np.ndarray:

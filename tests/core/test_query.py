@@ -48,6 +48,13 @@ def test_aggregates_of_text_columns_are_refused_by_name() -> None:
         q.reference(small(), q.Query(select=[q.max("city")]))
 
 
+def test_having_filters_aggregates_by_alias_and_reads_as_sql() -> None:
+    spec = q.Query(group_by=["year"], select=[q.sum("price", "s")], having=[q.col("s").gt(0)])
+    assert spec.sql().endswith("GROUP BY year HAVING sum(price) > 0")
+    with pytest.raises(InvalidInput, match="HAVING names year"):
+        q.Query(group_by=["year"], select=[q.count()], having=[q.col("year").gt(0)])
+
+
 def test_order_by_must_name_an_output() -> None:
     with pytest.raises(InvalidInput, match="ORDER BY names revenue"):
         q.Query(group_by=["year"], select=[q.count()], order_by=["revenue"])
@@ -109,10 +116,13 @@ RANDOM_QUERIES = [
                                                       q.count()]),
     q.Query(where=[q.col("disc").gt(8)], group_by=["disc"], select=[q.max("qty", "m")],
             order_by=["disc"]),
+    q.Query(group_by=["city", "disc"], select=[q.sum("price", "s"), q.count()],
+            having=[q.col("count").ge(45), q.col("s").between(2_000_000, 4_000_000)],
+            order_by=["-s"]),
 ]
 
 
-@pytest.mark.parametrize("spec", RANDOM_QUERIES, ids=["grouped", "scalar", "ordered"])
+@pytest.mark.parametrize("spec", RANDOM_QUERIES, ids=["grouped", "scalar", "ordered", "having"])
 def test_the_reference_equals_duckdb(spec: q.Query) -> None:
     pytest.importorskip("duckdb")
     t = q.Table.of(small())

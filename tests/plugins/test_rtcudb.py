@@ -62,6 +62,16 @@ def test_too_many_intervals_leave_trailing_attributes_to_a_recheck() -> None:
     assert ivs == [(0, 49 * 100 + 99)] and recheck == ["b"]
 
 
+@pytest.mark.parametrize(("span", "encoded"), [((1 << 24) - 2, 2), ((1 << 24) - 1, 1),
+                                               ((1 << 24) + 1, 1)])
+def test_scan_codes_never_pass_float32s_exact_integers(span: int, encoded: int) -> None:
+    """Z and the ray's start one below it stay exact: codes past 2^24 - 2 spill the attribute."""
+    domains = {"a": (0, 1), "b": (0, span // 2 - 1 + span % 2)}
+    enc = BijectionEncoder.fitting(["a", "b"], domains, (1 << 24) - 2)
+    assert len(enc.names) == encoded
+    assert enc.span <= (1 << 24) - 2
+
+
 def test_the_group_dictionary_is_lexicographic_as_in_query_c() -> None:
     gd, y = GroupDictionary.build(["grade", "class"], [np.array([4, 1, 1, 4]),
                                                        np.array([7, 2, 3, 7])], 4)
