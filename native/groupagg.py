@@ -61,6 +61,10 @@ def atomics(device: str) -> tuple[Any, Any, Any, Any]:
     """``(add, amin, amax, aor)`` for ``device`` (signed min/max)."""
     if device == "cpu":
         return _atomic_rmw("add"), _atomic_rmw("min"), _atomic_rmw("max"), _atomic_rmw("or")
+    from numba import config
+
+    if config.ENABLE_CUDASIM:  # the simulator swaps the module only in the kernel's own globals
+        return _simulated_atomics()
     global cuda
     if cuda is None:
         from numba import cuda as numba_cuda
@@ -82,6 +86,25 @@ def atomics(device: str) -> tuple[Any, Any, Any, Any]:
     @register_jitable
     def aor(a, i, v):
         return cuda.atomic.or_(a, i, v)
+
+    return add, amin, amax, aor
+
+
+def _simulated_atomics() -> tuple[Any, Any, Any, Any]:
+    """The atomics of numba's CUDA simulator (tests only): its running kernel's fake module."""
+    from numba.cuda.simulator.kernel import _get_kernel_context
+
+    def add(a: Any, i: Any, v: Any) -> Any:
+        return _get_kernel_context().atomic.add(a, i, v)
+
+    def amin(a: Any, i: Any, v: Any) -> Any:
+        return _get_kernel_context().atomic.min(a, i, v)
+
+    def amax(a: Any, i: Any, v: Any) -> Any:
+        return _get_kernel_context().atomic.max(a, i, v)
+
+    def aor(a: Any, i: Any, v: Any) -> Any:
+        return _get_kernel_context().atomic.or_(a, i, v)
 
     return add, amin, amax, aor
 

@@ -140,7 +140,8 @@ class CrystalEngine(QueryEngine):
             fcols = (xp.zeros(t.n_rows, dtype=dtype),) if t.n_rows else cols([])
         else:
             fcols = cols(fnames)
-        gcols = cols(list(p.group_by))
+        # no GROUP BY: one slot; the first filter column stands in (stride 0, read anyway)
+        gcols = cols(list(p.group_by)) if p.group_by else fcols[:1]
         gmin = np.array([lo_ for lo_, _ in doms] or [0], dtype=np.int64)
         gstride = np.array(strides or [0], dtype=np.int64)
         terms = [terms_array(e, vnames) for e in p.values]

@@ -15,7 +15,13 @@ from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, 
 
 from . import rt
 from .encoding import BijectionEncoder, GroupDictionary, Packer, attribute_order
-from .kernels import anyhit_program, bitmap_program, flagged_program, sorted_kernel
+from .kernels import (
+    anyhit_program,
+    bitmap_program,
+    flagged_program,
+    raygen_program,
+    sorted_kernel,
+)
 
 __all__ = ["RtcudbEngine", "RtcudbParams", "RtcudbView"]
 
@@ -208,39 +214,28 @@ class RtcudbEngine(QueryEngine):
                rcsr: tuple[Any, ...], tail: tuple[Any, ...], stats: dict[str, Any]) -> int:
         xp = array_module(self.device)
         n = view.table.n_rows
-        px, py = view.points
-        lo = np.array([a for a, _ in ivs], dtype=np.int64)
-        hi = np.array([b for _, b in ivs], dtype=np.int64)
-        gx, gy = np.meshgrid(px, py, indexing="ij")
-        per = gx.size
+        px, py = (xp.asarray(a) for a in view.points)
+        per = int(px.size * py.size)
+        lo = xp.asarray(np.array([a for a, _ in ivs], dtype=np.int64))
+        hi = xp.asarray(np.array([b for _, b in ivs], dtype=np.int64))
+        rays = (px, py, lo, hi, np.int64(view.z_scale))  # read by the ray-generation program
         words = xp.zeros((n + 31) // 32, dtype=np.uint32)
         tri = view.arrays["tri"]
+        stats["rays"] = per * len(ivs)
         if self.params.pipeline == "fused":
-            origins = np.empty((len(ivs) * per, 3), dtype=np.float32)
-            origins[:, 0] = np.tile(gx.ravel(), len(ivs))
-            origins[:, 1] = np.tile(gy.ravel(), len(ivs))
-            origins[:, 2] = np.repeat(lo * view.z_scale - 1, per)
-            tmax = np.repeat((hi - lo) * view.z_scale + 2, per).astype(np.float32)
-            stats["rays"] = int(origins.shape[0])
-            params = (tri, words, view.arrays["scan"], *rcsr, view.arrays["y"], *tail)
-            rt.cast(view.scene, xp.asarray(origins), xp.asarray(tmax),
-                    anyhit_program(self.device), params, self.device)
+            params = (*rays, tri, words, view.arrays["scan"], *rcsr, view.arrays["y"], *tail)
+            rt.cast(view.scene, per * len(ivs), raygen_program(), anyhit_program(self.device),
+                    params, self.device)
         else:
-            origins = np.empty((len(ivs) * per, 3), dtype=np.float32)
-            origins[:, 0] = np.tile(gx.ravel(), len(ivs))
-            origins[:, 1] = np.tile(gy.ravel(), len(ivs))
-            origins[:, 2] = np.repeat(lo * view.z_scale - 1, per)
-            tmax = np.repeat((hi - lo) * view.z_scale + 2, per).astype(np.float32)
-            rt.cast(view.scene, xp.asarray(origins), xp.asarray(tmax),
-                    bitmap_program(self.device), (words, view.arrays["scan"], *rcsr),
-                    self.device)
-            flat = np.empty((per, 3), dtype=np.float32)
-            flat[:, 0], flat[:, 1], flat[:, 2] = gx.ravel(), gy.ravel(), -1
+            rt.cast(view.scene, per * len(ivs), raygen_program(), bitmap_program(self.device),
+                    (*rays, words, view.arrays["scan"], *rcsr), self.device)
+            zero = xp.zeros(1, dtype=np.int64)
             seen = xp.zeros_like(words)
-            params2 = (view.arrays["flat_tri"], words, seen, view.arrays["y"], *tail)
-            rt.cast(view.flat_scene, xp.asarray(flat), xp.full(per, 2, dtype=np.float32),
-                    flagged_program(self.device), params2, self.device)
-            stats["rays"] = int(origins.shape[0]) + per
+            params2 = (px, py, zero, zero, np.int64(1), view.arrays["flat_tri"], words, seen,
+                       view.arrays["y"], *tail)
+            rt.cast(view.flat_scene, per, raygen_program(), flagged_program(self.device),
+                    params2, self.device)
+            stats["rays"] += per
             return n  # the second job hits every primitive
         # the flag bits: the distinct primitives any ray reached
         return int(np.unpackbits(to_numpy(words).view(np.uint8)).sum())

@@ -21,7 +21,8 @@ from indexzoo.native.targets import Kernel
 
 from .rt import IGNORE
 
-__all__ = ["anyhit_program", "bitmap_program", "flagged_program", "sorted_kernel"]
+__all__ = ["anyhit_program", "bitmap_program", "flagged_program", "raygen_program",
+           "sorted_kernel"]
 
 
 @register_jitable
@@ -65,6 +66,30 @@ def _add_record(device: str) -> Any:
     return add_record
 
 
+@register_jitable
+def _raygen(i, params):
+    """Ray ``i``: grid point ``i % (nx * ny)`` of the XY grid, over Z-interval ``i // (nx *
+    ny)``, along +Z from one below the interval's first (stretched) code to one above its last.
+    ``params`` starts with (grid xs, grid ys, interval los, interval his, Z stretch)."""
+    px = params[0]
+    py = params[1]
+    per = len(px) * len(py)
+    k = i // per
+    r = i - k * per
+    ix = r // len(py)
+    iy = r - ix * len(py)
+    lo = params[2][k]
+    hi = params[3][k]
+    s = params[4]
+    return (np.float32(px[ix]), np.float32(py[iy]), np.float32(lo * s - 1), np.float32(0),
+            np.float32(0), np.float32(1), np.float32(0), np.float32((hi - lo) * s + 2))
+
+
+def raygen_program() -> Any:
+    """The ray-generation program: rays made in the kernel, no ray arrays."""
+    return _raygen
+
+
 @functools.cache
 def anyhit_program(device: str) -> Any:
     """Algorithm 1: flag-bit dedup, re-check of the attributes Z does not encode, then the
@@ -74,8 +99,8 @@ def anyhit_program(device: str) -> Any:
 
     @register_jitable
     def anyhit(ray, inst, prim, t, front, payload, params):
-        (tri, words, scan, ridx, rstarts, rlo, rhi, ycol, vshift, vmask, voff, spills, vspill, need,
-         count, sums, mins, maxs) = params
+        (_, _, _, _, _, tri, words, scan, ridx, rstarts, rlo, rhi, ycol, vshift, vmask, voff,
+         spills, vspill, need, count, sums, mins, maxs) = params
         bit = np.uint32(1) << np.uint32(prim & 31)
         old = aor(words, prim >> 5, bit)
         if old & bit:
@@ -99,7 +124,7 @@ def bitmap_program(device: str) -> Any:
 
     @register_jitable
     def scan_hit(ray, inst, prim, t, front, payload, params):
-        words, scan, ridx, rstarts, rlo, rhi = params
+        _, _, _, _, _, words, scan, ridx, rstarts, rlo, rhi = params
         if passes(prim, scan, ridx, rstarts, rlo, rhi):
             aor(words, prim >> 5, np.uint32(1) << np.uint32(prim & 31))
         return IGNORE
@@ -116,8 +141,8 @@ def flagged_program(device: str) -> Any:
 
     @register_jitable
     def agg_hit(ray, inst, prim, t, front, payload, params):
-        (tri, selected, words, ycol, vshift, vmask, voff, spills, vspill, need, count, sums,
-         mins, maxs) = params
+        (_, _, _, _, _, tri, selected, words, ycol, vshift, vmask, voff, spills, vspill, need,
+         count, sums, mins, maxs) = params
         bit = np.uint32(1) << np.uint32(prim & 31)
         if not (selected[prim >> 5] & bit):
             return IGNORE

@@ -11,7 +11,7 @@ import numpy as np
 
 from indexzoo.devices import array_module
 from indexzoo.native.rt.geometry import TRIANGLES
-from indexzoo.native.rt.trace import IGNORE, Programs, build_gas, trace
+from indexzoo.native.rt.trace import IGNORE, Programs, build_gas, launch
 
 __all__ = ["IGNORE", "build_triangles", "cast", "scene_bytes"]
 
@@ -21,19 +21,14 @@ def build_triangles(tri: Any) -> Any:
     return build_gas(TRIANGLES, tri)
 
 
-def cast(scene: Any, origins: Any, tmax: Any, anyhit: Any, params: tuple[Any, ...],
+def cast(scene: Any, n_rays: int, raygen: Any, anyhit: Any, params: tuple[Any, ...],
          device: str) -> None:
-    """Rays from ``origins`` along +Z with tmin 0 and per-ray ``tmax``; every hit goes to
+    """Launch ``n_rays`` rays made by ``raygen(i, params)`` in the kernel; every hit goes to
     ``anyhit(ray, inst, prim, t, front, payload, params)``, which ignores it (so traversal
     reports every primitive on the ray)."""
-    xp = array_module(device)
-    r = int(origins.shape[0])
-    if r == 0:
-        return
-    d = xp.zeros((r, 3), dtype=np.float32)
-    d[:, 2] = 1
-    trace(scene, origins, d, xp.zeros(r, dtype=np.float32), tmax,
-          programs=Programs(anyhit=anyhit), params=params)
+    if n_rays > 0:
+        launch(scene, n_rays, Programs(raygen=raygen, anyhit=anyhit), params=params,
+               payload=array_module(device).zeros((n_rays, 1), dtype=np.uint64), device=device)
 
 
 def scene_bytes(scene: Any) -> dict[str, int]:
