@@ -86,6 +86,11 @@ def needs(p: Plan) -> np.ndarray:
 builtins_max = max
 
 
+def _padded(n: int) -> int:
+    """``n`` columns rounded up to a multiple of four (at least four)."""
+    return builtins_max(4, -(-n // 4) * 4)
+
+
 class CrystalView(View):
     """The flat columns, moved to the engine's device once."""
 
@@ -131,19 +136,32 @@ class CrystalEngine(QueryEngine):
         dtype = np.result_type(*(t.column(c).dtype for c in used)) if used else np.int32
 
         def cols(names: list[str]) -> tuple[Any, ...]:
-            out = tuple(view.col(c).astype(dtype, copy=False) for c in names)
-            return out if out else (xp.zeros(1, dtype=dtype),)
+            return tuple(view.col(c).astype(dtype, copy=False) for c in names)
 
+        # Tuples padded to a multiple of four columns, so that one compiled kernel serves
+        # every query of up to four filters, group and value columns: a padding filter is an
+        # always-true interval, a padding group column has stride 0 (both repeat a column the
+        # row reads anyway), padding value columns are never read.
+        big = 2**62
         starts, lo, hi = intervals_arrays(p, fnames)
-        if not fnames:  # one always-true interval on a placeholder column
-            starts, lo, hi = (np.array([0, 1]), np.array([-(2**62)]), np.array([2**62]))
-            fcols = (xp.zeros(t.n_rows, dtype=dtype),) if t.n_rows else cols([])
-        else:
-            fcols = cols(fnames)
-        # no GROUP BY: one slot; the first filter column stands in (stride 0, read anyway)
-        gcols = cols(list(p.group_by)) if p.group_by else fcols[:1]
-        gmin = np.array([lo_ for lo_, _ in doms] or [0], dtype=np.int64)
-        gstride = np.array(strides or [0], dtype=np.int64)
+        fcols = cols(fnames) if fnames else (
+            xp.zeros(t.n_rows, dtype=dtype) if not used else view.col(used[0]).astype(dtype),)
+        k = _padded(len(fcols))
+        starts = np.concatenate([starts, starts[-1] + np.arange(1, k - len(fcols) + 1)])
+        lo = np.concatenate([lo, np.full(k - len(fcols), -big)]).astype(np.int64)
+        hi = np.concatenate([hi, np.full(k - len(fcols), big)]).astype(np.int64)
+        if not fnames:  # an always-true filter on the placeholder
+            starts, lo, hi = np.arange(k + 1), np.full(k, -big), np.full(k, big)
+        fcols = fcols + (fcols[0],) * (k - len(fcols))
+        gcols = cols(list(p.group_by))
+        gmin = np.array([lo_ for lo_, _ in doms], dtype=np.int64)
+        gstride = np.array(strides, dtype=np.int64)
+        kg = _padded(len(gcols))
+        gcols = gcols + (fcols[0],) * (kg - len(gcols))
+        gmin = np.concatenate([gmin, np.zeros(kg - len(gmin), dtype=np.int64)])
+        gstride = np.concatenate([gstride, np.zeros(kg - len(gstride), dtype=np.int64)])
+        vtuple = cols(vnames)
+        vtuple = vtuple + (fcols[0],) * (_padded(len(vtuple)) - len(vtuple))
         terms = [terms_array(e, vnames) for e in p.values]
         tstarts = np.cumsum([0, *(len(x) for x in terms)]).astype(np.int64)
         allterms = np.concatenate(terms) if terms else np.zeros((0, 3), dtype=np.int64)
@@ -156,7 +174,7 @@ class CrystalEngine(QueryEngine):
                                         needs(p))]
         if not p.empty:
             _kernel(self.device)(self.device, t.n_rows, fcols, dev[0], dev[1], dev[2], gcols,
-                                 dev[3], dev[4], cols(vnames), dev[5], dev[6], dev[7], count,
+                                 dev[3], dev[4], vtuple, dev[5], dev[6], dev[7], count,
                                  sums, mins, maxs, threads_per_block=self.params.threads_per_block)
         cnt = to_numpy(count)
         slots = np.flatnonzero(cnt) if p.group_by else np.zeros(1, dtype=np.int64)
