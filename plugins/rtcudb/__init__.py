@@ -12,8 +12,10 @@ Paper -> code
   (packed aggregate values X, group code Y, scan code Z), legs ``Sx``, ``Sy``
   (``engine._triangles``), on the software ray-tracing engine through the one adapter module
   :mod:`.rt`.
-* §3.2 query -> rays: the query's Z-intervals, each covered by an XY grid of rays along +Z
-  (``RtcudbEngine._trace``). [AMBIG] resolved: the legs are ``2H`` and the grid points
+* §3.2 query -> rays: the query's Z-intervals, each covered by an XY grid of rays along +Z,
+  made in the kernel by a ray-generation program (:func:`.kernels.raygen_program`,
+  ``RtcudbEngine._trace``). [ours] Z is stretched by a power of two while exact, so that the
+  BVH splits by scan code before X and Y. [AMBIG] resolved: the legs are ``2H`` and the grid points
   ``1 + i (H - 1)`` (integers), so every triangle holds a grid point strictly inside, at least
   one unit from its legs; ``H`` follows from ``grid`` (rays per axis) and the extent of X and
   Y. A ray from ``Z = lo - 1`` with ``tmax = hi - lo + 2`` (strict) hits exactly the
