@@ -15,6 +15,9 @@
 #   check:NAME           indexzoo check NAME --device cuda --size large
 #   bench:PRESET         indexzoo bench --preset PRESET --device cuda
 #   benchsum:PRESET      the same with --out-mode sum
+#   ssb:SF1,SF2[:ENGINES]  indexzoo bench --preset ssb --device cuda at those scale factors (and
+#                        query engines, comma-separated): the 13 SSB queries, every answer
+#                        checked against DuckDB (bench:ssb runs SF 10 and 20, every engine)
 #   sweep:PRESET:DIM     indexzoo bench --preset PRESET --sweep DIM --device cuda
 #   psweep:PRESET:NAME.PARAM=V1,V2,...   indexzoo bench --param-sweep on a preset
 #   pytest-bench:P1,P2   the pytest-benchmark suites on those presets, JSON saved
@@ -121,6 +124,11 @@ for step in "$@"; do
       preset=${step#bench:}
       python3 -m indexzoo.tools.cli bench --preset "$preset" --device cuda --output "$out" \
         2>&1 | tee "$out/bench-$preset.txt" ;;
+    ssb:*)
+      rest=${step#ssb:}; sfs=${rest%%:*}; engines=all
+      [ "$rest" != "$sfs" ] && engines=${rest#*:}
+      python3 -m indexzoo.tools.cli bench --preset ssb --sf "$sfs" --engines "$engines" \
+        --device cuda --output "$out" 2>&1 | tee "$out/ssb-$sfs.txt" ;;
     benchsum:*)
       preset=${step#benchsum:}
       python3 -m indexzoo.tools.cli bench --preset "$preset" --out-mode sum --device cuda \

@@ -31,7 +31,16 @@ from .join import JoinResult, join
 from .keys import KeyMap
 from .operations import OPERATIONS, Operation, answers
 from .plugin_api import PLUGIN_API
-from .registry import available, create, load, load_errors, providers, register_plugin
+from .registry import (
+    available,
+    create,
+    load,
+    load_errors,
+    providers,
+    query_engine,
+    query_engines,
+    register_plugin,
+)
 from .results import OUT_MODES, LookupResult, Out
 from .state import BuildState
 
@@ -75,6 +84,8 @@ __all__ = [
     "load_errors",
     "load_spec",
     "providers",
+    "query_engine",
+    "query_engines",
     "register_plugin",
     "resolve_device",
 ]

@@ -26,6 +26,7 @@ import pluggy
 from .config import IndexSpec
 
 __all__ = ["SuggestQuestion", "Suggestion", "hookimpl", "hookspec", "indexzoo_register_indexes",
+           "indexzoo_register_query_engines",
            "indexzoo_suggest_indexes"]
 
 PROJECT = "indexzoo"
@@ -65,3 +66,9 @@ def indexzoo_register_indexes(register: Callable[[type[Any]], None]) -> None:
 @hookspec
 def indexzoo_suggest_indexes(question: SuggestQuestion) -> Suggestion | None:
     """The plugin's picks among its own indexes for ``question``, or None."""
+
+
+@hookspec
+def indexzoo_register_query_engines(register: Callable[[type[Any]], None]) -> None:
+    """Register query engines (:class:`indexzoo.query.QueryEngine` subclasses) by calling
+    ``register(cls)`` for each."""

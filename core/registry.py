@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any, TextIO
 
 import pluggy
+from pydantic import ValidationError
 
 from . import envvars, hookspecs, persist
 from .config import IndexSpec, spec_from_data
@@ -36,6 +37,7 @@ from .devices import cuda_status
 from .display import one_line, shown
 from .errors import ConfigError, DuplicatePlugin, PluginError
 from .hookspecs import Suggestion, SuggestQuestion
+from .query import EngineSpec, QueryEngine
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -52,6 +54,8 @@ __all__ = [
     "named",
     "plugin_manager",
     "providers",
+    "query_engine",
+    "query_engines",
     "register_plugin",
     "reset",
     "selection",
@@ -449,3 +453,44 @@ def reset() -> None:
         _state.dists.clear()
         _state.errors.clear()
         _state.details.clear()
+
+
+# ----------------------------------------------------------------------------- query engines
+def query_engines() -> dict[str, type[QueryEngine]]:
+    """Every registered query engine (hook ``indexzoo_register_query_engines``): name ->
+    class."""
+    found: dict[str, type[QueryEngine]] = {}
+
+    def register(cls: type[QueryEngine]) -> None:
+        if not (isinstance(cls, type) and issubclass(cls, QueryEngine)):
+            raise ConfigError(f"register takes QueryEngine subclasses, got {cls!r}")
+        if cls.name in found and found[cls.name] is not cls:
+            raise ConfigError(f"query engine name {cls.name!r} is registered twice")
+        found[cls.name] = cls
+
+    for impl in plugin_manager().hook.indexzoo_register_query_engines.get_hookimpls():
+        impl.function(register=register)
+    return dict(sorted(found.items()))
+
+
+def query_engine(spec: str | EngineSpec | Mapping[str, Any], /, *, device: str | None = None,
+                 **params: Any) -> QueryEngine:
+    """A query engine by name (``query_engine("rtcudb", backend="sorted")``) or by spec
+    (``{"engine": ..., "params": {...}, "device": ...}``); unknown names and bad parameters
+    raise ConfigError before any work."""
+    if isinstance(spec, str):
+        s = EngineSpec(engine=spec, params=params, device=device or "auto")
+    else:
+        try:
+            s = spec if isinstance(spec, EngineSpec) else EngineSpec(**spec)
+        except ValidationError as exc:
+            raise ConfigError(f"bad query engine spec: {exc.errors()[0]['msg']}") from None
+        s = s.model_copy(update={"params": {**s.params, **params},
+                                 "device": device or s.device})
+    known = query_engines()
+    if s.engine not in known:
+        close = _closest(s.engine, list(known))
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise ConfigError(f"unknown query engine {s.engine!r}{hint}; registered: "
+                          f"{', '.join(known) or 'none'}")
+    return known[s.engine](s.params, device=s.device)

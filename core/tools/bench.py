@@ -642,8 +642,9 @@ def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO,
 def add_cli(sub: Any) -> None:
     s = sub.add_parser("bench", help="compare indexes on a workload: table, JSON and plots")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--preset", default="quick", choices=sorted(PRESETS),
-                   help="named workload (default: quick)")
+    g.add_argument("--preset", default="quick", choices=sorted([*PRESETS, "ssb"]),
+                   help="named workload (default: quick); ssb: the 13 SSB queries over SSB "
+                   "flat for every query engine and DuckDB (see --sf, --engines)")
     g.add_argument("--workload", metavar="FILE", help="workload file (YAML/TOML/JSON)")
     s.add_argument("--indexes", default="builtin",
                    help="comma-separated index names, 'builtin' (default: those shipped with "
@@ -684,6 +685,10 @@ def add_cli(sub: Any) -> None:
                    "2h, or none (default: 10m on the CPU, none on a GPU)")
     s.add_argument("--yes", action="store_true",
                    help="run even where the estimated duration exceeds --time-budget")
+    s.add_argument("--sf", metavar="SF1,SF2", help="with --preset ssb: scale factors "
+                   "(default: 1 on the CPU, 10,20 on a GPU)")
+    s.add_argument("--engines", metavar="NAMES", help="with --preset ssb: comma-separated "
+                   "query engines (default: all registered)")
     s.set_defaults(func=cmd_bench)
 
 
@@ -820,6 +825,10 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         raise ConfigError(f"--rank-budget must be a finite number of seconds >= 0, got "
                           f"{args.rank_budget}")
     device = resolve_device(args.device)
+    if not args.workload and args.preset == "ssb":
+        from .ssb_bench import cmd_ssb
+
+        return cmd_ssb(args, device, out)
     base = load_workload(args.workload) if args.workload else PRESETS[args.preset]
     latency = args.latency or (not args.workload and args.preset == "latency")
     workloads = sweep_workloads(base, args.sweep, device) if args.sweep else [base]

@@ -1,0 +1,203 @@
+"""``indexzoo bench --preset ssb``: the 13 SSB queries over SSB flat, every query engine and
+DuckDB side by side.
+
+Per scale factor (default: 1 on the CPU, 10 and 20 on a GPU; ``--sf``) the flat table is
+generated (:mod:`indexzoo.ssb`), each engine prepares one view per query (the paper's BVH per
+query template; build time reported apart) and every answer, ORDER BY kept, is checked
+against DuckDB's. Then each query without ORDER BY (as the paper timed it) is timed
+``--repeats`` times after a warm-up run, per engine and for DuckDB, and a table prints per
+query: the median time, the engine's bytes read against the bandwidth floor (one read of the
+columns the query needs), and the ratios to ``crystal`` and to DuckDB. JSON and a plot go to
+``--output``. A wrong answer is reported and makes the command exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from indexzoo import query_engine, query_engines, ssb
+from indexzoo.query import QueryResult, Table, floor_bytes
+
+from .environment import environment
+
+__all__ = ["cmd_ssb", "run_ssb"]
+
+DUCKDB = "duckdb"
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+
+
+def _timed(fn: Callable[[], Any], device: str, repeats: int) -> tuple[float, float, Any]:
+    """(median s, spread s, last result) of ``repeats`` runs after one warm-up."""
+    out = fn()
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        _sync(device)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), max(times) - min(times), out
+
+
+def _duckdb_run(con: Any, text: str) -> Any:
+    return con.execute(text).fetchall()
+
+
+def _same(got: QueryResult, want: QueryResult) -> bool:
+    import numpy as np
+
+    if list(got.columns) != list(want.columns):
+        return False
+    for k, w in want.columns.items():
+        g = got.columns[k]
+        if g.shape != w.shape:
+            return False
+        if w.dtype.kind == "f":
+            if not np.allclose(g, w, rtol=1e-12):
+                return False
+        elif not np.array_equal(g.astype(w.dtype), w):
+            return False
+    return True
+
+
+def run_ssb(sfs: Sequence[float], engines: Sequence[str], device: str, repeats: int,
+            queries: Sequence[str], out: TextIO, seed: int = 0) -> list[dict[str, Any]]:
+    """Every (scale factor, query, engine) record: times, bytes, answer check."""
+    import duckdb
+
+    records: list[dict[str, Any]] = []
+    for sf in sfs:
+        t0 = time.perf_counter()
+        table: Table = ssb.generate(sf, seed=seed)
+        print(f"SF {sf:g}: {table.n_rows:,} rows generated in {time.perf_counter() - t0:.1f} s",
+              file=out, flush=True)
+        con = duckdb.connect()
+        con.register(ssb.TABLE, ssb.to_arrow(table))
+        for name in queries:
+            spec = ssb.QUERIES[name]
+            timed = spec.without_order()
+            want = ssb.duckdb_answer(table, spec, con)
+            text = ssb.sql(timed)
+            med, spread, _ = _timed(functools.partial(_duckdb_run, con, text), "cpu", repeats)
+            floor = floor_bytes(table, spec)
+            rows: dict[str, dict[str, Any]] = {DUCKDB: {"engine": DUCKDB, "seconds": med, "spread": spread,
+                             "bytes_read": None, "build_seconds": 0.0, "correct": True}}
+            for e in engines:
+                eng = query_engine(e, device=device)
+                t = time.perf_counter()
+                view = eng.prepare(table, [spec], name=name)
+                build = time.perf_counter() - t
+                ok = _same(eng.run(view, spec), want)
+                med, spread, res = _timed(functools.partial(eng.run, view, timed), device,
+                                          repeats)
+                rows[e] = {"engine": e, "seconds": med, "spread": spread,
+                           "bytes_read": int(res.bytes_read), "build_seconds": build,
+                           "correct": ok, "stats": {k: v for k, v in res.stats.items()
+                                                    if isinstance(v, (int, float, str))}}
+            base = rows.get("crystal", {}).get("seconds")
+            for r in rows.values():
+                r.update(sf=sf, query=name, floor_bytes=floor,
+                         selectivity=ssb.selectivity(table, spec),
+                         vs_crystal=(r["seconds"] / base) if base else None,
+                         vs_duckdb=r["seconds"] / rows[DUCKDB]["seconds"])
+                records.append(r)
+            print(format_rows(list(rows.values())), file=out, flush=True)
+    return records
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def format_rows(rows: Sequence[dict[str, Any]]) -> str:
+    """One query's rows: engine, time, bytes vs floor, ratios."""
+    r0 = rows[0]
+    head = (f"{r0['query']} (SF {r0['sf']:g}, selectivity {r0['selectivity']:.2e}, floor "
+            f"{_bytes(r0['floor_bytes'])})")
+    lines = [head, f"  {'engine':<22}{'ms':>10}{'bytes read':>12}{'/floor':>8}"
+                   f"{'x crystal':>11}{'x duckdb':>10}{'build s':>9}  answer"]
+    for r in rows:
+        share = "-" if r["bytes_read"] is None else f"{r['bytes_read'] / r['floor_bytes']:.3f}"
+        vc = "-" if r["vs_crystal"] is None else f"{r['vs_crystal']:.2f}"
+        lines.append(f"  {r['engine']:<22}{r['seconds'] * 1e3:>10.3f}{_bytes(r['bytes_read']):>12}"
+                     f"{share:>8}{vc:>11}{r['vs_duckdb']:>10.2f}{r['build_seconds']:>9.2f}  "
+                     f"{'= duckdb' if r['correct'] else 'WRONG'}")
+    return "\n".join(lines)
+
+
+def plot(records: Sequence[dict[str, Any]], env: dict[str, Any], path: Path) -> None:
+    """Per scale factor, time per query and engine (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sfs = sorted({r["sf"] for r in records})
+    fig, axes = plt.subplots(len(sfs), 1, figsize=(11, 3.6 * len(sfs)), squeeze=False)
+    for ax, sf in zip(axes[:, 0], sfs, strict=True):
+        rs = [r for r in records if r["sf"] == sf]
+        queries = list(dict.fromkeys(r["query"] for r in rs))
+        engines = list(dict.fromkeys(r["engine"] for r in rs))
+        width = 0.8 / len(engines)
+        for j, e in enumerate(engines):
+            ys = [next(r["seconds"] * 1e3 for r in rs if r["query"] == q and r["engine"] == e)
+                  for q in queries]
+            ax.bar([i + j * width for i in range(len(queries))], ys, width, label=e)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(queries))], queries)
+        ax.set_yscale("log")
+        ax.set_ylabel("ms (median)")
+        ax.set_title(f"SSB flat, SF {sf:g}, {env.get('device_name', env.get('device', ''))}, "
+                     f"commit {str(env.get('commit', ''))[:10]}")
+        ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def cmd_ssb(args: argparse.Namespace, device: str, out: TextIO) -> int:
+    sfs = [float(s) for s in args.sf.split(",")] if args.sf else \
+        ([1.0] if device == "cpu" else [10.0, 20.0])
+    known = list(query_engines())
+    engines = known if args.engines in (None, "all") else args.engines.split(",")
+    unknown = [e for e in engines if e not in known]
+    if unknown:
+        from indexzoo import ConfigError
+
+        raise ConfigError(f"unknown query engines {', '.join(unknown)}; registered: "
+                          f"{', '.join(known)}")
+    if "crystal" in engines:  # the peer first: the others' ratios read its time
+        engines = ["crystal", *(e for e in engines if e != "crystal")]
+    records = run_ssb(sfs, engines, device, args.repeats, list(ssb.QUERIES), out)
+    env = environment(device)
+    folder = Path(args.output)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"ssb-{device}-sf{'-'.join(f'{s:g}' for s in sfs)}"
+    (folder / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},
+                                                    indent=1, default=str))
+    if not args.no_plot:
+        plot(records, env, folder / f"{stem}.png")
+    print(f"wrote {folder / stem}.json" + ("" if args.no_plot else f" and {stem}.png"),
+          file=out)
+    wrong = sorted({f"{r['query']}/{r['engine']}" for r in records if not r["correct"]})
+    if wrong:
+        print(f"WRONG answers: {', '.join(wrong)}", file=out)
+        return 1
+    return 0

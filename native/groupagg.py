@@ -1,0 +1,157 @@
+"""Pieces of grouped aggregation kernels, for the query engines (``indexzoo.query``): one
+source for both devices.
+
+* :func:`atomics` -> ``(add, amin, amax, aor)``: jitable ``f(array, index, value) -> old`` on
+  integer arrays, for ``device`` ("cpu": LLVM ``atomicrmw``, since numba has no CPU atomics and
+  its parallel loops race without; "cuda": ``numba.cuda.atomic``, imported only then).
+* :func:`passes`: does row ``i`` satisfy every column's intervals (columns as a homogeneous
+  tuple of arrays, intervals as CSR ``starts``/``lo``/``hi``)?
+* :func:`expr_value`: an expression (rows ``terms[s:e]`` of ``(coef, a, b)``, column indexes
+  into a tuple of arrays, -1 for none) at row ``i``.
+* :func:`accumulate`: COUNT, and per expression SUM/MIN/MAX, of one row into group ``g``.
+
+Kernels that use them (the crystal and rtcudb engines) build their bodies per device around
+:func:`atomics`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from numba.extending import register_jitable
+
+__all__ = ["NEED_MAX", "NEED_MIN", "NEED_SUM", "accumulate", "atomics", "expr_value", "passes"]
+
+NEED_SUM, NEED_MIN, NEED_MAX = 1, 2, 4
+
+
+def _atomic_rmw(op: str) -> Any:
+    from numba.core import cgutils, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def rmw(typingctx, arr, idx, val):
+        if not (isinstance(arr, types.Array) and isinstance(arr.dtype, types.Integer)
+                and isinstance(idx, types.Integer) and isinstance(val, types.Integer)):
+            return None
+        sig = arr.dtype(arr, idx, val)
+
+        def codegen(context, builder, signature, args):
+            aryty, idxty, valty = signature.args
+            ary, i, v = args
+            a = context.make_array(aryty)(context, builder, ary)
+            i = context.cast(builder, i, idxty, types.intp)
+            v = context.cast(builder, v, valty, aryty.dtype)
+            ptr = cgutils.get_item_pointer(context, builder, aryty, a, [i], wraparound=False)
+            return builder.atomic_rmw(op, ptr, v, "monotonic")
+
+        return sig, codegen
+
+    return rmw
+
+
+#: numba.cuda, once :func:`atomics` made the GPU's (CPU kernels never import it).
+cuda: Any = None
+
+
+@functools.cache
+def atomics(device: str) -> tuple[Any, Any, Any, Any]:
+    """``(add, amin, amax, aor)`` for ``device`` (signed min/max)."""
+    if device == "cpu":
+        return _atomic_rmw("add"), _atomic_rmw("min"), _atomic_rmw("max"), _atomic_rmw("or")
+    from numba import config
+
+    if config.ENABLE_CUDASIM:  # the simulator swaps the module only in the kernel's own globals
+        return _simulated_atomics()
+    global cuda
+    if cuda is None:
+        from numba import cuda as numba_cuda
+
+        cuda = numba_cuda
+
+    @register_jitable
+    def add(a, i, v):
+        return cuda.atomic.add(a, i, v)
+
+    @register_jitable
+    def amin(a, i, v):
+        return cuda.atomic.min(a, i, v)
+
+    @register_jitable
+    def amax(a, i, v):
+        return cuda.atomic.max(a, i, v)
+
+    @register_jitable
+    def aor(a, i, v):
+        return cuda.atomic.or_(a, i, v)
+
+    return add, amin, amax, aor
+
+
+def _simulated_atomics() -> tuple[Any, Any, Any, Any]:
+    """The atomics of numba's CUDA simulator (tests only): its running kernel's fake module."""
+    from numba.cuda.simulator.kernel import _get_kernel_context
+
+    def add(a: Any, i: Any, v: Any) -> Any:
+        return _get_kernel_context().atomic.add(a, i, v)
+
+    def amin(a: Any, i: Any, v: Any) -> Any:
+        return _get_kernel_context().atomic.min(a, i, v)
+
+    def amax(a: Any, i: Any, v: Any) -> Any:
+        return _get_kernel_context().atomic.max(a, i, v)
+
+    def aor(a: Any, i: Any, v: Any) -> Any:
+        return _get_kernel_context().atomic.or_(a, i, v)
+
+    return add, amin, amax, aor
+
+
+@register_jitable
+def passes(i, cols, starts, lo, hi):
+    for j in range(len(cols)):
+        v = np.int64(cols[j][i])
+        ok = False
+        for k in range(starts[j], starts[j + 1]):
+            if lo[k] <= v and v <= hi[k]:
+                ok = True
+                break
+        if not ok:
+            return False
+    return True
+
+
+@register_jitable
+def expr_value(i, cols, terms, s, e):
+    total = np.int64(0)
+    for t in range(s, e):
+        v = np.int64(terms[t, 0])
+        a = terms[t, 1]
+        b = terms[t, 2]
+        if a >= 0:
+            v *= np.int64(cols[a][i])
+        if b >= 0:
+            v *= np.int64(cols[b][i])
+        total += v
+    return total
+
+
+@functools.cache
+def accumulate(device: str) -> Any:
+    """``f(g, e, n_exprs, value, need, sums, mins, maxs)``: value of expression ``e`` into
+    group ``g``'s SUM/MIN/MAX slots (``need`` bits say which)."""
+    add, amin, amax, _ = atomics(device)
+
+    @register_jitable
+    def acc(g, e, n_exprs, value, need, sums, mins, maxs):
+        slot = g * n_exprs + e
+        if need & 1:
+            add(sums, slot, value)
+        if need & 2:
+            amin(mins, slot, value)
+        if need & 4:
+            amax(maxs, slot, value)
+
+    return acc

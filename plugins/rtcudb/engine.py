@@ -1,0 +1,321 @@
+"""The rtcudb query engine: prepared views (the paper's materialized BVHs) and the query
+pipeline (query area -> rays -> any-hit aggregation -> groups)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field
+
+from indexzoo.devices import array_module, to_numpy
+from indexzoo.native.targets import KernelParams
+from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, evaluate, plan
+
+from . import rt
+from .encoding import BijectionEncoder, GroupDictionary, Packer, attribute_order
+from .kernels import (
+    anyhit_program,
+    bitmap_program,
+    flagged_program,
+    raygen_program,
+    sorted_kernel,
+)
+
+__all__ = ["RtcudbEngine", "RtcudbParams", "RtcudbView"]
+
+_NEED = {"sum": 1, "avg": 1, "min": 2, "max": 4}
+
+
+class RtcudbParams(KernelParams):
+    backend: Literal["rt", "sorted"] = Field(default="rt", description=(
+        "rt: triangles in a BVH on the ray-tracing engine, rays along +Z (the paper); sorted: "
+        "the same records sorted by scan code, each Z-interval a slice, no BVH."))
+    scan_encoding: Literal["encode", "split"] = Field(default="encode", description=(
+        "encode: every scan attribute in Z by bijection encoding (§4.2); split: only the "
+        "first in Z, the others in device memory, re-checked per hit (§6.6's ablation)."))
+    pipeline: Literal["fused", "per-operator"] = Field(default="fused", description=(
+        "fused: scan, group-by and aggregation as one RT job; per-operator: an RTScan-style "
+        "job writes a bitmap, a second job over triangles at Z = 0 aggregates (§6.5)."))
+    coordinate_bits: int = Field(default=24, ge=8, le=24, description=(
+        "Exact integer bits of a float32 coordinate: codes and packed values beyond them "
+        "spill to device memory (§4.5)."))
+    grid: int = Field(default=4, ge=1, le=4096, description=(
+        "Rays per axis of the XY grid over each Z-interval (the legs of the triangles grow "
+        "to match, so every triangle is hit by one to three rays)."))
+    max_intervals: int = Field(default=1 << 14, ge=1, description=(
+        "Most Z-intervals per query; beyond, trailing attributes are re-checked per hit."))
+
+
+def _lattice(extent: int, grid: int) -> tuple[int, np.ndarray]:
+    """(leg, points): legs of 2H and integer grid points 1 + i*(H-1), so that every integer
+    a in [0, extent] has a point in [a+1, a+H-1], strictly inside its triangle."""
+    g = max(1, math.ceil((extent + 1) / grid))
+    h = g + 1
+    return 2 * h, 1 + g * np.arange(extent // g + 2, dtype=np.int64)
+
+
+class RtcudbView(View):
+    """A prepared view: the scan code Z (bijection encoding of the scan attributes, in the
+    heuristic's order), the group code Y (lexicographic dictionary), the packed values X
+    and the spilled columns; and, per backend, the BVH over one triangle per row or the
+    records sorted by Z."""
+
+    def __init__(self, table: Table, name: str, encoder: BijectionEncoder,
+                 spilled_scan: list[str], groups: GroupDictionary, values: list[Expr],
+                 packer: Packer):
+        super().__init__(table, [*encoder.names, *spilled_scan], list(groups.names), values,
+                         name or "rtcudb")
+        self.encoder = encoder
+        self.spilled_scan = spilled_scan
+        self.groups = groups
+        self.packer = packer
+        self.arrays: dict[str, Any] = {}  # device arrays, in the backend's row order
+        self.spills: Any = None  # (spilled values, rows) int64
+        self.scan_rows: dict[str, int] = {}  # scan attribute -> its row of arrays["scan"]
+        self.y_spilled = False
+        self.scene: Any = None
+        self.flat_scene: Any = None
+        self.legs = (2, 2)
+        self.z_scale = 1
+        self.points: tuple[np.ndarray, np.ndarray] = (np.ones(1), np.ones(1))
+
+    def footprint_bytes(self) -> int:
+        total = sum(int(a.nbytes) for a in self.arrays.values()) + int(self.spills.nbytes)
+        for s in (self.scene, self.flat_scene):
+            if s is not None:
+                total += sum(rt.scene_bytes(s).values())
+        return total
+
+
+class RtcudbEngine(QueryEngine):
+    """RTCUDB (Shi et al.): scan, group-by and aggregation as one ray-tracing job over a
+    prepared view."""
+
+    name: ClassVar[str] = "rtcudb"
+    Params: ClassVar[type[RtcudbParams]] = RtcudbParams
+    params: RtcudbParams
+
+    # ------------------------------------------------------------------ views
+    def _prepare(self, table: Table, scan: list[str], group: list[str], values: list[Expr],
+                 queries: list[Query], name: str) -> View:
+        pr = self.params
+        xp = array_module(self.device)
+        rt_backend = pr.backend == "rt"
+        limit = (1 << pr.coordinate_bits) - 2 if rt_backend else 1 << 62
+        domains = {c: table.domain(c) for c in scan}
+        order = attribute_order(domains, [plan(table, q).filters for q in queries])
+        enc = BijectionEncoder.fitting(order[:1] if pr.scan_encoding == "split" else order,
+                                       domains, limit)
+        spilled_scan = [c for c in order if c not in enc.names]
+        n = table.n_rows
+        z = enc.encode([table.column(c) for c in enc.names]) if enc.names else \
+            np.zeros(n, dtype=np.int64)
+        gd, y = GroupDictionary.build(group, [table.column(c) for c in group], n)
+        vals = [evaluate(table, e) for e in values]
+        packer = Packer.plan(vals, pr.coordinate_bits if rt_backend else 62)
+        x = packer.pack(vals, n)
+        view = RtcudbView(table, name, enc, spilled_scan, gd, values, packer)
+        spills = [v for v, p in zip(vals, packer.packed, strict=True) if not p]
+        scan_cols = {c: table.column(c) for c in [*enc.names, *spilled_scan]}
+        if rt_backend:
+            view.y_spilled = gd.size > limit
+            sx, px = _lattice(int(x.max()) if n else 0, pr.grid)
+            sy, py = _lattice(0 if view.y_spilled or not n else int(y.max()), pr.grid)
+            view.legs, view.points = (sx, sy), (px, py)
+            # Z stretched by a power of two while it stays exact, so that the BVH (which splits
+            # its longest axis first) separates rows by scan code before X and Y
+            view.z_scale = 1 << max(0, pr.coordinate_bits - 1 - max(1, enc.span).bit_length())
+            tri = _triangles(x, np.zeros(n, dtype=np.int64) if view.y_spilled else y,
+                             z * view.z_scale, sx, sy)
+            view.arrays["tri"] = xp.asarray(tri)
+            view.scene = rt.build_triangles(view.arrays["tri"])
+            if pr.pipeline == "per-operator":
+                flat = _triangles(x, np.zeros(n, dtype=np.int64) if view.y_spilled else y,
+                                  np.zeros(n, dtype=np.int64), sx, sy)
+                view.arrays["flat_tri"] = xp.asarray(flat)
+                view.flat_scene = rt.build_triangles(view.arrays["flat_tri"])
+            view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, -1, dtype=np.int64))
+            perm = None
+        else:
+            perm = np.argsort(z, kind="stable")
+            view.arrays["z"] = xp.asarray(z[perm])
+            view.arrays["x"] = xp.asarray(x[perm])
+            view.arrays["y"] = xp.asarray(y[perm].astype(np.int32 if gd.size < 2**31
+                                                         else np.int64))
+        scan_names = [*spilled_scan, *enc.names]
+        view.scan_rows = {c: j for j, c in enumerate(scan_names)}
+        scan2d = np.stack([scan_cols[c] for c in scan_names]) if scan_names else \
+            np.zeros((1, n), dtype=np.int32)
+        view.arrays["scan"] = xp.asarray(scan2d if perm is None else scan2d[:, perm])
+        if spills:
+            spill2d = np.stack(spills)
+            view.spills = xp.asarray(spill2d if perm is None else spill2d[:, perm])
+        else:
+            view.spills = xp.zeros((1, 1), dtype=np.int64)
+        return view
+
+    # ------------------------------------------------------------------ queries
+    def _execute(self, view: View, p: Plan) -> Groups:
+        assert isinstance(view, RtcudbView)
+        pr = self.params
+        xp = array_module(self.device)
+        t = view.table
+        enc = view.encoder
+        ivs, recheck = enc.intervals({c: p.filters[c] for c in enc.names if c in p.filters},
+                                     pr.max_intervals)
+        recheck += [c for c in view.spilled_scan if c in p.filters]
+        rcsr = _recheck(view, p, recheck, xp)
+        rbytes = len(recheck) * int(view.arrays["scan"].itemsize)
+        assert view.values is not None
+        vidx = [view.values.index(e) for e in p.values]
+        spill_of = np.cumsum([0, *(0 if pk else 1 for pk in view.packer.packed)])
+        pk = view.packer
+        vshift = np.array([pk.shift[i] for i in vidx] or [0], dtype=np.int64)
+        vmask = np.array([(1 << pk.width[i]) - 1 for i in vidx] or [0], dtype=np.int64)
+        voff = np.array([pk.offset[i] for i in vidx] or [0], dtype=np.int64)
+        vspill = np.array([spill_of[i] for i in vidx] or [0], dtype=np.int64)
+        need = np.zeros(max(1, len(vidx)), dtype=np.int64)
+        for a, vi in zip(p.query.select, p.value_of, strict=True):
+            if vi >= 0:
+                need[vi] |= _NEED[a.op]
+        spills = view.spills
+        e = len(vidx)
+        k = view.groups.size
+        count = xp.zeros(k, dtype=np.int64)
+        width = k * max(e, 1)
+        sums = xp.zeros(width, dtype=np.int64)
+        mins = xp.full(width, np.iinfo(np.int64).max, dtype=np.int64)
+        maxs = xp.full(width, np.iinfo(np.int64).min, dtype=np.int64)
+        vals = tuple(xp.asarray(a) for a in (vshift, vmask, voff))
+        tail = (*vals, spills, xp.asarray(vspill), xp.asarray(need), count, sums, mins, maxs)
+        n_spilled_read = int(sum(1 for i in vidx if not pk.packed[i]))
+        stats: dict[str, Any] = {"intervals": len(ivs), "recheck": list(recheck),
+                                 "z_order": list(enc.names), "spilled_scan": view.spilled_scan}
+        touched = 0
+        if ivs and not p.empty:
+            if pr.backend == "rt":
+                touched = self._trace(view, ivs, rcsr, tail, stats)
+                record = 12 + 4 + 8 * n_spilled_read + rbytes
+            else:
+                touched = self._slices(view, ivs, rcsr, tail)
+                record = 8 + int(view.arrays["y"].itemsize) + 8 * n_spilled_read + rbytes
+                stats["bytes_searched"] = 2 * len(ivs) * 8 * max(1, int(t.n_rows).bit_length())
+            stats["records"] = touched
+            bytes_read = touched * record + int(stats.get("bytes_searched", 0))
+        else:
+            bytes_read = 0
+        cnt = to_numpy(count)
+        per = [to_numpy(a).reshape(k, max(e, 1)) for a in (sums, mins, maxs)]
+        return _regroup(view, p, cnt, per, e, bytes_read, stats)
+
+    def _trace(self, view: RtcudbView, ivs: list[tuple[int, int]],
+               rcsr: tuple[Any, ...], tail: tuple[Any, ...], stats: dict[str, Any]) -> int:
+        xp = array_module(self.device)
+        n = view.table.n_rows
+        px, py = (xp.asarray(a) for a in view.points)
+        per = int(px.size * py.size)
+        lo = xp.asarray(np.array([a for a, _ in ivs], dtype=np.int64))
+        hi = xp.asarray(np.array([b for _, b in ivs], dtype=np.int64))
+        rays = (px, py, lo, hi, np.int64(view.z_scale))  # read by the ray-generation program
+        words = xp.zeros((n + 31) // 32, dtype=np.uint32)
+        tri = view.arrays["tri"]
+        stats["rays"] = per * len(ivs)
+        if self.params.pipeline == "fused":
+            params = (*rays, tri, words, view.arrays["scan"], *rcsr, view.arrays["y"], *tail)
+            rt.cast(view.scene, per * len(ivs), raygen_program(), anyhit_program(self.device),
+                    params, self.device)
+        else:
+            rt.cast(view.scene, per * len(ivs), raygen_program(), bitmap_program(self.device),
+                    (*rays, words, view.arrays["scan"], *rcsr), self.device)
+            zero = xp.zeros(1, dtype=np.int64)
+            seen = xp.zeros_like(words)
+            params2 = (px, py, zero, zero, np.int64(1), view.arrays["flat_tri"], words, seen,
+                       view.arrays["y"], *tail)
+            rt.cast(view.flat_scene, per, raygen_program(), flagged_program(self.device),
+                    params2, self.device)
+            stats["rays"] += per
+            return n  # the second job hits every primitive
+        # the flag bits: the distinct primitives any ray reached
+        return int(np.unpackbits(to_numpy(words).view(np.uint8)).sum())
+
+    def _slices(self, view: RtcudbView, ivs: list[tuple[int, int]],
+                rcsr: tuple[Any, ...], tail: tuple[Any, ...]) -> int:
+        xp = array_module(self.device)
+        z = view.arrays["z"]
+        lo = xp.asarray(np.array([a for a, _ in ivs], dtype=np.int64))
+        hi = xp.asarray(np.array([b for _, b in ivs], dtype=np.int64))
+        starts = xp.searchsorted(z, lo, side="left")
+        ends = xp.searchsorted(z, hi, side="right")
+        lens = to_numpy(ends - starts).astype(np.int64)
+        offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        total = int(offs[-1])
+        sorted_kernel(self.device)(self.device, total, xp.asarray(offs),
+                                   xp.asarray(starts.astype(np.int64)), view.arrays["x"],
+                                   view.arrays["y"], view.arrays["scan"], *rcsr, *tail,
+                                   threads_per_block=self.params.threads_per_block)
+        return total
+
+
+def _triangles(x: np.ndarray, y: np.ndarray, z: np.ndarray, sx: int, sy: int) -> np.ndarray:
+    """One right triangle per row: (a, b, c), (a + sx, b, c), (a, b + sy, c)."""
+    n = len(x)
+    tri = np.empty((n, 9), dtype=np.float32)
+    tri[:, 0] = tri[:, 6] = x
+    tri[:, 3] = x + sx
+    tri[:, 1] = tri[:, 4] = y
+    tri[:, 7] = y + sy
+    tri[:, 2] = tri[:, 5] = tri[:, 8] = z
+    return tri
+
+
+def _recheck(view: RtcudbView, p: Plan, names: list[str], xp: Any) -> tuple[Any, ...]:
+    """The re-checked attributes (rows of the view's scan array) and their intervals (CSR):
+    ``(ridx, starts, lo, hi)``."""
+    starts, lo, hi = [0], [], []
+    for c in names:
+        for a, b in p.filters[c]:
+            lo.append(a)
+            hi.append(b)
+        starts.append(len(lo))
+    ridx = [view.scan_rows[c] for c in names]
+    return tuple(xp.asarray(np.array(a, dtype=np.int64)) for a in (ridx, starts, lo, hi))
+
+
+def _regroup(view: RtcudbView, p: Plan, cnt: np.ndarray, per: list[np.ndarray], e: int,
+             bytes_read: int, stats: dict[str, Any]) -> Groups:
+    """The view's groups (codes of its GROUP BY tuple) as the query's groups."""
+    present = np.flatnonzero(cnt)
+    gd = view.groups
+    names = list(gd.names)
+    if list(p.group_by) == names:
+        keys = [gd.tuples[j][present] for j in range(len(names))]
+        return Groups(keys, cnt[present], [per[0][present, i] for i in range(e)],
+                      [per[1][present, i] for i in range(e)],
+                      [per[2][present, i] for i in range(e)], ordered=True,
+                      bytes_read=bytes_read, stats=stats)
+    if p.group_by:
+        stacked = np.stack([gd.tuples[names.index(c)][present] for c in p.group_by], axis=1)
+        uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        keys = [uniq[:, j] for j in range(uniq.shape[1])]
+        m = uniq.shape[0]
+    else:
+        inv = np.zeros(len(present), dtype=np.int64)
+        keys, m = [], 1
+    c = np.zeros(m, dtype=np.int64)
+    np.add.at(c, inv, cnt[present])
+    sums, mins, maxs = [], [], []
+    for i in range(e):
+        s = np.zeros(m, dtype=np.int64)
+        np.add.at(s, inv, per[0][present, i])
+        lo = np.full(m, np.iinfo(np.int64).max)
+        np.minimum.at(lo, inv, per[1][present, i])
+        hi = np.full(m, np.iinfo(np.int64).min)
+        np.maximum.at(hi, inv, per[2][present, i])
+        sums.append(s)
+        mins.append(lo)
+        maxs.append(hi)
+    return Groups(keys, c, list(sums), list(mins), list(maxs), ordered=True,
+                  bytes_read=bytes_read, stats=stats)

@@ -1,0 +1,184 @@
+"""The RT stage's programs and the sorted backend's kernel: one record per qualifying row,
+deduplicated, re-checked where needed, added into per-group arrays (Algorithm 1).
+
+A record is what the paper puts in a triangle's right-angle vertex ``(a, b, c)``: ``a`` the
+packed aggregate values (X), ``b`` the group code (Y), ``c`` the scan code (Z). Values not
+packed into X, and scan attributes not encoded into Z, sit in device memory and are read by
+primitive index (§4.5, §6.6). Every kernel body is built per device around
+:func:`indexzoo.native.groupagg.atomics`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from numba.extending import register_jitable
+
+from indexzoo.native.groupagg import accumulate, atomics
+from indexzoo.native.targets import Kernel
+
+from .rt import IGNORE
+
+__all__ = ["anyhit_program", "bitmap_program", "flagged_program", "raygen_program",
+           "sorted_kernel"]
+
+
+@register_jitable
+def value_of(row, x, j, vshift, vmask, voff, spills, vspill):
+    s = vshift[j]
+    if s >= 0:
+        return ((x >> s) & vmask[j]) + voff[j]
+    return np.int64(spills[vspill[j], row])
+
+
+@register_jitable
+def passes(row, scan, ridx, starts, lo, hi):
+    """Row ``row`` of the spilled scan attributes ``scan[ridx[j]]`` within the intervals
+    ``starts[j]..starts[j+1]`` for every j."""
+    for j in range(len(ridx)):
+        v = np.int64(scan[ridx[j], row])
+        ok = False
+        for k in range(starts[j], starts[j + 1]):
+            if lo[k] <= v and v <= hi[k]:
+                ok = True
+                break
+        if not ok:
+            return False
+    return True
+
+
+@functools.cache
+def _add_record(device: str) -> Any:
+    add = atomics(device)[0]
+    acc = accumulate(device)
+
+    @register_jitable
+    def add_record(row, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
+                   maxs):
+        add(count, b, np.int64(1))
+        n = len(vshift)
+        for j in range(n):
+            v = value_of(row, x, j, vshift, vmask, voff, spills, vspill)
+            acc(b, j, n, v, need[j], sums, mins, maxs)
+
+    return add_record
+
+
+@register_jitable
+def _raygen(i, params):
+    """Ray ``i``: grid point ``i % (nx * ny)`` of the XY grid, over Z-interval ``i // (nx *
+    ny)``, along +Z from one below the interval's first (stretched) code to one above its last.
+    ``params`` starts with (grid xs, grid ys, interval los, interval his, Z stretch)."""
+    px = params[0]
+    py = params[1]
+    per = len(px) * len(py)
+    k = i // per
+    r = i - k * per
+    ix = r // len(py)
+    iy = r - ix * len(py)
+    lo = params[2][k]
+    hi = params[3][k]
+    s = params[4]
+    return (np.float32(px[ix]), np.float32(py[iy]), np.float32(lo * s - 1), np.float32(0),
+            np.float32(0), np.float32(1), np.float32(0), np.float32((hi - lo) * s + 2))
+
+
+def raygen_program() -> Any:
+    """The ray-generation program: rays made in the kernel, no ray arrays."""
+    return _raygen
+
+
+@functools.cache
+def anyhit_program(device: str) -> Any:
+    """Algorithm 1: flag-bit dedup, re-check of the attributes Z does not encode, then the
+    record's values into its group."""
+    aor = atomics(device)[3]
+    add_record = _add_record(device)
+
+    @register_jitable
+    def anyhit(ray, inst, prim, t, front, payload, params):
+        (_, _, _, _, _, tri, words, scan, ridx, rstarts, rlo, rhi, ycol, vshift, vmask, voff,
+         spills, vspill, need, count, sums, mins, maxs) = params
+        bit = np.uint32(1) << np.uint32(prim & 31)
+        old = aor(words, prim >> 5, bit)
+        if old & bit:
+            return IGNORE
+        if not passes(prim, scan, ridx, rstarts, rlo, rhi):
+            return IGNORE
+        x = np.int64(tri[prim, 0])
+        b = np.int64(tri[prim, 1]) if ycol[0] < 0 else np.int64(ycol[prim])
+        add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
+                   maxs)
+        return IGNORE
+
+    return anyhit
+
+
+@functools.cache
+def bitmap_program(device: str) -> Any:
+    """Per-operator RT, step 1 (RTScan): set the bit of every primitive on a ray that passes
+    the re-check."""
+    aor = atomics(device)[3]
+
+    @register_jitable
+    def scan_hit(ray, inst, prim, t, front, payload, params):
+        _, _, _, _, _, words, scan, ridx, rstarts, rlo, rhi = params
+        if passes(prim, scan, ridx, rstarts, rlo, rhi):
+            aor(words, prim >> 5, np.uint32(1) << np.uint32(prim & 31))
+        return IGNORE
+
+    return scan_hit
+
+
+@functools.cache
+def flagged_program(device: str) -> Any:
+    """Per-operator RT, step 2: every primitive lies on Z = 0 and is hit; those whose bit the
+    scan set add their record (a second bitmap dedups)."""
+    aor = atomics(device)[3]
+    add_record = _add_record(device)
+
+    @register_jitable
+    def agg_hit(ray, inst, prim, t, front, payload, params):
+        (_, _, _, _, _, tri, selected, words, ycol, vshift, vmask, voff, spills, vspill, need,
+         count, sums, mins, maxs) = params
+        bit = np.uint32(1) << np.uint32(prim & 31)
+        if not (selected[prim >> 5] & bit):
+            return IGNORE
+        old = aor(words, prim >> 5, bit)
+        if old & bit:
+            return IGNORE
+        x = np.int64(tri[prim, 0])
+        b = np.int64(tri[prim, 1]) if ycol[0] < 0 else np.int64(ycol[prim])
+        add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
+                   maxs)
+        return IGNORE
+
+    return agg_hit
+
+
+@functools.cache
+def sorted_kernel(device: str) -> Kernel:
+    """Item ``k`` = the k-th qualifying position over the Z-slices ``[starts[r],
+    starts[r] + offs[r+1] - offs[r])`` of the Z-sorted records."""
+    add_record = _add_record(device)
+
+    @register_jitable
+    def sorted_item(k, offs, starts, x, y, scan, ridx, rstarts, rlo, rhi, vshift, vmask, voff,
+                    spills, vspill, need, count, sums, mins, maxs):
+        lo = 0
+        hi = len(offs) - 1
+        while hi - lo > 1:  # offs[lo] <= k < offs[hi]
+            mid = (lo + hi) >> 1
+            if offs[mid] <= k:
+                lo = mid
+            else:
+                hi = mid
+        row = starts[lo] + k - offs[lo]
+        if not passes(row, scan, ridx, rstarts, rlo, rhi):
+            return
+        add_record(row, np.int64(x[row]), np.int64(y[row]), vshift, vmask, voff, spills,
+                   vspill, need, count, sums, mins, maxs)
+
+    return Kernel(sorted_item, name="rtcudb_sorted")

@@ -1,0 +1,40 @@
+"""``indexzoo bench --preset ssb``: every engine and DuckDB per query, answers checked,
+times, bytes against the floor and ratios printed, JSON and plot written."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from indexzoo.tools.cli import main
+
+
+def test_bench_ssb_prints_times_bytes_and_ratios_per_query(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    pytest.importorskip("matplotlib")
+    out = io.StringIO()
+    rc = main(["bench", "--preset", "ssb", "--device", "cpu", "--sf", "0.002", "--engines",
+               "rtcudb-sorted,crystal", "--repeats", "1", "--output", str(tmp_path)], out)
+    text = out.getvalue()
+    assert rc == 0, text
+    assert "q1.1 (SF 0.002" in text and "q4.3 (SF 0.002" in text
+    assert "x crystal" in text and "x duckdb" in text and "/floor" in text
+    assert "WRONG" not in text
+    saved = json.loads((tmp_path / "ssb-cpu-sf0.002.json").read_text())
+    records = saved["records"]
+    assert {r["engine"] for r in records} == {"duckdb", "crystal", "rtcudb-sorted"}
+    assert len(records) == 3 * 13 and saved["environment"]["commit"]
+    crystal = [r for r in records if r["engine"] == "crystal"]
+    assert all(r["bytes_read"] == r["floor_bytes"] and r["vs_crystal"] == 1 for r in crystal)
+    assert (tmp_path / "ssb-cpu-sf0.002.png").stat().st_size > 0
+
+
+def test_bench_ssb_names_unknown_engines(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["bench", "--preset", "ssb", "--device", "cpu", "--sf", "0.002", "--engines",
+               "crystl", "--output", str(tmp_path)], io.StringIO())
+    assert rc != 0
+    assert "unknown query engines crystl; registered: crystal" in capsys.readouterr().err
