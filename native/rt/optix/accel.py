@@ -76,7 +76,13 @@ class OptixGas:
     temp_bytes: int        # ... and its temporary size
     peak_bytes: int        # the most held at once while building (input rows included)
 
-    engine = "optix"
+    @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: OptiX."""
+        from ..engine import engine_named
+
+        return engine_named("optix")
+
     instanced = False
 
     def footprint(self) -> Footprint:
@@ -217,7 +223,13 @@ class OptixIas:
     radius: float
     peak_bytes: int
 
-    engine = "optix"
+    @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: OptiX."""
+        from ..engine import engine_named
+
+        return engine_named("optix")
+
     instanced = True
 
     def footprint(self) -> Footprint:
@@ -294,7 +306,13 @@ class OptixScaledGas:
     ias: OptixIas
     build_peak: int  # the GAS's build peak with the unscaled rows beside their scaled copy
 
-    engine = "optix"
+    @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: OptiX."""
+        from ..engine import engine_named
+
+        return engine_named("optix")
+
     instanced = True
 
     @property
