@@ -184,6 +184,11 @@ class Gas:
         return engine_named("software")
 
     @property
+    def instanced(self) -> bool:
+        """Whether this is an IAS (rays reach the programs with an instance id)."""
+        return isinstance(self, Ias)
+
+    @property
     def generated(self) -> bool:
         return self.geometry is not None
 
@@ -298,6 +303,11 @@ class Ias:
         from .engine import engine_named
 
         return engine_named("software")
+
+    @property
+    def instanced(self) -> bool:
+        """Whether this is an IAS (rays reach the programs with an instance id)."""
+        return isinstance(self, Ias)
 
     def query_args(self) -> tuple[Any, ...]:
         """The scene tuple of :func:`scene_query` (two-level): ``top, top_words, top_order,

@@ -58,10 +58,10 @@ class OptixEngine(Engine):
                          leaf_size: int = 4, *, geometry: Any = None, compact: bool = True,
                          held: int = 0) -> Any:
         """One OptiX GAS per slice, each built and compacted into its own buffer, under one
-        IAS (instance ``i``: slice ``i``, identity transform). Sphere scenes cannot be sliced
-        (the layer's sphere program reads one GAS's centres by primitive index)."""
-        from ..trace import Instance
-        from .accel import OptixGas, build_ias
+        IAS (instance ``i``: slice ``i``, identity transform, or a far slice's scaling one).
+        Sphere scenes cannot be sliced (the layer's sphere program reads one GAS's centres by
+        primitive index: :func:`.accel.build_ias` refuses them)."""
+        from .accel import build_ias, instance_of
 
         if geometry is not None:
             raise Unsupported("OptiX has no generated geometry (use geometry='stored')")
@@ -69,10 +69,7 @@ class OptixEngine(Engine):
         for i in range(len(cuts) - 1):
             gas = self.build_gas(kind, make(int(cuts[i]), int(cuts[i + 1])), radius=radius,
                                  compact=compact)
-            if not isinstance(gas, OptixGas):
-                raise Unsupported("a sliced IAS on OptiX takes near primitives only (far ones "
-                                  "are built under a scaling instance of their own)")
-            instances.append(Instance(gas, None, i))  # type: ignore[arg-type]
+            instances.append(instance_of(gas, i))  # far slices under their scaling transform
         return build_ias(instances)
 
     def trace_query(self, scene: Any, programs: Any, op: int, params: Any, rays: Any,
