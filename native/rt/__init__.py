@@ -26,16 +26,7 @@ from __future__ import annotations
 from . import query
 from . import software as _software  # registers the software engine
 from .bvh import slab_box
-from .engine import (
-    ENGINES,
-    AutoChoice,
-    Engine,
-    auto_engine,
-    current_gpu,
-    engine_named,
-    rt_core_generation,
-    select_engine,
-)
+from .engine import ENGINES, Engine, engine_named, rt_core_generation
 from .geometry import AABBS, SPHERES, TRIANGLES, pick
 from .keymap import PART_LIMIT, KeyCoder, gaps_of_x
 from .keyprims import (
@@ -64,6 +55,7 @@ from .query import (
     bit_writers,
     clear_bit,
 )
+from .select import AutoChoice, auto_engine, current_gpu, select_engine
 from .trace import (
     ACCEPT,
     CULL_BACK_FACING,

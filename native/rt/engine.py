@@ -10,7 +10,7 @@ optimized RX and cgRX chain in one thread (:meth:`Engine.closest_hit_query`,
 
 A scene carries its engine (``scene.engine``): the software engine's :class:`~.trace.Gas` and
 :class:`~.trace.Ias`, OptiX's :class:`~.optix.accel.OptixGas` and its kin. An index picks
-its engine once, at build, with :func:`select_engine`, builds through it and then only asks
+its engine once, at build, with :func:`.select.select_engine`, builds through it and then only asks
 the scene; it never compares engine names.
 
 What an engine can express is said by its attributes, so an index decides from them, not
@@ -26,23 +26,18 @@ from a name:
 * ``shared_prims_only``: instances of sphere scenes (and AABB scenes that keep their boxes)
   must share one GAS.
 
-``auto`` (:func:`auto_engine`): OptiX where the GPU has RT cores (:func:`rt_core_generation`)
+``auto`` (:func:`.select.auto_engine`): OptiX where the GPU has RT cores (:func:`rt_core_generation`)
 and OptiX is usable and takes the configuration; the software engine everywhere else.
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from indexzoo.errors import DeviceUnavailable
 
-if TYPE_CHECKING:
-    from .query import QueryPrograms
-
-__all__ = ["ENGINES", "AutoChoice", "Engine", "auto_engine", "current_gpu", "engine_named",
-           "register_engine", "rt_core_generation", "select_engine"]
+__all__ = ["ENGINES", "Engine", "engine_named", "register_engine", "rt_core_generation"]
 
 #: The engine names an RT index's ``engine`` parameter takes, besides ``auto``.
 ENGINES = ("software", "optix")
@@ -105,11 +100,12 @@ class Engine(abc.ABC):
 
     # ------------------------------------------------------------------ tracing
     @abc.abstractmethod
-    def trace_query(self, scene: Any, programs: QueryPrograms, op: int, params: Any, rays: Any,
+    def trace_query(self, scene: Any, programs: Any, op: int, params: Any, rays: Any,
                     n_rays: int, payload: Any, *, threads_per_block: int = 128,
                     device: str | None = None, hits: list[Any] | None = None) -> None:
         """One launch of the query layer: ``n_rays`` rays (``Rays`` or ``Generated``) traced
-        through ``scene`` with hit operation ``op`` over the index's ``programs``, the launch
+        through ``scene`` with hit operation ``op`` over the index's ``programs`` (a
+        :class:`~.query.QueryPrograms`), the launch
         record ``params`` and the (rays, 1) uint64 ``payload``. ``hits``: a list that receives
         the per-ray closest hits (``t``, ``front``), where the engine reads them back."""
 
@@ -175,76 +171,3 @@ def rt_core_generation(compute_capability: tuple[int, int] | str | None,
     if gen is None or any(part in name for part in _NO_RT_NAMES):
         return "none"
     return gen
-
-
-def current_gpu() -> tuple[str, tuple[int, int]] | None:
-    """(name, compute capability) of the current CUDA device, or None without a usable one."""
-    from indexzoo import devices
-
-    ok, _ = devices.cuda_status()
-    if not ok:
-        return None
-    try:
-        import cupy
-
-        dev = cupy.cuda.Device()
-        cc = str(dev.compute_capability)
-        name = cupy.cuda.runtime.getDeviceProperties(dev.id)["name"]
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        return name, (int(cc[:-1]), int(cc[-1]))
-    except Exception:
-        return None
-
-
-@dataclass(frozen=True)
-class AutoChoice:
-    """What ``engine="auto"`` picks on a device, and why."""
-
-    engine: str
-    reason: str
-
-
-def auto_engine(device: str, *, optix_takes: str | None = None) -> AutoChoice:
-    """``engine="auto"`` on ``device``: OptiX where (1) the device is the GPU, (2) the GPU has RT
-    cores (:func:`rt_core_generation` of its compute capability and name), (3) OptiX is usable
-    (:func:`indexzoo.native.rt.optix.status`) and (4) the index's configuration is one OptiX
-    takes (``optix_takes``: None, or why not); else the software engine. Without RT cores the
-    OptiX driver traverses in software, which measured no faster than the software engine
-    (docs/rt-engine.md), while the software engine holds less memory."""
-    if device != "cuda":
-        return AutoChoice("software", f"the index is on {device!r}; OptiX runs on the GPU only")
-    gpu = current_gpu()
-    if gpu is None:
-        return AutoChoice("software", "no usable CUDA GPU")
-    name, cc = gpu
-    gen = rt_core_generation(cc, name)
-    if gen == "none":
-        return AutoChoice("software", f"{name} (compute capability {cc[0]}.{cc[1]}) has no RT "
-                                      "cores")
-    from . import optix
-
-    got = optix.status()
-    if not got.usable:
-        return AutoChoice("software", f"{name} has {gen} RT cores, but OptiX is not usable: "
-                                      f"{got.reason}")
-    if optix_takes is not None:
-        return AutoChoice("software", f"{name} has {gen} RT cores, but OptiX does not take "
-                                      f"this configuration: {optix_takes}")
-    return AutoChoice("optix", f"{name} has {gen} RT cores and OptiX is usable")
-
-
-def select_engine(want: str, device: str, *, optix_takes: str | None = None) -> Engine:
-    """The engine of an index's ``engine`` parameter on ``device``: ``software``; ``optix``,
-    raising :class:`~indexzoo.DeviceUnavailable` that says what is missing where it cannot
-    run (or :class:`~indexzoo.Unsupported` where it cannot take the configuration,
-    ``optix_takes``); ``auto``: :func:`auto_engine`."""
-    if want == "auto":
-        return engine_named(auto_engine(device, optix_takes=optix_takes).engine)
-    engine = engine_named(want)
-    engine.require(device)
-    if optix_takes is not None and want == "optix":
-        from indexzoo.errors import Unsupported
-
-        raise Unsupported(f"engine='optix' does not take this configuration: {optix_takes}; "
-                          "use engine='software'")
-    return engine

@@ -47,7 +47,7 @@ import enum
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numba.extending import register_jitable
@@ -71,11 +71,15 @@ NO_MATCH = np.int64(-1)
 
 _U64 = np.uint64
 
-if TYPE_CHECKING:
-    from .optix.accel import OptixGas, OptixIas, OptixScaledGas
-
 #: What the layer traces: a scene of either engine (each carries its engine, ``scene.engine``).
-Scene = Union[Gas, Ias, "OptixGas", "OptixIas", "OptixScaledGas"]
+#: At run time the scene classes a saved state may hold (the software engine's, saved as
+#: arrays; an index saves no OptiX scene, a handle on one GPU); to the type checker ``Any``,
+#: since an index reaches an engine's own parts (``query_args``, ``geometry``) only after
+#: asking the scene's engine what it can do.
+if TYPE_CHECKING:
+    Scene = Any
+else:
+    Scene = Gas | Ias
 
 
 class HitOp(enum.IntEnum):
