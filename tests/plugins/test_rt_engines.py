@@ -52,10 +52,10 @@ def _lookups(name: str, keys: np.ndarray, q: int = 150, seed: int = 1) -> tuple[
     return lo, lo + rng.integers(0, 1 << 34, q, dtype=np.uint64)
 
 
-def _answers(index: Any, lo: Any, hi: Any) -> dict[str, Any]:
-    got = {f"range {m}": index.range(lo, hi, out=m) for m in OUT_MODES}
+def _answers(index: Any, lo: Any, hi: Any, outs: tuple[str, ...] = OUT_MODES) -> dict[str, Any]:
+    got = {f"range {m}": index.range(lo, hi, out=m) for m in outs}
     if lo.ndim == 1:
-        got.update({f"point {m}": index.point(lo, out=m) for m in OUT_MODES})
+        got.update({f"point {m}": index.point(lo, out=m) for m in outs})
     return got
 
 
@@ -88,7 +88,8 @@ def test_every_rt_index_answers_the_same_on_software_and_auto_on_the_cpu(name: s
     lo, hi = _lookups(name, keys)
     ix = {e: indexzoo.create(name, device="cpu", engine=e).build(keys)
           for e in ("software", "auto")}
-    _agree(_answers(ix["software"], lo, hi), _answers(ix["auto"], lo, hi), name)
+    outs = ("count", "rowids")
+    _agree(_answers(ix["software"], lo, hi, outs), _answers(ix["auto"], lo, hi, outs), name)
 
 
 @pytest.mark.parametrize("name", RT_INDEXES)
@@ -192,16 +193,14 @@ def like_optix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engine, "numba_programs", False)
 
 
+#: A sample that covers each path once (the GPU's parity tests cover every configuration).
 LAUNCHED = [
     ("rx-opt", {}),
-    ("rx-opt", dict(compress_duplicates=False, partitions=7)),
-    ("rx-opt", dict(primitive="aabb", key_mode="naive")),
-    ("rx-opt", dict(primitive="sphere", partitions=1, compress_duplicates=False)),
+    ("rx-opt", dict(compress_duplicates=False, partitions=7)),  # unordered ties within runs
     ("rx-opt", dict(primitive="aabb", inverse_mapping="on", key_mode="extended",
                     range_ray="zero")),
-    ("rx-opt", dict(range_method="anyhit", partitions=3)),
-    ("cgrx-5x4", {}), ("cgrx-8x4", {}), ("cgrx", dict(bucket_log=0, geometry="stored")),
-    *[(n, {}) for n in RTSCAN if n != "rtscan-direct"],
+    ("cgrx-5x4", {}), ("cgrx", dict(bucket_log=0, geometry="stored")),
+    ("rtscan", {}), ("rtc3", {}),
 ]
 
 
