@@ -47,6 +47,10 @@ Decisions
 * Point lookups are ranges ``[q, q]`` and see every duplicate; ``rowid`` is the first match in
   key order (the sort is stable: the smallest rowID).
 * Results follow the contract: rowIDs are positions in the caller's array, sums are uint64.
+* [AMBIG] Engines (``engine``, as rx's): an engine without generated geometry (OptiX) stores
+  the triangles whatever ``geometry`` says; one without in-kernel queries casts the search's
+  rays one link per query launch (:mod:`.launched`); one without ordered closest-hit ties
+  replaces a bucket that starts past the first key >= lo by a binary search for it.
 * [AMBIG] "x4" is read as the artifact does: 16-thread scan groups (``scan_group_log=4``).
 """
 

@@ -80,7 +80,12 @@ Decisions where the paper is ambiguous
 * [ours] Hits reach the bitmap through the refine's own any-hit program with the query layer's
   ``BITMAP`` atomics (:func:`query.bit_writers`) rather than COLLECT and a scatter: one trace,
   and the atomics are the paper's. The rays are launched straight on the engine
-  (``trace.launch``), each finding its box in the plan, so no per-ray arrays are made.
+  (``engine.launch``), each finding its box in the plan, so no per-ray arrays are made.
+* [AMBIG] Engines (``engine``, as rx's): on an engine whose programs are not numba functions
+  (OptiX) the refine is the query layer's ``BITMAP`` launches, one lookup per plan slot
+  (:func:`.refine.mark_plan`, programs in ``programs.cu``): the same rays and bits, a binary
+  search per hit for its slot and 8 bytes a ray of a launch for its row offset. A group scene
+  on OptiX is not saved; loading builds it again.
 """
 
 from __future__ import annotations

@@ -54,6 +54,13 @@ Decisions where the thesis is ambiguous
   saved, since each range's thread already reads one contiguous run (measured:
   ``docs/plugins/rx-opt.md``).
 * [AMBIG] ``range_method="anyhit"`` with compression: a hit stands for its key's whole run.
+* [AMBIG] Engines (``engine``, as rx's): on an engine without in-kernel queries (OptiX) the
+  closest-hit rays are query launches (:mod:`.launched`: a range's two rays in one
+  ``CLOSEST`` launch, which answers with the first ray's match that hits, as the kernel casts
+  ray 2 only on a miss); without ordered closest-hit ties a hit moves to its key's first
+  duplicate before the scan; AABB programs read the rays' integer bounds on an engine with
+  conservative bounds. OptiX refuses generated geometry and spheres in several partitions;
+  ``auto`` keeps the software engine for them.
 * Every key mode, split and primitive of ``rx`` works as in ``rx``; ``update`` is not offered
   (the thesis has none: build again). Spheres are confirmed against the ray's integer bounds as
   in ``rx``.
