@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from indexzoo.native.rt.params import KeySceneParams
+from indexzoo.native.rt import KeySceneParams
 
 __all__ = ["PAPER_DEFAULT", "PRESETS", "RxParams"]
 
