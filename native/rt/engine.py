@@ -65,14 +65,15 @@ class Engine(abc.ABC):
     # ------------------------------------------------------------------ availability
     @abc.abstractmethod
     def unavailable(self, device: str) -> str | None:
-        """Why this engine cannot run on ``device`` here (None: it can)."""
+        """Why this engine cannot run on ``device`` here, as a sentence naming the engine and
+        what is missing (None: it can)."""
 
     def require(self, device: str) -> None:
         """Raise :class:`~indexzoo.DeviceUnavailable` saying what is missing unless this engine
         runs on ``device`` here."""
         why = self.unavailable(device)
         if why is not None:
-            raise DeviceUnavailable(f"engine={self.name!r} cannot run here: {why}")
+            raise DeviceUnavailable(why)
 
     # ------------------------------------------------------------------ scenes
     @abc.abstractmethod

@@ -33,12 +33,12 @@ class OptixEngine(Engine):
 
     def unavailable(self, device: str) -> str | None:
         if device != "cuda":
-            return (f"OptiX runs on the GPU only; this index is on {device!r} (use "
+            return (f"engine='optix' runs on the GPU only; this index is on {device!r} (use "
                     "device='cuda', or engine='software')")
         from . import status
 
         got = status()
-        return None if got.usable else got.reason
+        return None if got.usable else f"engine='optix' cannot run here: {got.reason}"
 
     def build_gas(self, kind: int, data: Any, *, radius: float = 0.0, leaf_size: int = 4,
                   geometry: Any = None, compact: bool = True, keep_boxes: bool = False) -> Any:
