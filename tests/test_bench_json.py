@@ -81,6 +81,10 @@ def test_a_cpu_run_records_no_gpu_state() -> None:
     assert not {"gpu_clocks", "power_limit_w", "ecc"} & set(env)
 
 
+def test_every_run_records_the_rt_core_generation() -> None:
+    assert environment.environment("cpu")["rt_cores"] == "none"
+
+
 # ---------------------------------------------------------------------- written per workload
 @pytest.fixture
 def two_workloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:

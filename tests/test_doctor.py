@@ -143,3 +143,14 @@ def test_doctor_info_and_list_say_whether_the_optix_engine_is_usable(
     out = io.StringIO()
     assert main(["info", "sorted-array"], out=out) == 0
     assert "engines:" not in out.getvalue()  # only indexes with an engine parameter
+
+
+def test_the_optix_section_shows_the_rt_cores_and_what_auto_picks(machine: Any) -> None:
+    import re
+
+    machine()
+    text = report()
+    assert re.search(r"RT cores +none \(no usable CUDA GPU\)", text)
+    assert re.search(r"\n  auto +software \(the index is on 'cpu'; OptiX runs on the GPU only\)",
+                     text)
+    assert "every ray-tracing index (rx, rx-opt, cgrx, rtscan) takes engine=" in text

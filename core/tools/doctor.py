@@ -25,7 +25,8 @@ from indexzoo.registry import available, load_errors
 
 from .environment import device_name
 
-__all__ = ["THREADING_NOTE", "environment_rows", "optix_engine", "optix_status", "package_version", "report",
+__all__ = ["THREADING_NOTE", "auto_engine_text", "environment_rows", "optix_engine", "optix_status",
+           "package_version", "report", "rt_cores_text",
            "threading_layer"]
 
 #: Why the workqueue layer matters (see indexzoo.native.targets).
@@ -69,6 +70,26 @@ def optix_engine() -> tuple[bool, str]:
 
     got = optix.status()
     return got.usable, got.reason
+
+
+def rt_cores_text() -> str:
+    """The current GPU's RT-core generation (from its compute capability and name), or why
+    none is known."""
+    from indexzoo.native.rt import current_gpu, rt_core_generation
+
+    gpu = current_gpu()
+    if gpu is None:
+        return "none (no usable CUDA GPU)"
+    name, cc = gpu
+    return f"{rt_core_generation(cc, name)} ({name}, compute capability {cc[0]}.{cc[1]})"
+
+
+def auto_engine_text(cuda_ok: bool) -> str:
+    """What ``engine="auto"`` picks for an RT index on ``device="auto"`` here, and why."""
+    from indexzoo.native.rt import auto_engine
+
+    got = auto_engine("cuda" if cuda_ok else "cpu")
+    return f"{got.engine} ({got.reason})"
 
 
 def threading_layer() -> tuple[str, str]:
@@ -173,9 +194,12 @@ def report(out: TextIO) -> int:
            ("OptiX_INSTALL_DIR", (where + ("" if os.path.isdir(where) else
                                            " (not a directory)")) if where else "not set"),
            ("engine", ("usable: " if engine_ok else "not usable: ") + engine_why),
-           ("note", "rx runs on OptiX with engine='optix' (auto: where the GPU has RT cores); "
-                    "every ray-tracing index runs on indexzoo's software ray tracer, which "
-                    "needs no OptiX")], out)
+           ("RT cores", rt_cores_text()),
+           ("auto", auto_engine_text(cuda_ok)),
+           ("note", "every ray-tracing index (rx, rx-opt, cgrx, rtscan) takes engine="
+                    "'software', 'optix' or 'auto'; auto is OptiX where the GPU has RT cores "
+                    "and OptiX is usable, else indexzoo's software ray tracer, which needs no "
+                    "OptiX")], out)
 
     out.write("\nCPU kernels\n")
     layer, wanted = threading_layer()

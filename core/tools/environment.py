@@ -19,7 +19,7 @@ import numpy as np
 
 from indexzoo.envvars import COMMIT
 
-__all__ = ["device_name", "environment", "git_commit", "gpu_state", "parse_gpu_query"]
+__all__ = ["device_name", "environment", "git_commit", "gpu_state", "parse_gpu_query", "rt_cores"]
 
 
 def git_commit() -> str:
@@ -58,6 +58,16 @@ def device_name(device: str) -> str:
     return f"{model} ({os.cpu_count()} threads)"
 
 
+def rt_cores(name: str) -> str:
+    """The current GPU's RT-core generation, ``"1st (Turing)"`` ... or ``"none"``: from its
+    compute capability and ``name`` (:func:`indexzoo.native.rt.rt_core_generation`)."""
+    import cupy
+
+    from indexzoo.native.rt import rt_core_generation
+
+    return rt_core_generation(str(cupy.cuda.Device().compute_capability), name)
+
+
 def environment(device: str) -> dict[str, Any]:
     """Where a result was measured: commit, device, library versions."""
     import numba
@@ -73,10 +83,12 @@ def environment(device: str) -> dict[str, Any]:
         "numba": numba.__version__,
         "pydantic": pydantic.__version__,
         "platform": platform.platform(),
+        "rt_cores": "none",  # the GPU's RT-core generation (see rt_core_generation)
     }
     if device == "cuda":
         import cupy
 
+        env["rt_cores"] = rt_cores(env["device_name"])
         env["cupy"] = cupy.__version__
         env["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
         env["cuda_driver"] = cupy.cuda.runtime.driverGetVersion()

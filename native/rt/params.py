@@ -13,13 +13,24 @@ from pydantic import Field, model_validator
 
 from indexzoo.native.targets import KernelParams
 
-__all__ = ["KeyMode", "KeySceneParams", "Primitive", "SceneParams"]
+__all__ = ["EngineName", "EngineParams", "KeyMode", "KeySceneParams", "Primitive", "SceneParams"]
 
 KeyMode = Literal["naive", "extended", "3d"]
 Primitive = Literal["triangle", "sphere", "aabb"]
+EngineName = Literal["auto", "software", "optix"]
 
 
-class SceneParams(KernelParams):
+class EngineParams(KernelParams):
+    """The ray tracer an RT index runs on (:mod:`indexzoo.native.rt.engine`)."""
+
+    engine: EngineName = Field(
+        default="auto",
+        description="The ray tracer: indexzoo's software engine (CUDA cores or the CPU), NVIDIA "
+                    "OptiX (the GPU only; RT cores where the GPU has them), or auto: OptiX where "
+                    "the GPU has RT cores and OptiX is usable, else the software engine.")
+
+
+class SceneParams(EngineParams):
     """What every index on the ray-tracing engine sets: BVH leaves, compaction, and a fine
     (32-bit) grouping for sorted probes."""
 
@@ -107,4 +118,7 @@ class KeySceneParams(SceneParams):
         if self.key_mode == "extended" and self.range_ray == "offset":
             raise ValueError("key_mode='extended' cannot offset ray origins (§3.3: u - l is not "
                              "exact in float32 between bit-cast keys); use range_ray='zero'")
+        if self.engine == "optix" and self.geometry == "generated":
+            raise ValueError("engine='optix' needs geometry='stored': OptiX's GAS keeps its "
+                             "own primitives and has no generated geometry")
         return self

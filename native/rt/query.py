@@ -47,7 +47,7 @@ import enum
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numba.extending import register_jitable
@@ -56,14 +56,12 @@ from indexzoo.devices import xp_of
 
 from ..csr import offsets_from_counts
 from ..targets import values_arg
-from .trace import ACCEPT, DISABLE_CLOSESTHIT, IGNORE, TERMINATE_ON_FIRST_HIT, Gas, Ias
+from .trace import ACCEPT, IGNORE, Gas, Ias
 from .trace import Programs as EnginePrograms
-from .trace import launch as engine_launch
-from .trace import trace as engine_trace
 
 __all__ = ["MISS", "NO_MATCH", "FunctionBatch", "Generated", "HitOp", "QueryParams", "QueryPrograms",
            "RayBatch",
-           "Rays", "bit_writers", "clear_bit", "closest", "closest_rays", "collect", "count",
+           "Rays", "Scene", "bit_writers", "clear_bit", "closest", "closest_rays", "collect", "count",
            "first", "launch_record", "mark_bits", "sum_values"]
 
 #: ``first`` reports lookups without a match with this value (uint64).
@@ -73,11 +71,15 @@ NO_MATCH = np.int64(-1)
 
 _U64 = np.uint64
 
+#: What the layer traces: a scene of either engine (each carries its engine, ``scene.engine``).
+#: At run time the scene classes a saved state may hold (the software engine's, saved as
+#: arrays; an index saves no OptiX scene, a handle on one GPU); to the type checker ``Any``,
+#: since an index reaches an engine's own parts (``query_args``, ``geometry``) only after
+#: asking the scene's engine what it can do.
 if TYPE_CHECKING:
-    from .optix.accel import OptixGas, OptixIas, OptixScaledGas
-
-#: What the layer traces: the software engine's GAS or IAS, or a GAS or IAS on OptiX.
-Scene = Union[Gas, Ias, "OptixGas", "OptixIas", "OptixScaledGas"]
+    Scene = Any
+else:
+    Scene = Gas | Ias
 
 
 class HitOp(enum.IntEnum):
@@ -265,7 +267,7 @@ def _closesthit(match: Any) -> Any:
 
 
 @functools.cache
-def _engine_programs(programs: QueryPrograms, raygen: Any) -> EnginePrograms:
+def engine_programs(programs: QueryPrograms, raygen: Any) -> EnginePrograms:
     return EnginePrograms(intersection=programs.intersection, anyhit=_anyhit(programs.match),
                           closesthit=_closesthit(programs.match), raygen=raygen)
 
@@ -368,7 +370,7 @@ def _bitmap_anyhit(match: Any, device: str) -> Any:
 
 
 @functools.cache
-def _bitmap_programs(programs: QueryPrograms, raygen: Any, device: str) -> EnginePrograms:
+def bitmap_programs(programs: QueryPrograms, raygen: Any, device: str) -> EnginePrograms:
     return EnginePrograms(intersection=programs.intersection,
                           anyhit=_bitmap_anyhit(programs.match, device), raygen=raygen)
 
@@ -412,33 +414,9 @@ class _Launch:
             stand_in.out if out is None else out,
             rays.ray_data if isinstance(rays, Generated) else stand_in.ray_data,
             *record)
-        if getattr(self.scene, "engine", "software") == "optix":
-            if hits is not None:
-                raise NotImplementedError("per-ray closest hits are not read back from OptiX")
-            from .optix.pipeline import launch_query
-
-            launch_query(self.scene, self.programs.cuda, params, rays, r, payload)
-            return payload[:, 0]
-        scene = self.scene
-        assert isinstance(scene, (Gas, Ias))
-        flags = 0 if op == HitOp.CLOSEST else \
-            DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
-        raygen = rays.raygen if isinstance(rays, Generated) else None
-        if op == HitOp.BITMAP:
-            device = self.device or ("cpu" if xp is np else "cuda")
-            programs = _bitmap_programs(self.programs, raygen, device)
-        else:
-            programs = _engine_programs(self.programs, raygen)
-        if isinstance(rays, Generated):
-            got = engine_launch(scene, r, programs, flags=flags, payload=payload,
-                                params=params, threads_per_block=self.threads_per_block,
-                                device=self.device)
-        else:
-            got = engine_trace(scene, rays.origins, rays.directions, rays.tmin, rays.tmax,
-                               programs=programs, flags=flags, payload=payload, params=params,
-                               threads_per_block=self.threads_per_block, device=self.device)
-        if hits is not None:
-            hits.append(got)
+        self.scene.engine.trace_query(self.scene, self.programs, int(op), params, rays, r,
+                                      payload, threads_per_block=self.threads_per_block,
+                                      device=self.device, hits=hits)
         return payload[:, 0]
 
     def segments(self, s: int, e: int) -> tuple[int, int, Any, Any]:

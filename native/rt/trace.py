@@ -177,6 +177,18 @@ class Gas:
         return self.bvh.n_prims
 
     @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: the software engine."""
+        from .engine import engine_named
+
+        return engine_named("software")
+
+    @property
+    def instanced(self) -> bool:
+        """Whether this is an IAS (rays reach the programs with an instance id)."""
+        return isinstance(self, Ias)
+
+    @property
     def generated(self) -> bool:
         return self.geometry is not None
 
@@ -284,6 +296,18 @@ class Ias:
     n_instances: int
     peak_build_bytes: int
     node_slack_bytes: int = 0  # pooled node records allocated beyond ``nodes`` (sliced IAS)
+
+    @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: the software engine."""
+        from .engine import engine_named
+
+        return engine_named("software")
+
+    @property
+    def instanced(self) -> bool:
+        """Whether this is an IAS (rays reach the programs with an instance id)."""
+        return isinstance(self, Ias)
 
     def query_args(self) -> tuple[Any, ...]:
         """The scene tuple of :func:`scene_query` (two-level): ``top, top_words, top_order,

@@ -47,6 +47,10 @@ Decisions
 * Point lookups are ranges ``[q, q]`` and see every duplicate; ``rowid`` is the first match in
   key order (the sort is stable: the smallest rowID).
 * Results follow the contract: rowIDs are positions in the caller's array, sums are uint64.
+* [AMBIG] Engines (``engine``, as rx's): an engine without generated geometry (OptiX) stores
+  the triangles whatever ``geometry`` says; one without in-kernel queries casts the search's
+  rays one link per query launch (:mod:`.launched`); one without ordered closest-hit ties
+  replaces a bucket that starts past the first key >= lo by a binary search for it.
 * [AMBIG] "x4" is read as the artifact does: 16-thread scan groups (``scan_group_log=4``).
 """
 
@@ -57,14 +61,27 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation, answers
+from indexzoo import (
+    BuildState,
+    Capabilities,
+    Footprint,
+    GpuIndex,
+    IndexParams,
+    Operation,
+    Unsupported,
+    answers,
+)
 from indexzoo.devices import to_device
+from indexzoo.native import rt
+from indexzoo.native.rt import select_engine
 from indexzoo.native.runs import answer_runs
 from indexzoo.native.sort import sort_pairs
 from indexzoo.validation import as_1d
 
 from .coords import CgCoder
+from .launched import runs as launched_runs
 from .params import CgrxParams
+from .programs import PROGRAMS, CgRecord
 from .scene import CgScene, build_scene, triangle_function
 from .search import PATH_WIDTH, lookup_kernel
 
@@ -107,22 +124,30 @@ class CgrxIndex(GpuIndex[CgrxState]):
             st.scene, st.peak = None, pairs.peak_bytes
             return
         st.scene = build_scene(st.coder, st.keys, 1 << p.bucket_log, p.leaf_size, p.compact,
-                               p.geometry)
+                               p.geometry, self._engine(st.device))
         scene_bytes = sum(st.scene.nbytes().values())
         # the scene's kernels hold a kind, a count and an offset per bucket (17 bytes) and a
         # position code, an int64 id and a flip per triangle (17 bytes) besides the engine's
         # build
-        scene_build = 17 * st.scene.n_buckets + 17 * st.scene.gas.n_prims
+        scene_build = 17 * st.scene.n_buckets + 17 * int(st.scene.ids.shape[0])
         st.peak = max(pairs.peak_bytes,
                       held + st.scene.gas.footprint().peak_build_bytes + scene_build,
                       held + scene_bytes)
 
+    def _engine(self, device: str) -> rt.Engine:
+        """The engine of ``params.engine`` on ``device`` (:func:`select_engine`, as rx's):
+        OptiX takes every configuration (it stores the triangles)."""
+        return select_engine(self.params.engine, device)
+
     def _save_state(self, st: CgrxState) -> dict[str, Any]:
         """The state as saved: generated geometry's GAS without its function (made again
-        from the coder on load)."""
+        from the coder on load); a scene on an engine that cannot save it (OptiX: a handle on
+        one GPU) not at all (built again on load from the sorted keys)."""
         saved = super()._save_state(st)
         sc = st.scene
-        if sc is not None and sc.gas.generated:
+        if sc is not None and not sc.gas.engine.saves_scenes:
+            saved["scene"] = None
+        elif sc is not None and sc.gas.generated:
             saved["scene"] = dataclasses.replace(sc, gas=dataclasses.replace(sc.gas,
                                                                               geometry=None))
         return saved
@@ -130,6 +155,11 @@ class CgrxIndex(GpuIndex[CgrxState]):
     def _load_state(self, st: CgrxState, saved: dict[str, Any]) -> None:
         super()._load_state(st, saved)
         sc = st.scene
+        p = self.params
+        if sc is None and int(st.keys.shape[0]):  # saved from OptiX: build again
+            st.scene = build_scene(st.coder, st.keys, 1 << p.bucket_log, p.leaf_size,
+                                   p.compact, p.geometry, self._engine(st.device))
+            return
         if sc is not None and self.params.geometry == "generated":
             gas = dataclasses.replace(sc.gas, geometry=triangle_function(st.coder))
             st.scene = dataclasses.replace(sc, gas=gas)
@@ -160,7 +190,16 @@ class CgrxIndex(GpuIndex[CgrxState]):
             count[:] = 0
             return first, count
         record = path is not None
-        kernel = lookup_kernel(st.coder, sc.gas.geometry, record)
+        engine = sc.gas.engine
+        if not engine.in_kernel_queries:  # the same rays, one query launch per link
+            if record:
+                raise Unsupported("ray paths are recorded by the one-launch lookup kernel of "
+                                  "an engine with in-kernel queries (engine='software')")
+            p = self.params
+            return launched_runs(self.device, st.coder, sc.gas, PROGRAMS, CgRecord(sc.ids),
+                                 lo, hi, st.keys, sc.n_buckets, p.bucket_log,
+                                 max_rays=1 << 24, threads_per_block=p.threads_per_block)
+        kernel = lookup_kernel(st.coder, sc.gas.geometry, record, engine)
         kernel(self.device, q, lo, hi, st.keys, np.int64(sc.n_buckets),
                np.int64(self.params.bucket_log), *sc.gas.query_args(), sc.ids,
                path if record else st.no_path, first, count,

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from indexzoo.native.rt.params import SceneParams
+from indexzoo.native.rt import SceneParams
 
 __all__ = ["PRESETS", "CgrxParams"]
 

@@ -51,8 +51,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt.geometry import TRIANGLES
-from indexzoo.native.rt.trace import Gas, build_gas
+from indexzoo.native.rt import TRIANGLES, Engine, Scene, engine_named
 from indexzoo.native.targets import Kernel
 
 from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
@@ -64,9 +63,9 @@ _U64 = np.uint64
 
 @dataclass(frozen=True)
 class CgScene:
-    """The GAS and the cgRX id of each of its primitives."""
+    """The GAS (on its engine, ``gas.engine``) and the cgRX id of each of its primitives."""
 
-    gas: Gas
+    gas: Scene
     ids: Any        # int32 (int64 from 2^31 ids on) per primitive: h
     n_buckets: int  # P
     counts: dict[str, int]  # representatives, moved, flipped, end-of-row, end-of-plane
@@ -179,10 +178,12 @@ _SCENE_EMIT = Kernel(_scene_emit_item, name="cgrx_scene_emit")
 
 
 def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact: bool,
-                geometry: str = "generated") -> CgScene:
-    """The scene of the sorted ``keys`` (at least one) with buckets of ``bucket`` keys;
-    ``geometry``: ``generated`` (records, the default) or ``stored`` (vertex rows, as OptiX's
-    GAS holds them)."""
+                geometry: str = "generated", engine: Engine | None = None) -> CgScene:
+    """The scene of the sorted ``keys`` (at least one) with buckets of ``bucket`` keys on
+    ``engine`` (default: the software engine); ``geometry``: ``generated`` (records, the
+    default) or ``stored`` (vertex rows, as OptiX's GAS holds them; an engine without
+    generated geometry always stores them)."""
+    engine = engine or engine_named("software")
     xp = xp_of(keys)
     n = int(keys.shape[0])
     p = -(-n // bucket)
@@ -207,9 +208,9 @@ def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact:
     _SCENE_EMIT(dev, p, keys, np.int64(bucket), np.int64(p), xb, np.int64(coder.y_bits), kinds,
                 offsets, records, ids, flip)
     del emitted, offsets
-    if geometry == "generated":
-        gas = build_gas(TRIANGLES, records, leaf_size=leaf_size, compact=compact,
-                        geometry=triangle_function(coder))
+    if geometry == "generated" and engine.generated_geometry:
+        gas = engine.build_gas(TRIANGLES, records, leaf_size=leaf_size, compact=compact,
+                               geometry=triangle_function(coder))
     else:
         xs, ys, zs = coder.fields(records)
         cx, cy, cz = coder.x_coord(xs), coder.y_coord(ys), coder.z_coord(zs)
@@ -221,7 +222,7 @@ def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact:
         second = xp.where(f, xp.stack(v2, 1), xp.stack(v1, 1))  # flipped: v1 and v2 swap
         third = xp.where(f, xp.stack(v1, 1), xp.stack(v2, 1))
         tris = xp.ascontiguousarray(xp.concatenate([xp.stack(v0, 1), second, third], axis=1))
-        gas = build_gas(TRIANGLES, tris, leaf_size=leaf_size, compact=compact)
+        gas = engine.build_gas(TRIANGLES, tris, leaf_size=leaf_size, compact=compact)
     sums = ((kinds[:, None] >> xp.arange(5, dtype=np.int8)) & np.int8(1)).sum(axis=0)
     sums = sums.tolist() if xp is np else sums.get().tolist()  # one transfer
     counts = dict(zip(("representatives", "moved", "flipped", "end_of_row", "end_of_plane"),

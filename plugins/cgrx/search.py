@@ -30,20 +30,19 @@ flipped are read from the representative keys, as :mod:`.scene` describes.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.rt.geometry import TRIANGLES
-from indexzoo.native.rt.trace import RAYS_SERIAL_BELOW, closest_hit_query
+from indexzoo.native.rt import RAYS_SERIAL_BELOW, TRIANGLES, Engine, engine_named
 from indexzoo.native.runs import run_from
 from indexzoo.native.targets import Kernel
 
 from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
 from .scene import moved_flipped, rep_of
 
-__all__ = ["PATH_WIDTH", "lookup_kernel"]
+__all__ = ["PATH_WIDTH", "SearchParts", "lookup_kernel", "search_parts"]
 
 
 #: What :func:`lookup_kernel` records of each ray when asked to: ``axis * 4 + 2 * hit +
@@ -51,28 +50,21 @@ __all__ = ["PATH_WIDTH", "lookup_kernel"]
 PATH_WIDTH = 5
 
 
-@functools.cache
-def lookup_kernel(coder: CgCoder, geometry: Any, record: bool = False) -> Kernel:
-    """``kernel(device, Q, lo, hi, keys, n_buckets, bucket_log, nodes, words, n_nodes, data,
-    order, radius, ids, path, first, count)``: for each lookup ``i`` the run ``first[i]``,
-    ``count[i]`` of sorted keys in ``[lo[i], hi[i]]`` (count 0: none), for one key width
-    (``coder``) and the scene's geometry function (None: stored triangles).
+class SearchParts(NamedTuple):
+    """The successor search's per-hit helpers for one key width (jitable functions)."""
 
-    ``record``: the kernel also writes row ``i`` of ``path`` ((Q, :data:`PATH_WIDTH`) int8,
-    filled with -1 beforehand) with the successor search's rays, for tests and diagnostics;
-    otherwise ``path`` is never touched (a one-element stand-in) and the recording is compiled
-    out."""
-    closest = closest_hit_query(TRIANGLES, geometry)
+    rep_key: Any        # rep_key(keys, b, blog): the representative of bucket b
+    bucket_of_id: Any   # bucket_of_id(h, p): the bucket a hit id stands for
+    flipped: Any        # flipped(keys, h, p, blog): whether triangle h is flipped
+    row_plane: Any      # row_plane(keys, h, p, blog): (y field, z field) where h sits
+
+
+@functools.cache
+def search_parts(coder: CgCoder) -> SearchParts:
+    """The helpers the successor search reads a hit with, for one key width (``coder``)."""
     xb = np.uint64(coder.x_bits)
     zb_shift = np.uint64(coder.x_bits + coder.y_bits)
-    xm, ym = np.uint64(coder.x_max), np.uint64(coder.y_max)
-    half = np.float32(0.5)
-    ys, zs = np.float32(Y_SCALE), np.float32(Z_SCALE)
-    ex, ey, ez = np.float32(EX), np.float32(EY), np.float32(EZ)
-    row_marker_x = np.float32(coder.row_marker_x)
-    plane_marker_y = np.float32(coder.plane_marker_y)
-    zero, one = np.float32(0), np.float32(1)
-    inf = np.float32(np.inf)
+    ym = np.uint64(coder.y_max)
 
     @register_jitable
     def rep_key(keys, b, blog):
@@ -105,6 +97,35 @@ def lookup_kernel(coder: CgCoder, geometry: Any, record: bool = False) -> Kernel
         rep = rep_key(keys, b, blog)
         y = ym if h >= 2 * p else (rep >> xb) & ym
         return y, rep >> zb_shift
+
+    return SearchParts(rep_key, bucket_of_id, flipped, row_plane)
+
+
+@functools.cache
+def lookup_kernel(coder: CgCoder, geometry: Any, record: bool = False,
+                  engine: Engine | None = None) -> Kernel:
+    """``kernel(device, Q, lo, hi, keys, n_buckets, bucket_log, nodes, words, n_nodes, data,
+    order, radius, ids, path, first, count)``: for each lookup ``i`` the run ``first[i]``,
+    ``count[i]`` of sorted keys in ``[lo[i], hi[i]]`` (count 0: none), for one key width
+    (``coder``) and the scene's geometry function (None: stored triangles), on ``engine`` (one
+    with in-kernel queries; default the software engine).
+
+    ``record``: the kernel also writes row ``i`` of ``path`` ((Q, :data:`PATH_WIDTH`) int8,
+    filled with -1 beforehand) with the successor search's rays, for tests and diagnostics;
+    otherwise ``path`` is never touched (a one-element stand-in) and the recording is compiled
+    out."""
+    closest = (engine or engine_named("software")).closest_hit_query(TRIANGLES, geometry)
+    xb = np.uint64(coder.x_bits)
+    zb_shift = np.uint64(coder.x_bits + coder.y_bits)
+    xm, ym = np.uint64(coder.x_max), np.uint64(coder.y_max)
+    half = np.float32(0.5)
+    ys, zs = np.float32(Y_SCALE), np.float32(Z_SCALE)
+    ex, ey, ez = np.float32(EX), np.float32(EY), np.float32(EZ)
+    row_marker_x = np.float32(coder.row_marker_x)
+    plane_marker_y = np.float32(coder.plane_marker_y)
+    zero, one = np.float32(0), np.float32(1)
+    inf = np.float32(np.inf)
+    _, bucket_of_id, flipped, row_plane = search_parts(coder)
 
     if record:
         @register_jitable

@@ -80,19 +80,27 @@ Decisions where the paper is ambiguous
 * [ours] Hits reach the bitmap through the refine's own any-hit program with the query layer's
   ``BITMAP`` atomics (:func:`query.bit_writers`) rather than COLLECT and a scatter: one trace,
   and the atomics are the paper's. The rays are launched straight on the engine
-  (``trace.launch``), each finding its box in the plan, so no per-ray arrays are made.
+  (``engine.launch``), each finding its box in the plan, so no per-ray arrays are made.
+* [AMBIG] Engines (``engine``, as rx's): on an engine whose programs are not numba functions
+  (OptiX) the refine is the query layer's ``BITMAP`` launches, one lookup per plan slot
+  (:func:`.refine.mark_plan`, programs in ``programs.cu``): the same rays and bits, a binary
+  search per hit for its slot and 8 bytes a ray of a launch for its row offset. A group scene
+  on OptiX is not saved; loading builds it again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.devices import to_numpy, xp_of
+from indexzoo.native import rt
 from indexzoo.native.csr import gather_runs_xp
+from indexzoo.native.rt import select_engine
 
 from .bits import words_for
 from .encoding import ColumnTables, build_tables, rank_bounds
@@ -201,10 +209,11 @@ class RtscanIndex(GpuIndex[RtscanState]):
                 held += sum(st.sieve.nbytes().values())
                 del temp, ranks
         groups = []
+        engine = self._engine(st.device)
         with self._stage("build_bvh"):
             for cols in self._group_columns(d):
                 coords = [self._coords(st, j) for j in cols]
-                g = build_group(coords, cols, n, p, with_scene=p.refine == "rt")
+                g = build_group(coords, cols, n, p, with_scene=p.refine == "rt", engine=engine)
                 temp = 4 * n * sum(1 for j in cols if st.shifts[j])  # shifted copies
                 peak = max(peak, held + temp + g.peak_bytes)
                 held += sum(g.nbytes().values())
@@ -213,6 +222,32 @@ class RtscanIndex(GpuIndex[RtscanState]):
         st.plan_args = self._plan_args(st)
         held += sum(st.plan_args.nbytes().values())
         st.peak = max(peak, held)
+
+    def _engine(self, device: str) -> rt.Engine:
+        """The engine of ``params.engine`` on ``device`` (:func:`select_engine`, as rx's). The
+        direct refine traces nothing: it runs the same on either engine."""
+        return select_engine(self.params.engine, device)
+
+    def _save_state(self, st: RtscanState) -> dict[str, Any]:
+        """The state as saved: a group's scene on an engine that cannot save it (OptiX: a
+        handle on one GPU) without it, built again on load from the coordinates."""
+        saved = super()._save_state(st)
+        saved["groups"] = tuple(
+            g if g.gas is None or g.gas.engine.saves_scenes else dataclasses.replace(g, gas=None)
+            for g in st.groups)
+        return saved
+
+    def _load_state(self, st: RtscanState, saved: dict[str, Any]) -> None:
+        super()._load_state(st, saved)
+        p = self.params
+        n = int(st.lc.shape[0])
+        if p.refine != "rt" or n == 0 or all(g.gas is not None for g in st.groups):
+            return
+        engine = self._engine(st.device)
+        st.groups = tuple(
+            g if g.gas is not None else build_group([self._coords(st, j) for j in g.cols],
+                                                    g.cols, n, p, True, engine)
+            for g in st.groups)
 
     def _plan_args(self, st: RtscanState) -> PlanArgs:
         xp = st.xp

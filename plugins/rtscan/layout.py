@@ -50,7 +50,7 @@ from numba.extending import register_jitable
 
 from indexzoo import ResourceError
 from indexzoo.devices import xp_of
-from indexzoo.native.rt.geometry import pick
+from indexzoo.native.rt import pick
 
 __all__ = ["CELL_ASPECT", "MAX_RAYS_PER_QUERY_BATCH", "PLAN_COLUMNS", "RAY_CAP", "Geometry",
            "auto_width", "box_plan", "box_ray", "cube_boxes", "float_bits", "geometry",

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from indexzoo.native.targets import KernelParams
+from indexzoo.native.rt import EngineParams
 
 __all__ = ["MAX_CUBE_WIDTH", "MAX_RAY_LENGTH", "MAX_SIEVE_VECTORS", "MIN_SIEVE_VECTORS",
            "PRESETS", "RtscanParams"]
@@ -26,7 +26,7 @@ MAX_RAY_LENGTH = 1e6
 MAX_CUBE_WIDTH = 1 << 43
 
 
-class RtscanParams(KernelParams):
+class RtscanParams(EngineParams):
     """Uniform encoding, data sieving, Matrix RT Refine (or the direct refine), column groups."""
 
     encoding: bool = Field(

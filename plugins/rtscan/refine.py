@@ -33,18 +33,26 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt import query
-from indexzoo.native.rt.bvh import slab_box
-from indexzoo.native.rt.geometry import AABBS
-from indexzoo.native.rt.trace import DISABLE_CLOSESTHIT, IGNORE, Gas, Programs, build_gas, launch
+from indexzoo.native.rt import (
+    AABBS,
+    DISABLE_CLOSESTHIT,
+    IGNORE,
+    Engine,
+    Programs,
+    Scene,
+    engine_named,
+    query,
+    slab_box,
+)
 from indexzoo.native.search import bisect
 from indexzoo.native.targets import Kernel
 
 from .layout import QUERY, RAYS, Geometry, box_ray, cube_boxes, geometry, plan_rays
 from .plan import D_COL, D_COUNT, D_QUERY, D_START, DIRECT_COLUMNS
+from .programs import CUDA
 
-__all__ = ["GroupScene", "TraceRecord", "build_group", "direct_plan", "direct_strided",
-           "refine_direct",
+__all__ = ["GroupScene", "TraceRecord", "build_group", "cube_intersection", "direct_plan",
+           "direct_strided", "mark_plan", "plan_raygen", "refine_direct",
            "refine_rt", "trace_plan"]
 
 
@@ -136,12 +144,14 @@ class GroupScene:
 
     cols: tuple[int, ...]
     geom: Geometry
-    gas: Gas | None
+    gas: Scene | None  # on its engine (``gas.engine``)
 
     def nbytes(self) -> dict[str, int]:
         if self.gas is None:
             return {}
         fp = self.gas.footprint().breakdown
+        if "primitives" not in fp:  # an engine's own parts (OptiX: the GAS and its boxes)
+            return dict(fp)
         return {"cubes": fp["primitives"], "bvh_nodes": fp["bvh_nodes"],
                 "bvh_order": fp["bvh_order"]}
 
@@ -151,8 +161,9 @@ class GroupScene:
 
 
 def build_group(coords: list[Any], cols: tuple[int, ...], n: int, params: Any,
-                with_scene: bool) -> GroupScene:
-    """The group of ``cols`` whose rows sit at ``coords`` (one integer array per column)."""
+                with_scene: bool, engine: Engine | None = None) -> GroupScene:
+    """The group of ``cols`` whose rows sit at ``coords`` (one integer array per column), its
+    scene built by ``engine`` (default: the software engine)."""
     top = max(int(c.max()) for c in coords) if n else 0
     extent = max(int(c.max()) - int(c.min()) + 1 for c in coords) if n else 1
     geom = _geometry(top, extent, n, len(cols), params)
@@ -160,7 +171,9 @@ def build_group(coords: list[Any], cols: tuple[int, ...], n: int, params: Any,
     if with_scene and n:
         padded: list[Any | None] = [*coords, *([None] * (3 - len(coords)))]
         boxes = cube_boxes(padded, geom, n)
-        gas = build_gas(AABBS, boxes, leaf_size=params.leaf_size, compact=True)
+        # kept boxes: OptiX's cube program tests them (the software GAS keeps its own)
+        gas = (engine or engine_named("software")).build_gas(
+            AABBS, boxes, leaf_size=params.leaf_size, compact=True, keep_boxes=True)
     return GroupScene(tuple(cols), geom, gas)
 
 
@@ -181,6 +194,9 @@ def trace_plan(scene: GroupScene, plan: Any, ends: Any, total: int, lc: Any, plo
     geom = scene.geom
     dev = device or ("cpu" if xp is np else "cuda")
     c0, c1, c2 = (np.int64(scene.cols[k] if k < len(scene.cols) else -1) for k in range(3))
+    if not scene.gas.engine.numba_programs:  # OptiX: the query layer's BITMAP launches
+        mark_plan(scene, plan, ends, total, lc, plo, phi, words, params, device)
+        return
     flat = words.reshape(-1)
     programs = _programs(dev)
     step = int(params.max_rays)
@@ -188,8 +204,94 @@ def trace_plan(scene: GroupScene, plan: Any, ends: Any, total: int, lc: Any, plo
         rec = TraceRecord(lc, plo, phi, c0, c1, c2, np.int64(len(scene.cols)), plan, ends, flat,
                           np.int64(words.shape[1]), np.int64(s), np.int64(geom.interval),
                           np.int64(geom.period), np.int64(geom.spacing), np.float64(geom.pad))
-        launch(scene.gas, min(step, total - s), programs, flags=DISABLE_CLOSESTHIT,
-               params=rec, threads_per_block=params.threads_per_block, device=device)
+        scene.gas.engine.launch(scene.gas, min(step, total - s), programs,
+                                flags=DISABLE_CLOSESTHIT, params=rec,
+                                threads_per_block=params.threads_per_block, device=device)
+
+
+class RefineRecord(NamedTuple):
+    """The RT refine's parameters as a query-layer ``BITMAP`` launch (:func:`mark_plan`): the
+    bitmaps are the layer's ``out``; 2-D arrays are also read through element strides
+    (``lc_row``, ``lc_col``, ``q_row``, ``q_col``) by the CUDA programs."""
+
+    lc: Any
+    lc_row: Any     # int64 element strides of lc
+    lc_col: Any
+    plo: Any
+    phi: Any
+    q_row: Any      # int64 element strides of plo and phi
+    q_col: Any
+    col0: Any
+    col1: Any
+    col2: Any
+    n_cols: Any
+    plan: Any
+    ends: Any
+    n_slots: Any    # int64: the plan's slots
+    ray_base: Any
+    interval: Any
+    period: Any
+    spacing: Any
+    pad: Any
+
+
+@register_jitable
+def refine_match(ray, inst, prim, t, front, params):
+    """Alg. 1's check as a ``BITMAP`` match: the row (its bit set) if it satisfies the group's
+    predicates of the ray's query, else ``clear_bit`` of it."""
+    b = slot_of(params.ends, params.ray_base + np.int64(ray))
+    q = params.plan[b, QUERY]
+    r = np.int64(prim)
+    for k in range(params.n_cols):
+        j = params.col0 if k == 0 else (params.col1 if k == 1 else params.col2)
+        v = params.lc[r, j]
+        if v < params.plo[q, j] or v > params.phi[q, j]:
+            return query.clear_bit(r)
+    return r
+
+
+#: The RT refine over the query layer: the match, the cube test, the rays (and their twins).
+REFINE_PROGRAMS = query.QueryPrograms(match=refine_match, intersection=cube_intersection,
+                                      cuda=CUDA)
+
+
+def _strides(a: Any) -> tuple[Any, Any]:
+    return np.int64(a.strides[0] // a.itemsize), np.int64(a.strides[1] // a.itemsize)
+
+
+def mark_plan(scene: GroupScene, plan: Any, ends: Any, total: int, lc: Any, plo: Any,
+              phi: Any, words: Any, params: Any, device: str | None = None) -> None:
+    """:func:`trace_plan` as the query layer's ``BITMAP`` launches, for an engine whose
+    programs are not numba functions (OptiX): each slot is a lookup casting its box's rays
+    (``plan_raygen``), whose hits set or clear bits of its query's row of ``words``. The
+    answers are the engine launch's; the layer writes each ray's row offset (8 bytes a ray
+    of a launch) and the match finds a hit's slot by a binary search instead of keeping it in
+    the payload."""
+    xp = xp_of(lc)
+    geom = scene.geom
+    c0, c1, c2 = (np.int64(scene.cols[k] if k < len(scene.cols) else -1) for k in range(3))
+    plan = xp.ascontiguousarray(plan)
+    ends = xp.ascontiguousarray(ends)
+    n_slots = int(plan.shape[0])
+    starts = xp.zeros(n_slots + 1, dtype=np.int64)
+    starts[1:] = ends
+    lr, lcol = _strides(lc)
+    qr, qc = _strides(plo)
+    ray_data = xp.zeros(1, dtype=np.uint64)
+
+    def rays(s: int, e: int, owner: Any) -> query.Generated:
+        return query.Generated(plan_raygen, ray_data)
+
+    def record(s: int, e: int, owner: Any) -> RefineRecord:
+        return RefineRecord(lc, lr, lcol, plo, phi, qr, qc, c0, c1, c2,
+                            np.int64(len(scene.cols)), plan, ends, np.int64(n_slots),
+                            np.int64(s), np.int64(geom.interval), np.int64(geom.period),
+                            np.int64(geom.spacing), np.float64(geom.pad))
+
+    batch = query.FunctionBatch(n_slots, starts, False, rays, record)
+    query.mark_bits(scene.gas, batch, REFINE_PROGRAMS, words,
+                    targets=xp.ascontiguousarray(plan[:, QUERY]), max_rays=int(params.max_rays),
+                    threads_per_block=params.threads_per_block, device=device)
 
 
 def refine_rt(scene: GroupScene, query_of: np.ndarray, lo: np.ndarray, hi: np.ndarray,

@@ -98,14 +98,13 @@ Decisions where the paper is silent or ambiguous
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from indexzoo import (
     BuildState,
     Capabilities,
-    DeviceUnavailable,
     Footprint,
     GpuIndex,
     IndexParams,
@@ -113,14 +112,8 @@ from indexzoo import (
     answers,
 )
 from indexzoo.devices import to_numpy
-from indexzoo.native.rt import query
-from indexzoo.native.rt.keymap import KeyCoder
-from indexzoo.native.rt.keyprims import geometry_function
-from indexzoo.native.rt.keyscene import key_gas
-from indexzoo.native.rt.trace import Gas
-
-if TYPE_CHECKING:
-    from indexzoo.native.rt.optix.accel import OptixGas, OptixScaledGas
+from indexzoo.native import rt
+from indexzoo.native.rt import KeyCoder, Scene, geometry_function, key_gas, query, select_engine
 
 from .params import RxParams
 from .programs import PROGRAMS
@@ -149,8 +142,7 @@ def _show_key(st: BuildState, keys: Any, where: Any, new: str = "") -> Any:
 class RxState(BuildState):
     """One build (or update) of ``rx``: the scene and what lookups read besides it."""
 
-    engine: str          # "software" or "optix": the engine this build runs on
-    gas: Gas | OptixGas | OptixScaledGas
+    gas: Scene           # the scene, on its engine (``gas.engine``)
     own_keys: Any        # the key column in rowID order, or None (generated triangles)
     high_parts: Any      # sorted distinct high parts (stored geometry), or None
     peak: int
@@ -177,41 +169,29 @@ class RxIndex(GpuIndex[RxState]):
     # -------------------------------------------------------------- build
     def _build(self, st: RxState, keys: Any) -> None:
         self.coder.check_keys(keys, _show_key(st, keys, lambda i: f"rowID {i}"))
-        st.engine = self._engine(st.device)
-        self._scene(st, keys)
+        self._scene(st, keys, engine=self._engine(st.device))
 
-    def _engine(self, device: str) -> str:
-        """The engine of ``params.engine`` on ``device``: ``optix`` raises DeviceUnavailable
-        (saying what is missing) where OptiX cannot run; ``auto`` is OptiX only on a GPU with
-        RT cores where OptiX is usable and the geometry is stored (without RT cores OptiX
-        traverses in software, and the software engine measured faster there: see
-        docs/rt-engine.md)."""
-        want = self.params.engine
-        if want == "software" or (want == "auto" and device != "cuda"):
-            return "software"
-        if device != "cuda":
-            raise DeviceUnavailable(f"engine='optix' runs on the GPU only; this index is on "
-                                    f"{device!r} (use device='cuda', or engine='software')")
-        from indexzoo.native.rt import optix
-
-        if want == "optix":
-            optix.require()
-            return "optix"
+    def _engine(self, device: str) -> rt.Engine:
+        """The engine of ``params.engine`` on ``device`` (:func:`select_engine`): ``optix``
+        raises DeviceUnavailable (saying what is missing) where OptiX cannot run; ``auto`` is
+        OptiX only on a GPU with RT cores where OptiX is usable and the geometry is stored
+        (without RT cores OptiX traverses in software, and the software engine measured
+        faster there: see docs/rt-engine.md)."""
         p = self.params
-        if p.geometry != "stored" or not optix.status().usable:
-            return "software"
-        return "optix" if optix.rt_cores() else "software"
+        takes = None if p.geometry == "stored" else "generated geometry"
+        return select_engine(p.engine, device, optix_takes=takes)
 
-    def _scene(self, st: RxState, keys: Any, gas: Gas | OptixGas | OptixScaledGas | None = None,
-               held: int = 0) -> None:
-        """Fill ``st`` with the scene of ``keys``: a build, or, given the current ``gas``, a
-        refit. ``held``: bytes the caller keeps alive meanwhile (an update's current scene)."""
+    def _scene(self, st: RxState, keys: Any, gas: Any = None, held: int = 0,
+               engine: rt.Engine | None = None) -> None:
+        """Fill ``st`` with the scene of ``keys``: a build on ``engine``, or, given the current
+        ``gas``, a refit on its engine. ``held``: bytes the caller keeps alive meanwhile (an
+        update's current scene)."""
         p, coder = self.params, self.coder
         n, kb = int(keys.shape[0]), int(keys.nbytes)
         wide = 0 if keys.dtype == _U64 else 8 * n  # the uint64 copy of uint32 keys
         generated = p.geometry == "generated"
         built = key_gas(coder, p.primitive, p.geometry, keys, leaf_size=p.leaf_size,
-                        compact=p.compact, refit=gas, engine=st.engine)
+                        compact=p.compact, refit=gas, engine=engine)
         new_gas, peak = built.gas, built.peak_bytes
         # generated triangles: the engine's records are the keys (in BVH order); the index
         # keeps no second copy and rebuilds the rowID-ordered column when an update needs it
@@ -237,8 +217,7 @@ class RxIndex(GpuIndex[RxState]):
         records)."""
         if st.own_keys is not None:
             return st.own_keys
-        gas = st.gas
-        assert isinstance(gas, Gas)  # generated triangles: the software engine only
+        gas = st.gas  # generated triangles: the software engine's Gas
         keys = st.xp.empty_like(gas.data)
         keys[gas.bvh.order] = gas.data
         return keys
@@ -271,7 +250,7 @@ class RxIndex(GpuIndex[RxState]):
         which stored geometry, OptiX's only one, keeps)."""
         saved = super()._save_state(st)
         gas = st.gas
-        if not isinstance(gas, Gas):
+        if not gas.engine.saves_scenes:  # an engine's handle on one GPU
             saved["gas"] = None
         elif gas.generated:
             saved["gas"] = dataclasses.replace(gas, geometry=None)
@@ -282,8 +261,7 @@ class RxIndex(GpuIndex[RxState]):
         super()._load_state(st, saved)
         p = self.params
         if gas is None:  # saved from OptiX: build again, on the engine this device runs
-            st.engine = self._engine(st.device)
-            self._scene(st, st.own_keys)
+            self._scene(st, st.own_keys, engine=self._engine(st.device))
             return
         if p.geometry == "generated":
             gas = dataclasses.replace(gas, geometry=geometry_function(self.coder, p.primitive))
@@ -298,8 +276,8 @@ class RxIndex(GpuIndex[RxState]):
         keys = self._keys(old).copy()
         keys[positions] = new_keys
         refit = self.params.update == "refit"
-        new.engine = old.engine
-        self._scene(new, keys, old.gas if refit else None, held=sum(self._parts(old).values()))
+        self._scene(new, keys, old.gas if refit else None, held=sum(self._parts(old).values()),
+                    engine=old.gas.engine)
 
     # -------------------------------------------------------------- tracing
     def _batch(self, st: RxState, plan: Plan) -> Plan:
@@ -307,9 +285,10 @@ class RxIndex(GpuIndex[RxState]):
         spheres, the hit confirmation (see programs.py)."""
         prim = self.params.primitive
         keys = st.no_keys if prim == "triangle" else self._keys(st)
-        # OptiX's AABB program compares keys with the rays' integer bounds (programs.cu)
+        # an engine that may hand the AABB program boxes near the ray (OptiX) needs the rays'
+        # integer bounds to compare keys with (programs.cu)
         return plan.with_record(keys, prim == "sphere",
-                                bounds=prim == "aabb" and st.engine == "optix")
+                                bounds=prim == "aabb" and st.gas.engine.conservative_bounds)
 
     def _launch_args(self) -> dict[str, Any]:
         p = self.params

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from indexzoo.native.rt.params import KeySceneParams
+from indexzoo.native.rt import KeySceneParams
 
 __all__ = ["PAPER_DEFAULT", "PRESETS", "RxParams"]
 
@@ -25,11 +25,6 @@ class RxParams(KeySceneParams):
         default="perpendicular",
         description="Point lookups [§3.3, Table 2]: a short ray along z through the key's point, "
                     "or the range [k, k] (a ray along x, with the origin of range_ray).")
-    engine: Literal["auto", "software", "optix"] = Field(
-        default="auto",
-        description="The ray tracer: indexzoo's software engine (CUDA cores or the CPU), NVIDIA "
-                    "OptiX (the GPU only; RT cores where the GPU has them), or auto: OptiX where "
-                    "the GPU has RT cores and OptiX is usable, else the software engine.")
     update: Literal["rebuild", "refit"] = Field(
         default="rebuild",
         description="update(): build the scene again, or move the changed primitives and refit "
@@ -39,9 +34,6 @@ class RxParams(KeySceneParams):
         if self.update == "refit" and self.compact:
             raise ValueError("update='refit' needs an update-capable build, which disables "
                              "compaction (§3.6); set compact=False, or use update='rebuild'")
-        if self.engine == "optix" and self.geometry == "generated":
-            raise ValueError("engine='optix' needs geometry='stored': OptiX's GAS keeps its "
-                             "own primitives and has no generated geometry")
         return self
 
 

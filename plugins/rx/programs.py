@@ -34,8 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.rt.keyprims import exact_key_box
-from indexzoo.native.rt.query import NO_MATCH, QueryPrograms
+from indexzoo.native.rt import NO_MATCH, QueryPrograms, exact_key_box
 
 __all__ = ["CUDA", "PROGRAMS", "RxRecord", "rx_intersect", "rx_match"]
 

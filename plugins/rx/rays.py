@@ -26,10 +26,16 @@ from typing import Any
 import numpy as np
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt.keymap import KeyCoder
-from indexzoo.native.rt.keyprims import perpendicular_raygen
-from indexzoo.native.rt.keyrays import occupied_row_rays, occupied_rows, perpendicular_rays
-from indexzoo.native.rt.query import Generated, RayBatch, Rays
+from indexzoo.native.rt import (
+    Generated,
+    KeyCoder,
+    RayBatch,
+    Rays,
+    occupied_row_rays,
+    occupied_rows,
+    perpendicular_raygen,
+    perpendicular_rays,
+)
 
 from .programs import RxRecord
 

@@ -54,6 +54,13 @@ Decisions where the thesis is ambiguous
   saved, since each range's thread already reads one contiguous run (measured:
   ``docs/plugins/rx-opt.md``).
 * [AMBIG] ``range_method="anyhit"`` with compression: a hit stands for its key's whole run.
+* [AMBIG] Engines (``engine``, as rx's): on an engine without in-kernel queries (OptiX) the
+  closest-hit rays are query launches (:mod:`.launched`: a range's two rays in one
+  ``CLOSEST`` launch, which answers with the first ray's match that hits, as the kernel casts
+  ray 2 only on a miss); without ordered closest-hit ties a hit moves to its key's first
+  duplicate before the scan; AABB programs read the rays' integer bounds on an engine with
+  conservative bounds. OptiX refuses generated geometry and spheres in several partitions;
+  ``auto`` keeps the software engine for them.
 * Every key mode, split and primitive of ``rx`` works as in ``rx``; ``update`` is not offered
   (the thesis has none: build again). Spheres are confirmed against the ray's integer bounds as
   in ``rx``.
@@ -77,18 +84,28 @@ from indexzoo import (
     answers,
 )
 from indexzoo.devices import to_device, xp_of
+from indexzoo.native import rt
 from indexzoo.native.csr import gather_runs, offsets_from_counts
-from indexzoo.native.rt import query
-from indexzoo.native.rt.keymap import KeyCoder
-from indexzoo.native.rt.keyprims import KIND, SPHERE_RADIUS, geometry_function, perpendicular_raygen
-from indexzoo.native.rt.keyprims import primitives as key_primitives
-from indexzoo.native.rt.keyrays import occupied_row_rays, occupied_rows, perpendicular_rays
-from indexzoo.native.rt.keyscene import key_gas
-from indexzoo.native.rt.trace import Gas, Ias, build_sliced_ias
+from indexzoo.native.rt import (
+    KIND,
+    SPHERE_RADIUS,
+    KeyCoder,
+    Scene,
+    geometry_function,
+    key_gas,
+    key_primitives,
+    occupied_row_rays,
+    occupied_rows,
+    perpendicular_raygen,
+    perpendicular_rays,
+    query,
+    select_engine,
+)
 from indexzoo.native.runs import answer_runs
 from indexzoo.native.sort import sort_pairs
 from indexzoo.validation import as_1d
 
+from .launched import range_batch, runs_from_hits
 from .params import RxOptParams
 from .programs import PROGRAMS, OptRxRecord
 from .search import lookup_kernel
@@ -106,7 +123,7 @@ class OptRxState(BuildState):
     first: Any     # compression: first sorted position of each distinct key, then n (int64)
     pkeys: Any     # the primitive keys: distinct sorted keys, or every sorted key
     highs: Any     # sorted distinct high parts of the keys (occupied rows)
-    scene: Gas | Ias  # the BVH over the primitive keys: one GAS, or an IAS over partitions
+    scene: Scene   # the BVH over the primitive keys: one GAS, or an IAS over partitions
     part_offsets: Any  # int64: the position of each partition's first primitive
     no_keys: Any   # a one-element stand-in for the keys where the programs read none
     no_rays: Any   # a one-element stand-in for the ray counts the lookup kernel keeps
@@ -150,8 +167,21 @@ class RxOptIndex(GpuIndex[OptRxState]):
         st.no_rays = xp.zeros(1, dtype=np.int8)
         held = int(st.keys.nbytes + st.rowids.nbytes + st.highs.nbytes) + (
             0 if st.first is None else int(st.first.nbytes + st.pkeys.nbytes))
-        st.scene, st.part_offsets, scene_peak = self._scene(st.pkeys, held)
+        engine = self._engine(st.device)
+        st.scene, st.part_offsets, scene_peak = self._scene(engine, st.pkeys, held)
         st.peak = max(pairs.peak_bytes, held, scene_peak)
+
+    def _engine(self, device: str) -> rt.Engine:
+        """The engine of ``params.engine`` on ``device`` (:func:`select_engine`, as rx):
+        ``auto`` keeps the software engine for what OptiX does not take (generated geometry,
+        spheres in several partitions)."""
+        p = self.params
+        takes = None
+        if p.geometry == "generated":
+            takes = "generated geometry"
+        elif p.primitive == "sphere" and p.partitions > 1:
+            takes = "spheres in several partitions"
+        return select_engine(p.engine, device, optix_takes=takes)
 
     def _cuts(self, pkeys: Any) -> list[int]:
         """Contiguous slices of the primitive keys (Alg. 5), moved to run starts without
@@ -165,14 +195,13 @@ class RxOptIndex(GpuIndex[OptRxState]):
             cuts = [0, *sorted({int(c) for c in inner.tolist()} - {0}), m]
         return cuts
 
-    def _scene(self, pkeys: Any, held: int) -> tuple[Gas | Ias, Any, int]:
+    def _scene(self, engine: rt.Engine, pkeys: Any, held: int) -> tuple[Scene, Any, int]:
         p, coder = self.params, self.coder
         xp = xp_of(pkeys)
         cuts = self._cuts(pkeys)
         if len(cuts) <= 2:
             built = key_gas(coder, p.primitive, p.geometry, pkeys, leaf_size=p.leaf_size,
-                            compact=p.compact)
-            assert isinstance(built.gas, Gas)  # rx-opt runs on the software engine only
+                            compact=p.compact, engine=engine)
             return built.gas, xp.zeros(1, dtype=np.int64), held + built.peak_bytes
         generated = p.geometry == "generated"
 
@@ -180,7 +209,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
             part = pkeys[s:e]
             return part if generated else key_primitives(coder, p.primitive, part)
 
-        ias = build_sliced_ias(
+        ias = engine.build_sliced_ias(
             KIND[p.primitive], cuts, make, SPHERE_RADIUS if p.primitive == "sphere" else 0.0,
             p.leaf_size, geometry=geometry_function(coder, p.primitive) if generated else None,
             compact=p.compact, held=held)
@@ -204,9 +233,10 @@ class RxOptIndex(GpuIndex[OptRxState]):
         p, c = self.params, self.coder
         confirm = p.primitive == "sphere"
         keys = st.no_keys if p.primitive == "triangle" else st.pkeys
+        bounds = confirm or self._needs_bounds(st.scene)
 
         def record(s: int, e: int, owner: Any) -> OptRxRecord:
-            if confirm and ray_lo is not None and ray_hi is not None:
+            if bounds and ray_lo is not None and ray_hi is not None:
                 lo = ray_lo(owner).astype(_U64, copy=False)
                 hi = ray_hi(owner).astype(_U64, copy=False)
             else:
@@ -216,7 +246,12 @@ class RxOptIndex(GpuIndex[OptRxState]):
 
         return record
 
-    def _trace(self, fn: Any, scene: Gas | Ias, batch: query.RayBatch) -> Any:
+    def _needs_bounds(self, scene: Scene) -> bool:
+        """Whether the programs read the rays' integer bounds: AABB scenes on an engine that
+        may hand the intersection program boxes near the ray (OptiX; ``programs.cu``)."""
+        return self.params.primitive == "aabb" and scene.engine.conservative_bounds
+
+    def _trace(self, fn: Any, scene: Scene, batch: query.RayBatch) -> Any:
         p = self.params
         return fn(scene, batch, PROGRAMS[p.primitive], max_rays=p.max_rays,
                   threads_per_block=p.threads_per_block)
@@ -271,8 +306,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         if probes.shape[0] == 0:
             return first, count
         gas = key_gas(coder, p.primitive, p.geometry, probes, leaf_size=p.leaf_size,
-                      compact=p.compact).gas
-        assert isinstance(gas, Gas)  # rx-opt runs on the software engine only
+                      compact=p.compact, engine=st.scene.engine).gas
         if st.first is None:
             starts = _run_starts(xp, st.keys)
             keys = st.keys[starts]
@@ -280,10 +314,11 @@ class RxOptIndex(GpuIndex[OptRxState]):
         else:
             starts, stops, keys = st.first[:-1], st.first[1:], st.pkeys
         confirm = p.primitive == "sphere"
+        bounds = confirm or self._needs_bounds(gas)
         zero = xp.zeros(1, dtype=np.int64)
 
         def record(s: int, e: int, owner: Any) -> OptRxRecord:
-            lo = keys[owner].astype(_U64, copy=False) if confirm else st.no_keys
+            lo = keys[owner].astype(_U64, copy=False) if bounds else st.no_keys
             prim_keys = st.no_keys if p.primitive == "triangle" else probes
             return OptRxRecord(zero, prim_keys, np.int64(coder.x_kind), np.int64(coder.x_bits),
                                np.int64(coder.y_bits), lo, lo, np.bool_(confirm))
@@ -322,13 +357,33 @@ class RxOptIndex(GpuIndex[OptRxState]):
         lo = lo.astype(_U64, copy=False)
         hi = lo if point else hi.astype(_U64, copy=False)
         scene = st.scene
-        kernel = lookup_kernel(coder, p.primitive, scene.geometry, isinstance(scene, Ias),
-                               st.first is not None, point, p.range_ray, rays is not None)
+        if not scene.engine.in_kernel_queries:
+            return self._launched_lookup(st, point, lo, hi, rays)
+        kernel = lookup_kernel(scene.engine, coder, p.primitive, scene.geometry,
+                               scene.instanced, st.first is not None, point, p.range_ray,
+                               rays is not None)
         kernel(device or self.device, q, lo, hi, st.keys,
                st.no_keys if st.first is None else st.first, st.highs, scene.query_args(),
                self._launch_record(st, lo, hi), st.no_rays if rays is None else rays, first,
                count, threads_per_block=p.threads_per_block)
         return first, count
+
+    def _launched_lookup(self, st: OptRxState, point: bool, lo: Any, hi: Any,
+                         rays: Any = None) -> tuple[Any, Any]:
+        """The closest-hit rays as query launches, then the scan (:mod:`.launched`): for an
+        engine whose rays cannot be cast from inside a kernel."""
+        p, scene = self.params, st.scene
+        if point:
+            batch = self._batch_of_points(st, lo, st.part_offsets)
+        else:
+            batch = range_batch(self.coder, lo, hi, st.highs, p.range_ray == "zero",
+                                self._record(st, st.part_offsets, lambda o: lo[o],
+                                             lambda o: hi[o]), st.xp)
+        if rays is not None:
+            rays[:] = (batch.starts[1:] - batch.starts[:-1]).astype(np.int8)
+        pos = self._positions(self._trace(query.closest, scene, batch))
+        return runs_from_hits(self.device, pos, point, lo, hi, st.keys, st.first,
+                              scene.engine.ordered_ties)
 
     def _launch_record(self, st: OptRxState, lo: Any, hi: Any) -> OptRxRecord:
         """The programs' launch record of a lookup kernel (``lo``/``hi``: the lookups' uint64
@@ -384,7 +439,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
             return hit_offsets, pos, xp.ones(pos.shape[0], dtype=np.int64)
         return hit_offsets, st.first[pos], st.first[pos + 1] - st.first[pos]
 
-    def _trace_collect(self, scene: Gas | Ias, batch: query.RayBatch) -> tuple[Any, Any]:
+    def _trace_collect(self, scene: Scene, batch: query.RayBatch) -> tuple[Any, Any]:
         p = self.params
         return query.collect(scene, batch, PROGRAMS[p.primitive], rowid_dtype=np.int64,
                              max_rays=p.max_rays, threads_per_block=p.threads_per_block)

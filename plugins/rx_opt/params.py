@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from indexzoo.native.rt.params import KeySceneParams
+from indexzoo.native.rt import KeySceneParams
 
 __all__ = ["PRESETS", "RxOptParams"]
 
@@ -52,6 +52,10 @@ class RxOptParams(KeySceneParams):
         if self.range_method == "anyhit" and self.inverse_mapping == "on":
             raise ValueError("inverse_mapping='on' answers point batches with closest hits and "
                              "a scan; it does not combine with range_method='anyhit'")
+        if self.engine == "optix" and self.primitive == "sphere" and self.partitions > 1:
+            raise ValueError("engine='optix' cannot trace spheres in several partitions (its "
+                             "sphere program reads one GAS's centres by primitive index); use "
+                             "partitions=1, or engine='software'")
         return self
 
 

@@ -7,19 +7,25 @@ instance (the partition, thesis Alg. 5) and the primitive index within it.
   sphere test can report a sphere just beyond a long ray's end.
 * ``optrx_intersect``: the RX family's exact integer comparison for AABB keys
   (:func:`indexzoo.native.rt.keyprims.exact_key_box`), reading the key at that position.
+
+``programs.cu`` holds their twins for the OptiX engine (:data:`CUDA`): ``iz_match`` is
+``optrx_match``; the AABB intersection program reads the ray's integer bounds from the record
+(``ray_lo``, ``ray_hi``, filled for AABB scenes on an engine with conservative bounds) and
+checks the ray's row, since OptiX may hand it boxes near the ray; ``iz_raygen`` is
+:func:`~indexzoo.native.rt.keyprims.perpendicular_raygen`.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 from typing import Any, NamedTuple
 
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.rt.keyprims import exact_key_box
-from indexzoo.native.rt.query import NO_MATCH, QueryPrograms
+from indexzoo.native.rt import NO_MATCH, QueryPrograms, exact_key_box
 
-__all__ = ["PROGRAMS", "OptRxRecord", "optrx_intersect", "optrx_match"]
+__all__ = ["CUDA", "PROGRAMS", "OptRxRecord", "optrx_intersect", "optrx_match"]
 
 
 class OptRxRecord(NamedTuple):
@@ -57,7 +63,10 @@ def _key_of(params, inst, prim):
 
 optrx_intersect = exact_key_box(_key_of)
 
+#: The same programs in CUDA C++ for the OptiX engine (``programs.cu``).
+CUDA = importlib.resources.files(__package__).joinpath("programs.cu").read_text()
+
 #: The programs of each primitive kind.
-PROGRAMS = {"triangle": QueryPrograms(match=optrx_match),
-            "sphere": QueryPrograms(match=optrx_match),
-            "aabb": QueryPrograms(match=optrx_match, intersection=optrx_intersect)}
+PROGRAMS = {"triangle": QueryPrograms(match=optrx_match, cuda=CUDA),
+            "sphere": QueryPrograms(match=optrx_match, cuda=CUDA),
+            "aabb": QueryPrograms(match=optrx_match, intersection=optrx_intersect, cuda=CUDA)}

@@ -4,7 +4,9 @@ finds the run of sorted keys it asks for (thesis Alg. 3 + 4), all in one launch.
 In OptiX terms each is a ray-generation program that calls ``optixTrace`` (one ray for a point
 lookup, at most two for a range, the second only when the first misses) through the IAS of
 sub-BVHs (Alg. 5) or the single GAS, with rx-opt's programs (:mod:`.programs`), and then scans.
-The engine's :func:`indexzoo.native.rt.trace.scene_query` is that ``optixTrace``.
+The engine's in-kernel :meth:`~indexzoo.native.rt.Engine.scene_query` is that ``optixTrace``
+(the software engine's; an engine without in-kernel queries, OptiX, casts the same rays as
+query launches instead: :mod:`.launched`).
 
 An earlier version cast each ray phase as its own launch of the RT query layer, with the rows,
 the ray coordinates, the compaction of the second rays and the run search as array operations
@@ -37,14 +39,17 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.rt.keymap import PART_LIMIT, KeyCoder, gaps_of_x
-from indexzoo.native.rt.keyprims import KIND, point_function
-from indexzoo.native.rt.trace import (
+from indexzoo.native.rt import (
     ACCEPT,
     IGNORE,
+    KIND,
+    PART_LIMIT,
     RAYS_SERIAL_BELOW,
     TERMINATE_ON_FIRST_HIT,
-    scene_query,
+    Engine,
+    KeyCoder,
+    gaps_of_x,
+    point_function,
 )
 from indexzoo.native.runs import run_from
 from indexzoo.native.search import lower_bound
@@ -87,10 +92,11 @@ def _legal_function(coder: KeyCoder) -> Any:
 
 
 @functools.cache
-def lookup_kernel(coder: KeyCoder, primitive: str, geometry: Any, two_level: bool,
-                  compressed: bool, point: bool, range_ray: str = "zero",
+def lookup_kernel(engine: Engine, coder: KeyCoder, primitive: str, geometry: Any,
+                  two_level: bool, compressed: bool, point: bool, range_ray: str = "zero",
                   record: bool = False) -> Kernel:
-    """``kernel(device, Q, lo, hi, keys, first_of, highs, scene, rec, rays, first, count)``:
+    """On ``engine`` (one with in-kernel queries),
+    ``kernel(device, Q, lo, hi, keys, first_of, highs, scene, rec, rays, first, count)``:
     for each lookup ``i`` the run ``first[i]``, ``count[i]`` of sorted ``keys`` in ``[lo[i],
     hi[i]]`` (count 0: none); ``point``: point lookups (``lo`` is ``hi``), else ranges.
 
@@ -106,7 +112,8 @@ def lookup_kernel(coder: KeyCoder, primitive: str, geometry: Any, two_level: boo
     stand-in) and the count is compiled out."""
     programs = PROGRAMS[primitive]
     anyhit = _confirming_anyhit if primitive == "sphere" else None
-    query = scene_query(KIND[primitive], geometry, two_level, programs.intersection, anyhit)
+    query = engine.scene_query(KIND[primitive], geometry, two_level, programs.intersection,
+                               anyhit)
     legal = _legal_function(coder)
     point_of = point_function(coder)
     xb = np.uint64(coder.x_bits)

@@ -38,7 +38,7 @@ def test_optix_on_the_cpu_raises_device_unavailable_saying_it_runs_on_the_gpu_on
 def test_auto_on_the_cpu_is_the_software_engine() -> None:
     index = indexzoo.create("rx", device="cpu").build(np.arange(10, dtype=np.uint64))
     assert index.params.engine == "auto"
-    assert index._state.engine == "software"
+    assert index._state.gas.engine.name == "software"
 
 
 def test_optix_with_generated_geometry_is_a_config_error() -> None:
@@ -141,7 +141,7 @@ def test_optix_answers_exactly_as_the_software_engine(cfg: dict[str, str]) -> No
     for upd in UPDATES:
         ix = {e: indexzoo.create("rx", device="cuda", engine=e, **cfg, **upd).build(keys)
               for e in ("optix", "software")}
-        assert ix["optix"]._state.engine == "optix"
+        assert ix["optix"]._state.gas.engine.name == "optix"
         pos = rng.integers(0, keys.shape[0], 100)
         new = rng.choice(keys, 100)
         for step in ("built", "updated"):

@@ -51,7 +51,7 @@ from ..geometry import AABBS, SPHERES, TRIANGLES
 from .pipeline import context
 from .sdk import import_optix
 
-__all__ = ["FAR", "OptixGas", "OptixIas", "OptixScaledGas", "build_gas", "build_ias"]
+__all__ = ["FAR", "OptixGas", "OptixIas", "OptixScaledGas", "build_gas", "build_ias", "instance_of"]
 
 _WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
 
@@ -76,7 +76,13 @@ class OptixGas:
     temp_bytes: int        # ... and its temporary size
     peak_bytes: int        # the most held at once while building (input rows included)
 
-    engine = "optix"
+    @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: OptiX."""
+        from ..engine import engine_named
+
+        return engine_named("optix")
+
     instanced = False
 
     def footprint(self) -> Footprint:
@@ -136,13 +142,24 @@ def _far_exponents(data: Any, radius: float) -> tuple[int, int, int]:
                  for b in big)  # type: ignore[return-value]
 
 
-def _instance(gas: OptixGas, exps: tuple[int, int, int]) -> Any:
+def _instance(gas: OptixGas, exps: tuple[int, int, int], instance_id: int = 0) -> Any:
     from ..trace import Instance
 
     t = np.zeros((3, 4), np.float32)
     for k, e in enumerate(exps):
         t[k, k] = np.ldexp(np.float32(1), e)
-    return Instance(typing.cast(Any, gas), t)  # Instance is typed for the software engine
+    # Instance is typed for the software engine
+    return Instance(typing.cast(Any, gas), t, instance_id)
+
+
+def instance_of(gas: OptixGas | OptixScaledGas, instance_id: int) -> Any:
+    """An instance (identity transform, ``instance_id``) of ``gas`` for an IAS: a far GAS's
+    inner GAS under its scaling transform, so that its boxes stay within OptiX's reach."""
+    if isinstance(gas, OptixScaledGas):
+        return _instance(gas.gas, gas.exponents, instance_id)
+    from ..trace import Instance
+
+    return Instance(typing.cast(Any, gas), None, instance_id)
 
 
 def _build_gas(kind: int, data: Any, radius: float, compact: bool,
@@ -217,7 +234,13 @@ class OptixIas:
     radius: float
     peak_bytes: int
 
-    engine = "optix"
+    @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: OptiX."""
+        from ..engine import engine_named
+
+        return engine_named("optix")
+
     instanced = True
 
     def footprint(self) -> Footprint:
@@ -294,7 +317,13 @@ class OptixScaledGas:
     ias: OptixIas
     build_peak: int  # the GAS's build peak with the unscaled rows beside their scaled copy
 
-    engine = "optix"
+    @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: OptiX."""
+        from ..engine import engine_named
+
+        return engine_named("optix")
+
     instanced = True
 
     @property
