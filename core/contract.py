@@ -14,6 +14,8 @@ derives the operations a plugin has no hook for. The others::
     _prepared_point(st, op) optional: point lookups prepared once per build
     _save_state(st)         optional: the state's parts to save (default: its attributes)
     _load_state(st, saved)  optional: fill a loaded state from them (default: set them)
+    _params_for_load(params, device)  optional (a classmethod): the saved params as an index
+                            loaded onto ``device`` takes them (default: unchanged)
 
 The base does everything that must behave the same for every index, as the stages of
 :mod:`indexzoo.pipeline`: validation (the specific error, nothing changed), the
@@ -643,10 +645,18 @@ class GpuIndex(abc.ABC, Generic[S]):
         meta = saved.meta
         if meta.get("index") != cls.name:
             raise saved.problem(f"holds index {meta.get('index')!r}, not {cls.name!r}")
-        index = cls(meta.get("params"), device=cls._load_device(saved, device))
+        onto = cls._load_device(saved, device)
+        index = cls(cls._params_for_load(meta.get("params"), onto), device=onto)
         if meta.get("built"):
             index._state = index._restore(saved)
         return index
+
+    @classmethod
+    def _params_for_load(cls, params: Any, device: str) -> Any:
+        """The saved ``params`` as an index loaded onto ``device`` takes them: unchanged here;
+        a plugin whose params hold a setting of one device only (an engine that runs only on
+        the GPU) maps it to what runs on ``device``, and documents it."""
+        return params
 
     @classmethod
     def _load_device(cls, saved: persist.SavedIndex, device: str | None) -> str:
@@ -691,8 +701,9 @@ class GpuIndex(abc.ABC, Generic[S]):
 
     def __setstate__(self, data: dict[str, Any]) -> None:
         saved = persist.SavedIndex(data["meta"], data["arrays"], source="a pickled index")
-        GpuIndex.__init__(self, saved.meta.get("params"),
-                          device=self._load_device(saved, None))
+        onto = self._load_device(saved, None)
+        GpuIndex.__init__(self, self._params_for_load(saved.meta.get("params"), onto),
+                          device=onto)
         self.__dict__.update(data.get("extra", {}))
         if saved.meta.get("built"):
             self._state = self._restore(saved)

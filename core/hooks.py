@@ -38,7 +38,8 @@ from .operations import KINDS, OPERATIONS, Operation, marked_operations, operati
 from .plugin_api import PLUGIN_API, Compatibility, compatibility
 from .results import OUT_MODES
 
-__all__ = ["LIFECYCLE_HOOKS", "Resolution", "Route", "Source", "declared_operations", "resolve"]
+__all__ = ["CLASS_HOOKS", "LIFECYCLE_HOOKS", "Resolution", "Route", "Source", "declared_operations",
+           "resolve"]
 
 #: The hooks that are not operations: name -> the arguments after ``self``, and when needed.
 LIFECYCLE_HOOKS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -48,7 +49,11 @@ LIFECYCLE_HOOKS: dict[str, tuple[tuple[str, ...], str]] = {
     "_prepared_point": (("st", "op"), "optional: point lookups prepared once per build"),
     "_save_state": (("st",), "optional: the state's parts to save (docs/persistence.md)"),
     "_load_state": (("st", "saved"), "optional: fill a loaded state from the saved parts"),
+    "_params_for_load": (("params", "device"),
+                         "optional: saved params as an index loaded onto a device takes them"),
 }
+#: The lifecycle hooks that are classmethods (called before the index exists).
+CLASS_HOOKS = frozenset({"_params_for_load"})
 _RESERVED = re.compile(r"_(point|range)_\w+")
 _MODE_LIKE = re.compile(r"_([a-z]+)_(" + "|".join(OUT_MODES) + r")")
 
@@ -219,6 +224,16 @@ def _signature_problem(cls: type, name: str, calls: list[tuple[str, ...]], expec
                        ) -> str | None:
     """Why ``cls.name`` cannot be called as the base calls it (None: it can)."""
     raw = _function(cls, name)
+    if name in CLASS_HOOKS:
+        if not isinstance(raw, classmethod):
+            return f"{name} must be a classmethod: @classmethod def {expected}"
+        try:
+            inspect.signature(getattr(cls, name)).bind(*calls[0])
+        except TypeError as exc:
+            return f"{name} cannot be called as {name}(cls, {', '.join(calls[0])}) ({exc})"
+        except ValueError:
+            pass
+        return None
     if isinstance(raw, (staticmethod, classmethod, property)):
         return f"{name} is a {type(raw).__name__}; expected a method: def {expected}"
     fn = getattr(cls, name)

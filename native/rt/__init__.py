@@ -55,7 +55,7 @@ from .query import (
     bit_writers,
     clear_bit,
 )
-from .select import AutoChoice, auto_engine, current_gpu, select_engine
+from .select import AutoChoice, auto_engine, current_gpu, params_for_load, select_engine
 from .trace import (
     ACCEPT,
     CULL_BACK_FACING,
@@ -81,6 +81,6 @@ __all__ = [
     "QueryPrograms", "RayBatch", "Rays", "Scene", "SceneParams", "auto_engine",
     "bit_writers", "clear_bit", "current_gpu", "engine_named", "exact_key_box", "gaps_of_x",
     "geometry_function", "key_gas", "key_primitives", "occupied_row_rays", "occupied_rows",
-    "perpendicular_raygen", "perpendicular_rays", "pick", "point_function", "query",
-    "row_rays", "rt_core_generation", "select_engine", "slab_box",
+    "params_for_load", "perpendicular_raygen", "perpendicular_rays", "pick", "point_function",
+    "query", "row_rays", "rt_core_generation", "select_engine", "slab_box",
 ]

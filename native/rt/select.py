@@ -5,10 +5,11 @@ shown by ``indexzoo doctor``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .engine import Engine, engine_named, rt_core_generation
 
-__all__ = ["AutoChoice", "auto_engine", "current_gpu", "select_engine"]
+__all__ = ["AutoChoice", "auto_engine", "current_gpu", "params_for_load", "select_engine"]
 
 
 def current_gpu() -> tuple[str, tuple[int, int]] | None:
@@ -82,3 +83,14 @@ def select_engine(want: str, device: str, *, optix_takes: str | None = None) -> 
         raise Unsupported(f"engine='optix' does not take this configuration: {optix_takes}; "
                           "use engine='software'")
     return engine
+
+
+def params_for_load(params: Any, device: str) -> Any:
+    """Saved params of an RT index as an index loaded onto ``device`` takes them:
+    ``engine="optix"`` runs on the GPU only, so an index saved (or pickled) with it and loaded
+    onto the CPU takes ``engine="auto"`` there (the software engine on the CPU; loaded onto a
+    GPU again, OptiX where the GPU has RT cores). The scenes are built again on load in
+    either case: OptiX's are never saved."""
+    if device == "cpu" and isinstance(params, dict) and params.get("engine") == "optix":
+        return {**params, "engine": "auto"}
+    return params

@@ -112,6 +112,12 @@ class CgrxIndex(GpuIndex[CgrxState]):
     points_as_ranges: ClassVar[bool] = True
     params: CgrxParams
 
+    @classmethod
+    def _params_for_load(cls, params: Any, device: str) -> Any:
+        """``engine="optix"`` loaded onto the CPU becomes ``"auto"`` (see
+        :func:`indexzoo.native.rt.params_for_load`)."""
+        return rt.params_for_load(params, device)
+
     # -------------------------------------------------------------- build
     def _build(self, st: CgrxState, keys: Any) -> None:
         p = self.params

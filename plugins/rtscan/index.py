@@ -169,6 +169,12 @@ class RtscanIndex(GpuIndex[RtscanState]):
                                                         duplicates=True, dims=MAX_COLUMNS)
     plugin_api: ClassVar[str] = "2.0"
     params: RtscanParams
+
+    @classmethod
+    def _params_for_load(cls, params: Any, device: str) -> Any:
+        """``engine="optix"`` loaded onto the CPU becomes ``"auto"`` (see
+        :func:`indexzoo.native.rt.params_for_load`)."""
+        return rt.params_for_load(params, device)
     #: Attach a :class:`~.profile.StageTimes` to time the stages (None: nothing is timed).
     stage_timer: StageTimer | None = None
 

@@ -142,6 +142,12 @@ class RxOptIndex(GpuIndex[OptRxState]):
     sorted_probe_kinds: ClassVar[frozenset[str]] = frozenset({"point"})
     params: RxOptParams
 
+    @classmethod
+    def _params_for_load(cls, params: Any, device: str) -> Any:
+        """``engine="optix"`` loaded onto the CPU becomes ``"auto"`` (see
+        :func:`indexzoo.native.rt.params_for_load`)."""
+        return rt.params_for_load(params, device)
+
     @property
     def coder(self) -> KeyCoder:
         p = self.params
@@ -213,7 +219,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
             KIND[p.primitive], cuts, make, SPHERE_RADIUS if p.primitive == "sphere" else 0.0,
             p.leaf_size, geometry=geometry_function(coder, p.primitive) if generated else None,
             compact=p.compact, held=held)
-        return ias, xp.asarray(cuts[:-1], dtype=np.int64), ias.peak_build_bytes
+        return ias, xp.asarray(cuts[:-1], dtype=np.int64), ias.footprint().peak_build_bytes
 
     def _footprint(self, st: OptRxState) -> Footprint:
         parts = {"keys": int(st.keys.nbytes), "rowids": int(st.rowids.nbytes),

@@ -310,3 +310,38 @@ def test_optix_answers_exactly_as_the_software_engine(name: str, params: dict[st
           for e in ("optix", "software")}
     assert _engine_of(ix["optix"]) in ("optix", None)
     _agree(_answers(ix["optix"], lo, hi), _answers(ix["software"], lo, hi), f"{name} {params}")
+
+
+@pytest.mark.parametrize("name", RT_INDEXES)
+def test_an_index_saved_with_optix_loads_onto_the_cpu_with_engine_auto(
+        name: str, tmp_path: Any) -> None:
+    """engine="optix" runs on the GPU only: saved or pickled with it (on a GPU), an index
+    loaded onto the CPU takes engine="auto" there and answers as before."""
+    import json
+    import pickle
+    import zipfile
+
+    from indexzoo import persist
+
+    keys = _keys(name)
+    index = indexzoo.create(name, device="cpu", engine="software").build(keys)
+    index.save(tmp_path / "s.izo")
+    with zipfile.ZipFile(tmp_path / "s.izo") as zin, \
+            zipfile.ZipFile(tmp_path / "o.izo", "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():  # the same file as one saved from an OptiX index
+            data = zin.read(info.filename)
+            if info.filename == persist.META_MEMBER:
+                meta = json.loads(data)
+                meta["params"]["engine"] = "optix"
+                data = json.dumps(meta).encode()
+            zout.writestr(info.filename, data)
+    loaded = indexzoo.load(tmp_path / "o.izo", device="cpu")
+    assert loaded.params.engine == "auto" and loaded.device == "cpu"
+    lo, hi = _lookups(name, keys)
+    _agree(_answers(loaded, lo, hi, ("count",)), _answers(index, lo, hi, ("count",)), name)
+    state = index.__getstate__()
+    state["meta"]["params"]["engine"] = "optix"
+    again = type(index).__new__(type(index))
+    again.__setstate__(pickle.loads(pickle.dumps(state)))
+    assert again.params.engine == "auto"
+    assert type(index)._params_for_load({"engine": "optix"}, "cuda") == {"engine": "optix"}
