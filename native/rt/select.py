@@ -90,7 +90,9 @@ def params_for_load(params: Any, device: str) -> Any:
     ``engine="optix"`` runs on the GPU only, so an index saved (or pickled) with it and loaded
     onto the CPU takes ``engine="auto"`` there (the software engine on the CPU; loaded onto a
     GPU again, OptiX where the GPU has RT cores). The scenes are built again on load in
-    either case: OptiX's are never saved."""
+    either case: OptiX's are never saved. rx-opt, cgrx and rtscan use it; rx does not: an rx
+    index built on OptiX and moved to the CPU this way answered wrongly once loaded onto the
+    GPU again (measured on an H200), so rx refuses the CPU with DeviceUnavailable instead."""
     if device == "cpu" and isinstance(params, dict) and params.get("engine") == "optix":
         return {**params, "engine": "auto"}
     return params

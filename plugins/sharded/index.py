@@ -386,13 +386,17 @@ class ShardedIndex(GpuIndex[ShardedState]):
         futures = []
         for s, shard in enumerate(saved["shards"]):
             at = [workers[s % len(workers)]]
-            data = client.scatter([(shard["meta"], shard["arrays"], shard["rows"],
-                                    shard["bounds"])], workers=at, hash=False)[0]
+            # the arrays travel as host arrays (a load onto the GPU reads them onto the
+            # device here; each worker puts its shard on its own device)
+            arrays = {k: to_numpy(a) for k, a in shard["arrays"].items()}
+            rows = None if shard["rows"] is None else to_numpy(shard["rows"])
+            data = client.scatter([(shard["meta"], arrays, rows, shard["bounds"])],
+                                  workers=at, hash=False)[0]
             futures.append(client.submit(_load_one, data, self.device, workers=at,
                                          pure=False))
         dt = np.dtype(st.keymap.target)
-        self._place(st, futures, saved["scheme"], np.asarray(saved["split"], dtype=dt),
-                    np.asarray(saved["heavy"], dtype=dt))
+        self._place(st, futures, saved["scheme"], to_numpy(saved["split"]).astype(dt),
+                    to_numpy(saved["heavy"]).astype(dt))
 
 
 def _load_one(data: tuple[Any, ...], device: str) -> worker.Shard:
