@@ -22,7 +22,8 @@ from .display import shown
 from .errors import ConfigError
 
 __all__ = ["CACHE_DIR", "COMMIT", "CPU_SERIAL_BELOW", "CPU_SERIAL_BELOW_RAYS", "DEVICE",
-           "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "PROGRESS", "RANK_BUDGET", "VARIABLES",
+           "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "PROGRESS", "RANK_BUDGET",
+           "SHARDED_WORKERS", "VARIABLES",
            "EnvVar",
            "check_import_time"]
 
@@ -78,6 +79,13 @@ def _budget(text: str) -> float:
     return value
 
 
+def _workers(text: str) -> int:
+    value = int(text, 10)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
 def _flag(text: str) -> bool:
     word = text.lower()
     if word not in _TRUE + _FALSE:
@@ -127,6 +135,10 @@ RANK_BUDGET: EnvVar[float] = EnvVar(
     "INDEXZOO_RANK_BUDGET", _budget, 60.0, "a number of seconds >= 0, e.g. 60",
     "the default of `bench --rank-budget`: seconds of extra timing rounds per workload while "
     "the ranking is not established (default 60; 0: exactly --repeats rounds)")
+SHARDED_WORKERS: EnvVar[int | None] = EnvVar(
+    "INDEXZOO_SHARDED_WORKERS", _workers, None, "a whole number >= 1, e.g. 4",
+    "workers of the local CPU cluster a sharded index starts (default: the CPU count, at "
+    "most 4)")
 COMMIT: EnvVar[str | None] = EnvVar(
     "INDEXZOO_COMMIT", _text, None, "a commit",
     "the commit `bench` records where the tree has no git history")
@@ -134,7 +146,7 @@ COMMIT: EnvVar[str | None] = EnvVar(
 #: Every variable, in the docs' order.
 VARIABLES: tuple[EnvVar[Any], ...] = (
     DEVICE, MEMORY_CHECK, PROGRESS, PLUGIN_TIMEOUT, CPU_SERIAL_BELOW, CPU_SERIAL_BELOW_RAYS,
-    NUMBA_LAUNCH, RANK_BUDGET, CACHE_DIR, COMMIT)
+    NUMBA_LAUNCH, RANK_BUDGET, SHARDED_WORKERS, CACHE_DIR, COMMIT)
 
 
 def check_import_time() -> None:

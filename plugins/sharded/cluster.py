@@ -21,6 +21,7 @@ import threading
 from types import TracebackType
 from typing import Any
 
+from indexzoo.envvars import SHARDED_WORKERS
 from indexzoo.errors import MissingDependency
 
 __all__ = ["client_for", "default_cluster_workers", "require_dask", "use_client"]
@@ -44,9 +45,9 @@ def require_dask() -> Any:
 def default_cluster_workers() -> int:
     """Workers of the local CPU cluster: ``INDEXZOO_SHARDED_WORKERS`` if set, else the CPU
     count, at most 4."""
-    env = os.environ.get("INDEXZOO_SHARDED_WORKERS")
-    if env:
-        return max(1, int(env))
+    given = SHARDED_WORKERS.value()
+    if given is not None:
+        return given
     return max(1, min(4, os.cpu_count() or 1))
 
 

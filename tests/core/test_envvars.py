@@ -23,7 +23,7 @@ PACKAGE_DIRS = ("core", "native", "plugins", "conformance")
 MALFORMED = {"INDEXZOO_DEVICE": "gpu", "INDEXZOO_MEMORY_CHECK": "maybe", "INDEXZOO_PROGRESS": "quiet",
              "INDEXZOO_PLUGIN_TIMEOUT": "soon", "INDEXZOO_CPU_SERIAL_BELOW": "1e3",
              "INDEXZOO_CPU_SERIAL_BELOW_RAYS": "-1", "INDEXZOO_NUMBA_LAUNCH": "2",
-             "INDEXZOO_RANK_BUDGET": "-5"}
+             "INDEXZOO_RANK_BUDGET": "-5", "INDEXZOO_SHARDED_WORKERS": "0"}
 
 
 def test_every_indexzoo_variable_is_read_through_the_helper() -> None:
