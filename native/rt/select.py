@@ -90,9 +90,10 @@ def params_for_load(params: Any, device: str) -> Any:
     ``engine="optix"`` runs on the GPU only, so an index saved (or pickled) with it and loaded
     onto the CPU takes ``engine="auto"`` there (the software engine on the CPU; loaded onto a
     GPU again, OptiX where the GPU has RT cores). The scenes are built again on load in
-    either case: OptiX's are never saved. rx-opt, cgrx and rtscan use it; rx does not: an rx
-    index built on OptiX and moved to the CPU this way answered wrongly once loaded onto the
-    GPU again (measured on an H200), so rx refuses the CPU with DeviceUnavailable instead."""
+    either case: OptiX's are never saved. Every RT index uses it. The configuration changes
+    with the engine: ``rowid`` among duplicate keys (any one match) and the order of
+    ``rowids`` may then differ from the OptiX-built index's, while counts, sums and the sets
+    of rowIDs stay the same."""
     if device == "cpu" and isinstance(params, dict) and params.get("engine") == "optix":
         return {**params, "engine": "auto"}
     return params

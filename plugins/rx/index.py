@@ -161,6 +161,12 @@ class RxIndex(GpuIndex[RxState]):
     plugin_api: ClassVar[str] = "2.0"
     params: RxParams
 
+    @classmethod
+    def _params_for_load(cls, params: Any, device: str) -> Any:
+        """``engine="optix"`` loaded onto the CPU becomes ``"auto"`` (see
+        :func:`indexzoo.native.rt.params_for_load`)."""
+        return rt.params_for_load(params, device)
+
     @property
     def coder(self) -> KeyCoder:
         p = self.params

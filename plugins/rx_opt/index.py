@@ -231,6 +231,23 @@ class RxOptIndex(GpuIndex[OptRxState]):
         parts["partition_offsets"] = int(st.part_offsets.nbytes)
         return Footprint(breakdown=parts, peak_build_bytes=max(st.peak, sum(parts.values())))
 
+    # -------------------------------------------------------------- saving
+    def _save_state(self, st: OptRxState) -> dict[str, Any]:
+        """The state as saved, without the scene where the generic format cannot hold it: a
+        scene of an engine that does not save scenes (OptiX: a handle on one GPU) or of
+        generated geometry (its primitives come from a function). Such a scene is built again
+        on load from the primitive keys, on the engine of the device it is loaded onto; the
+        partition offsets follow from the same keys."""
+        saved = super()._save_state(st)
+        if not st.scene.engine.saves_scenes or self.params.geometry == "generated":
+            saved["scene"] = None
+        return saved
+
+    def _load_state(self, st: OptRxState, saved: dict[str, Any]) -> None:
+        super()._load_state(st, saved)
+        if st.scene is None:  # built again (see _save_state)
+            st.scene, st.part_offsets, _ = self._scene(self._engine(st.device), st.pkeys, 0)
+
     # -------------------------------------------------------------- tracing
     def _record(self, st: OptRxState, offsets: Any, ray_lo: Callable[[Any], Any] | None,
                 ray_hi: Callable[[Any], Any] | None) -> Callable[[int, int, Any], OptRxRecord]:

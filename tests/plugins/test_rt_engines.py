@@ -312,7 +312,7 @@ def test_optix_answers_exactly_as_the_software_engine(name: str, params: dict[st
     _agree(_answers(ix["optix"], lo, hi), _answers(ix["software"], lo, hi), f"{name} {params}")
 
 
-@pytest.mark.parametrize("name", [n for n in RT_INDEXES if n != "rx"])
+@pytest.mark.parametrize("name", RT_INDEXES)
 def test_an_index_saved_with_optix_loads_onto_the_cpu_with_engine_auto(
         name: str, tmp_path: Any) -> None:
     """engine="optix" runs on the GPU only: saved or pickled with it (on a GPU), an index
@@ -345,3 +345,64 @@ def test_an_index_saved_with_optix_loads_onto_the_cpu_with_engine_auto(
     again.__setstate__(pickle.loads(pickle.dumps(state)))
     assert again.params.engine == "auto"
     assert type(index)._params_for_load({"engine": "optix"}, "cuda") == {"engine": "optix"}
+
+
+#: Configurations whose scenes are saved as they are on the software engine; with OptiX's
+#: ``saves_scenes=False`` each is saved without its scene and builds it again on load.
+SCENE_CASES = [
+    ("rx", {}), ("rx", dict(key_mode="3d", primitive="aabb")),
+    ("rx-opt", {}), ("rx-opt", dict(partitions=1)), ("rx-opt", dict(primitive="sphere")),
+    ("cgrx", {}), ("rtscan", {}),
+]
+
+
+def _scenes_in(value: Any) -> list[Any]:
+    """The software engine's scenes anywhere in a saved state (dicts, tuples, dataclasses)."""
+    import dataclasses
+
+    from indexzoo.native.rt import trace
+
+    if isinstance(value, (trace.Gas, trace.Ias)):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _scenes_in(v)]
+    if isinstance(value, (tuple, list)):
+        return [s for v in value for s in _scenes_in(v)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [s for f in dataclasses.fields(value) for s in _scenes_in(getattr(value, f.name))]
+    return []
+
+
+@pytest.mark.parametrize("name, params", SCENE_CASES, ids=lambda v: str(v))
+def test_an_index_whose_engine_saves_no_scene_builds_it_again_on_load(
+        name: str, params: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+        ) -> None:
+    """OptiX's scenes are handles on one GPU: an RT index saves its state without them and
+    builds them again on load, answering and holding exactly as before."""
+    engine = type(rt.engine_named("software"))
+    monkeypatch.setattr(engine, "saves_scenes", False)
+    keys = _limited(name, params, _keys(name))
+    lo, hi = _lookups(name, keys)
+    if lo.ndim == 1:
+        hi = np.maximum(lo, hi)
+    index = indexzoo.create(name, device="cpu", engine="software", **params).build(keys)
+    assert not _scenes_in(index._save_state(index.state)), \
+        "a scene of an engine that saves none was saved"
+    index.save(tmp_path / "i.izo")
+    loaded = indexzoo.load(tmp_path / "i.izo")
+    assert loaded.memory_footprint().breakdown == index.memory_footprint().breakdown
+    _agree(_answers(loaded, lo, hi), _answers(index, lo, hi), f"{name} {params}")
+
+
+@pytest.mark.parametrize("partitions", [1, 16])
+def test_rx_opt_with_generated_geometry_saves_and_loads(partitions: int, tmp_path: Any
+                                                        ) -> None:
+    """Generated geometry's scene holds a function: it is built again on load."""
+    keys = _keys("rx-opt")
+    lo, hi = _lookups("rx-opt", keys)
+    index = indexzoo.create("rx-opt", device="cpu", geometry="generated",
+                            partitions=partitions).build(keys)
+    index.save(tmp_path / "g.izo")
+    loaded = indexzoo.load(tmp_path / "g.izo")
+    assert loaded.memory_footprint().breakdown == index.memory_footprint().breakdown
+    _agree(_answers(loaded, lo, hi), _answers(index, lo, hi), f"generated, {partitions}")
