@@ -7,7 +7,10 @@ triangle tests) over the BVH rx builds, and counts instead of timing.
 
     python benchmarks/rt_walk_profile.py --preset quick --sample 4096 [--json out.json]
 
-Also counted, for the same tree: the node records a stack-based walk of a binary BVH would
+Each workload is replayed on two trees over the same primitives: the one rx builds (sorted by
+the keys: rows before x, :func:`indexzoo.native.rt.key_codes`) and one sorted by the Morton
+codes of the primitives' centres (the engine's default order). Also counted, for each tree:
+the node records a stack-based walk of a binary BVH would
 load (it tests both children of every node it enters: the same boxes as the escape walk), and
 the nodes a 4-wide and an 8-wide BVH collapsed from this tree would load (a wide node holds its
 children's boxes, so entering it is one record), which bounds how much fewer dependent loads a
@@ -25,9 +28,10 @@ import numpy as np
 from numba import njit
 
 import indexzoo
-from indexzoo.native.rt import KeyCoder, perpendicular_rays
+from indexzoo.native.rt import KIND, KeyCoder, key_primitives, perpendicular_rays
 from indexzoo.native.rt.bvh import slab_walk
 from indexzoo.native.rt.geometry import hit_triangle_v
+from indexzoo.native.rt.trace import build_gas
 from indexzoo.tools.bench import PRESETS
 from indexzoo.tools.workloads import generate
 
@@ -129,31 +133,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=4096, help="lookups replayed per workload")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
+    coder = KeyCoder.for_params("3d", 23, 23, 18)
+    rng = np.random.default_rng(0)
+    result: dict[str, Any] = {"preset": args.preset, "range preset": args.range_preset}
     data = generate(PRESETS[args.preset], "cpu")
     index = indexzoo.create("rx", device="cpu", engine="software").build(data.keys)
     st = index.state
-    gas, coder = st.gas, KeyCoder.for_params("3d", 23, 23, 18)
-    rng = np.random.default_rng(0)
-    q = data.queries[rng.choice(data.queries.shape[0], args.sample, replace=False)]
-    enc = st.keymap.encode(q)
-    point = perpendicular_rays(coder, enc)
-    result = {"preset": args.preset, "keys": int(data.keys.shape[0]),
-              "point rowid": profile(gas, point, True),
-              "point count": profile(gas, point, False)}
+    point = perpendicular_rays(coder, st.keymap.encode(
+        data.queries[rng.choice(data.queries.shape[0], args.sample, replace=False)]))
     rdata = generate(PRESETS[args.range_preset], "cpu")
     rindex = indexzoo.create("rx", device="cpu", engine="software").build(rdata.keys)
     pick = rng.choice(rdata.lo.shape[0], min(args.sample, rdata.lo.shape[0]), replace=False)
     lo, hi = rindex.state.keymap.encode_ranges(rdata.lo[pick], rdata.hi[pick])
     plan = rindex._plan_ranges(rindex.state, lo, hi)
-    n_rays = int(plan.starts[-1])
-    rays = plan.rays(0, n_rays)
-    result["range count"] = profile(rindex.state.gas, rays, False)
-    result["range count"]["rays per range"] = n_rays / len(pick)
-    result["range preset"] = args.range_preset
-    for name in ("point rowid", "point count", "range count"):
-        got = result[name]
-        print(f"{name:12} " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
-                                        for k, v in got.items()))
+    rays = plan.rays(0, int(plan.starts[-1]))
+
+    def morton(ix: Any) -> Any:  # the same primitives, sorted by Morton codes
+        return build_gas(KIND["triangle"], key_primitives(coder, "triangle", ix.state.own_keys))
+
+    for order, g, rg in (("keys", st.gas, rindex.state.gas),
+                         ("morton", morton(index), morton(rindex))):
+        result[f"{order}: point rowid"] = profile(g, point, True)
+        result[f"{order}: point count"] = profile(g, point, False)
+        result[f"{order}: range count"] = profile(rg, rays, False)
+        result[f"{order}: range count"]["rays per range"] = int(plan.starts[-1]) / len(pick)
+    for name, got in result.items():
+        if isinstance(got, dict):
+            print(f"{name:20} " + ", ".join(
+                f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in got.items()))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -39,7 +39,7 @@ from .keyprims import (
 )
 from .keyprims import primitives as key_primitives
 from .keyrays import occupied_row_rays, occupied_rows, perpendicular_rays, row_rays
-from .keyscene import KeyGas, key_gas
+from .keyscene import KeyGas, key_codes, key_gas
 from .optix import engine as _optix_engine  # registers the OptiX engine (imports no OptiX)
 from .params import EngineName, EngineParams, KeySceneParams, SceneParams
 from .query import (
@@ -80,7 +80,7 @@ __all__ = [
     "Generated", "HitOp", "Instance", "KeyCoder", "KeyGas", "KeySceneParams", "Programs",
     "QueryPrograms", "RayBatch", "Rays", "Scene", "SceneParams", "auto_engine",
     "bit_writers", "clear_bit", "current_gpu", "engine_named", "exact_key_box", "gaps_of_x",
-    "geometry_function", "key_gas", "key_primitives", "occupied_row_rays", "occupied_rows",
+    "geometry_function", "key_codes", "key_gas", "key_primitives", "occupied_row_rays", "occupied_rows",
     "params_for_load", "perpendicular_raygen", "perpendicular_rays", "pick", "point_function",
     "query", "row_rays", "rt_core_generation", "select_engine", "slab_box",
 ]

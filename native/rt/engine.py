@@ -78,10 +78,13 @@ class Engine(abc.ABC):
     # ------------------------------------------------------------------ scenes
     @abc.abstractmethod
     def build_gas(self, kind: int, data: Any, *, radius: float = 0.0, leaf_size: int = 4,
-                  geometry: Any = None, compact: bool = True, keep_boxes: bool = False) -> Any:
+                  geometry: Any = None, compact: bool = True, keep_boxes: bool = False,
+                  codes: Any = None) -> Any:
         """A GAS over the primitive rows ``data`` (or, with ``geometry``, records it turns into
         primitives); ``keep_boxes``: AABB scenes keep their rows for the default box test where
-        the engine needs them for it."""
+        the engine needs them for it; ``codes``: uint64 sort codes of the primitives, an order
+        that suits the caller's rays, for an engine that builds its BVH over sorted codes (the
+        software engine; OptiX builds its own and ignores them)."""
 
     @abc.abstractmethod
     def build_ias(self, instances: Any) -> Any:
@@ -90,9 +93,10 @@ class Engine(abc.ABC):
     @abc.abstractmethod
     def build_sliced_ias(self, kind: int, cuts: list[int], make: Any, radius: float = 0.0,
                          leaf_size: int = 4, *, geometry: Any = None, compact: bool = True,
-                         held: int = 0) -> Any:
+                         held: int = 0, codes: Any = None) -> Any:
         """An IAS of one GAS per slice ``cuts[i] .. cuts[i+1]-1``, instance id ``i`` over slice
-        ``i`` (primitive indices local to the slice); ``make(s, e)`` gives a slice's rows."""
+        ``i`` (primitive indices local to the slice); ``make(s, e)`` gives a slice's rows and
+        ``codes(s, e)``, if given, their sort codes (as :meth:`build_gas`'s)."""
 
     def refit(self, gas: Any, data: Any) -> Any:
         """A GAS over the moved primitives ``data`` (as many as ``gas`` holds); ``gas`` stays

@@ -21,7 +21,17 @@ from .engine import Engine, engine_named
 from .keymap import KeyCoder
 from .keyprims import KIND, SPHERE_RADIUS, geometry_function, primitives
 
-__all__ = ["KeyGas", "key_gas"]
+__all__ = ["KeyGas", "key_codes", "key_gas"]
+
+
+def key_codes(keys: Any) -> Any:
+    """The BVH sort codes of a key scene: the keys themselves (uint64). In every key mode a
+    key's bits hold its row (z, then y: the high part) above its x part, so key order is row
+    order, then x: the tree splits rows before x, and a ray along one row (RX's ranges, optimized
+    RX's closest-hit rays) enters only the subtrees of that row. Morton codes of the same points
+    split x near the root, and such a ray enters both children of every x split (measured:
+    ``docs/rt-engine.md``, ``benchmarks/rt_walk_profile.py``)."""
+    return keys if keys.dtype == np.uint64 else keys.astype(np.uint64)
 
 
 @dataclass(frozen=True)
@@ -41,7 +51,7 @@ def key_gas(coder: KeyCoder, primitive: str, geometry: str, keys: Any, *, leaf_s
     n, kb = int(keys.shape[0]), int(keys.nbytes)
     wide = 0 if keys.dtype == np.uint64 else 8 * n  # the uint64 copy of uint32 keys
     if geometry == "generated":  # the engine makes the primitives from the keys (its records)
-        data, fn, peak = keys, geometry_function(coder, primitive), kb
+        data, fn, peak = keys, geometry_function(coder, primitive), kb + wide
     else:
         data, fn = primitives(coder, primitive, keys), None
         # conversion: the uint64 x and high parts, the float32 columns, the stacked rows
@@ -52,6 +62,6 @@ def key_gas(coder: KeyCoder, primitive: str, geometry: str, keys: Any, *, leaf_s
     else:
         eng = engine or engine_named("software")
         gas = eng.build_gas(KIND[primitive], data, radius=radius, leaf_size=leaf_size,
-                            geometry=fn, compact=compact)
+                            geometry=fn, compact=compact, codes=key_codes(keys))
     # the engine's build or refit (its peak counts the primitives or records)
     return KeyGas(gas, max(peak, kb + gas.footprint().peak_build_bytes))

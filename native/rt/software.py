@@ -37,19 +37,20 @@ class SoftwareEngine(Engine):
         return None  # runs wherever the index's device does
 
     def build_gas(self, kind: int, data: Any, *, radius: float = 0.0, leaf_size: int = 4,
-                  geometry: Any = None, compact: bool = True, keep_boxes: bool = False) -> Gas:
+                  geometry: Any = None, compact: bool = True, keep_boxes: bool = False,
+                  codes: Any = None) -> Gas:
         # the software GAS always keeps its rows: keep_boxes is implied
         return sw_build_gas(kind, data, radius=radius, leaf_size=leaf_size, geometry=geometry,
-                            compact=compact)
+                            compact=compact, codes=codes)
 
     def build_ias(self, instances: Any) -> Ias:
         return sw_build_ias(instances)
 
     def build_sliced_ias(self, kind: int, cuts: list[int], make: Any, radius: float = 0.0,
                          leaf_size: int = 4, *, geometry: Any = None, compact: bool = True,
-                         held: int = 0) -> Ias:
+                         held: int = 0, codes: Any = None) -> Ias:
         return sw_build_sliced_ias(kind, cuts, make, radius, leaf_size, geometry=geometry,
-                                   compact=compact, held=held)
+                                   compact=compact, held=held, codes=codes)
 
     def trace_query(self, scene: Any, programs: Any, op: int, params: Any, rays: Any,
                     n_rays: int, payload: Any, *, threads_per_block: int = 128,

@@ -253,16 +253,17 @@ def _bounds(kind: int, data: Any, radius: float, geometry: Any) -> tuple[Any, An
 
 
 def build_gas(kind: int, data: Any, radius: float = 0.0, leaf_size: int = 4, *,
-              geometry: Any = None, compact: bool = True) -> Gas:
+              geometry: Any = None, compact: bool = True, codes: Any = None) -> Gas:
     """Build a GAS over ``data`` (NumPy: on the CPU, CuPy: on the GPU).
 
     ``data``: the primitives (float32 (N, 9) triangles, (N, 3) sphere centres with ``radius``,
     (N, 6) boxes), or with ``geometry`` the records it turns into primitives (see the module
-    docstring). ``compact=False`` keeps the BVH's worst-case node buffer.
+    docstring). ``compact=False`` keeps the BVH's worst-case node buffer. ``codes``: the
+    primitives' sort codes for the BVH (:func:`~.bvh.build_bvh`; default: Morton codes).
     """
     data = _check_data(kind, data, radius, geometry)
     lo, hi = _bounds(kind, data, radius, geometry)
-    bvh = build_bvh(lo, hi, leaf_size=leaf_size, compact=compact)
+    bvh = build_bvh(lo, hi, leaf_size=leaf_size, compact=compact, codes=codes)
     del lo, hi
     return Gas(kind, data[bvh.order], float(radius), bvh, geometry)
 
@@ -415,10 +416,11 @@ def _instance_table(xp: Any, entries: list[tuple[Any, ...]]) -> tuple[Bvh, np.nd
 
 def build_sliced_ias(kind: int, cuts: list[int], make: Any, radius: float = 0.0,
                      leaf_size: int = 4, *, geometry: Any = None, compact: bool = True,
-                     held: int = 0) -> Ias:
+                     held: int = 0, codes: Any = None) -> Ias:
     """An IAS of one GAS per contiguous slice ``cuts[i] .. cuts[i+1]-1`` of the primitives,
     instance ``i`` (identity transform) over slice ``i``; ``make(s, e)`` returns the primitives
-    (or, with ``geometry``, the records) of positions ``s .. e-1``.
+    (or, with ``geometry``, the records) of positions ``s .. e-1``, and ``codes(s, e)``, if
+    given, their sort codes for the slice's BVH (:func:`~.bvh.build_bvh`).
 
     The GASes are built one after another straight into the pooled buffers, the way OptiX
     builds and compacts each sub-BVH into its own buffer and the IAS only references them: the
@@ -444,7 +446,8 @@ def build_sliced_ias(kind: int, cuts: list[int], make: Any, radius: float = 0.0,
             data = xp.empty((n, *part.shape[1:]), dtype=part.dtype)
             order = xp.empty(n, dtype=np.int64)
         lo, hi = _bounds(kind, part, radius, geometry)
-        bvh = build_bvh(lo, hi, leaf_size=leaf_size, compact=compact)
+        bvh = build_bvh(lo, hi, leaf_size=leaf_size, compact=compact,
+                        codes=None if codes is None else codes(int(s), int(e)))
         del lo, hi
         base = int(s) - int(cuts[0])
         data[base:base + int(e) - int(s)] = part[bvh.order]

@@ -92,6 +92,7 @@ from indexzoo.native.rt import (
     KeyCoder,
     Scene,
     geometry_function,
+    key_codes,
     key_gas,
     key_primitives,
     occupied_row_rays,
@@ -218,7 +219,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         ias = engine.build_sliced_ias(
             KIND[p.primitive], cuts, make, SPHERE_RADIUS if p.primitive == "sphere" else 0.0,
             p.leaf_size, geometry=geometry_function(coder, p.primitive) if generated else None,
-            compact=p.compact, held=held)
+            compact=p.compact, held=held, codes=lambda s, e: key_codes(pkeys[s:e]))
         return ias, xp.asarray(cuts[:-1], dtype=np.int64), ias.footprint().peak_build_bytes
 
     def _footprint(self, st: OptRxState) -> Footprint:

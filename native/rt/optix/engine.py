@@ -41,7 +41,9 @@ class OptixEngine(Engine):
         return None if got.usable else f"engine='optix' cannot run here: {got.reason}"
 
     def build_gas(self, kind: int, data: Any, *, radius: float = 0.0, leaf_size: int = 4,
-                  geometry: Any = None, compact: bool = True, keep_boxes: bool = False) -> Any:
+                  geometry: Any = None, compact: bool = True, keep_boxes: bool = False,
+                  codes: Any = None) -> Any:
+        # codes: OptiX builds its own BVH, over no order of ours
         if geometry is not None:
             raise Unsupported("OptiX has no generated geometry: its GAS keeps its own "
                               "primitives (use geometry='stored', or engine='software')")
@@ -56,7 +58,7 @@ class OptixEngine(Engine):
 
     def build_sliced_ias(self, kind: int, cuts: list[int], make: Any, radius: float = 0.0,
                          leaf_size: int = 4, *, geometry: Any = None, compact: bool = True,
-                         held: int = 0) -> Any:
+                         held: int = 0, codes: Any = None) -> Any:
         """One OptiX GAS per slice, each built and compacted into its own buffer, under one
         IAS (instance ``i``: slice ``i``, identity transform, or a far slice's scaling one).
         Sphere scenes cannot be sliced (the layer's sphere program reads one GAS's centres by
