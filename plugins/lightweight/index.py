@@ -61,6 +61,11 @@ Decisions where the paper is silent or ambiguous
   searches (O(log n)), also for EO, whose closed-form build map gives a slot's rank.
 * Duplicates: point lookups are ranges ``[x, x]`` for ``count``/``sum``/``rowids``; ``rowid``
   returns some matching rowID (EO's early exit finds any copy; AO/PB the smallest rowID).
+* [AMBIG] ``lightweight`` without options (``configuration="auto"``) builds the scheme the
+  decision tree (§6.1, :mod:`.recommend`; on the GPU the tree corrected by our measurements)
+  picks for its keys, as the paper's §6.1 advises a user to choose, with that preset's
+  configuration; the tree's input is taken as point lookups. The pick is saved with the index
+  (``built_options``), so a loaded index keeps it on any device.
 * 64-bit keys (the paper ran 32-bit only): AoS interleaves 64-bit words (rowID widened), 16 B
   per entry, as a C struct of (uint64, uint32) pads; SoA stays 12 B.
 """
@@ -81,7 +86,7 @@ from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot, one_per_item, values_arg
 
 from .hardware import hardware
-from .params import LightweightParams, preset_params
+from .params import PRESET_PARAMS, LightweightParams, preset_params
 
 __all__ = ["PRESETS", "AoBs", "AoPbBs", "AoPbKs", "EoBs", "EoKs", "LightweightIndex"]
 
@@ -100,10 +105,13 @@ class LightweightState(BuildState):
     plan: lw.DriverPlan      # the GPU driver's configuration
     pivot_plan: PivotPlan | None
     peak: int
+    config: str              # the options built (JSON): the params, or the decision's pick
+    options: LightweightParams  # the same, parsed (made again on load, not saved)
 
 
 class LightweightIndex(GpuIndex[LightweightState]):
-    """The lightweight family with every option; presets name the paper's five schemes."""
+    """The lightweight family with every option, by default the scheme its decision tree picks
+    at build; presets name the paper's five schemes."""
 
     name: ClassVar[str] = "lightweight"
     Params: ClassVar[type[IndexParams]] = LightweightParams
@@ -114,9 +122,40 @@ class LightweightIndex(GpuIndex[LightweightState]):
     params: LightweightParams
 
     # -------------------------------------------------------------- build
+    def _decide(self, n: int, key_dtype: Any) -> LightweightParams:
+        """The options a build of ``n`` keys uses: the params, or under
+        ``configuration="auto"`` the scheme the decision tree picks for ``n`` keys of this
+        width on this device (:func:`.recommend.recommend`, point lookups), with its preset's
+        configuration."""
+        p = self.params
+        if p.configuration == "given":
+            return p
+        from .recommend import recommend
+
+        spec = recommend(n, np.dtype(key_dtype).itemsize, "point", self.device)
+        return LightweightParams(**{**PRESET_PARAMS[spec.index], **spec.params,
+                                    "configuration": "given"})
+
+    @property
+    def built_options(self) -> LightweightParams:
+        """The options of the build: the params, or the decision tree's pick under
+        ``configuration="auto"`` (its ``scheme`` names it, e.g. ``ao-pb-bs``)."""
+        return self._live().options
+
+    def _save_state(self, st: LightweightState) -> dict[str, Any]:
+        saved = super()._save_state(st)
+        del saved["options"]  # a pydantic model: saved as its JSON, ``config``
+        return saved
+
+    def _load_state(self, st: LightweightState, saved: dict[str, Any]) -> None:
+        super()._load_state(st, saved)
+        st.options = LightweightParams.model_validate_json(st.config)
+
     def _build(self, st: LightweightState, keys: Any) -> None:
-        xp, p = st.xp, self.params
+        xp = st.xp
         n = int(keys.shape[0])
+        p = st.options = self._decide(n, keys.dtype)
+        st.config = p.model_dump_json()
         kdt = keys.dtype
         pairs = sort_pairs(keys, st.rowid_dtype)
         k = p.arity
@@ -165,7 +204,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
     def _pivots(self, st: LightweightState, sorted_keys: Any, n: int, k: int,
                 entry_bytes: int) -> tuple[Any, Any, int, int]:
         """(pivot buffer, level offsets, levels, chunk); ``st.pivot_plan``."""
-        xp, p = st.xp, self.params
+        xp, p = st.xp, st.options
         st.pivot_plan = None
         stand_in = (xp.zeros(1, dtype=sorted_keys.dtype),  # kernels take them anyway
                     xp.zeros(1, dtype=np.int64), 0, max(n, 1))
@@ -196,7 +235,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
             parts = {"pairs": int(lay.keys.nbytes)}
         else:
             parts = {"keys": int(lay.keys.nbytes), "rowids": int(lay.rowids.nbytes)}
-        if self.params.pivot_buffer != "none":
+        if st.options.pivot_buffer != "none":
             parts["pivots"] = int(lay.pb.nbytes) if lay.levels else 0
         return Footprint(breakdown=parts, peak_build_bytes=st.peak)
 
@@ -210,7 +249,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
     def _pinning(self, st: LightweightState, reserved: int) -> lw.PinRecord:
         """The pinning (see ``ao_key``/``front_key``) for the shared memory left after
         ``reserved`` bytes."""
-        p, lay = self.params, st.layout
+        p, lay = st.options, st.layout
         budget = p.pinning_bytes
         if budget is None:
             budget = hardware(self.device).shared_optin_bytes - reserved - PIN_HEADROOM_BYTES
@@ -243,9 +282,10 @@ class LightweightIndex(GpuIndex[LightweightState]):
 
     def pinned_keys(self) -> int:
         """How many keys the GPU lookups pin to shared memory per block (0 on the CPU)."""
-        if self.device == "cpu" or self.params.pinning == "none":
+        st = self._live()
+        if self.device == "cpu" or st.options.pinning == "none":
             return 0
-        pins = self._live().pins
+        pins = st.pins
         return int(pins.pa + pins.pbb)
 
     @property
@@ -263,21 +303,22 @@ class LightweightIndex(GpuIndex[LightweightState]):
         stop = xp.where(top, st.n, stop)
         return start, xp.maximum(stop, start)
 
-    def _scan(self, op: Any, q: int, *args: Any) -> None:
+    def _scan(self, st: LightweightState, op: Any, q: int, *args: Any) -> None:
         """Run a range scan: one thread per range, or on the GPU with ``multi_thread_scan``
         one warp serving 32 ranges together (§5.7)."""
-        op(self.device, q, *args, group=lw.WARP if self.params.multi_thread_scan else 1,
-           threads_per_block=self.params.threads_per_block)
+        p = st.options
+        op(self.device, q, *args, group=lw.WARP if p.multi_thread_scan else 1,
+           threads_per_block=p.threads_per_block)
 
     def _range_sum(self, st: LightweightState, lo: Any, hi: Any) -> Any:
         q = int(lo.shape[0])
         out = st.xp.empty(q, dtype=np.uint64)
         values, use_values = values_arg(st.values, st.xp)
-        if self.params.layout == "eo":
-            self._scan(lw.EO_SCAN_SUM, q, st.layout, lo, hi, values, use_values, out)
+        if st.options.layout == "eo":
+            self._scan(st, lw.EO_SCAN_SUM, q, st.layout, lo, hi, values, use_values, out)
         else:
             start, stop = self._ranks(st, lo, hi)
-            self._scan(lw.RUN_SUM, q, st.layout, start, stop, values, use_values, out)
+            self._scan(st, lw.RUN_SUM, q, st.layout, start, stop, values, use_values, out)
         return out
 
     def _range_rowids(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
@@ -286,10 +327,10 @@ class LightweightIndex(GpuIndex[LightweightState]):
         offsets = offsets_from_counts(stop - start)
         out = st.xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
-            if self.params.layout == "eo":
-                self._scan(lw.EO_SCAN_FILL, q, st.layout, lo, hi, offsets, out)
+            if st.options.layout == "eo":
+                self._scan(st, lw.EO_SCAN_FILL, q, st.layout, lo, hi, offsets, out)
             else:
-                self._scan(lw.RUN_FILL, q, st.layout, start, offsets, out)
+                self._scan(st, lw.RUN_FILL, q, st.layout, start, offsets, out)
         return offsets, out
 
     def _range_count(self, st: LightweightState, lo: Any, hi: Any) -> Any:

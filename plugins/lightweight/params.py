@@ -19,8 +19,16 @@ KValue = Literal[2, 3, 5, 9, 17, 33]
 
 
 class LightweightParams(KernelParams):
-    """Every option the paper studies (sections 3 and 4)."""
+    """Every option the paper studies (sections 3 and 4), and whether the family's decision
+    tree picks them."""
 
+    configuration: Literal["auto", "given"] = Field(
+        default="auto",
+        description="auto: at build, the family's decision tree (indexzoo recommend; the "
+                    "measured tree on the GPU, the paper's on the CPU) picks one of the five "
+                    "schemes with its preset's configuration for the number of keys, their "
+                    "width and the device, and the other options are not read; given: the "
+                    "options as given. Setting any other option makes it 'given'.")
     layout: Literal["ao", "eo"] = Field(
         default="ao", description="ao: ascending order; eo: (K-ary) Eytzinger order [§3.1, §3.2].")
     pivot_buffer: Literal["none", "full", "coarse"] = Field(
@@ -65,6 +73,14 @@ class LightweightParams(KernelParams):
         default=True,
         description="Range scans: a warp finishes every range longer than 32 entries together "
                     "[§5.7] (GPU; the CPU scans one range per thread).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _given_options(cls, data: object) -> object:
+        """Options set without ``configuration`` are the configuration: 'given'."""
+        if isinstance(data, dict) and "configuration" not in data and data:
+            return {**data, "configuration": "given"}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> LightweightParams:
@@ -131,7 +147,9 @@ def preset_params(preset: str) -> type[LightweightParams]:
     from pydantic import create_model
 
     values = PRESET_PARAMS[preset]
-    fields: dict[str, object] = {}
+    fields: dict[str, object] = {
+        "configuration": (Literal["given"], Field(
+            default="given", description="A preset's options are its configuration."))}
     for name, value in values.items():
         info = LightweightParams.model_fields[name]
         if name == "pivot_buffer" and value != "none":  # full or coarse: both AO+PB

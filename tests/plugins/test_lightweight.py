@@ -276,3 +276,66 @@ def test_cpu_and_gpu_answer_identically(name: str) -> None:
                 _same(cpu.point(q, out=m), gpu.point(q, out=m), f"{name} {opts} {m}")
             _same(cpu.range(lo, hi, out=m), gpu.range(lo, hi, out=m), f"{name} {opts} {m}")
         _check(gpu, keys, q[:300], lo[:100], hi[:100])
+
+
+# ------------------------------------------------------------ the decision at build
+def _cache(monkeypatch: pytest.MonkeyPatch, l2_bytes: int) -> None:
+    """The decision tree sees a CPU whose largest cache holds ``l2_bytes``."""
+    import dataclasses
+    import importlib
+
+    hw = importlib.import_module("indexzoo.plugins.lightweight.hardware")
+    rec = importlib.import_module("indexzoo.plugins.lightweight.recommend")
+    real = hw.hardware("cpu")
+    monkeypatch.setattr(rec, "hardware",
+                        lambda device: dataclasses.replace(real, l2_bytes=l2_bytes))
+
+
+def _counts(keys: np.ndarray, q: np.ndarray) -> np.ndarray:
+    s = np.sort(keys)
+    return np.searchsorted(s, q, side="right") - np.searchsorted(s, q, side="left")
+
+
+@pytest.mark.parametrize("l2_bytes, picked", [(64 << 20, "eo-bs"), (1 << 10, "eo-ks")])
+def test_lightweight_without_options_builds_the_decision_tree_s_pick(
+        l2_bytes: int, picked: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``configuration="auto"`` (the default): the scheme recommend() names for the keys'
+    count, width and device, with its preset's configuration (here the CPU's paper tree:
+    EO+BS within the cache, EO+KS with K=9 beyond it)."""
+    _cache(monkeypatch, l2_bytes)
+    keys = np.random.default_rng(5).integers(0, 1 << 40, 4000, dtype=np.uint64)
+    index = indexzoo.create("lightweight", device="cpu")
+    assert index.params.configuration == "auto"
+    index.build(keys)
+    spec = recommend(4000, 8, "point", "cpu")
+    got = index.built_options
+    assert spec.index == got.scheme == picked
+    want = PRESETS[picked].Params(**spec.params).model_dump()
+    assert got.model_dump() == want
+    q = np.concatenate([keys[:300], keys[:300] + np.uint64(1)])
+    np.testing.assert_array_equal(index.point(q, out="count").to_host().count, _counts(keys, q))
+
+
+def test_lightweight_with_options_builds_them_as_given() -> None:
+    index = indexzoo.create("lightweight", device="cpu", layout="eo", search="kary", k=5)
+    assert index.params.configuration == "given"
+    index.build(np.arange(1000, dtype=np.uint64))
+    assert index.built_options == index.params and index.built_options.scheme == "eo-ks"
+    assert all(cls().params.configuration == "given" for cls in PRESETS.values())
+
+
+def test_a_loaded_lightweight_keeps_the_scheme_it_was_built_with(
+        tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pick is saved: loaded where the tree would pick otherwise, the index keeps it."""
+    keys = np.random.default_rng(6).integers(0, 1 << 40, 3000, dtype=np.uint64)
+    _cache(monkeypatch, 64 << 20)
+    index = indexzoo.create("lightweight", device="cpu").build(keys)
+    index.save(f"{tmp_path}/l.izo")
+    _cache(monkeypatch, 1 << 10)
+    assert indexzoo.create("lightweight", device="cpu").build(keys).built_options.scheme \
+        == "eo-ks"
+    loaded = indexzoo.load(f"{tmp_path}/l.izo")
+    assert loaded.built_options.scheme == index.built_options.scheme == "eo-bs"
+    assert loaded.memory_footprint().breakdown == index.memory_footprint().breakdown
+    q = keys[:500]
+    np.testing.assert_array_equal(loaded.point(q).to_host().rowid, index.point(q).to_host().rowid)
