@@ -133,7 +133,8 @@ class LightweightIndex(GpuIndex[LightweightState]):
         from .recommend import recommend
 
         spec = recommend(n, np.dtype(key_dtype).itemsize, "point", self.device)
-        return LightweightParams(**{**PRESET_PARAMS[spec.index], **spec.params,
+        common = {f: getattr(p, f) for f in IndexParams.model_fields}  # max_batch, ...
+        return LightweightParams(**{**common, **PRESET_PARAMS[spec.index], **spec.params,
                                     "configuration": "given"})
 
     @property

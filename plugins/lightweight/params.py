@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from indexzoo import IndexParams
 from indexzoo.native.targets import KernelParams
 
 __all__ = ["PRESET_PARAMS", "LightweightParams"]
@@ -28,7 +29,8 @@ class LightweightParams(KernelParams):
                     "measured tree on the GPU, the paper's on the CPU) picks one of the five "
                     "schemes with its preset's configuration for the number of keys, their "
                     "width and the device, and the other options are not read; given: the "
-                    "options as given. Setting any other option makes it 'given'.")
+                    "options as given. Setting any other option of the family makes it "
+                    "'given' (max_batch and the probe sort, which every index has, do not).")
     layout: Literal["ao", "eo"] = Field(
         default="ao", description="ao: ascending order; eo: (K-ary) Eytzinger order [§3.1, §3.2].")
     pivot_buffer: Literal["none", "full", "coarse"] = Field(
@@ -77,8 +79,11 @@ class LightweightParams(KernelParams):
     @model_validator(mode="before")
     @classmethod
     def _given_options(cls, data: object) -> object:
-        """Options set without ``configuration`` are the configuration: 'given'."""
-        if isinstance(data, dict) and "configuration" not in data and data:
+        """Options of the family set without ``configuration`` are the configuration:
+        'given'. The parameters every index has (``max_batch``, the probe sort) are not
+        options of a scheme and leave the decision to the tree."""
+        if isinstance(data, dict) and "configuration" not in data and \
+                set(data) - set(IndexParams.model_fields):
             return {**data, "configuration": "given"}
         return data
 
