@@ -22,34 +22,11 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
+from .cpu_atomics import atomic_rmw
+
 __all__ = ["NEED_MAX", "NEED_MIN", "NEED_SUM", "accumulate", "atomics", "expr_value", "passes"]
 
 NEED_SUM, NEED_MIN, NEED_MAX = 1, 2, 4
-
-
-def _atomic_rmw(op: str) -> Any:
-    from numba.core import cgutils, types
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def rmw(typingctx, arr, idx, val):
-        if not (isinstance(arr, types.Array) and isinstance(arr.dtype, types.Integer)
-                and isinstance(idx, types.Integer) and isinstance(val, types.Integer)):
-            return None
-        sig = arr.dtype(arr, idx, val)
-
-        def codegen(context, builder, signature, args):
-            aryty, idxty, valty = signature.args
-            ary, i, v = args
-            a = context.make_array(aryty)(context, builder, ary)
-            i = context.cast(builder, i, idxty, types.intp)
-            v = context.cast(builder, v, valty, aryty.dtype)
-            ptr = cgutils.get_item_pointer(context, builder, aryty, a, [i], wraparound=False)
-            return builder.atomic_rmw(op, ptr, v, "monotonic")
-
-        return sig, codegen
-
-    return rmw
 
 
 #: numba.cuda, once :func:`atomics` made the GPU's (CPU kernels never import it).
@@ -60,7 +37,7 @@ cuda: Any = None
 def atomics(device: str) -> tuple[Any, Any, Any, Any]:
     """``(add, amin, amax, aor)`` for ``device`` (signed min/max)."""
     if device == "cpu":
-        return _atomic_rmw("add"), _atomic_rmw("min"), _atomic_rmw("max"), _atomic_rmw("or")
+        return atomic_rmw("add"), atomic_rmw("min"), atomic_rmw("max"), atomic_rmw("or")
     from numba import config
 
     if config.ENABLE_CUDASIM:  # the simulator swaps the module only in the kernel's own globals

@@ -54,6 +54,7 @@ from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
 
+from ..cpu_atomics import atomic_rmw
 from ..csr import offsets_from_counts
 from ..targets import values_arg
 from .trace import ACCEPT, IGNORE, Gas, Ias
@@ -280,33 +281,6 @@ def clear_bit(rowid):
     return np.int64(-2) - np.int64(rowid)
 
 
-def _atomic_rmw(op: str) -> Any:
-    """A CPU intrinsic ``f(array, index, value) -> old``: LLVM's ``atomicrmw <op>`` on one
-    element of an integer array (numba has no CPU atomics; its parallel loops race without)."""
-    from numba.core import cgutils, types
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def rmw(typingctx, arr, idx, val):
-        if not (isinstance(arr, types.Array) and isinstance(arr.dtype, types.Integer)
-                and isinstance(idx, types.Integer) and isinstance(val, types.Integer)):
-            return None
-        sig = arr.dtype(arr, idx, val)
-
-        def codegen(context, builder, signature, args):
-            aryty, idxty, valty = signature.args
-            ary, i, v = args
-            a = context.make_array(aryty)(context, builder, ary)
-            i = context.cast(builder, i, idxty, types.intp)
-            v = context.cast(builder, v, valty, aryty.dtype)
-            ptr = cgutils.get_item_pointer(context, builder, aryty, a, [i], wraparound=False)
-            return builder.atomic_rmw(op, ptr, v, "monotonic")
-
-        return sig, codegen
-
-    return rmw
-
-
 #: numba.cuda, once :func:`bit_writers` made the GPU's writers (CPU programs never import it).
 cuda: Any = None
 
@@ -318,7 +292,7 @@ def bit_writers(device: str) -> tuple[Any, Any]:
     ``atomicrmw``; "cuda": ``cuda.atomic.or_`` / ``and_``, numba.cuda imported here only)."""
     one, full = np.uint32(1), np.uint32(0xFFFFFFFF)
     if device == "cpu":
-        a_or, a_and = _atomic_rmw("or"), _atomic_rmw("and")
+        a_or, a_and = atomic_rmw("or"), atomic_rmw("and")
 
         @register_jitable
         def set_bit(words, base, r):
