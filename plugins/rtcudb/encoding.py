@@ -23,6 +23,7 @@ instead of multiplying the intervals.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -164,10 +165,31 @@ class GroupDictionary:
         """The dictionary and every row's code (Y) for a table of ``n`` rows."""
         if not names:
             return cls((), ()), np.zeros(n, dtype=np.int64)
-        stacked = np.stack([c.astype(np.int64) for c in columns], axis=1)
-        uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
-        return cls(tuple(names), tuple(uniq[:, j] for j in range(uniq.shape[1]))), \
-            inv.reshape(-1).astype(np.int64)
+        cols = [np.asarray(c).astype(np.int64, copy=False) for c in columns]
+        if n == 0:
+            return cls(tuple(names), tuple(c[:0] for c in cols)), np.zeros(0, dtype=np.int64)
+        lows = [int(c.min()) for c in cols]
+        spans = [int(c.max()) - lo + 1 for c, lo in zip(cols, lows, strict=True)]
+        if math.prod(spans) < 1 << 62:
+            # one integer key per row whose order is the tuples' lexicographic order (mixed
+            # radix, the first attribute most significant): one sort of int64 keys, where
+            # np.unique(axis=0) sorts rows as opaque bytes, some 30x slower
+            key = np.zeros(n, dtype=np.int64)
+            for c, lo, span in zip(cols, lows, spans, strict=True):
+                key = key * span + (c - lo)
+            order = np.argsort(key)
+            sorted_cols = [c[order] for c in cols]
+        else:  # the spans overflow one key: sort by every column (last key least significant)
+            order = np.lexsort(tuple(reversed(cols)))
+            sorted_cols = [c[order] for c in cols]
+        change = np.zeros(n, dtype=bool)
+        change[0] = True
+        for c in sorted_cols:
+            change[1:] |= c[1:] != c[:-1]
+        starts = np.flatnonzero(change)
+        code = np.empty(n, dtype=np.int64)
+        code[order] = np.cumsum(change) - 1
+        return cls(tuple(names), tuple(c[starts] for c in sorted_cols)), code
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,26 @@ def test_the_group_dictionary_is_lexicographic_as_in_query_c() -> None:
     assert list(y) == [2, 0, 1, 2]
 
 
+@pytest.mark.parametrize("spans", [
+    (7, 300),                            # one mixed-radix key per row
+    (1 << 41, 1 << 30, 3),               # too wide for one key: sorted by every column
+    (1,), (5, 1, 5),                     # constant columns
+])
+def test_the_group_dictionary_codes_are_np_unique_s_rows(spans: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(len(spans))
+    n = 20_000
+    cols = [rng.integers(-(s // 2), s - s // 2, n) for s in spans]
+    cols[0] = cols[0].astype(np.int32) if spans[0] < 1 << 31 else cols[0]
+    gd, y = GroupDictionary.build([f"c{i}" for i in range(len(cols))], cols, n)
+    want, inverse = np.unique(np.stack([c.astype(np.int64) for c in cols], axis=1), axis=0,
+                              return_inverse=True)
+    assert len(gd.tuples) == len(cols)
+    for j, t in enumerate(gd.tuples):
+        np.testing.assert_array_equal(t, want[:, j])
+    np.testing.assert_array_equal(y, inverse.reshape(-1))
+    assert y.dtype == np.int64 and gd.size == want.shape[0]
+
+
 def test_packed_values_round_trip_and_spill_past_the_coordinates_bits() -> None:
     vals = [np.array([0, 100, 37]), np.array([-5, 195, 3]), np.array([1 << 30, 0, 5])]
     pk = Packer.plan(vals, 24)
