@@ -87,6 +87,12 @@ class PreparedPoint(typing.NamedTuple):
 
 _UNPREPARED: Any = object()
 
+#: With ``sort_probes``, point batches of at most this many lookups that the prepared path takes
+#: are answered in the caller's order: ordering them costs several array operations and
+#: launches a call, more than the locality it brings to so few lookups. Larger batches, and
+#: every batch the pipeline handles, are sorted.
+PREPARED_UNSORTED_UP_TO = 1 << 12
+
 
 class Capabilities(BaseModel):
     """What an index can do; the conformance suite and ``indexzoo list`` read it."""
@@ -509,15 +515,20 @@ class GpuIndex(abc.ABC, Generic[S]):
     def _prepare_point(self, st: S, out: str) -> PreparedPoint | None:
         """The prepared point lookups of build ``st`` and mode ``out`` (cached in the state),
         or None where the pipeline has work to do for every batch: a multi-column or
-        remapped key type, sorted probes, an empty build, a mode the plugin derives."""
+        remapped key type, an empty build, a mode the plugin derives. With sorted probes it
+        takes batches of at most :data:`PREPARED_UNSORTED_UP_TO` lookups."""
         prep: PreparedPoint | None = None
         caps, keymap, params = self.capabilities, st.keymap, self.params
         route = None
         if out in ("rowid", "count", "sum") and caps.point and out in caps.out_modes:
             route = self._resolution.routes.get(operation("point", out))
+        # sorted probes pay off on large batches; a small one goes unsorted (see
+        # PREPARED_UNSORTED_UP_TO)
+        most = params.max_batch
+        if params.sort_probes and "point" in self.sorted_probe_kinds:
+            most = min(most, PREPARED_UNSORTED_UP_TO)
         if (route is not None and not route.derived and caps.dims == 1 and st.dims == 1
                 and st.n > 0 and keymap.source == keymap.target and st.rows is None
-                and not (params.sort_probes and "point" in self.sorted_probe_kinds)
                 and st.device == self.device):
             # plugin API 1.0's hook receives the out mode, 2.0's the operation; a subclass that
             # overrode the operation's hook (and not _prepared_point) is answered by its hook
@@ -526,7 +537,7 @@ class GpuIndex(abc.ABC, Generic[S]):
             if route.op in self._resolution.prepared:
                 fn = self._prepared_point(st, asked)
             fn = fn or route.source.bind(self, st)
-            prep = PreparedPoint(st.xp.ndarray, np.dtype(keymap.source), params.max_batch,
+            prep = PreparedPoint(st.xp.ndarray, np.dtype(keymap.source), most,
                                  params, results.fast_result(route.op.out, fn))
         st._prepared[out] = prep
         return prep

@@ -11,6 +11,7 @@ runs cost O(log m)), the sum of its values (:data:`RUN_SUM`), its rowIDs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,9 +19,10 @@ from numba.extending import register_jitable
 
 from .csr import gather_runs
 from .search import lower_bound_from, upper_bound_from
-from .targets import GroupKernel, Kernel, values_arg
+from .targets import GroupKernel, Kernel, Slot, values_arg
 
-__all__ = ["RUN_BOUNDS", "RUN_SUM", "answer_runs", "run_from"]
+__all__ = ["RUN_BOUNDS", "RUN_ROWID", "RUN_SUM", "answer_runs", "prepared_run_rowids",
+           "run_from"]
 
 
 @register_jitable
@@ -54,6 +56,13 @@ def run_sum_item(i, rowids, first, count, values, use_values, out, group):
     out[i] = acc
 
 
+@register_jitable
+def run_rowid_item(i, rowids, first, count, miss, out):
+    """``out[i]``: the rowID at the start of run ``i``, ``miss`` for an empty run (the
+    ``rowid`` answer of :func:`answer_runs`, in one pass)."""
+    out[i] = rowids[first[i]] if count[i] > 0 else miss
+
+
 def _cooperative() -> Any:
     from . import runs_cuda  # imports numba.cuda: only on the GPU path
 
@@ -61,6 +70,7 @@ def _cooperative() -> Any:
 
 
 RUN_BOUNDS = Kernel(run_bounds_item)
+RUN_ROWID = Kernel(run_rowid_item)
 #: ``RUN_SUM(device, n, rowids, first, count, values, use_values, out, G, group=G)``: one
 #: thread per run on the CPU, G threads per run on the GPU (the collaborative scan).
 RUN_SUM = GroupKernel(run_sum_item, lambda: _cooperative().run_sum_group)
@@ -85,3 +95,29 @@ def answer_runs(device: str, out: str, rowids: Any, first: Any, count: Any, valu
                 np.int64(group), group=group, threads_per_block=threads_per_block)
         return res
     return gather_runs(device, rowids, first, count, threads_per_block=threads_per_block)
+
+
+def prepared_run_rowids(device: str, runs: Callable[..., None], rowids: Any, rowid_dtype: Any,
+                        miss: Any, xp: Any, *,
+                        threads_per_block: int = 256) -> Callable[[Any], Any]:
+    """Point lookups answered with ``rowid`` from runs, prepared for repeated small calls:
+    ``q -> answer``. ``runs``: a bound launch ``runs(n, q, q, first, count)`` (see
+    :meth:`~indexzoo.native.targets.Kernel.bind`) that writes each lookup's run of sorted
+    pairs, as a range ``[q, q]``; a call allocates the runs and the answer and makes two
+    bound launches, the second :data:`RUN_ROWID` (the same answers as :func:`answer_runs`)."""
+    dtype = np.dtype(rowid_dtype)
+    rowid_of = RUN_ROWID.bind(device, rowids, Slot(np.dtype(np.int64)),
+                              Slot(np.dtype(np.int64)), dtype.type(miss), Slot(dtype),
+                              threads_per_block=threads_per_block)
+    empty = xp.empty
+
+    def answer(q: Any) -> Any:
+        n = q.shape[0]
+        first = empty(n, np.int64)
+        count = empty(n, np.int64)
+        runs(n, q, q, first, count)
+        res = empty(n, dtype)
+        rowid_of(n, first, count, res)
+        return res
+
+    return answer

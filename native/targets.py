@@ -270,12 +270,27 @@ def _pack_format(plan: Any) -> str:
     return _PACK_CODES[plan]
 
 
-def _param_offsets(plans: list[Any]) -> list[int]:
-    """Byte offset of each argument's first flattened parameter in the packed buffer: at C
-    alignment, the size of everything before it and its first field, less that field."""
-    codes = [_pack_format(p) for p in plans]
-    return [struct.calcsize("@" + "".join(codes[:j]) + codes[j][:1])
-            - struct.calcsize("@" + codes[j][:1]) for j in range(len(codes))]
+def _leaf_offsets(plans: list[Any]) -> dict[tuple[int, ...], int]:
+    """Byte offset of every leaf argument's first flattened parameter in the packed buffer (at
+    C alignment: the size of everything before it and its first field, less that field),
+    keyed by its path: the argument's position, then its positions inside (named) tuples."""
+    offsets: dict[tuple[int, ...], int] = {}
+    before = ""
+
+    def walk(plan: Any, path: tuple[int, ...]) -> None:
+        nonlocal before
+        if isinstance(plan, tuple):
+            for j, p in enumerate(plan):
+                walk(p, (*path, j))
+            return
+        code = _pack_format(plan)
+        offsets[path] = (struct.calcsize("@" + before + code[:1])
+                         - struct.calcsize("@" + code[:1]))
+        before += code
+
+    for i, plan in enumerate(plans):
+        walk(plan, (i,))
+    return offsets
 
 
 def _extractor(plans: list[Any]) -> Callable[..., tuple[Any, ...]]:
@@ -453,10 +468,48 @@ def one_per_item(launch: Callable[..., None], xp: Any, dtype: Any,
 
 class Slot(typing.NamedTuple):
     """A launch argument that :meth:`Kernel.bind` leaves open: a C-contiguous array of
-    ``dtype`` and ``ndim`` dimensions, given at each call of the bound launch."""
+    ``dtype`` and ``ndim`` dimensions, given at each call of the bound launch. A slot may also
+    stand for a field of a (named) tuple argument, e.g. a launch record's lookups."""
 
     dtype: np.dtype
     ndim: int = 1
+
+
+def _slot_paths(args: tuple[Any, ...], path: tuple[int, ...] = ()) -> list[tuple[int, ...]]:
+    """The paths of the :class:`Slot` places in ``args``, inside (named) tuples too, in the
+    order of the flattened arguments."""
+    found: list[tuple[int, ...]] = []
+    for j, a in enumerate(args):
+        if isinstance(a, Slot):
+            found.append((*path, j))
+        elif isinstance(a, tuple):
+            found += _slot_paths(a, (*path, j))
+    return found
+
+
+def _filled(args: tuple[Any, ...], given: dict[tuple[int, ...], Any],
+            path: tuple[int, ...] = ()) -> tuple[Any, ...]:
+    """``args`` with the value at each path of ``given`` put in its place (a named tuple keeps
+    its class)."""
+    items = []
+    for j, a in enumerate(args):
+        here = (*path, j)
+        if here in given:
+            items.append(given[here])
+        elif isinstance(a, tuple) and not isinstance(a, Slot) and any(
+                k[:len(here)] == here for k in given):
+            inner = _filled(a, given, here)
+            items.append(type(a)(*inner) if hasattr(a, "_fields") else inner)
+        else:
+            items.append(a)
+    return tuple(items)
+
+
+def _slot_at(args: tuple[Any, ...], path: tuple[int, ...]) -> Slot:
+    got: Any = args
+    for j in path:
+        got = got[j]
+    return typing.cast(Slot, got)
 
 
 class BoundLaunch:
@@ -483,7 +536,7 @@ class BoundLaunch:
         # argument is then n itself
         self.blocks = blocks
         self.shared_mem = shared_mem
-        self.open = tuple(i for i, a in enumerate(args) if isinstance(a, Slot))
+        self.open = tuple(_slot_paths(args))
         self.call: Callable[..., None] = self._ordinary
         if device == "cuda":
             fast = self._packed()
@@ -495,9 +548,7 @@ class BoundLaunch:
         if len(opened) != len(self.open):
             raise TypeError(f"{self.kernel!r} bound with {len(self.open)} open arguments, got "
                             f"{len(opened)}")
-        full = list(self.args)
-        for i, a in zip(self.open, opened, strict=True):
-            full[i] = a
+        full = _filled(self.args, dict(zip(self.open, opened, strict=True)))
         if isinstance(self.kernel, BlockKernel):
             if n > 0 and self.blocks is not None:
                 self.kernel(self.blocks(n), self.threads_per_block, n, *full,
@@ -512,13 +563,14 @@ class BoundLaunch:
         cupy = _cupy()
         if cupy is None:
             return None
-        stand_ins = tuple(cupy.empty((1,) * a.ndim, dtype=a.dtype) if isinstance(a, Slot)
-                          else a for a in self.args)
+        slots = {path: _slot_at(self.args, path) for path in self.open}
+        stand_ins = _filled(self.args, {path: cupy.empty((1,) * slot.ndim, dtype=slot.dtype)
+                                        for path, slot in slots.items()})
         kernel = self.kernel
         fast = _fast_launcher(kernel, kernel._get("cuda"), (0, *stand_ins))
         if fast is None:
             return None
-        offsets = _param_offsets(fast._plan)
+        offsets = _leaf_offsets(fast._plan)
         template = fast._packer.pack(*fast._extract(np.int64(0), *stand_ins))
         local = threading.local()
 
@@ -539,8 +591,8 @@ class BoundLaunch:
                                              if isinstance(a, cupy.ndarray))
                       else "flags.c_contiguous")
         checks, packs = [], ["pack_n(buf, 0, items)"]
-        for j, i in enumerate(self.open):
-            slot = self.args[i]
+        for j, path in enumerate(self.open):
+            slot = slots[path]
             env[f"dt{j}"] = np.dtype(slot.dtype)
             env[f"pk{j}"] = struct.Struct("@qqQ" + "q" * (2 * slot.ndim)).pack_into
             a = names[j]
@@ -549,7 +601,11 @@ class BoundLaunch:
             fields = [f"{a}.size", f"{a}.itemsize", f"{a}.data.ptr"]
             fields += [f"{a}.shape[{d}]" for d in range(slot.ndim)]
             fields += [f"{a}.strides[{d}]" for d in range(slot.ndim)]
-            packs.append(f"pk{j}(buf, {offsets[i + 1] + 16}, {', '.join(fields)})")
+            # (the kernel's arguments are n, then the bound ones: a path's first index is
+            # one more in the buffer)
+            key = (path[0] + 1, *path[1:])
+            at = offsets[key] + 16
+            packs.append(f"pk{j}(buf, {at}, {', '.join(fields)})")
         items = "n" if self.items is None else "items_of(n)"
         env["items_of"] = self.items
         args = ", ".join(["n", *names])

@@ -121,6 +121,15 @@ class Engine(abc.ABC):
         """``optixLaunch`` with the index's own ray-generation, intersection and any-hit
         programs (:class:`~.trace.Programs`)."""
 
+    def bind_query(self, scene: Any, programs: Any, op: int, params: Any, raygen: Any,
+                   most: int, *, threads_per_block: int = 128,
+                   device: str | None = None) -> Any:
+        """Optional: :meth:`trace_query` of generated rays prepared for repeated small calls
+        (see :func:`.trace.bind_launch`): ``bound(n, payload, *open)`` traces ``n <= most``
+        rays, the arrays of ``params``'s :class:`~indexzoo.native.targets.Slot` fields filled
+        in. None (the default): the engine has no such launch; call :meth:`trace_query`."""
+        return None
+
     @abc.abstractmethod
     def closest_hit_query(self, kind: int, geometry: Any) -> Any:
         """The in-kernel closest-hit query of a GAS (see :func:`.trace.closest_hit_query`)."""

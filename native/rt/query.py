@@ -45,7 +45,7 @@ from __future__ import annotations
 import abc
 import enum
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -56,14 +56,14 @@ from indexzoo.devices import xp_of
 
 from ..cpu_atomics import atomic_rmw
 from ..csr import offsets_from_counts
-from ..targets import values_arg
+from ..targets import Kernel, Slot, values_arg
 from .trace import ACCEPT, IGNORE, Gas, Ias
 from .trace import Programs as EnginePrograms
 
 __all__ = ["MISS", "NO_MATCH", "FunctionBatch", "Generated", "HitOp", "QueryParams", "QueryPrograms",
            "RayBatch",
            "Rays", "Scene", "bit_writers", "clear_bit", "closest", "closest_rays", "collect", "count",
-           "first", "launch_record", "mark_bits", "sum_values"]
+           "first", "launch_record", "mark_bits", "prepared_first", "sum_values"]
 
 #: ``first`` reports lookups without a match with this value (uint64).
 MISS = np.uint64(np.iinfo(np.uint64).max)
@@ -497,6 +497,55 @@ def first(scene: Scene, batch: RayBatch, programs: QueryPrograms, *, max_rays: i
           threads_per_block: int = 128) -> Any:
     """Some matching rowID per lookup (uint64), :data:`MISS` for lookups without a match."""
     return _query(scene, batch, programs, None, max_rays, threads_per_block).reduce(HitOp.FIRST)
+
+
+@register_jitable
+def first_rowid_item(i, payload, miss, out):
+    """``out[i]``: the match in ray ``i``'s payload, ``miss`` for :data:`MISS`."""
+    m = payload[i, 0]
+    out[i] = miss if m == MISS else m
+
+
+FIRST_ROWID = Kernel(first_rowid_item)
+
+
+def prepared_first(scene: Scene, programs: QueryPrograms, record: Any, raygen: Any,
+                   ray_dtype: Any, rowid_dtype: Any, miss: Any, xp: Any, *, most: int,
+                   threads_per_block: int = 128,
+                   device: str | None = None) -> Callable[[Any], Any] | None:
+    """Point lookups with one generated ray each, answered with :func:`first`'s match as
+    ``rowid`` (``miss`` without one), prepared for repeated calls of at most ``most`` lookups
+    (the small-batch path): ``q -> answer``. ``record``: the index's launch record
+    (:func:`launch_record`'s fields after the layer's), fixed for every call; ``raygen`` makes
+    ray ``i`` from ``params.ray_data[i]``, the lookups (``ray_dtype``). A call fills the
+    payload, makes one bound trace launch and one bound launch that writes the answer. None
+    where the engine has no bound launch (:meth:`~.engine.Engine.bind_query`). ``xp``: the
+    scene's array module."""
+    stand_in = _stand_ins(xp, rowid_dtype)
+    values, use_values = values_arg(None, xp)
+    record_type: Any = type(record)
+    params = launch_record(record_type)(
+        np.int64(HitOp.FIRST), values, use_values, stand_in.offsets, stand_in.out,
+        Slot(np.dtype(ray_dtype)), *record)
+    bound = scene.engine.bind_query(scene, programs, HitOp.FIRST, params, raygen, most,
+                                    threads_per_block=threads_per_block, device=device)
+    if bound is None:
+        return None
+    dtype = np.dtype(rowid_dtype)
+    rowid_of = FIRST_ROWID.bind(device or ("cpu" if xp is np else "cuda"),
+                                Slot(np.dtype(_U64), 2), dtype.type(miss), Slot(dtype),
+                                threads_per_block=threads_per_block)
+    full, empty = xp.full, xp.empty
+
+    def answer(q: Any) -> Any:
+        n = q.shape[0]
+        payload = full((n, 1), MISS, dtype=_U64)
+        bound(n, payload, q)
+        res = empty(n, dtype)
+        rowid_of(n, payload, res)
+        return res
+
+    return answer
 
 
 def closest(scene: Scene, batch: RayBatch, programs: QueryPrograms, *, max_rays: int,

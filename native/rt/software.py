@@ -10,6 +10,7 @@ import numpy as np
 
 from .engine import Engine, register_engine
 from .trace import DISABLE_CLOSESTHIT, TERMINATE_ON_FIRST_HIT, Gas, Ias
+from .trace import bind_launch as sw_bind_launch
 from .trace import build_gas as sw_build_gas
 from .trace import build_ias as sw_build_ias
 from .trace import build_sliced_ias as sw_build_sliced_ias
@@ -77,6 +78,17 @@ class SoftwareEngine(Engine):
                            threads_per_block=threads_per_block, device=device)
         if hits is not None:
             hits.append(got)
+
+    def bind_query(self, scene: Any, programs: Any, op: int, params: Any, raygen: Any,
+                   most: int, *, threads_per_block: int = 128,
+                   device: str | None = None) -> Any:
+        from . import query
+
+        if op in (query.HitOp.BITMAP, query.HitOp.CLOSEST):  # (no caller needs them bound)
+            return None
+        flags = DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == query.HitOp.FIRST else 0)
+        return sw_bind_launch(scene, most, query.engine_programs(programs, raygen), flags,
+                              params, threads_per_block=threads_per_block, device=device)
 
     def launch(self, scene: Any, n: int, programs: Any, *, flags: int = 0, payload: Any = None,
                params: tuple[Any, ...] = (), threads_per_block: int = 128,

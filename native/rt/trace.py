@@ -67,15 +67,15 @@ from indexzoo import Footprint, InvalidInput
 from indexzoo.devices import xp_of
 from indexzoo.envvars import CPU_SERIAL_BELOW_RAYS
 
-from ..targets import Kernel
+from ..targets import Kernel, Slot
 from .bvh import Bvh, build_bvh, refit, slab, slab_walk
 from .geometry import AABBS, SPHERES, TRIANGLES, hit_box, hit_sphere_c, hit_triangle_v, prim_bounds
 
 __all__ = [
     "ACCEPT", "CULL_BACK_FACING", "CULL_FRONT_FACING", "DISABLE_ANYHIT", "DISABLE_CLOSESTHIT",
     "IGNORE", "TERMINATE", "TERMINATE_ON_FIRST_HIT", "Gas", "Hits", "Ias", "Instance", "Programs",
-    "build_gas", "build_ias", "build_sliced_ias", "closest_hit_query", "launch", "scene_query",
-    "trace",
+    "bind_launch", "build_gas", "build_ias", "build_sliced_ias", "closest_hit_query", "launch",
+    "scene_query", "trace",
 ]
 
 #: CPU trace launches with fewer rays than this run on one core. A ray through the software
@@ -869,6 +869,38 @@ def launch(scene: Gas | Ias, n: int, programs: Programs, flags: int = 0, payload
     one = xp.zeros(1, dtype=np.float32)
     return _run(scene, int(n), (none, none, one, one), programs, flags, payload, params, mask,
                 threads_per_block, device)
+
+
+def bind_launch(scene: Gas | Ias, most: int, programs: Programs, flags: int,
+                params: tuple[Any, ...], threads_per_block: int = 128,
+                device: str | None = None) -> Any:
+    """:func:`launch` prepared for repeated calls of at most ``most`` rays over one scene: a
+    function ``bound(n, payload, *open)`` that traces ``n <= most`` generated rays with the
+    (n, 1) uint64 ``payload`` and the arrays of ``params``'s :class:`~indexzoo.native.targets.
+    Slot` fields (in order) filled in, at the host cost of those arrays alone (see
+    :meth:`~indexzoo.native.targets.Kernel.bind`). The per-ray closest hits go to scratch
+    arrays of ``most`` rays that nobody reads: a caller reads the payload only."""
+    if programs.raygen is None:
+        raise InvalidInput("bind_launch() needs a ray-generation program (Programs(raygen=...))")
+    xp = _scene_xp(scene)
+    device = device or ("cpu" if xp is np else "cuda")
+    none = xp.zeros((1, 3), dtype=np.float32)
+    one = xp.zeros(1, dtype=np.float32)
+    geometry = scene.geometry if scene.geometry is not None else _STORED[scene.kind]
+    kernel = _trace_kernel(scene.kind, geometry, isinstance(scene, Ias), programs.intersection,
+                           programs.anyhit, programs.closesthit, programs.miss, programs.raygen)
+    tail = (np.float32(scene.radius), none, none, one, one, np.int64(flags), np.int64(0xFF),
+            Slot(np.dtype(np.uint64), 2), params, xp.empty(most, dtype=np.float32),
+            xp.empty(most, dtype=np.int64), xp.empty(most, dtype=np.bool_),
+            xp.empty(most, dtype=np.int64))
+    if isinstance(scene, Gas):
+        b = scene.bvh
+        return kernel.bind(device, b.nodes, b.nodes.view(np.int32), np.int64(b.n_nodes),
+                           scene.data, b.order, *tail, threads_per_block=threads_per_block)
+    top = scene.top
+    return kernel.bind(device, top.nodes, top.nodes.view(np.int32), top.order, scene.inst,
+                       scene.inst.view(np.int32), scene.nodes, scene.nodes.view(np.int32),
+                       scene.data, scene.order, *tail, threads_per_block=threads_per_block)
 
 
 def _scene_xp(scene: Any) -> Any:

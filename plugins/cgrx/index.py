@@ -57,6 +57,7 @@ Decisions
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -74,8 +75,9 @@ from indexzoo import (
 from indexzoo.devices import to_device
 from indexzoo.native import rt
 from indexzoo.native.rt import select_engine
-from indexzoo.native.runs import answer_runs
+from indexzoo.native.runs import answer_runs, prepared_run_rowids
 from indexzoo.native.sort import sort_pairs
+from indexzoo.native.targets import Slot
 from indexzoo.validation import as_1d
 
 from .coords import CgCoder
@@ -212,6 +214,23 @@ class CgrxIndex(GpuIndex[CgrxState]):
                threads_per_block=self.params.threads_per_block)
         return first, count
 
+    def _prepared_point(self, st: CgrxState, op: Operation) -> Callable[[Any], Any] | None:
+        """``rowid`` lookups as two bound launches (the small-batch path): the lookup kernel,
+        its fixed arguments bound, writes each lookup's run, and :data:`~indexzoo.native.runs.
+        RUN_ROWID` its first rowID. On an engine that cannot query from a kernel (OptiX) the
+        hook answers."""
+        sc, p = st.scene, self.params
+        if op.out != "rowid" or sc is None or not sc.gas.engine.in_kernel_queries:
+            return None
+        kernel = lookup_kernel(st.coder, sc.gas.geometry, False, sc.gas.engine)
+        key = Slot(np.dtype(st.keys.dtype))
+        runs = kernel.bind(self.device, key, key, st.keys, np.int64(sc.n_buckets),
+                           np.int64(p.bucket_log), *sc.gas.query_args(), sc.ids, st.no_path,
+                           Slot(np.dtype(np.int64)), Slot(np.dtype(np.int64)),
+                           threads_per_block=p.threads_per_block)
+        return prepared_run_rowids(self.device, runs, st.rowids, st.rowid_dtype, st.miss,
+                                   st.xp, threads_per_block=p.threads_per_block)
+
     def ray_paths(self, lo: Any) -> list[list[tuple[str, bool, bool]]]:
         """The successor search's rays for each lower bound in ``lo`` (keys of the index's
         key type): per ray its axis (``"x"``, ``"y"``, ``"z"``), whether it hit, and whether
@@ -230,10 +249,11 @@ class CgrxIndex(GpuIndex[CgrxState]):
                 for row in rows.tolist()]
 
     # -------------------------------------------------------------- answers
-    @answers(kinds=("range",), outs=("rowid", "count", "sum", "rowids"))
-    def _answer(self, st: CgrxState, op: Operation, lo: Any, hi: Any) -> Any:
-        """Every out mode from the runs the closest-hit rays and the bucket search find."""
-        first, count = self._runs(st, lo, hi)
+    @answers(kinds=("point", "range"), outs=("rowid", "count", "sum", "rowids"))
+    def _answer(self, st: CgrxState, op: Operation, lo: Any, hi: Any = None) -> Any:
+        """Every out mode from the runs the closest-hit rays and the bucket search find (a
+        point lookup ``q`` is the range ``[q, q]``)."""
+        first, count = self._runs(st, lo, lo if hi is None else hi)
         p = self.params
         return answer_runs(self.device, op.out, st.rowids, first, count, st.values,
                            st.rowid_dtype, st.miss, group=1 << p.scan_group_log,

@@ -98,6 +98,7 @@ Decisions where the paper is silent or ambiguous
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -113,10 +114,18 @@ from indexzoo import (
 )
 from indexzoo.devices import to_numpy
 from indexzoo.native import rt
-from indexzoo.native.rt import KeyCoder, Scene, geometry_function, key_gas, query, select_engine
+from indexzoo.native.rt import (
+    KeyCoder,
+    Scene,
+    geometry_function,
+    key_gas,
+    perpendicular_raygen,
+    query,
+    select_engine,
+)
 
 from .params import RxParams
-from .programs import PROGRAMS
+from .programs import PROGRAMS, RxRecord
 from .rays import Plan, perpendicular_plan, range_plan
 
 __all__ = ["RxIndex", "RxState"]
@@ -137,6 +146,11 @@ def _show_key(st: BuildState, keys: Any, where: Any, new: str = "") -> Any:
             return f"{new}key {user} {at} {where(i)} (mapped to {int(raw[0])} by the key map)"
         return f"{new}key {int(raw[0])} {at} {where(i)}"
     return show
+
+
+#: The most point lookups a prepared call traces through its bound launch (see
+#: ``RxIndex._prepared_point``); the launch keeps per-ray scratch arrays of this size.
+PREPARED_RAYS = 1 << 12
 
 
 class RxState(BuildState):
@@ -310,6 +324,35 @@ class RxIndex(GpuIndex[RxState]):
     def _plan_ranges(self, st: RxState, lo: Any, hi: Any) -> Plan:
         """The rays of range lookups: along each occupied row the range covers."""
         return range_plan(self.coder, lo, hi, self._highs(st), self.params.range_ray == "zero")
+
+    def _prepared_point(self, st: RxState, op: Operation) -> Callable[[Any], Any] | None:
+        """``rowid`` lookups of perpendicular rays as bound launches (the small-batch path): a
+        call of at most :data:`PREPARED_RAYS` lookups fills the payload, traces one generated
+        ray per lookup and writes the answers (:func:`~indexzoo.native.rt.query.
+        prepared_first`); a larger one goes to the hook. Where the hook has work to do per
+        call (a key mode that cannot hold every key, spheres confirming hits, parallel point
+        rays) or the engine has no bound launch (OptiX), the hook answers every call."""
+        p, coder = self.params, self.coder
+        if (op.out != "rowid" or p.point_ray != "perpendicular" or p.primitive == "sphere"
+                or not coder.holds_every_key
+                or (p.primitive == "aabb" and st.gas.engine.conservative_bounds)):
+            return None
+        keys = st.no_keys if p.primitive == "triangle" else self._keys(st)
+        record = RxRecord(keys, np.int64(coder.x_kind), np.int64(coder.x_bits),
+                          np.int64(coder.y_bits), keys, keys, np.bool_(False))
+        most = min(PREPARED_RAYS, p.max_rays)
+        small = query.prepared_first(st.gas, PROGRAMS[p.primitive], record,
+                                     perpendicular_raygen(coder), st.native_dtype,
+                                     st.rowid_dtype, st.miss, st.xp, most=most,
+                                     threads_per_block=p.threads_per_block, device=self.device)
+        if small is None:
+            return None
+        hook = self._answer
+
+        def answer(q: Any) -> Any:
+            return small(q) if q.shape[0] <= most else hook(st, op, q)
+
+        return answer
 
     @answers(kinds=("point", "range"), outs=("rowid", "count", "sum", "rowids"))
     def _answer(self, st: RxState, op: Operation, *arrays: Any) -> Any:

@@ -102,8 +102,9 @@ from indexzoo.native.rt import (
     query,
     select_engine,
 )
-from indexzoo.native.runs import answer_runs
+from indexzoo.native.runs import answer_runs, prepared_run_rowids
 from indexzoo.native.sort import sort_pairs
+from indexzoo.native.targets import Slot
 from indexzoo.validation import as_1d
 
 from .launched import range_batch, runs_from_hits
@@ -391,6 +392,31 @@ class RxOptIndex(GpuIndex[OptRxState]):
                self._launch_record(st, lo, hi), st.no_rays if rays is None else rays, first,
                count, threads_per_block=p.threads_per_block)
         return first, count
+
+    def _prepared_point(self, st: OptRxState, op: Operation) -> Callable[[Any], Any] | None:
+        """``rowid`` lookups as two bound launches (the small-batch path): the lookup kernel,
+        its fixed arguments bound, writes each lookup's run, and :data:`~indexzoo.native.runs.
+        RUN_ROWID` its first rowID. Where the kernel reads more than the lookups per call
+        (spheres confirm hits against the lookup's bounds in the launch record), where the
+        engine cannot query from a kernel (OptiX), and for RX's any-hit method or inverse
+        mapping, the hook answers."""
+        p, scene = self.params, st.scene
+        if (op.out != "rowid" or p.range_method != "closest_scan" or p.inverse_mapping != "off"
+                or p.primitive == "sphere" or not scene.engine.in_kernel_queries):
+            return None
+        kernel = lookup_kernel(scene.engine, self.coder, p.primitive, scene.geometry,
+                               scene.instanced, st.first is not None, True, p.range_ray, False)
+        u64 = Slot(np.dtype(_U64))
+        runs = kernel.bind(self.device, u64, u64, st.keys,
+                           st.no_keys if st.first is None else st.first, st.highs,
+                           scene.query_args(), self._launch_record(st, st.no_keys, st.no_keys),
+                           st.no_rays, Slot(np.dtype(np.int64)), Slot(np.dtype(np.int64)),
+                           threads_per_block=p.threads_per_block)
+        answer = prepared_run_rowids(self.device, runs, st.rowids, st.rowid_dtype, st.miss,
+                                     st.xp, threads_per_block=p.threads_per_block)
+        if np.dtype(st.native_dtype) == np.dtype(_U64):
+            return answer
+        return lambda q: answer(q.astype(_U64))
 
     def _launched_lookup(self, st: OptRxState, point: bool, lo: Any, hi: Any,
                          rays: Any = None) -> tuple[Any, Any]:

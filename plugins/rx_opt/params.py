@@ -35,7 +35,9 @@ class RxOptParams(KeySceneParams):
         description="Sort each point batch before tracing and put the results back in the "
                     "caller's order (§3.4); both count in the lookup time. On by default: the "
                     "thesis's final configuration sorts its probes. Ranges keep the caller's "
-                    "order (sorting them cost more than it saved).")
+                    "order (sorting them cost more than it saved), and so do point batches of "
+                    "at most 4096 lookups of the index's key dtype (ordering so few costs more "
+                    "than it saves).")
     scan_group_log: int = Field(
         default=4, ge=0, le=5,
         description="log2 of the GPU threads that add up one lookup's run together for "

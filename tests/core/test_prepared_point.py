@@ -6,7 +6,6 @@ other batch takes the general path; both give the same answers, and a rebuild pr
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -118,16 +117,34 @@ def test_other_batches_take_the_general_path_with_the_same_answers(
     assert seen == (["point"] if general else [])
 
 
-def test_batches_over_max_batch_and_sorted_probes_take_the_general_path(
+def test_batches_over_max_batch_take_the_general_path(
         device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     keys = _keys()
     q = _lookups(keys)
-    for params in ({"max_batch": 64}, {"sort_probes": True}):
-        ix = indexzoo.create("sorted-array", params=params, device=device)
-        ix.build(to_device(keys, device))
-        seen = _general_only(monkeypatch, ix)
+    ix = indexzoo.create("sorted-array", params={"max_batch": 64}, device=device)
+    ix.build(to_device(keys, device))
+    seen = _general_only(monkeypatch, ix)
+    _check(keys, q, ix.point(to_device(q, device)), "rowid", int(ix.miss))
+    assert seen == ["point"]
+
+
+@pytest.mark.parametrize("name", ["sorted-array", "rx-opt", "cgrx"])
+def test_with_sorted_probes_only_small_batches_go_unsorted(
+        name: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ordering a few thousand lookups costs more than it brings: such a batch takes the
+    prepared path in the caller's order; a larger one is sorted by the general path."""
+    from indexzoo.contract import PREPARED_UNSORTED_UP_TO as most
+
+    keys = _keys()
+    ix = indexzoo.create(name, params={"sort_probes": True}, device=device)
+    ix.build(to_device(keys, device))
+    seen = _general_only(monkeypatch, ix)
+    for n in (300, most, most + 1):
+        q = _lookups(keys, n)
         _check(keys, q, ix.point(to_device(q, device)), "rowid", int(ix.miss))
-        assert seen == ["point"], params
+    assert seen == ["point"], name
+    described = type(ix.params).model_fields["sort_probes"].description or ""
+    assert f"at most {most} lookups" in " ".join(described.split()), name
 
 
 def test_replaced_params_are_honoured(device: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,17 +220,48 @@ def test_a_subclass_that_overrides_a_hook_is_answered_by_it_on_every_path() -> N
 
 
 # every family whose point lookups have a bound launch (the small-batch path: a call writes
-# only the lookups' and the answer's pointers into a prepared parameter buffer on the GPU)
+# only the lookups' and the answer's pointers into a prepared parameter buffer on the GPU; the
+# RT family's calls make two or three such launches)
 BOUND = ["sorted-array", "btree", "warpcore-hash", "lightweight", "ao-bs", "eo-bs", "eo-ks",
-         "ao-pb-bs", "ao-pb-ks"]
+         "ao-pb-bs", "ao-pb-ks", "rx", "rx-opt", "cgrx", "cgrx-5x4"]
 
 
 @pytest.mark.parametrize("name", BOUND)
-def test_each_family_prepares_its_point_lookups_as_one_bound_launch(name: str,
-                                                                      device: str) -> None:
+def test_each_family_prepares_its_point_lookups_as_bound_launches(
+        name: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexzoo.native import targets
+
     keys, ix = _keys(), indexzoo.create(name, device=device)
     ix.build(to_device(keys, device))
     prepared = ix._prepared_point(ix.state, operation("point", "rowid"))
     assert callable(prepared), name
-    q = _lookups(keys)
-    _check(keys, q, SimpleNamespace(rowid=prepared(to_device(q, device))), "rowid", int(ix.miss))
+    q = to_device(_lookups(keys), device)
+    prepared(q)  # compiled; now count what one call launches
+    launched: list[str] = []
+    for cls in (targets.Kernel, targets.BlockKernel):
+        def counted(kernel: Any, *args: Any, __call: Any = cls.__call__, **kw: Any) -> Any:
+            launched.append(kernel.name)
+            return __call(kernel, *args, **kw)
+        monkeypatch.setattr(cls, "__call__", counted)
+    seen = _general_only(monkeypatch, ix)
+    res = ix.point(q)
+    _check(keys, to_numpy(q), res, "rowid", int(ix.miss))
+    assert seen == [], name  # the index's own point() took the prepared path
+    # one launch, or the RT family's two (the rays' runs or matches, then the rowIDs); on the
+    # GPU a bound launch writes its parameter buffer and launches without the kernel's call
+    if device == "cpu":
+        assert 1 <= len(launched) <= 2, (name, launched)
+    else:
+        assert launched == [], (name, launched)
+
+
+def test_rx_traces_at_most_its_scratch_through_the_bound_launch(device: str) -> None:
+    """rx's bound launch writes per-ray hits to scratch arrays of PREPARED_RAYS rays: a larger
+    batch is answered by the hook, as right."""
+    from indexzoo.plugins.rx.index import PREPARED_RAYS
+
+    keys, ix = _keys(), indexzoo.create("rx", device=device)
+    ix.build(to_device(keys, device))
+    for n in (PREPARED_RAYS, PREPARED_RAYS + 1):
+        q = _lookups(keys, n)
+        _check(keys, q, ix.point(to_device(q, device)), "rowid", int(ix.miss))

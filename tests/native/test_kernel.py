@@ -4,6 +4,8 @@ arguments filled in, on either device."""
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 import pytest
 from numba.extending import register_jitable
@@ -79,13 +81,39 @@ def test_the_packed_offsets_are_where_the_packer_writes_each_argument() -> None:
 
     from numba import typeof
 
-    from indexzoo.native.targets import _flat_plan, _pack_format, _param_offsets
+    from indexzoo.native.targets import _flat_plan, _leaf_offsets, _pack_format
 
     args = (np.int64(5), np.bool_(True), (np.zeros(5, np.uint64), np.int32(-7)),
             np.zeros((4, 3), np.uint32), np.float32(1.5), np.uint8(1), np.zeros(2, np.int64))
     plans = [_flat_plan(typeof(a)) for a in args]
     # int64 at 0, bool at 8, the tuple's array at 16 (7 words), its int32 at 72, the 2-D
     # array at 80 (9 words), float32 at 152, uint8 at 156, the last array at 160
-    assert _param_offsets(plans) == [0, 8, 16, 80, 152, 156, 160]
+    assert _leaf_offsets(plans) == {(0,): 0, (1,): 8, (2, 0): 16, (2, 1): 72, (3,): 80,
+                                    (4,): 152, (5,): 156, (6,): 160}
     fmt = "@" + "".join(_pack_format(p) for p in plans)
     assert struct.calcsize(fmt) == 160 + 7 * 8
+
+
+class Record(typing.NamedTuple):
+    factor: np.int64
+    x: typing.Any
+
+
+@register_jitable
+def record_item(i, rec, out):  # type: ignore[no-untyped-def]
+    out[i] = rec.x[i] * rec.factor
+
+
+def test_a_slot_may_stand_for_a_field_of_a_record_argument(device: str) -> None:
+    """A launch record whose lookups change per call (the RT layer's ``ray_data``): the slot
+    inside it is filled like a top-level one, and the record keeps its fixed fields."""
+    from indexzoo.devices import to_device, to_numpy
+    from indexzoo.native.targets import Slot
+
+    launch = Kernel(record_item).bind(device, Record(np.int64(5), Slot(np.dtype(np.int64))),
+                                      Slot(np.dtype(np.int64)))
+    for n in (7, 3):
+        x = to_device(np.arange(n, dtype=np.int64) + n, device)
+        out = to_device(np.zeros(n, np.int64), device)
+        launch(n, x, out)
+        np.testing.assert_array_equal(to_numpy(out), 5 * (np.arange(n) + n))
