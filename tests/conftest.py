@@ -57,3 +57,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """A sharded index built without a client starts a local Dask cluster that would live until
+    the process ends; idle, its scheduler and worker processes still take several percent of a
+    core, for the rest of the run. Close it once the class or module whose tests started it is
+    done (a later test that needs one starts its own)."""
+    cluster = sys.modules.get("indexzoo.plugins.sharded.cluster")
+    if cluster is not None and (nextitem is None or nextitem.parent is not item.parent):
+        cluster.close_local()

@@ -10,7 +10,8 @@ Which client an index uses, first match wins:
 3. the client set with :func:`use_client` (a client or an address);
 4. a local cluster started on first use and shared by every sharded index of the process:
    ``distributed.LocalCluster`` of worker processes on the CPU, dask-cuda's
-   ``LocalCUDACluster`` (one worker per GPU) on ``cuda``; closed when the process exits.
+   ``LocalCUDACluster`` (one worker per GPU) on ``cuda``; closed when the process exits, or
+   earlier by :func:`close_local` (the next sharded index without a client starts a new one).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Any
 from indexzoo.envvars import SHARDED_WORKERS
 from indexzoo.errors import MissingDependency
 
-__all__ = ["client_for", "default_cluster_workers", "require_dask", "use_client"]
+__all__ = ["client_for", "close_local", "default_cluster_workers", "require_dask",
+           "use_client"]
 
 _lock = threading.RLock()
 _current: list[Any] = [None]  # the client (or address) set by use_client
@@ -123,6 +125,24 @@ def client_for(given: Any, address: str | None, device: str) -> Any:
     return _local_client(device)
 
 
+def close_local() -> bool:
+    """Close the local clusters (and their clients) that sharded indexes started for this
+    process; a sharded index built later without a client starts a new one. Indexes built on
+    a closed cluster have lost their shards. Even idle, a cluster costs CPU (the scheduler's
+    and the workers' periodic tasks), so a program done with sharded indexes may close it
+    rather than wait for the process to end. True if one was open."""
+    with _lock:
+        found = list(_local.values())
+        _local.clear()
+    for cluster, client in found:
+        try:
+            client.close()
+            cluster.close()
+        except Exception:  # a cluster already gone (e.g. its loop stopped) has nothing left
+            pass
+    return bool(found)
+
+
 @atexit.register
 def _close_local() -> None:
     import logging
@@ -130,11 +150,4 @@ def _close_local() -> None:
     # the process is ending: the shards' loss is expected, not worth a warning per worker
     for name in ("distributed.scheduler", "distributed.nanny", "distributed.worker"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    with _lock:
-        for cluster, client in _local.values():
-            try:
-                client.close()
-                cluster.close()
-            except Exception:  # the interpreter is going away; nothing to report to
-                pass
-        _local.clear()
+    close_local()

@@ -1,5 +1,6 @@
-"""One local Dask cluster of worker processes (2 workers, 1 thread each, on the CPU) shared by
-the sharded index's tests of this folder, made the process's client for sharded indexes."""
+"""One local Dask cluster of worker processes (2 workers, 1 thread each, on the CPU) per test
+module of this folder, shared by its tests and made the process's client for sharded indexes.
+Closed after the module's last test: idle workers still take CPU for the rest of the run."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_client() -> Iterator[Any]:
     from distributed import Client, LocalCluster
 
