@@ -59,11 +59,13 @@ def test_ci_runs_the_readme_commands_verbatim_before_upgrading_pip() -> None:
         got = subprocess.run(["bash", "-c", f"{extract}\nreadme_command {kind}-command"],
                              cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
         assert got == _readme_command(kind)
-    first_install = min(i for i in (text.find("pip install"), text.find("--upgrade")) if i >= 0)
+    installs = [i for i in (text.find("pip install"), text.find("--upgrade")) if i >= 0]
+    first_install = min(installs, default=len(text))
     assert text.index('bash -c "$main_cmd"') < first_install
     assert text.index('bash -c "$test_cmd"') < first_install
     assert "--upgrade pip" not in text
-    # the exhaustive tier, started beside them, installs only into a clone's own venv
+    # the exhaustive tier (and the lint and type checks after it), started beside them,
+    # installs only into a clone's own venv
     side = (ROOT / ".ci" / "exhaustive").read_text()
     assert "bash .ci/exhaustive" in text and "pip install" not in text[:text.index("main_cmd=")]
     assert side.index("git clone") < side.index('cd "$dest"') < side.index("pip install")
@@ -71,8 +73,8 @@ def test_ci_runs_the_readme_commands_verbatim_before_upgrading_pip() -> None:
 
 
 def test_ci_exit_handler_keeps_the_scripts_own_status() -> None:
-    """The EXIT handler of .ci/run stops the exhaustive tier's leftovers; when there are none
-    (it already finished), pkill finds nothing, and under set -e that must not turn a passing
+    """The EXIT handler of .ci/run stops the side job's leftovers; when there are none
+    (it already finished), pgrep finds nothing, and under set -e that must not turn a passing
     run into exit 1, nor hide a failing run's status."""
     import subprocess
 
@@ -81,11 +83,42 @@ def test_ci_exit_handler_keeps_the_scripts_own_status() -> None:
     handler = text[start:text.index("\n}\n", start) + 3]
     assert "trap cleanup EXIT" in text
     for final, want in (("true", 0), ("exit 3", 3)):
-        script = (f"set -euo pipefail\nexhaustive_dir=$(mktemp -d)\nsleep 0 &\n"
-                  f"exhaustive_pid=$!\n{handler}\ntrap cleanup EXIT\n"
-                  f"wait \"$exhaustive_pid\"\n{final}\n")
+        script = (f"set -euo pipefail\nside_dir=$(mktemp -d)\nsleep 0 &\n"
+                  f"side_pid=$!\n{handler}\ntrap cleanup EXIT\n"
+                  f"wait \"$side_pid\"\n{final}\n")
         got = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
         assert got.returncode == want, got.stderr
+
+
+def test_ci_exit_handler_stops_what_the_side_job_started(tmp_path: Path) -> None:
+    """Leftovers are the side job's whole tree: a CI run that stops early leaves no pytest or
+    bench of the side job running (they are its grandchildren)."""
+    import os
+    import subprocess
+    import time
+
+    text = (ROOT / ".ci" / "run").read_text()
+    start = text.index("cleanup() {")
+    handler = text[start:text.index("\n}\n", start) + 3]
+    pid_file = tmp_path / "grandchild"
+    script = (f"set -euo pipefail\nside_dir=$(mktemp -d)\n"
+              f"(bash -c 'sleep 300 & echo $! > {pid_file}; wait'; true) &\n"
+              f"side_pid=$!\n{handler}\ntrap cleanup EXIT\n"
+              f"while [ ! -s {pid_file} ]; do sleep 0.05; done\nexit 4\n")
+    got = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert got.returncode == 4, got.stderr
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return
+        if state == "Z":  # killed, not yet reaped
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    raise AssertionError("the side job's grandchild outlived the CI script")
 
 
 def test_readme_main_job_runs_the_comparison() -> None:
