@@ -22,7 +22,7 @@ from .display import shown
 from .errors import ConfigError
 
 __all__ = ["CACHE_DIR", "COMMIT", "CPU_SERIAL_BELOW", "CPU_SERIAL_BELOW_RAYS", "DEVICE",
-           "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "PROGRESS", "RANK_BUDGET",
+           "KERNEL_CACHE", "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "PROGRESS", "RANK_BUDGET",
            "SHARDED_WORKERS", "VARIABLES",
            "EnvVar",
            "check_import_time"]
@@ -131,6 +131,10 @@ NUMBA_LAUNCH: EnvVar[bool] = EnvVar(
 CACHE_DIR: EnvVar[str | None] = EnvVar(
     "INDEXZOO_CACHE_DIR", _text, None, "a folder",
     "the folder of compiled OptiX programs (default ~/.cache/indexzoo)")
+KERNEL_CACHE: EnvVar[str | None] = EnvVar(
+    "INDEXZOO_KERNEL_CACHE", _text, None, "a folder",
+    "a folder where compiled CPU kernels are kept for other processes of the same tree "
+    "(default: none; every process compiles its own)")
 RANK_BUDGET: EnvVar[float] = EnvVar(
     "INDEXZOO_RANK_BUDGET", _budget, 60.0, "a number of seconds >= 0, e.g. 60",
     "the default of `bench --rank-budget`: seconds of extra timing rounds per workload while "
@@ -146,7 +150,7 @@ COMMIT: EnvVar[str | None] = EnvVar(
 #: Every variable, in the docs' order.
 VARIABLES: tuple[EnvVar[Any], ...] = (
     DEVICE, MEMORY_CHECK, PROGRESS, PLUGIN_TIMEOUT, CPU_SERIAL_BELOW, CPU_SERIAL_BELOW_RAYS,
-    NUMBA_LAUNCH, RANK_BUDGET, SHARDED_WORKERS, CACHE_DIR, COMMIT)
+    NUMBA_LAUNCH, RANK_BUDGET, SHARDED_WORKERS, CACHE_DIR, KERNEL_CACHE, COMMIT)
 
 
 def check_import_time() -> None:

@@ -49,6 +49,7 @@ from pydantic import Field
 
 from indexzoo import IndexParams
 from indexzoo.envvars import CPU_SERIAL_BELOW, NUMBA_LAUNCH
+from indexzoo.native import jitcache
 
 __all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundLaunch",
            "GroupKernel", "Kernel", "KernelParams", "Slot", "call_parallel", "launch_cuda",
@@ -350,7 +351,10 @@ class Kernel:
         if device in ("cpu", "cpu-serial"):
             from numba import njit, prange
 
-            namespace: dict[str, Any] = {"prange": prange, "body__": self.body}
+            # (named as this module's: numba records the module of a function's globals, and
+            # the kernel cache rebuilds a loaded kernel's environment from that name)
+            namespace: dict[str, Any] = {"prange": prange, "body__": self.body,
+                                         "__name__": __name__}
             serial = device == "cpu-serial"
             exec(_CPU_TEMPLATE.format(name=self.name, args=args,
                                       loop="range" if serial else "prange"), namespace)
@@ -359,7 +363,8 @@ class Kernel:
             # records of arrays would otherwise pay atomic increments and decrements, which cost
             # far more than a binary search step (measured on the lightweight family's CPU
             # twins: docs/plugins/lightweight.md).
-            return njit(parallel=not serial, nogil=True, _nrt=False)(namespace[self.name])
+            return jitcache.attach(
+                njit(parallel=not serial, nogil=True, _nrt=False)(namespace[self.name]))
         from numba import cuda
 
         namespace = {"cuda": cuda, "body__": self.body}
