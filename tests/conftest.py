@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,14 @@ os.environ.setdefault("INDEXZOO_CPU_SERIAL_BELOW_RAYS", str(1 << 15))
 # Bench runs in tests time exactly --repeats rounds unless a test asks for more: the extra
 # rounds that establish a ranking (tests/test_bench_ranking.py) would only add minutes here.
 os.environ.setdefault("INDEXZOO_RANK_BUDGET", "0")
+# The processes of a run (this one, and the interpreters and Dask workers its tests start) share
+# the CPU kernels they compile through one folder, instead of each compiling them again: an
+# entry is keyed by everything the kernel is compiled from (indexzoo.native.jitcache), and the
+# folder lives as long as the run. CI points both of its test tiers at one folder.
+if not os.environ.get("INDEXZOO_KERNEL_CACHE", "").strip():
+    _kernels = tempfile.mkdtemp(prefix="indexzoo-kernels-")
+    os.environ["INDEXZOO_KERNEL_CACHE"] = _kernels
+    atexit.register(shutil.rmtree, _kernels, ignore_errors=True)
 
 from indexzoo.devices import cuda_status
 
