@@ -212,7 +212,6 @@ class TestRecommend:
 SIMULATOR = textwrap.dedent("""
     import numpy as np, indexzoo
     from indexzoo.native import lightweight as lw
-    FULL = {full}  # every scheme x configuration; else each configuration on two schemes
     rng = np.random.default_rng(3)
     configs = [("dynamic", 1, "none", "none", "soa"), ("static", 2, "double", "steps", "aos"),
                ("dynamic", 4, "none", "none", "aos"), ("dynamic", 2, "single", "full", "soa"),
@@ -220,10 +219,8 @@ SIMULATOR = textwrap.dedent("""
     for dtype in (np.uint32, np.uint64):
         keys = rng.integers(0, 300, 100).astype(dtype)
         q = np.concatenate([keys[:40], rng.integers(0, 320, 30).astype(dtype)])
-        for ni, name in enumerate(["ao-bs", "eo-bs", "ao-pb-bs"]):
-            for ci, (sched, r, reorder, pin, ml) in enumerate(configs):
-                if not FULL and (ci + ni + (dtype == np.uint64)) % 3:
-                    continue
+        for name in ("ao-bs", "eo-bs", "ao-pb-bs"):
+            for sched, r, reorder, pin, ml in configs:
                 index = indexzoo.create(name, device="cpu", threads_per_block=32,
                                         lookups_per_thread=r, schedule=sched, reorder=reorder,
                                         pinning=pin, pinning_bytes=24 * np.dtype(dtype).itemsize,
@@ -244,18 +241,14 @@ SIMULATOR = textwrap.dedent("""
 
 
 @pytest.mark.slow
-@pytest.mark.exhaustive  # about 25 s of simulated threads: CI runs it after the README's tests
-def test_the_gpu_driver_agrees_with_the_cpu_under_the_cuda_simulator() -> None:
-    """Scheduling, lookups per thread, reordering (the shared-memory bitonic sort), pinning
-    and AoS/SoA of the GPU driver, for the binary-search schemes (the K-ary groups and the
-    multi-threaded scans need warp votes: ``tests/native/test_lightweight_coop.py`` runs them
-    with the simulator's intrinsics from ``tests/cudasim_warp.py``)."""
-    agrees_in_the_simulator(SIMULATOR.replace("{full}", "False"), "driver agrees")
-
-
-@pytest.mark.exhaustive
+@pytest.mark.exhaustive  # about 40 s of simulated threads: CI runs it in the exhaustive tier
 def test_every_driver_configuration_agrees_with_the_cpu_under_the_cuda_simulator() -> None:
-    agrees_in_the_simulator(SIMULATOR.replace("{full}", "True"), "driver agrees")
+    """Scheduling, lookups per thread, reordering (the shared-memory bitonic sort), pinning
+    and AoS/SoA of the GPU driver, each configuration on every binary-search scheme and both
+    key widths (the K-ary groups and the multi-threaded scans need warp votes:
+    ``tests/native/test_lightweight_coop.py`` runs them with the simulator's intrinsics from
+    ``tests/cudasim_warp.py``)."""
+    agrees_in_the_simulator(SIMULATOR, "driver agrees")
 
 
 @pytest.mark.gpu
