@@ -68,6 +68,67 @@ def window(cols: list[np.ndarray], sorted_cols: list[np.ndarray],
     return np.array([lo], dtype=np.uint32), np.array([hi], dtype=np.uint32)
 
 
+#: A hand-written CUDA scan to compare the fused scan's numba bodies with (``--raw``; GPU,
+#: uint32 columns whose row count is a multiple of 4): each thread loads four consecutive rows
+#: of every column with one 16-byte load, ``ITEMS`` such groups per thread, tests them, and
+#: the eight lanes that hold one 32-row word OR their 4-bit results with three shuffles.
+RAW_SOURCE = r"""
+extern "C" __global__ void raw_scan(const unsigned int* __restrict__ cols, long long n,
+                                    const unsigned int* __restrict__ lo,
+                                    const unsigned int* __restrict__ hi,
+                                    unsigned int* __restrict__ out, long long words) {
+  uint4 v[ITEMS][D];
+  long long r[ITEMS];
+#pragma unroll
+  for (int c = 0; c < ITEMS; c++) {
+    r[c] = (((long long)blockIdx.x * ITEMS + c) * blockDim.x + threadIdx.x) * 4;
+#pragma unroll
+    for (int j = 0; j < D; j++)
+      v[c][j] = r[c] < n ? *reinterpret_cast<const uint4*>(cols + j * n + r[c])
+                         : make_uint4(0, 0, 0, 0);
+  }
+  unsigned lane = threadIdx.x & 31;
+#pragma unroll
+  for (int c = 0; c < ITEMS; c++) {
+    unsigned a = r[c] < n ? 15u : 0u;
+#pragma unroll
+    for (int j = 0; j < D; j++) {
+      unsigned l = lo[j], h = hi[j];
+      a &= ((v[c][j].x >= l) & (v[c][j].x <= h)) | (((v[c][j].y >= l) & (v[c][j].y <= h)) << 1)
+         | (((v[c][j].z >= l) & (v[c][j].z <= h)) << 2) | (((v[c][j].w >= l) & (v[c][j].w <= h)) << 3);
+    }
+    unsigned word = a << (4 * (lane & 7));
+    word |= __shfl_xor_sync(0xffffffffu, word, 1);
+    word |= __shfl_xor_sync(0xffffffffu, word, 2);
+    word |= __shfl_xor_sync(0xffffffffu, word, 4);
+    if ((lane & 7) == 0 && r[c] < n) out[r[c] / 32] = word;
+  }
+}
+"""
+
+
+def raw_scan(table: Any, items: int, threads: int) -> Callable[[Any, Any], Any]:
+    """The hand-written scan of :data:`RAW_SOURCE` over the Fortran-order uint32 ``table``:
+    ``(lo, hi) -> bitmap`` for one query."""
+    import cupy
+
+    n, d = int(table.shape[0]), int(table.shape[1])
+    if n % 4 or table.dtype != np.uint32 or not table.flags.f_contiguous:
+        raise SystemExit("--raw needs a Fortran-order uint32 table of a multiple of 4 rows")
+    kernel = cupy.RawKernel(RAW_SOURCE, "raw_scan", options=(f"-DITEMS={items}", f"-DD={d}"))
+    words = -(-n // 32)
+    groups = n // 4
+    blocks = -(-groups // (threads * items))
+
+    def call(lo: Any, hi: Any) -> Any:
+        out = cupy.empty(words, dtype=np.uint32)  # every word is written
+        kernel((blocks,), (threads,), (table, np.int64(n), lo.reshape(-1), hi.reshape(-1), out,
+                                       np.int64(words)))
+        return out
+
+    return call
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", choices=("cpu", "cuda"))
@@ -80,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated block sizes to time each fused-scan body with")
     ap.add_argument("--bodies", default="",
                     help="only these fused-scan bodies, e.g. 'items=4 unroll,items=8'")
+    ap.add_argument("--raw", default="",
+                    help="GPU: also the hand-written CUDA scan (16-byte loads), as "
+                         "ITEMSxTHREADS pairs, e.g. '1x256,2x256,4x128'")
     args = ap.parse_args(argv)
     dev, n, d = args.device, args.rows, args.columns
     xp = array_module(dev)
@@ -135,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
 
     for label, kw in bodies:
         run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
+    for spec in [s for s in args.raw.split(",") if s] if dev == "cuda" else []:
+        items, threads = (int(x) for x in spec.split("x"))
+        run_variant(f"raw cuda items={items} tpb={threads}", raw_scan(table, items, threads),
+                    {"raw_items": items, "threads_per_block": threads})
     for name in [s for s in args.indexes.split(",") if s]:
         index = indexzoo.create(name, device=dev).build([c for c in cols])
         fp = index.memory_footprint()
