@@ -83,7 +83,7 @@ for step in "$@"; do
       f=tests/conformance/test_builtin_conformance.py
       groups=("rx sorted-array searchsorted linear-scan" "rx-opt ao-bs eo-bs"
               "cgrx cgrx-5x4 cgrx-8x4" "rtscan rtc1 rtc3"
-              "rtscan-direct rtscan-noenc rtscan-nosieve fused-scan"
+              "rtscan-direct rtscan-rt rtscan-noenc rtscan-nosieve fused-scan"
               "btree warpcore-hash lightweight ao-pb-bs ao-pb-ks eo-ks")
       i=0
       for g in "${groups[@]}"; do

@@ -1,6 +1,8 @@
 """Plugin ``rtscan``: RTScan (Lv et al., PVLDB 17(6), 2024: uniform encoding, data sieving,
-Matrix RT Refine), with the paper's variants as presets of their own: ``rtc1``, ``rtc3``,
-``rtscan-noenc``, ``rtscan-nosieve`` and ``rtscan-direct`` (the CUDA-core refine)."""
+Matrix RT Refine), with the paper's variants as presets of their own: ``rtscan-rt`` (the
+paper's RTScan), ``rtc1``, ``rtc3``, ``rtscan-noenc``, ``rtscan-nosieve`` and
+``rtscan-direct`` (the CUDA-core refine). ``rtscan`` itself refines on RT cores where the
+engine is OptiX and directly elsewhere (``refine="auto"``)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ __all__ = ["PRESETS", "PRESET_CLASSES", "RtscanIndex", "RtscanParams", "RtscanSt
            "StageTimes"]
 
 _DOCS = {
+    "rtscan-rt": "The paper's RTScan on any engine: uniform encoding, data sieving and Matrix "
+                 "RT Refine (cubes in a BVH, a grid of short rays).",
     "rtc1": "RTc1 (paper §2.3): one column per RT job, no encoding, no sieving; the columns' "
             "bitmaps ANDed.",
     "rtc3": "RTc3 (paper §3.1): three columns per RT job, no encoding, no sieving, one long "

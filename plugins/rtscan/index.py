@@ -23,6 +23,12 @@ Paper -> code
   layer's ``BITMAP`` operation (added for RTScan to ``indexzoo.native.rt.query``) sets the bit
   (atomic OR) or clears it (atomic AND-NOT), as the artifact's ``atomicOr``/``atomicAnd``.
   Rows met twice get the same bit twice.
+* [AMBIG] ``rtscan``'s default refine (``refine="auto"``): the paper's Matrix RT Refine where
+  the engine is OptiX (RT cores, the paper's hardware), the direct refine on the software
+  engine. Without RT cores the direct refine was 1.21-2.31x a plain read of the columns at
+  1e8 x 3, the RT refine 0.13-1.69x, and it holds 7.9x the table against 12.2x (one H100,
+  ``benchmarks/results/h100/2026-11-26-scan-raw/``). The paper's RTScan on any engine is the
+  ``rtscan-rt`` preset; its other variants keep the RT refine.
 * ``rtscan-direct`` (ours, ``refine="direct"``): the slab's rows ``order[a:b]``, checked
   on CUDA cores with the same atomics, no BVH.
 * Point lookups (ours): never a bitmap per key; each key's rank run in the column where it
@@ -154,6 +160,7 @@ class RtscanState(BuildState):
     groups: tuple[GroupScene, ...]
     shifts: tuple[int, ...]  # per column: coordinate = value >> shift (encoding off)
     plan_args: PlanArgs   # the plan kernel's own inputs (groups, geometry, shifts)
+    refine: str          # the refine this build runs: "rt" or "direct" (auto resolved)
     peak: int
 
 
@@ -216,10 +223,11 @@ class RtscanIndex(GpuIndex[RtscanState]):
                 del temp, ranks
         groups = []
         engine = self._engine(st.device)
+        st.refine = self._resolved_refine(engine)
         with self._stage("build_bvh"):
             for cols in self._group_columns(d):
                 coords = [self._coords(st, j) for j in cols]
-                g = build_group(coords, cols, n, p, with_scene=p.refine == "rt", engine=engine)
+                g = build_group(coords, cols, n, p, with_scene=st.refine == "rt", engine=engine)
                 temp = 4 * n * sum(1 for j in cols if st.shifts[j])  # shifted copies
                 peak = max(peak, held + temp + g.peak_bytes)
                 held += sum(g.nbytes().values())
@@ -234,6 +242,14 @@ class RtscanIndex(GpuIndex[RtscanState]):
         direct refine traces nothing: it runs the same on either engine."""
         return select_engine(self.params.engine, device)
 
+    def _resolved_refine(self, engine: rt.Engine) -> str:
+        """``params.refine``, ``auto`` resolved: the RT refine on OptiX (RT cores), the direct
+        refine on the software engine (measured faster there, and it builds no BVH)."""
+        p = self.params
+        if p.refine != "auto":
+            return p.refine
+        return "rt" if engine.name == "optix" else "direct"
+
     def _save_state(self, st: RtscanState) -> dict[str, Any]:
         """The state as saved: a group's scene on an engine that cannot save it (OptiX: a
         handle on one GPU) without it, built again on load from the coordinates."""
@@ -247,7 +263,9 @@ class RtscanIndex(GpuIndex[RtscanState]):
         super()._load_state(st, saved)
         p = self.params
         n = int(st.lc.shape[0])
-        if p.refine != "rt" or n == 0 or all(g.gas is not None for g in st.groups):
+        if "refine" not in saved:  # saved before auto: its params name the refine
+            st.refine = "rt" if p.refine == "auto" else p.refine
+        if st.refine != "rt" or n == 0 or all(g.gas is not None for g in st.groups):
             return
         engine = self._engine(st.device)
         st.groups = tuple(
@@ -345,7 +363,7 @@ class RtscanIndex(GpuIndex[RtscanState]):
         p, xp, tables, pa = self.params, st.xp, st.tables, st.plan_args
         q, d = int(lo.shape[0]), int(lo.shape[1])
         g = len(st.groups)
-        rt = p.refine == "rt"
+        rt = st.refine == "rt"
         bounds = xp.empty((2, q, d), dtype=st.lc.dtype)
         width = PLAN_COLUMNS if rt else DIRECT_COLUMNS
         n_rk, n_sel = q * d * RK_COLUMNS, g * q * SEL_COLUMNS
@@ -374,7 +392,7 @@ class RtscanIndex(GpuIndex[RtscanState]):
         :meth:`_plan`'s)."""
         p, xp, n = self.params, st.xp, st.n
         dev = device or self.device
-        strided = (p.refine == "direct" and dev == "cuda"
+        strided = (st.refine == "direct" and dev == "cuda"
                    and int(lo.shape[0]) <= STRIDED_QUERIES)
         with self._stage("encode"):
             plan = self._plan(st, lo, hi, dev, running_sums=not strided)
@@ -408,8 +426,8 @@ class RtscanIndex(GpuIndex[RtscanState]):
         p = self.params
         if self.stage_timer is not None:
             self._count("boxes", st.xp.count_nonzero(plan.boxes[gi, :, plan.count_column]))
-            self._count("rays" if p.refine == "rt" else "candidates", total)
-        if p.refine == "direct":
+            self._count("rays" if st.refine == "rt" else "candidates", total)
+        if st.refine == "direct":
             direct_plan(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
                         plan.ends[gi], total, words, p.threads_per_block, dev)
         else:

@@ -47,11 +47,13 @@ class RtscanParams(EngineParams):
                     "positive = the one inside the predicate (refine sets bits), negative = "
                     "the one around it (refine clears bits); auto = the nearer border, a tie "
                     "going to negative, as the paper.")
-    refine: Literal["rt", "direct"] = Field(
-        default="rt",
+    refine: Literal["auto", "rt", "direct"] = Field(
+        default="auto",
         description="rt: Matrix RT Refine [§4.4], cubes in a BVH and a grid of short rays; "
                     "direct: the rows of each uncertain slab gathered by rank (order[a:b]) "
-                    "and checked on CUDA cores, no BVH (our fair CUDA-core variant).")
+                    "and checked on CUDA cores, no BVH (our fair CUDA-core variant); auto: rt "
+                    "on the OptiX engine (RT cores), direct on the software engine, where it "
+                    "was measured faster and holds less (docs/plugins/rtscan.md).")
     group_size: int = Field(
         default=3, ge=1, le=3,
         description="Columns per RT job (one BVH each) [§4.1]; groups are ANDed on CUDA "
@@ -102,11 +104,14 @@ class RtscanParams(EngineParams):
         return self
 
 
-#: The paper's variants and ``rtscan-direct`` (ours), registered as indexes of their own.
+#: The paper's variants (its RTScan as ``rtscan-rt``, each with Matrix RT Refine on any
+#: engine) and ``rtscan-direct`` (ours), registered as indexes of their own.
 PRESETS: dict[str, dict[str, object]] = {
-    "rtc1": dict(group_size=1, encoding=False, sieve_vectors=0),
-    "rtc3": dict(group_size=3, encoding=False, sieve_vectors=0, ray_length=0.0, ray_axis="z"),
-    "rtscan-noenc": dict(encoding=False),
-    "rtscan-nosieve": dict(sieve_vectors=0),
+    "rtscan-rt": dict(refine="rt"),
+    "rtc1": dict(group_size=1, encoding=False, sieve_vectors=0, refine="rt"),
+    "rtc3": dict(group_size=3, encoding=False, sieve_vectors=0, ray_length=0.0, ray_axis="z",
+                 refine="rt"),
+    "rtscan-noenc": dict(encoding=False, refine="rt"),
+    "rtscan-nosieve": dict(sieve_vectors=0, refine="rt"),
     "rtscan-direct": dict(refine="direct"),
 }

@@ -30,7 +30,8 @@ from indexzoo.native.rt import optix
 
 #: Every RT index the project registers, with its presets.
 RX_FAMILY = ["rx", "rx-opt", "cgrx", "cgrx-5x4", "cgrx-8x4"]
-RTSCAN = ["rtscan", "rtc1", "rtc3", "rtscan-noenc", "rtscan-nosieve", "rtscan-direct"]
+RTSCAN = ["rtscan", "rtscan-rt", "rtc1", "rtc3", "rtscan-noenc", "rtscan-nosieve",
+          "rtscan-direct"]
 RT_INDEXES = RX_FAMILY + RTSCAN
 
 
@@ -244,7 +245,7 @@ def test_the_launch_paths_are_the_ones_taken(like_optix: None,
     for module, name in ((opt_index, "runs_from_hits"), (cg_index, "launched_runs"),
                          (refine, "mark_plan")):
         monkeypatch.setattr(module, name, spy(name, getattr(module, name)))
-    for name in ("rx-opt", "cgrx", "rtscan"):
+    for name in ("rx-opt", "cgrx", "rtscan-rt"):  # (rtscan's default refines directly here)
         keys = _keys(name)
         lo, hi = _lookups(name, keys)
         indexzoo.create(name, device="cpu", engine="software").build(keys).range(lo, hi)
@@ -264,12 +265,12 @@ def _engine_of(index: Any) -> str | None:
 
 
 def test_the_engine_of_an_index_built_with_software_is_software() -> None:
-    for name in ("rx", "rx-opt", "cgrx", "rtscan"):
+    for name in ("rx", "rx-opt", "cgrx", "rtscan-rt"):
         keys = _keys(name)
         index = indexzoo.create(name, device="cpu", engine="software").build(keys)
         assert _engine_of(index) == "software", name
-    assert _engine_of(indexzoo.create("rtscan-direct", device="cpu").build(_keys("rtscan"))) \
-        is None
+    for name in ("rtscan-direct", "rtscan"):  # the direct refine (rtscan's on this engine)
+        assert _engine_of(indexzoo.create(name, device="cpu").build(_keys("rtscan"))) is None
 
 
 # ============================================================================ with OptiX
