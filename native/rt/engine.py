@@ -24,7 +24,9 @@ from a name:
 * ``saves_scenes``: a scene is plain arrays an index can save (else a handle on one GPU: the
   index saves its keys and builds the scene again on load);
 * ``shared_prims_only``: instances of sphere scenes (and AABB scenes that keep their boxes)
-  must share one GAS.
+  must share one GAS;
+* ``hardware_traversal``: the driver traverses the scene, on RT cores where the GPU has them
+  (an index whose method is built for RT cores, as RTScan's RT refine, picks it there).
 
 ``auto`` (:func:`.select.auto_engine`): OptiX where the GPU has RT cores (:func:`rt_core_generation`)
 and OptiX is usable and takes the configuration; the software engine everywhere else.
@@ -55,6 +57,7 @@ class Engine(abc.ABC):
     conservative_bounds: ClassVar[bool]
     saves_scenes: ClassVar[bool]
     shared_prims_only: ClassVar[bool]
+    hardware_traversal: ClassVar[bool]
 
     def __repr__(self) -> str:
         return f"<{self.name} engine>"

@@ -33,6 +33,7 @@ class SoftwareEngine(Engine):
     conservative_bounds = False
     saves_scenes = True
     shared_prims_only = False
+    hardware_traversal = False
 
     def unavailable(self, device: str) -> str | None:
         return None  # runs wherever the index's device does

@@ -243,12 +243,13 @@ class RtscanIndex(GpuIndex[RtscanState]):
         return select_engine(self.params.engine, device)
 
     def _resolved_refine(self, engine: rt.Engine) -> str:
-        """``params.refine``, ``auto`` resolved: the RT refine on OptiX (RT cores), the direct
-        refine on the software engine (measured faster there, and it builds no BVH)."""
+        """``params.refine``, ``auto`` resolved: the RT refine where the engine traverses in
+        hardware (OptiX: RT cores), the direct refine on the software engine (measured faster
+        there, and it builds no BVH)."""
         p = self.params
         if p.refine != "auto":
             return p.refine
-        return "rt" if engine.name == "optix" else "direct"
+        return "rt" if engine.hardware_traversal else "direct"
 
     def _save_state(self, st: RtscanState) -> dict[str, Any]:
         """The state as saved: a group's scene on an engine that cannot save it (OptiX: a

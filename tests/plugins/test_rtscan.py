@@ -1087,6 +1087,6 @@ def test_the_default_refines_directly_on_the_software_engine_and_with_rays_on_op
     assert auto.memory_footprint().resident_bytes < paper.memory_footprint().resident_bytes
     lo, hi = lt_bounds(uniform3, [0.3, 0.6])
     assert np.array_equal(check(auto, uniform3, lo, hi), check(paper, uniform3, lo, hi))
-    optix = SimpleNamespace(name="optix")
+    optix = SimpleNamespace(hardware_traversal=True)
     assert auto._resolved_refine(optix) == "rt"  # type: ignore[arg-type]
     assert make(uniform3, "rtscan-direct")._resolved_refine(optix) == "direct"  # type: ignore[arg-type]

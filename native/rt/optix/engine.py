@@ -30,6 +30,7 @@ class OptixEngine(Engine):
     conservative_bounds = True
     saves_scenes = False
     shared_prims_only = True
+    hardware_traversal = True
 
     def unavailable(self, device: str) -> str | None:
         if device != "cuda":
