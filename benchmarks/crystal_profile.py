@@ -1,10 +1,13 @@
 """Where a `crystal` SSB query's time goes on the GPU: the wall time of the whole query, the
-kernel alone (CUDA events around each kernel launch), and the host functions (cProfile).
+kernel alone (CUDA events around each kernel launch), and the host functions (cProfile),
+against the query's read floor: the bytes of the columns it needs over the device's copy
+bandwidth, measured in the same run (a device-to-device copy of 1 GiB, read plus write).
 
     python benchmarks/crystal_profile.py --sf 10 --queries q1.1,q2.1,q3.2,q4.3
 
 The wall time is what `indexzoo bench --preset ssb` reports (the ORDER BY removed); the gap to
-the kernel time is the host's part: planning, the result slots' copies back, their compaction.
+the kernel time is the host's part: planning, resetting the result slots, copying back the
+filled ones. ``--params`` passes engine parameters as JSON (e.g. '{"shared_slots_bytes": 0}').
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import json
 import pstats
 import statistics
 import time
@@ -19,6 +23,7 @@ from typing import Any
 
 from indexzoo import query_engine, ssb
 from indexzoo.native import targets
+from indexzoo.query import floor_bytes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,25 +32,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", default="q1.1,q2.1,q3.2,q4.3")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--top", type=int, default=12, help="cProfile rows per query")
+    ap.add_argument("--params", action="append", default=None,
+                    help="crystal's parameters, JSON; repeat to profile several settings")
     args = ap.parse_args(argv)
+    import cupy
+
+    bandwidth = copy_bandwidth(cupy)
+    print(f"copy bandwidth {bandwidth / 1e9:.0f} GB/s (read + write of 1 GiB, median of 10)")
+    table = ssb.generate(args.sf, seed=0)
+    for params in args.params or ["{}"]:
+        print(f"crystal {params}")
+        profile(query_engine("crystal", device="cuda", **json.loads(params)), table, args,
+                bandwidth)
+    return 0
+
+
+def profile(engine: Any, table: Any, args: argparse.Namespace, bandwidth: float) -> None:
+    """Each of ``args.queries`` on ``engine``: wall and kernel times, a host profile."""
     import cupy
 
     def sync() -> None:
         cupy.cuda.get_current_stream().synchronize()
 
-    table = ssb.generate(args.sf, seed=0)
-    engine = query_engine("crystal", device="cuda")
     kernel_ms: list[float] = []
-    launch = targets.Kernel.__call__
+    launches = {cls: cls.__call__ for cls in (targets.Kernel, targets.BlockKernel)}
 
-    def timed_launch(kernel: Any, *a: Any, **kw: Any) -> Any:
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        out = launch(kernel, *a, **kw)
-        end.record()
-        end.synchronize()
-        kernel_ms.append(cupy.cuda.get_elapsed_time(start, end))
-        return out
+    def timed(launch: Any) -> Any:
+        def timed_launch(kernel: Any, *a: Any, **kw: Any) -> Any:
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            out = launch(kernel, *a, **kw)
+            end.record()
+            end.synchronize()
+            kernel_ms.append(cupy.cuda.get_elapsed_time(start, end))
+            return out
+        return timed_launch
 
     for name in args.queries.split(","):
         spec = ssb.QUERIES[name].without_order()
@@ -59,12 +80,14 @@ def main(argv: list[str] | None = None) -> int:
             sync()
             walls.append((time.perf_counter() - t) * 1e3)
         kernel_ms.clear()
-        targets.Kernel.__call__ = timed_launch  # type: ignore[method-assign]
+        for cls, launch in launches.items():
+            cls.__call__ = timed(launch)
         try:
             for _ in range(args.repeats):
                 engine.run(view, spec)
         finally:
-            targets.Kernel.__call__ = launch  # type: ignore[method-assign]
+            for cls, launch in launches.items():
+                cls.__call__ = launch
         prof = cProfile.Profile()
         prof.enable()
         engine.run(view, spec)
@@ -72,11 +95,28 @@ def main(argv: list[str] | None = None) -> int:
         prof.disable()
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(args.top)
-        print(f"== {name} SF {args.sf:g}: wall {statistics.median(walls):.3f} ms, kernel "
-              f"{statistics.median(kernel_ms):.3f} ms, "
+        floor = floor_bytes(table, spec) / bandwidth * 1e3
+        wall, kernel = statistics.median(walls), statistics.median(kernel_ms)
+        print(f"== {name} SF {args.sf:g}: wall {wall:.3f} ms ({wall / floor:.2f}x floor), "
+              f"kernel {kernel:.3f} ms ({kernel / floor:.2f}x), floor {floor:.3f} ms, "
               f"{len(kernel_ms) / args.repeats:.0f} launch(es) a query", flush=True)
-        print("\n".join(text.getvalue().splitlines()[6:6 + args.top + 2]), flush=True)
-    return 0
+        if args.top:
+            print("\n".join(text.getvalue().splitlines()[6:6 + args.top + 2]), flush=True)
+
+
+def copy_bandwidth(cupy: Any, nbytes: int = 1 << 30, repeats: int = 10) -> float:
+    """Bytes a second the device moves in a device-to-device copy (read plus write)."""
+    src = cupy.ones(nbytes // 4, dtype=cupy.int32)
+    dst = cupy.empty_like(src)
+    times = []
+    for _ in range(repeats + 2):
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        cupy.copyto(dst, src)
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    return 2 * nbytes / statistics.median(times[2:])
 
 
 if __name__ == "__main__":

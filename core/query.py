@@ -644,6 +644,19 @@ class View:
         self.group = None if group is None else tuple(group)
         self.values = None if values is None else tuple(values)
         self.name = name
+        self._plans: dict[Query, Plan] = {}
+
+    def plan(self, query: Query) -> Plan:
+        """``query`` lowered onto this view's table (:func:`plan`), kept per query: a view's
+        table does not change, and a query run again skips the lowering."""
+        plans: dict[Query, Plan] = self.__dict__.setdefault("_plans", {})
+        try:
+            hit = plans.get(query)
+        except TypeError:  # a literal that does not hash: lowered each time
+            return plan(self.table, query)
+        if hit is None:
+            hit = plans[query] = plan(self.table, query)
+        return hit
 
     def check(self, p: Plan) -> None:
         """Raise Unsupported naming every attribute ``p`` needs that the view lacks."""
@@ -708,7 +721,7 @@ class QueryEngine(abc.ABC):
         """Answer ``query`` over ``source``: a view from :meth:`prepare` (reused), or a table
         (a view for this query alone is prepared first)."""
         view = source if isinstance(source, View) else self.prepare(source, [query])
-        p = plan(view.table, query)
+        p = view.plan(query)
         view.check(p)
         return finish(view.table, p, self._execute(view, p))
 

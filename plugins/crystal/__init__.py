@@ -1,35 +1,49 @@
 """Query engine ``crystal``: the CUDA-core peer of RTCUDB, Crystal-style (Shanbhag, Madden,
 Yu, SIGMOD 2020) fused kernels over the flat columns.
 
-One kernel per query, one thread per row: the row's filter columns are tested against the
-query's code intervals (an IN-set or an OR is several intervals), and only a qualifying row
-reads its GROUP BY and aggregate columns, computes its group's slot by a perfect hash (the
-mixed-radix number of its group codes over the columns' domains, as Crystal's SSB kernels
-index their result arrays by dimension keys) and adds its values with atomics into the
-per-slot arrays. Every needed column is read once, in one pass: the engine's bytes are the
-bandwidth floor of the query (:func:`indexzoo.query.floor_bytes`), which it reports.
+One kernel per query: a row's filter columns are tested against the query's code intervals
+(an IN-set or an OR is several intervals), and only a qualifying row reads its GROUP BY and
+aggregate columns, computes its group's slot by a perfect hash (the mixed-radix number of its
+group codes over the columns' domains, as Crystal's SSB kernels index their result arrays by
+dimension keys) and adds its values into the per-slot arrays. Every needed column is read once,
+in one pass: the engine's bytes are the bandwidth floor of the query
+(:func:`indexzoo.query.floor_bytes`), which it reports.
+
+Two kernels (:mod:`.kernels`), chosen per query by the size of its result arrays:
+
+* on the GPU, where the COUNT and SUM slots fit ``shared_slots_bytes``, each block aggregates in
+  shared memory and adds its slots into device memory once at the end (Crystal's block-level
+  pre-aggregation, which its Q1.x kernels do with a block reduction);
+* otherwise (and always on the CPU) one thread per row adds into device memory with atomics.
+
+The host's part of a query is kept small, since at SSB's sizes the kernel takes well under a
+millisecond: a view keeps, per query, the plan, the kernel's small argument arrays on the
+device and the result buffer (reset with one launch), and a query copies back only the slots
+it filled (the kernels list them), not the whole result array.
 
 Departures from Crystal: Crystal's kernels are written per SSB query with tile loads into
 registers and shared-memory selection flags; here one generic kernel, specialised by numba per
 column dtype, serves every query (its filter, group and value columns are arrays of indexes
-and intervals read per row). The slots come out in the lexicographic order of the group
-codes, so an ORDER BY on a prefix of the GROUP BY columns is skipped.
+and intervals read per row). Crystal aggregates Q2-Q4 with global atomics into a hash table;
+here any query whose slots fit shared memory is pre-aggregated per block. The slots come out
+in the lexicographic order of the group codes, so an ORDER BY on a prefix of the GROUP BY
+columns is skipped.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
+import threading
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numba.extending import register_jitable
 from pydantic import Field
 
 from indexzoo import Unsupported
 from indexzoo.devices import array_module, to_numpy
 from indexzoo.hookspecs import hookimpl
-from indexzoo.native.groupagg import accumulate, atomics, expr_value, passes
-from indexzoo.native.targets import Kernel, KernelParams
+from indexzoo.native.targets import KernelParams
 from indexzoo.query import (
     Expr,
     Groups,
@@ -43,6 +57,8 @@ from indexzoo.query import (
     terms_array,
 )
 
+from .kernels import item_kernel, launch_private
+
 __all__ = ["CrystalEngine", "CrystalParams"]
 
 
@@ -50,54 +66,69 @@ class CrystalParams(KernelParams):
     max_slots: int = Field(default=1 << 26, ge=1, description=(
         "The most result slots (product of the GROUP BY columns' domain sizes) a query may "
         "use; more raises Unsupported."))
+    shared_slots_bytes: int = Field(default=160 * 1024, ge=0, le=227 * 1024, description=(
+        "GPU: a query whose COUNT and SUM slots (8 bytes each) fit in this many bytes is "
+        "aggregated per block in shared memory first; 0 always adds into device memory."))
+    private_threads_per_block: int = Field(default=512, ge=32, le=1024, multiple_of=32,
+                                           description=(
+        "GPU: CUDA threads per block of the shared-memory kernel."))
 
 
-@functools.cache
-def _kernel(device: str) -> Kernel:
-    add = atomics(device)[0]
-    acc = accumulate(device)
-
-    @register_jitable
-    def crystal_item(i, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms, tstarts,
-                     need, count, sums, mins, maxs):
-        if not passes(i, fcols, starts, lo, hi):
-            return
-        g = np.int64(0)
-        for j in range(len(gcols)):
-            g += (np.int64(gcols[j][i]) - gmin[j]) * gstride[j]
-        add(count, g, np.int64(1))
-        n_exprs = len(tstarts) - 1
-        for e in range(n_exprs):
-            v = expr_value(i, vcols, terms, tstarts[e], tstarts[e + 1])
-            acc(g, e, n_exprs, v, need[e], sums, mins, maxs)
-
-    return Kernel(crystal_item, name="crystal_query")
+_OPS = {"sum": 0, "avg": 0, "min": 1, "max": 2}
+_INIT = (0, np.iinfo(np.int64).max, np.iinfo(np.int64).min)  # SUM, MIN, MAX start values
 
 
-def needs(p: Plan) -> np.ndarray:
-    """Per value expression of ``p``, the bits of the aggregates asked of it."""
-    bits = np.zeros(builtins_max(len(p.values), 1), dtype=np.int64)
+def result_rows(p: Plan) -> tuple[np.ndarray, list[int]]:
+    """``row_of`` (3 per value expression: its SUM, MIN and MAX row, -1 if not asked) and the
+    kinds of the rows (0 COUNT or SUM, 1 MIN, 2 MAX), COUNT and SUM rows first."""
+    asked = [[False] * 3 for _ in p.values]
     for a, vi in zip(p.query.select, p.value_of, strict=True):
         if vi >= 0:
-            bits[vi] |= {"sum": 1, "avg": 1, "min": 2, "max": 4}[a.op]
-    return bits
-
-
-builtins_max = max
+            asked[vi][_OPS[a.op]] = True
+    row_of = np.full(3 * max(len(p.values), 1), -1, dtype=np.int64)
+    kinds = [0]
+    for k in range(3):
+        for e in range(len(p.values)):
+            if asked[e][k]:
+                row_of[3 * e + k] = len(kinds)
+                kinds.append(k)
+    return row_of, kinds
 
 
 def _padded(n: int) -> int:
     """``n`` columns rounded up to a multiple of four (at least four)."""
-    return builtins_max(4, -(-n // 4) * 4)
+    return max(4, -(-n // 4) * 4)
+
+
+@dataclass
+class _Prepared:
+    """One query on one view, ready to launch: the plan, the kernel's arguments (the result
+    buffer among them) and what reads the answer back."""
+
+    plan: Plan
+    args: tuple[Any, ...]
+    res: Any
+    init: Any
+    touched: Any
+    n_touched: Any
+    n_slots: int
+    kinds: list[int]
+    row_of: np.ndarray
+    strides: list[int]
+    sizes: list[int]
+    mins: list[int]
+    private: bool
 
 
 class CrystalView(View):
-    """The flat columns, moved to the engine's device once."""
+    """The flat columns, moved to the engine's device once, and the queries run on them."""
 
     def __init__(self, table: Table, device: str, name: str = ""):
         super().__init__(table, None, None, None, name or "crystal")
         self.device = device
         self._cols: dict[str, Any] = {}
+        self._queries: dict[Query, _Prepared] = {}
+        self.lock = threading.Lock()  # a prepared query's buffers serve one run at a time
 
     def col(self, name: str) -> Any:
         if name not in self._cols:
@@ -119,8 +150,14 @@ class CrystalEngine(QueryEngine):
             view.col(c)
         return view
 
-    def _execute(self, view: View, p: Plan) -> Groups:
-        assert isinstance(view, CrystalView)
+    def _prepared(self, view: CrystalView, p: Plan) -> _Prepared:
+        """``p`` ready to launch on ``view`` (kept per query while the view lives)."""
+        try:
+            hit = view._queries.get(p.query)
+        except TypeError:  # an unhashable literal: prepared afresh each time
+            hit = None
+        if hit is not None and hit.plan is p:
+            return hit
         t = view.table
         xp = array_module(self.device)
         doms = [t.domain(c) for c in p.group_by]
@@ -165,26 +202,62 @@ class CrystalEngine(QueryEngine):
         terms = [terms_array(e, vnames) for e in p.values]
         tstarts = np.cumsum([0, *(len(x) for x in terms)]).astype(np.int64)
         allterms = np.concatenate(terms) if terms else np.zeros((0, 3), dtype=np.int64)
-        n_exprs = len(p.values)
-        count = xp.zeros(n_slots, dtype=np.int64)
-        sums = xp.zeros(n_slots * builtins_max(n_exprs, 1), dtype=np.int64)
-        mins = xp.full(n_slots * builtins_max(n_exprs, 1), np.iinfo(np.int64).max, dtype=np.int64)
-        maxs = xp.full(n_slots * builtins_max(n_exprs, 1), np.iinfo(np.int64).min, dtype=np.int64)
+        row_of, kinds = result_rows(p)
+        n_add = kinds.count(0)
         dev = [xp.asarray(a) for a in (starts, lo, hi, gmin, gstride, allterms, tstarts,
-                                        needs(p))]
+                                        row_of)]
+        res = xp.empty(len(kinds) * n_slots, dtype=np.int64)
+        init = xp.asarray(np.array([_INIT[kind] for kind in kinds], dtype=np.int64)[:, None])
+        touched = xp.empty(n_slots, dtype=np.int64)
+        n_touched = xp.zeros(1, dtype=np.int64)
+        private = (self.device == "cuda"
+                   and 8 * n_add * n_slots <= self.params.shared_slots_bytes)
+        args = (fcols, dev[0], dev[1], dev[2], gcols, dev[3], dev[4], vtuple, dev[5], dev[6],
+                dev[7], n_slots, *((n_add,) if private else ()), res, touched, n_touched)
+        prepared = _Prepared(p, args, res, init, touched, n_touched, n_slots, kinds, row_of,
+                             strides, sizes, [lo_ for lo_, _ in doms], private)
+        with contextlib.suppress(TypeError):  # an unhashable query is not kept
+            view._queries[p.query] = prepared
+        return prepared
+
+    def _execute(self, view: View, p: Plan) -> Groups:
+        assert isinstance(view, CrystalView)
+        with view.lock:
+            return self._run(view, self._prepared(view, p))
+
+    def _run(self, view: CrystalView, q: _Prepared) -> Groups:
+        p, n_rows = q.plan, view.table.n_rows
+        rows = len(q.kinds)
+        q.res.reshape(rows, q.n_slots)[...] = q.init
+        q.n_touched[...] = 0
         if not p.empty:
-            _kernel(self.device)(self.device, t.n_rows, fcols, dev[0], dev[1], dev[2], gcols,
-                                 dev[3], dev[4], vtuple, dev[5], dev[6], dev[7], count,
-                                 sums, mins, maxs, threads_per_block=self.params.threads_per_block)
-        cnt = to_numpy(count)
-        slots = np.flatnonzero(cnt) if p.group_by else np.zeros(1, dtype=np.int64)
-        keys = [(slots // s) % k + lo_ for s, k, (lo_, _) in zip(strides, sizes, doms,
-                                                                    strict=True)]
-        per = [to_numpy(a).reshape(n_slots, builtins_max(n_exprs, 1)) for a in (sums, mins, maxs)]
-        return Groups(keys, cnt[slots], [per[0][slots, e] for e in range(n_exprs)],
-                      [per[1][slots, e] for e in range(n_exprs)],
-                      [per[2][slots, e] for e in range(n_exprs)], ordered=True,
-                      bytes_read=floor_bytes(t, p.query))
+            if q.private:
+                launch_private(n_rows, q.args, q.kinds.count(0), q.n_slots,
+                               self.params.private_threads_per_block)
+            else:
+                item_kernel(self.device)(self.device, n_rows, *q.args,
+                                         threads_per_block=self.params.threads_per_block)
+        m = int(to_numpy(q.n_touched)[0])
+        ids = q.touched[:m]
+        vals = to_numpy(q.res.reshape(rows, q.n_slots)[:, ids])
+        ids_h = to_numpy(ids)
+        order = np.argsort(ids_h, kind="stable")
+        ids_h, vals = ids_h[order], vals[:, order]
+        n_exprs = len(p.values)
+        if not p.group_by and m == 0:  # a query without GROUP BY answers one row
+            ids_h = np.zeros(1, dtype=np.int64)
+            vals = np.array(q.init.reshape(-1).tolist(), dtype=np.int64)[:, None]
+            vals[0] = 0
+        keys = [(ids_h // s) % k + lo_ for s, k, lo_ in zip(q.strides, q.sizes, q.mins,
+                                                             strict=True)]
+        per: list[list[np.ndarray | None]] = [[None] * n_exprs for _ in range(3)]
+        for e in range(n_exprs):
+            for kind in range(3):
+                r = int(q.row_of[3 * e + kind])
+                if r >= 0:
+                    per[kind][e] = vals[r]
+        return Groups(keys, vals[0], per[0], per[1], per[2], ordered=True,
+                      bytes_read=floor_bytes(view.table, p.query))
 
 
 @hookimpl

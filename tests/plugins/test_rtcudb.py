@@ -169,15 +169,20 @@ RANDOM = [
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_random_queries_equal_the_reference(engine: str) -> None:
+def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
+    """On every device; crystal with each of its kernels (on the GPU, shared-memory slots by
+    default at these sizes, and device-memory atomics)."""
     data = random_table(3)
-    e = indexzoo.query_engine(engine, device="cpu")
-    view = e.prepare(data, RANDOM)
-    for spec in RANDOM:
-        got, want = e.run(view, spec), q.reference(data, spec)
-        assert list(got.columns) == list(want.columns)
-        for k in want.columns:
-            np.testing.assert_array_equal(got.columns[k], want.columns[k], err_msg=k)
+    configs = [{}, {"shared_slots_bytes": 0}] if engine == "crystal" else [{}]
+    for params in configs:
+        e = indexzoo.query_engine(engine, device=device, **params)
+        view = e.prepare(data, RANDOM)
+        for spec in RANDOM:
+            got, want = e.run(view, spec), q.reference(data, spec)
+            assert list(got.columns) == list(want.columns)
+            for k in want.columns:
+                np.testing.assert_array_equal(got.columns[k], want.columns[k],
+                                              err_msg=f"{params} {k}")
 
 
 @pytest.mark.parametrize("params", [{"grid": 64}, {"grid": 1}, {"coordinate_bits": 8},
@@ -194,6 +199,20 @@ def test_rt_answers_do_not_depend_on_grid_spills_or_rechecks(params: dict) -> No
             got = e.run(view, spec)
             for k in want.columns:
                 np.testing.assert_array_equal(got.columns[k], want.columns[k], err_msg=k)
+
+
+def test_queries_run_again_on_a_view_answer_the_same() -> None:
+    """Engines keep per-query state on a view (crystal: its plan and result buffers); each run
+    starts from clean buffers, whatever ran before."""
+    data = random_table(6, 800)
+    for engine in ENGINES:
+        e = indexzoo.query_engine(engine, device="cpu")
+        view = e.prepare(data, RANDOM)
+        for spec in [*RANDOM, *reversed(RANDOM), *RANDOM]:
+            got, want = e.run(view, spec), q.reference(data, spec)
+            for k in want.columns:
+                np.testing.assert_array_equal(got.columns[k], want.columns[k],
+                                              err_msg=f"{engine} {k}")
 
 
 def test_a_view_reports_its_bytes() -> None:
@@ -224,8 +243,10 @@ specs = [q.Query(where=[q.col("a").isin([1, 3]), q.col("b").between(2, 7)], grou
                  select=[q.sum("v", "s"), q.min("v", "lo"), q.max(q.col("v") * q.col("b"), "hi"),
                          q.count()]),
          q.Query(where=[q.col("b").gt(4)], select=[q.sum(q.col("v") - q.col("a"), "s")])]
-for name in ("crystal", "rtcudb-sorted", "rtcudb", "rtcudb-per-operator"):
-    e = indexzoo.query_engine(name, device="cpu")
+# crystal twice: its shared-memory kernel (the default at these sizes) and its global one
+for name, params in [("crystal", {}), ("crystal", {"shared_slots_bytes": 0}),
+                     ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]:
+    e = indexzoo.query_engine(name, device="cpu", **params)
     e.device = "cuda"
     view = e.prepare(data, specs)
     for spec in specs:
