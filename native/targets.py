@@ -575,6 +575,9 @@ class BoundLaunch:
         fast = _fast_launcher(kernel, kernel._get("cuda"), (0, *stand_ins))
         if fast is None:
             return None
+        if self.shared_mem > fast._shared_optin:  # the opt-in _CupyLaunch makes per call
+            cupy.cuda.driver.funcSetAttribute(fast._function_ptr, 8, self.shared_mem)
+            fast._shared_optin = self.shared_mem
         offsets = _leaf_offsets(fast._plan)
         template = fast._packer.pack(*fast._extract(np.int64(0), *stand_ins))
         local = threading.local()

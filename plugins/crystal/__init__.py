@@ -57,7 +57,13 @@ from indexzoo.query import (
     terms_array,
 )
 
-from .kernels import item_kernel, launch_private
+from .kernels import (
+    MAX_PRIVATE_ROWS,
+    compact_kernel,
+    item_kernel,
+    launch_grid,
+    private_kernel,
+)
 
 __all__ = ["CrystalEngine", "CrystalParams"]
 
@@ -100,17 +106,23 @@ def _padded(n: int) -> int:
     return max(4, -(-n // 4) * 4)
 
 
+#: Result slots a query's first copy back holds; a query that fills more copies the rest next.
+FIRST_COPY_SLOTS = 1024
+
+
 @dataclass
 class _Prepared:
-    """One query on one view, ready to launch: the plan, the kernel's arguments (the result
-    buffer among them) and what reads the answer back."""
+    """One query on one view, ready to launch: its plan, its bound kernels and its buffer.
+
+    ``buf`` (int64) holds, in order: the number of touched slots (one word), the COUNT and SUM
+    rows, the MIN and MAX rows (``res`` spans the rows), the touched list, and the packed
+    records :func:`.kernels.compact_kernel` writes. A run zeroes the first two parts at once.
+    """
 
     plan: Plan
-    args: tuple[Any, ...]
-    res: Any
-    init: Any
-    touched: Any
-    n_touched: Any
+    launch: Any
+    compact: Any
+    buf: Any
     n_slots: int
     kinds: list[int]
     row_of: np.ndarray
@@ -118,6 +130,19 @@ class _Prepared:
     sizes: list[int]
     mins: list[int]
     private: bool
+
+    @property
+    def rows(self) -> int:
+        return len(self.kinds)
+
+    @property
+    def n_zero(self) -> int:
+        """Words a run resets to zero: the touched count and the COUNT and SUM rows."""
+        return 1 + self.kinds.count(0) * self.n_slots
+
+    def packed(self) -> Any:
+        start = 1 + (self.rows + 1) * self.n_slots
+        return self.buf[start:start + 1 + self.n_slots * (self.rows + 1)]
 
 
 class CrystalView(View):
@@ -203,19 +228,31 @@ class CrystalEngine(QueryEngine):
         tstarts = np.cumsum([0, *(len(x) for x in terms)]).astype(np.int64)
         allterms = np.concatenate(terms) if terms else np.zeros((0, 3), dtype=np.int64)
         row_of, kinds = result_rows(p)
-        n_add = kinds.count(0)
+        rows, n_add = len(kinds), kinds.count(0)
         dev = [xp.asarray(a) for a in (starts, lo, hi, gmin, gstride, allterms, tstarts,
                                         row_of)]
-        res = xp.empty(len(kinds) * n_slots, dtype=np.int64)
-        init = xp.asarray(np.array([_INIT[kind] for kind in kinds], dtype=np.int64)[:, None])
-        touched = xp.empty(n_slots, dtype=np.int64)
-        n_touched = xp.zeros(1, dtype=np.int64)
-        private = (self.device == "cuda"
-                   and 8 * n_add * n_slots <= self.params.shared_slots_bytes)
+        buf = xp.zeros(1 + rows * n_slots + n_slots + 1 + n_slots * (rows + 1), dtype=np.int64)
+        n_touched, res = buf[:1], buf[1:1 + rows * n_slots]
+        touched = buf[1 + rows * n_slots:1 + (rows + 1) * n_slots]
+        shared = 8 * n_add * n_slots
+        private = (self.device == "cuda" and n_add <= MAX_PRIVATE_ROWS
+                   and shared <= self.params.shared_slots_bytes)
         args = (fcols, dev[0], dev[1], dev[2], gcols, dev[3], dev[4], vtuple, dev[5], dev[6],
-                dev[7], n_slots, *((n_add,) if private else ()), res, touched, n_touched)
-        prepared = _Prepared(p, args, res, init, touched, n_touched, n_slots, kinds, row_of,
-                             strides, sizes, [lo_ for lo_, _ in doms], private)
+                dev[7], n_slots)
+        if private:
+            threads = self.params.private_threads_per_block
+            launch = private_kernel().bind(
+                self.device, *args, n_add, res, touched, n_touched, threads_per_block=threads,
+                blocks=launch_grid(threads, shared), shared_mem=shared)
+        else:
+            launch = item_kernel(self.device).bind(
+                self.device, *args, res, touched, n_touched,
+                threads_per_block=self.params.threads_per_block)
+        prepared = _Prepared(p, launch, None, buf, n_slots, kinds, row_of, strides, sizes,
+                             [lo_ for lo_, _ in doms], private)
+        prepared.compact = compact_kernel().bind(
+            self.device, n_touched, touched, res, rows, n_slots, prepared.packed(),
+            threads_per_block=self.params.threads_per_block)
         with contextlib.suppress(TypeError):  # an unhashable query is not kept
             view._queries[p.query] = prepared
         return prepared
@@ -226,30 +263,28 @@ class CrystalEngine(QueryEngine):
             return self._run(view, self._prepared(view, p))
 
     def _run(self, view: CrystalView, q: _Prepared) -> Groups:
-        p, n_rows = q.plan, view.table.n_rows
-        rows = len(q.kinds)
-        q.res.reshape(rows, q.n_slots)[...] = q.init
-        q.n_touched[...] = 0
+        p, rows = q.plan, q.rows
+        self._reset(q)
         if not p.empty:
-            if q.private:
-                launch_private(n_rows, q.args, q.kinds.count(0), q.n_slots,
-                               self.params.private_threads_per_block)
-            else:
-                item_kernel(self.device)(self.device, n_rows, *q.args,
-                                         threads_per_block=self.params.threads_per_block)
-        m = int(to_numpy(q.n_touched)[0])
-        ids = q.touched[:m]
-        vals = to_numpy(q.res.reshape(rows, q.n_slots)[:, ids])
-        ids_h = to_numpy(ids)
-        order = np.argsort(ids_h, kind="stable")
-        ids_h, vals = ids_h[order], vals[:, order]
-        n_exprs = len(p.values)
+            q.launch(view.table.n_rows)
+        # on the GPU one item a slot (knowing the touched count would cost a synchronisation);
+        # on the CPU one a touched slot
+        q.compact(max(int(q.buf[0]), 1) if isinstance(q.buf, np.ndarray) else q.n_slots)
+        packed = q.packed()
+        first = min(q.n_slots, FIRST_COPY_SLOTS)
+        got = to_numpy(packed[:1 + first * (rows + 1)])
+        m = int(got[0])
+        if m > first:
+            got = np.concatenate([got, to_numpy(packed[got.size:1 + m * (rows + 1)])])
+        records = got[1:1 + m * (rows + 1)].reshape(m, rows + 1)
+        records = records[np.argsort(records[:, 0], kind="stable")]
+        ids, vals = records[:, 0], records[:, 1:].T
         if not p.group_by and m == 0:  # a query without GROUP BY answers one row
-            ids_h = np.zeros(1, dtype=np.int64)
-            vals = np.array(q.init.reshape(-1).tolist(), dtype=np.int64)[:, None]
-            vals[0] = 0
-        keys = [(ids_h // s) % k + lo_ for s, k, lo_ in zip(q.strides, q.sizes, q.mins,
-                                                             strict=True)]
+            ids = np.zeros(1, dtype=np.int64)
+            vals = np.array([[_INIT[kind]] for kind in q.kinds], dtype=np.int64)
+        n_exprs = len(p.values)
+        keys = [(ids // s) % k + lo_ for s, k, lo_ in zip(q.strides, q.sizes, q.mins,
+                                                          strict=True)]
         per: list[list[np.ndarray | None]] = [[None] * n_exprs for _ in range(3)]
         for e in range(n_exprs):
             for kind in range(3):
@@ -258,6 +293,23 @@ class CrystalEngine(QueryEngine):
                     per[kind][e] = vals[r]
         return Groups(keys, vals[0], per[0], per[1], per[2], ordered=True,
                       bytes_read=floor_bytes(view.table, p.query))
+
+    def _reset(self, q: _Prepared) -> None:
+        """Zero the touched count and the COUNT and SUM rows (one memset on the GPU); start
+        the MIN and MAX rows at the int64 extremes."""
+        n_zero = q.n_zero
+        if not isinstance(q.buf, np.ndarray):  # a CuPy array
+            import cupy
+
+            cupy.cuda.runtime.memsetAsync(q.buf.data.ptr, 0, 8 * n_zero,
+                                          cupy.cuda.get_current_stream().ptr)
+        else:
+            q.buf[:n_zero] = 0
+        for kind in (1, 2):
+            rows = [r for r, k in enumerate(q.kinds) if k == kind]
+            if rows:
+                at = 1 + rows[0] * q.n_slots
+                q.buf[at:at + len(rows) * q.n_slots] = _INIT[kind]
 
 
 @hookimpl

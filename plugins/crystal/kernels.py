@@ -1,18 +1,27 @@
-"""The kernels of ``crystal``: one query's filter, group-by and aggregation in one pass.
+"""The kernels of ``crystal``: one query's filter, group-by and aggregation in one pass, and the
+compaction of the slots it filled.
 
-Result layout, shared by both kernels and the host: one int64 array ``res`` of ``rows`` rows of
-``n_slots`` words, row-major. Row 0 holds each slot's COUNT; ``row_of[3 * e + k]`` is the row of
+Result layout, shared by the kernels and the host: ``res`` holds ``rows`` rows of ``n_slots``
+int64 words, row-major. Row 0 holds each slot's COUNT; ``row_of[3 * e + k]`` is the row of
 expression ``e``'s SUM (k = 0), MIN (1) or MAX (2), -1 where the query does not ask for it. The
 SUM rows come first, so rows ``0 .. n_add - 1`` are the ones a row adds into, and the MIN and
-MAX rows follow. A slot's first qualifying row appends the slot to ``touched`` (``n_touched[0]``
-counts them), so the host gathers only the slots the query filled, never the whole array.
+MAX rows follow. A slot's first qualifying row appends the slot to ``touched``
+(``n_touched[0]`` counts them); :func:`compact_kernel` then packs the touched slots' rows, so
+the host copies back only the slots the query filled, never the whole array.
 
-* :func:`item_kernel` (both devices): one thread per row, global atomics. The CPU's kernel and
-  the GPU's for result arrays too large for shared memory.
+* :func:`item_kernel` (both devices): one thread per row, atomics into ``res``. The CPU's
+  kernel, and the GPU's for result arrays too large for shared memory.
 * :func:`private_kernel` (GPU): Crystal's block-level pre-aggregation. Each block keeps the
-  COUNT and SUM rows in shared memory, walks its rows grid-stride, adds with shared-memory
-  atomics, then adds its non-zero slots into ``res``. A query whose qualifying rows go to a few
-  slots (SSB's Q1.x: one) otherwise makes every such row contend on the same global words.
+  COUNT and SUM rows in shared memory and walks its rows grid-stride; each thread sums the
+  rows of one slot in registers while consecutive qualifying rows stay in it, so a query with
+  one slot (SSB's Q1.x) makes one shared-memory add a thread, not one a row. The block then
+  adds its non-zero slots into ``res``.
+
+Both load a row's filter columns four at a time before testing any (:func:`passes4`): the
+loads are independent, so a warp waits for one memory round trip per four columns, not one
+per column. Short-circuiting them saves no bytes at SSB's selectivities (a 32-byte sector
+holds eight rows, and the floor counts every needed column whole), and a chain of dependent
+loads per row is what kept the kernel at 2-3x its read floor on the H100.
 """
 
 from __future__ import annotations
@@ -23,10 +32,38 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.groupagg import atomics, expr_value, passes
+from indexzoo.native.groupagg import atomics, expr_value
 from indexzoo.native.targets import BlockKernel, Kernel
 
-__all__ = ["item_kernel", "private_kernel"]
+__all__ = ["MAX_PRIVATE_ROWS", "compact_kernel", "item_kernel", "launch_grid", "passes4",
+           "private_kernel"]
+
+#: The most COUNT and SUM rows the private kernel sums in registers (one query's SUMs + 1).
+MAX_PRIVATE_ROWS = 8
+
+
+@register_jitable
+def within(v, k, starts, lo, hi):
+    """Is ``v`` in one of column ``k``'s intervals?"""
+    for t in range(starts[k], starts[k + 1]):  # noqa: SIM110 (numba compiles loops, not any())
+        if lo[t] <= v and v <= hi[t]:
+            return True
+    return False
+
+
+@register_jitable
+def passes4(i, cols, starts, lo, hi):
+    """Does row ``i`` pass every column's intervals? ``cols`` holds a multiple of four
+    columns; each four are loaded before any of them is tested."""
+    for b in range(0, len(cols), 4):
+        v0 = np.int64(cols[b][i])
+        v1 = np.int64(cols[b + 1][i])
+        v2 = np.int64(cols[b + 2][i])
+        v3 = np.int64(cols[b + 3][i])
+        if not (within(v0, b, starts, lo, hi) and within(v1, b + 1, starts, lo, hi)
+                and within(v2, b + 2, starts, lo, hi) and within(v3, b + 3, starts, lo, hi)):
+            return False
+    return True
 
 
 @functools.cache
@@ -38,13 +75,11 @@ def item_kernel(device: str) -> Kernel:
     @register_jitable
     def crystal_item(i, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms, tstarts,
                      row_of, n_slots, res, touched, n_touched):
-        if not passes(i, fcols, starts, lo, hi):
+        if not passes4(i, fcols, starts, lo, hi):
             return
         g = np.int64(0)
         for j in range(len(gcols)):
             g += (np.int64(gcols[j][i]) - gmin[j]) * gstride[j]
-        if add(res, g, np.int64(1)) == 0:
-            touched[add(n_touched, 0, np.int64(1))] = g
         for e in range(len(tstarts) - 1):
             v = expr_value(i, vcols, terms, tstarts[e], tstarts[e + 1])
             r = row_of[3 * e]
@@ -56,6 +91,9 @@ def item_kernel(device: str) -> Kernel:
             r = row_of[3 * e + 2]
             if r >= 0:
                 amax(res, r * n_slots + g, v)
+        # the COUNT last: only this add waits for its old value (a slot's first row lists it)
+        if add(res, g, np.int64(1)) == 0:
+            touched[add(n_touched, 0, np.int64(1))] = g
 
     return Kernel(crystal_item, name="crystal_query")
 
@@ -64,26 +102,36 @@ _PRIVATE = """
 def crystal_private(n, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms, tstarts,
                     row_of, n_slots, n_add, res, touched, n_touched):
     sh = cuda.shared.array(0, I64)
+    mine = cuda.local.array(MAX_ROWS, I64)  # this thread's sums of slot `last`
     t = cuda.threadIdx.x
     w = t
     while w < n_add * n_slots:
         sh[w] = 0
         w += cuda.blockDim.x
+    for r in range(MAX_ROWS):
+        mine[r] = 0
     cuda.syncthreads()
     n_exprs = len(tstarts) - 1
+    last = np.int64(-1)
     i = cuda.grid(1)
     step = cuda.gridsize(1)
     while i < n:
-        if passes(i, fcols, starts, lo, hi):
+        if passes4(i, fcols, starts, lo, hi):
             g = np.int64(0)
             for j in range(len(gcols)):
                 g += (np.int64(gcols[j][i]) - gmin[j]) * gstride[j]
-            cuda.atomic.add(sh, g, np.int64(1))
+            if g != last:
+                if last >= 0:
+                    for r in range(n_add):
+                        cuda.atomic.add(sh, r * n_slots + last, mine[r])
+                        mine[r] = 0
+                last = g
+            mine[0] += 1
             for e in range(n_exprs):
                 v = expr_value(i, vcols, terms, tstarts[e], tstarts[e + 1])
                 r = row_of[3 * e]
                 if r >= 0:
-                    cuda.atomic.add(sh, r * n_slots + g, v)
+                    mine[r] += v
                 r = row_of[3 * e + 1]
                 if r >= 0:
                     cuda.atomic.min(res, r * n_slots + g, v)
@@ -91,15 +139,18 @@ def crystal_private(n, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms
                 if r >= 0:
                     cuda.atomic.max(res, r * n_slots + g, v)
         i += step
+    if last >= 0:
+        for r in range(n_add):
+            cuda.atomic.add(sh, r * n_slots + last, mine[r])
     cuda.syncthreads()
     s = t
     while s < n_slots:
         c = sh[s]
         if c != 0:
-            if cuda.atomic.add(res, s, c) == 0:
-                touched[cuda.atomic.add(n_touched, 0, np.int64(1))] = s
             for r in range(1, n_add):
                 cuda.atomic.add(res, r * n_slots + s, sh[r * n_slots + s])
+            if cuda.atomic.add(res, s, c) == 0:
+                touched[cuda.atomic.add(n_touched, 0, np.int64(1))] = s
         s += cuda.blockDim.x
 """
 
@@ -107,13 +158,35 @@ def crystal_private(n, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms
 @functools.cache
 def private_kernel() -> BlockKernel:
     """``(n_rows, ..., row_of, n_slots, n_add, res, touched, n_touched)`` (the item kernel's
-    arguments with ``n_add``, the rows kept in shared memory, before ``res``), launched on a
-    grid the caller sizes to the device, with ``8 * n_add * n_slots`` bytes of dynamic shared
-    memory."""
+    arguments with ``n_add``, the rows kept in shared memory, before ``res``; ``n_add`` at most
+    :data:`MAX_PRIVATE_ROWS`), on a grid of the caller's (:func:`launch_grid`) with
+    ``8 * n_add * n_slots`` bytes of dynamic shared memory."""
     from numba import types
 
-    return BlockKernel("crystal_private", _PRIVATE, {"np": np, "I64": types.int64,
-                                                     "passes": passes, "expr_value": expr_value})
+    return BlockKernel("crystal_private", _PRIVATE, {
+        "np": np, "I64": types.int64, "MAX_ROWS": MAX_PRIVATE_ROWS, "passes4": passes4,
+        "expr_value": expr_value})
+
+
+@register_jitable
+def compact_item(k, n_touched, touched, res, rows, n_slots, packed):
+    """Slot ``k`` of the touched list packed as ``(slot, row 0, .., row rows-1)`` after
+    ``packed[0]``, which receives their number."""
+    m = n_touched[0]
+    if k == 0:
+        packed[0] = m
+    if k < m:
+        s = touched[k]
+        base = 1 + k * (rows + 1)
+        packed[base] = s
+        for r in range(rows):
+            packed[base + 1 + r] = res[r * n_slots + s]
+
+
+@functools.cache
+def compact_kernel() -> Kernel:
+    """``(n_slots, n_touched, touched, res, rows, n_slots, packed)``: one item per slot."""
+    return Kernel(compact_item, name="crystal_compact")
 
 
 def sm_count() -> int:
@@ -131,11 +204,10 @@ def _sm_count() -> int:
         return 4
 
 
-def launch_private(n_rows: int, args: tuple[Any, ...], n_add: int, n_slots: int,
-                   threads: int) -> None:
-    """:func:`private_kernel` over ``n_rows`` rows: as many blocks as fit the multiprocessors
-    at once (by threads and by shared memory), none idle for lack of rows."""
-    shared = 8 * n_add * n_slots
+def launch_grid(threads: int, shared: int) -> Any:
+    """``blocks(n_rows)`` for the private kernel: as many blocks as the multiprocessors hold at
+    once (by threads and by ``shared`` bytes of shared memory each), none idle for lack of
+    rows."""
     per_sm = max(1, min(2048 // threads, (228 * 1024) // (shared + 1024)))
-    blocks = max(1, min(sm_count() * per_sm, -(-n_rows // threads)))
-    private_kernel()(blocks, threads, n_rows, *args, shared_mem=shared)
+    most = sm_count() * per_sm
+    return lambda n: max(1, min(most, -(-n // threads)))

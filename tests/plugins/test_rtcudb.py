@@ -215,6 +215,23 @@ def test_queries_run_again_on_a_view_answer_the_same() -> None:
                                               err_msg=f"{engine} {k}")
 
 
+def test_crystal_copies_back_groups_beyond_its_first_copy(monkeypatch: pytest.MonkeyPatch,
+                                                          device: str) -> None:
+    """crystal copies back the slots a query filled, a first batch at once and the rest in a
+    second copy: with a first batch of two slots, every query still answers every group."""
+    import indexzoo.plugins.crystal as crystal
+
+    monkeypatch.setattr(crystal, "FIRST_COPY_SLOTS", 2)
+    data = random_table(7, 500)
+    e = indexzoo.query_engine("crystal", device=device)
+    view = e.prepare(data, RANDOM)
+    for spec in RANDOM:
+        got, want = e.run(view, spec), q.reference(data, spec)
+        for k in want.columns:
+            np.testing.assert_array_equal(got.columns[k], want.columns[k], err_msg=k)
+    assert len(e.run(view, RANDOM[3])) > 2
+
+
 def test_a_view_reports_its_bytes() -> None:
     e = indexzoo.query_engine("rtcudb", device="cpu")
     view = e.prepare(random_table(5, 100), RANDOM)
