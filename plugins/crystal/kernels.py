@@ -17,11 +17,13 @@ the host copies back only the slots the query filled, never the whole array.
   one slot (SSB's Q1.x) makes one shared-memory add a thread, not one a row. The block then
   adds its non-zero slots into ``res``.
 
-Both load a row's filter columns four at a time before testing any (:func:`passes4`): the
-loads are independent, so a warp waits for one memory round trip per four columns, not one
-per column. Short-circuiting them saves no bytes at SSB's selectivities (a 32-byte sector
-holds eight rows, and the floor counts every needed column whole), and a chain of dependent
-loads per row is what kept the kernel at 2-3x its read floor on the H100.
+Both load a row's first four filter, group and value columns (the tuples are padded to four
+with a column already read) before testing any: the loads are independent, so a warp waits
+for one memory round trip a row, not one per column as when each column is loaded only after
+the previous one passed. That costs no bytes beyond the floor, which counts every needed
+column whole (and a 32-byte sector holds eight rows, so SSB's selective filters touch most
+sectors of the later columns anyway); the chain of dependent loads is what kept the kernel at
+2-3x its read floor on the H100 on the queries whose rows qualify most.
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ from numba.extending import register_jitable
 from indexzoo.native.groupagg import atomics, expr_value
 from indexzoo.native.targets import BlockKernel, Kernel
 
-__all__ = ["MAX_PRIVATE_ROWS", "compact_kernel", "item_kernel", "launch_grid", "passes4",
-           "private_kernel"]
+__all__ = ["MAX_PRIVATE_ROWS", "compact_kernel", "item_kernel", "launch_grid", "private_kernel"]
 
 #: The most COUNT and SUM rows the private kernel sums in registers (one query's SUMs + 1).
 MAX_PRIVATE_ROWS = 8
@@ -52,10 +53,21 @@ def within(v, k, starts, lo, hi):
 
 
 @register_jitable
-def passes4(i, cols, starts, lo, hi):
-    """Does row ``i`` pass every column's intervals? ``cols`` holds a multiple of four
-    columns; each four are loaded before any of them is tested."""
-    for b in range(0, len(cols), 4):
+def load4(i, cols):
+    """Row ``i`` of the first four columns of ``cols``, as int64 (independent loads)."""
+    return (np.int64(cols[0][i]), np.int64(cols[1][i]), np.int64(cols[2][i]),
+            np.int64(cols[3][i]))
+
+
+@register_jitable
+def passes4(i, f, cols, starts, lo, hi):
+    """Does row ``i`` pass every column's intervals? ``f``: its values of the first four
+    columns (:func:`load4`); ``cols`` holds a multiple of four columns, each further four
+    loaded together before any of them is tested."""
+    if not (within(f[0], 0, starts, lo, hi) and within(f[1], 1, starts, lo, hi)
+            and within(f[2], 2, starts, lo, hi) and within(f[3], 3, starts, lo, hi)):
+        return False
+    for b in range(4, len(cols), 4):
         v0 = np.int64(cols[b][i])
         v1 = np.int64(cols[b + 1][i])
         v2 = np.int64(cols[b + 2][i])
@@ -64,6 +76,32 @@ def passes4(i, cols, starts, lo, hi):
                 and within(v2, b + 2, starts, lo, hi) and within(v3, b + 3, starts, lo, hi)):
             return False
     return True
+
+
+@register_jitable
+def slot4(gv, gmin, gstride):
+    """The perfect-hash slot of a row's four (padded) group values."""
+    return ((gv[0] - gmin[0]) * gstride[0] + (gv[1] - gmin[1]) * gstride[1]
+            + (gv[2] - gmin[2]) * gstride[2] + (gv[3] - gmin[3]) * gstride[3])
+
+
+@register_jitable
+def value4(i, vv, vcols, terms, s, e):
+    """An expression (rows ``terms[s:e]``) at row ``i``: from ``vv``, the row's loaded values
+    of the value columns, where there are four; else from the columns."""
+    if len(vcols) != 4:
+        return expr_value(i, vcols, terms, s, e)
+    total = np.int64(0)
+    for t in range(s, e):
+        v = np.int64(terms[t, 0])
+        a = terms[t, 1]
+        b = terms[t, 2]
+        if a >= 0:
+            v *= vv[a]
+        if b >= 0:
+            v *= vv[b]
+        total += v
+    return total
 
 
 @functools.cache
@@ -75,13 +113,14 @@ def item_kernel(device: str) -> Kernel:
     @register_jitable
     def crystal_item(i, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms, tstarts,
                      row_of, n_slots, res, touched, n_touched):
-        if not passes4(i, fcols, starts, lo, hi):
+        f = load4(i, fcols)
+        gv = load4(i, gcols)
+        vv = load4(i, vcols)
+        if not passes4(i, f, fcols, starts, lo, hi):
             return
-        g = np.int64(0)
-        for j in range(len(gcols)):
-            g += (np.int64(gcols[j][i]) - gmin[j]) * gstride[j]
+        g = slot4(gv, gmin, gstride)
         for e in range(len(tstarts) - 1):
-            v = expr_value(i, vcols, terms, tstarts[e], tstarts[e + 1])
+            v = value4(i, vv, vcols, terms, tstarts[e], tstarts[e + 1])
             r = row_of[3 * e]
             if r >= 0:
                 add(res, r * n_slots + g, v)
@@ -116,10 +155,11 @@ def crystal_private(n, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms
     i = cuda.grid(1)
     step = cuda.gridsize(1)
     while i < n:
-        if passes4(i, fcols, starts, lo, hi):
-            g = np.int64(0)
-            for j in range(len(gcols)):
-                g += (np.int64(gcols[j][i]) - gmin[j]) * gstride[j]
+        f = load4(i, fcols)
+        gv = load4(i, gcols)
+        vv = load4(i, vcols)
+        if passes4(i, f, fcols, starts, lo, hi):
+            g = slot4(gv, gmin, gstride)
             if g != last:
                 if last >= 0:
                     for r in range(n_add):
@@ -128,7 +168,7 @@ def crystal_private(n, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms
                 last = g
             mine[0] += 1
             for e in range(n_exprs):
-                v = expr_value(i, vcols, terms, tstarts[e], tstarts[e + 1])
+                v = value4(i, vv, vcols, terms, tstarts[e], tstarts[e + 1])
                 r = row_of[3 * e]
                 if r >= 0:
                     mine[r] += v
@@ -164,8 +204,8 @@ def private_kernel() -> BlockKernel:
     from numba import types
 
     return BlockKernel("crystal_private", _PRIVATE, {
-        "np": np, "I64": types.int64, "MAX_ROWS": MAX_PRIVATE_ROWS, "passes4": passes4,
-        "expr_value": expr_value})
+        "np": np, "I64": types.int64, "MAX_ROWS": MAX_PRIVATE_ROWS, "load4": load4,
+        "passes4": passes4, "slot4": slot4, "value4": value4})
 
 
 @register_jitable
