@@ -5,29 +5,27 @@ One kernel per query: a row's filter columns are tested against the query's code
 (an IN-set or an OR is several intervals), and only a qualifying row reads its GROUP BY and
 aggregate columns, computes its group's slot by a perfect hash (the mixed-radix number of its
 group codes over the columns' domains, as Crystal's SSB kernels index their result arrays by
-dimension keys) and adds its values into the per-slot arrays. Every needed column is read once,
-in one pass: the engine's bytes are the bandwidth floor of the query
+dimension keys) and adds its values into the per-slot arrays. Every needed column is read at
+most once, in one pass: the engine's bytes are the bandwidth floor of the query
 (:func:`indexzoo.query.floor_bytes`), which it reports.
 
-Two kernels (:mod:`.kernels`), chosen per query by the size of its result arrays:
-
-* on the GPU, where the COUNT and SUM slots fit ``shared_slots_bytes``, each block aggregates in
-  shared memory and adds its slots into device memory once at the end (Crystal's block-level
-  pre-aggregation, which its Q1.x kernels do with a block reduction);
-* otherwise (and always on the CPU) one thread per row adds into device memory with atomics.
+On the GPU the kernel is generated per query, its constants literals of the source, with
+Crystal's tiles of rows per thread (:mod:`.codegen`); where the query's COUNT and SUM slots fit
+``shared_slots_bytes`` each block aggregates in shared memory first. On the CPU one compiled
+kernel serves every query, its constants read from small arrays (:mod:`.kernels`): compiling
+per query would cost more there than the query.
 
 The host's part of a query is kept small, since at SSB's sizes the kernel takes well under a
-millisecond: a view keeps, per query, the plan, the kernel's small argument arrays on the
-device and the result buffer (reset with one launch), and a query copies back only the slots
-it filled (the kernels list them), not the whole result array.
+millisecond: a view keeps, per query, the plan, the bound kernel launches and one result buffer
+(reset with one memset), and a query copies back only the slots it filled (the kernels list
+them, a second kernel packs them), not the whole result array.
 
-Departures from Crystal: Crystal's kernels are written per SSB query with tile loads into
-registers and shared-memory selection flags; here one generic kernel, specialised by numba per
-column dtype, serves every query (its filter, group and value columns are arrays of indexes
-and intervals read per row). Crystal aggregates Q2-Q4 with global atomics into a hash table;
-here any query whose slots fit shared memory is pre-aggregated per block. The slots come out
-in the lexicographic order of the group codes, so an ORDER BY on a prefix of the GROUP BY
-columns is skipped.
+Departures from Crystal: one generator serves every query, where Crystal's kernels are written
+by hand per SSB query (same structure: tile loads, predicated on the rows still qualifying,
+column by column; a perfect hash into the result). Crystal aggregates Q2-Q4 with device-memory
+atomics into its result table; here any query whose slots fit shared memory is pre-aggregated
+per block, as Crystal does for Q1.x only. The slots come out in the lexicographic order of the
+group codes, so an ORDER BY on a prefix of the GROUP BY columns is skipped.
 """
 
 from __future__ import annotations
@@ -57,13 +55,8 @@ from indexzoo.query import (
     terms_array,
 )
 
-from .kernels import (
-    MAX_PRIVATE_ROWS,
-    compact_kernel,
-    item_kernel,
-    launch_grid,
-    private_kernel,
-)
+from . import codegen
+from .kernels import blocks_for, compact_kernel, item_kernel
 
 __all__ = ["CrystalEngine", "CrystalParams"]
 
@@ -75,9 +68,6 @@ class CrystalParams(KernelParams):
     shared_slots_bytes: int = Field(default=160 * 1024, ge=0, le=227 * 1024, description=(
         "GPU: a query whose COUNT and SUM slots (8 bytes each) fit in this many bytes is "
         "aggregated per block in shared memory first; 0 always adds into device memory."))
-    private_threads_per_block: int = Field(default=512, ge=32, le=1024, multiple_of=32,
-                                           description=(
-        "GPU: CUDA threads per block of the shared-memory kernel."))
 
 
 _OPS = {"sum": 0, "avg": 0, "min": 1, "max": 2}
@@ -234,20 +224,28 @@ class CrystalEngine(QueryEngine):
         buf = xp.zeros(1 + rows * n_slots + n_slots + 1 + n_slots * (rows + 1), dtype=np.int64)
         n_touched, res = buf[:1], buf[1:1 + rows * n_slots]
         touched = buf[1 + rows * n_slots:1 + (rows + 1) * n_slots]
-        shared = 8 * n_add * n_slots
-        private = (self.device == "cuda" and n_add <= MAX_PRIVATE_ROWS
-                   and shared <= self.params.shared_slots_bytes)
-        args = (fcols, dev[0], dev[1], dev[2], gcols, dev[3], dev[4], vtuple, dev[5], dev[6],
-                dev[7], n_slots)
-        if private:
-            threads = self.params.private_threads_per_block
-            launch = private_kernel().bind(
-                self.device, *args, n_add, res, touched, n_touched, threads_per_block=threads,
-                blocks=launch_grid(threads, shared), shared_mem=shared)
+        if self.device == "cuda":
+            qk = codegen.QueryKernel(
+                filters=tuple(tuple(p.filters[c]) for c in fnames),
+                gmin=tuple(int(x) for x in gmin[:len(p.group_by)]),
+                gstride=tuple(int(x) for x in gstride[:len(p.group_by)]),
+                terms=tuple(tuple((int(c), int(a), int(b)) for c, a, b in tm) for tm in terms),
+                row_of=tuple(int(x) for x in row_of), n_values=len(vnames), n_slots=n_slots,
+                shared=8 * n_add * n_slots <= self.params.shared_slots_bytes)
+            shared = codegen.shared_bytes(qk)
+            tpb = self.params.threads_per_block
+            launch = codegen.kernel(qk).bind(
+                self.device, *(view.col(c) for c in [*fnames, *p.group_by, *vnames]), res,
+                touched, n_touched, threads_per_block=tpb,
+                blocks=blocks_for(tpb, shared, tpb * codegen.ITEMS), shared_mem=shared)
+            private = qk.shared
         else:
+            args = (fcols, dev[0], dev[1], dev[2], gcols, dev[3], dev[4], vtuple, dev[5],
+                    dev[6], dev[7], n_slots)
             launch = item_kernel(self.device).bind(
                 self.device, *args, res, touched, n_touched,
                 threads_per_block=self.params.threads_per_block)
+            private = False
         prepared = _Prepared(p, launch, None, buf, n_slots, kinds, row_of, strides, sizes,
                              [lo_ for lo_, _ in doms], private)
         prepared.compact = compact_kernel().bind(

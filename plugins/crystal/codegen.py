@@ -1,0 +1,175 @@
+"""``crystal``'s GPU kernels: one per query, generated from its plan, as Crystal writes one
+kernel per SSB query.
+
+The query's constants are literals of the source: the filter intervals, the group columns'
+minimum codes and strides, the expressions' coefficients and the result rows. A qualifying
+row therefore reads nothing but its columns; no interval or term table sits between its loads.
+(A generic kernel reads those tables per row. On the H100 they were the difference between
+the queries whose rows rarely qualify, near their read floor, and those whose rows qualify
+most, 2-3x above it.)
+
+Crystal's tile: each thread takes ``ITEMS`` rows of its block's tile, ``blockDim`` apart (so
+a warp's loads are coalesced), and the block walks tiles grid-stride. Per filter column, the
+thread loads the column for its rows that still qualify (predicated loads, independent across
+its rows) and tests them; then it loads the group and value columns of its qualifying rows,
+all before any atomic, and adds them into the result:
+
+* ``global``: into ``res`` with device-memory atomics;
+* ``shared``: into the block's copy of the COUNT and SUM rows in shared memory, added into
+  ``res`` when the block is done (Crystal's block-level pre-aggregation). A query without
+  GROUP BY (one slot) sums in registers, one shared add a thread.
+
+Either way a slot's first add into ``res``'s COUNT row appends it to ``touched``. The layout of
+``res`` is :mod:`.kernels`'.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from indexzoo.native.targets import BlockKernel
+
+__all__ = ["ITEMS", "QueryKernel", "kernel"]
+
+#: Rows a thread takes per tile (Crystal's ITEMS_PER_THREAD).
+ITEMS = 4
+
+
+@dataclass(frozen=True)
+class QueryKernel:
+    """What a query's kernel is generated from (hashable: kernels are kept per value)."""
+
+    filters: tuple[tuple[tuple[int, int], ...], ...]  # per filter column, its intervals
+    gmin: tuple[int, ...]  # per group column
+    gstride: tuple[int, ...]
+    terms: tuple[tuple[tuple[int, int, int], ...], ...]  # per expression: (coef, a, b)
+    row_of: tuple[int, ...]  # 3 per expression: SUM, MIN, MAX row or -1
+    n_values: int  # value columns
+    n_slots: int
+    shared: bool
+
+    @property
+    def n_add(self) -> int:
+        """COUNT and SUM rows (the rows a row adds into)."""
+        return 1 + sum(1 for e in range(len(self.terms)) if self.row_of[3 * e] >= 0)
+
+
+def _test(x: str, ivs: Sequence[tuple[int, int]]) -> str:
+    return " or ".join(f"({lo} <= {x} and {x} <= {hi})" for lo, hi in ivs) or "False"
+
+
+def _expr(k: int, terms: Sequence[tuple[int, int, int]]) -> str:
+    parts = []
+    for coef, a, b in terms:
+        factors = [f"np.int64({coef})"] + [f"w{k}_{c}" for c in (a, b) if c >= 0]
+        parts.append(" * ".join(factors))
+    return " + ".join(parts) or "np.int64(0)"
+
+
+def source(q: QueryKernel) -> str:
+    """The kernel's Python source: ``crystal_q(n, f0.., g0.., v0.., res, touched,
+    n_touched)``."""
+    nf, ng, nv = len(q.filters), len(q.gmin), q.n_values
+    params = ["n", *(f"f{j}" for j in range(nf)), *(f"g{j}" for j in range(ng)),
+              *(f"v{j}" for j in range(nv)), "res", "touched", "n_touched"]
+    one_slot = q.shared and q.n_slots == 1
+    n_add = q.n_add
+    src: list[str] = [f"def crystal_q({', '.join(params)}):"]
+
+    def put(depth: int, line: str) -> None:
+        src.append("    " * depth + line)
+
+    if q.shared:
+        put(1, "sh = cuda.shared.array(0, I64)")
+        put(1, "w = cuda.threadIdx.x")
+        put(1, f"while w < {n_add * q.n_slots}:")
+        put(2, "sh[w] = 0")
+        put(2, "w += cuda.blockDim.x")
+        put(1, "cuda.syncthreads()")
+    if one_slot:
+        for r in range(n_add):
+            put(1, f"acc{r} = np.int64(0)")
+    put(1, "tpb = cuda.blockDim.x")
+    put(1, "tile = cuda.blockIdx.x")
+    put(1, f"while tile * tpb * {ITEMS} < n:")
+    put(2, f"base = tile * tpb * {ITEMS} + cuda.threadIdx.x")
+    for k in range(ITEMS):
+        put(2, f"r{k} = base + {k} * tpb")
+        put(2, f"p{k} = r{k} < n")
+    for j, ivs in enumerate(q.filters):  # column by column, each for the rows still in
+        for k in range(ITEMS):
+            put(2, f"if p{k}:")
+            put(3, f"x = np.int64(f{j}[r{k}])")
+            put(3, f"p{k} = {_test('x', ivs)}")
+    for k in range(ITEMS):  # every group and value load before any atomic
+        for j in range(ng):
+            put(2, f"h{k}_{j} = np.int64(0)")
+        for j in range(nv):
+            put(2, f"w{k}_{j} = np.int64(0)")
+        if ng or nv:
+            put(2, f"if p{k}:")
+            for j in range(ng):
+                put(3, f"h{k}_{j} = np.int64(g{j}[r{k}])")
+            for j in range(nv):
+                put(3, f"w{k}_{j} = np.int64(v{j}[r{k}])")
+    for k in range(ITEMS):
+        put(2, f"if p{k}:")
+        slot = " + ".join(f"(h{k}_{j} - {q.gmin[j]}) * {q.gstride[j]}"
+                          for j in range(ng)) or "0"
+        put(3, f"s = np.int64({slot})")
+        for e, terms in enumerate(q.terms):
+            put(3, f"e = {_expr(k, terms)}")
+            r_sum, r_min, r_max = q.row_of[3 * e:3 * e + 3]
+            if r_sum >= 0:
+                if one_slot:
+                    put(3, f"acc{r_sum} += e")
+                elif q.shared:
+                    put(3, f"cuda.atomic.add(sh, {r_sum * q.n_slots} + s, e)")
+                else:
+                    put(3, f"cuda.atomic.add(res, {r_sum * q.n_slots} + s, e)")
+            if r_min >= 0:
+                put(3, f"cuda.atomic.min(res, {r_min * q.n_slots} + s, e)")
+            if r_max >= 0:
+                put(3, f"cuda.atomic.max(res, {r_max * q.n_slots} + s, e)")
+        if one_slot:
+            put(3, "acc0 += 1")
+        elif q.shared:
+            put(3, "cuda.atomic.add(sh, s, np.int64(1))")
+        else:  # the COUNT last: only this add waits for its old value
+            put(3, "if cuda.atomic.add(res, s, np.int64(1)) == 0:")
+            put(4, "touched[cuda.atomic.add(n_touched, 0, np.int64(1))] = s")
+    put(2, "tile += cuda.gridDim.x")
+    if not q.shared:
+        return "\n".join(src) + "\n"
+    if one_slot:
+        for r in range(n_add):
+            put(1, f"if acc{r} != 0:")
+            put(2, f"cuda.atomic.add(sh, {r}, acc{r})")
+    put(1, "cuda.syncthreads()")
+    put(1, "t = cuda.threadIdx.x")
+    put(1, f"while t < {q.n_slots}:")
+    put(2, "c = sh[t]")
+    put(2, "if c != 0:")
+    for r in range(1, n_add):
+        put(3, f"cuda.atomic.add(res, {r * q.n_slots} + t, sh[{r * q.n_slots} + t])")
+    put(3, "if cuda.atomic.add(res, t, c) == 0:")
+    put(4, "touched[cuda.atomic.add(n_touched, 0, np.int64(1))] = t")
+    put(2, "t += cuda.blockDim.x")
+    return "\n".join(src) + "\n"
+
+
+@functools.lru_cache(maxsize=256)
+def kernel(q: QueryKernel) -> BlockKernel:
+    """The query's kernel (compiled on first launch; kept for the last 256 queries)."""
+    from numba import types
+
+    return BlockKernel("crystal_q", source(q), {"np": np, "I64": types.int64})
+
+
+def shared_bytes(q: QueryKernel) -> int:
+    """Dynamic shared memory a block of ``q``'s kernel takes."""
+    return 8 * q.n_add * q.n_slots if q.shared else 0
