@@ -7,7 +7,7 @@ bandwidth, measured in the same run (a device-to-device copy of 1 GiB, read plus
 
 The wall time is what `indexzoo bench --preset ssb` reports (the ORDER BY removed); the gap to
 the kernel time is the host's part: planning, resetting the result slots, copying back the
-filled ones. ``--params`` passes engine parameters as JSON (e.g. '{"shared_slots_bytes": 0}').
+filled ones. ``--params`` passes engine parameters as JSON (e.g. '{"shared_slots": 0}').
 """
 
 from __future__ import annotations

@@ -173,7 +173,7 @@ def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
     """On every device; crystal with each of its kernels (on the GPU, shared-memory slots by
     default at these sizes, and device-memory atomics)."""
     data = random_table(3)
-    configs = [{}, {"shared_slots_bytes": 0}] if engine == "crystal" else [{}]
+    configs = [{}, {"shared_slots": 0}] if engine == "crystal" else [{}]
     for params in configs:
         e = indexzoo.query_engine(engine, device=device, **params)
         view = e.prepare(data, RANDOM)
@@ -261,7 +261,7 @@ specs = [q.Query(where=[q.col("a").isin([1, 3]), q.col("b").between(2, 7)], grou
                          q.count()]),
          q.Query(where=[q.col("b").gt(4)], select=[q.sum(q.col("v") - q.col("a"), "s")])]
 # crystal twice: its shared-memory kernel (the default at these sizes) and its global one
-for name, params in [("crystal", {}), ("crystal", {"shared_slots_bytes": 0}),
+for name, params in [("crystal", {}), ("crystal", {"shared_slots": 0}),
                      ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]:
     e = indexzoo.query_engine(name, device="cpu", **params)
     e.device = "cuda"
