@@ -23,6 +23,7 @@ from typing import Any
 
 from indexzoo import query_engine, ssb
 from indexzoo.query import floor_bytes
+from indexzoo.tools.ssb_bench import copy_bandwidth
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,9 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--params", action="append", default=None,
                     help="crystal's parameters, JSON; repeat to profile several settings")
     args = ap.parse_args(argv)
-    import cupy
 
-    bandwidth = copy_bandwidth(cupy)
+    bandwidth = copy_bandwidth("cuda")
     print(f"copy bandwidth {bandwidth / 1e9:.0f} GB/s (read + write of 1 GiB, median of 10)")
     table = ssb.generate(args.sf, seed=0)
     for params in args.params or ["{}"]:
@@ -101,21 +101,6 @@ def profile(engine: Any, table: Any, args: argparse.Namespace, bandwidth: float)
               flush=True)
         if args.top:
             print("\n".join(text.getvalue().splitlines()[6:6 + args.top + 2]), flush=True)
-
-
-def copy_bandwidth(cupy: Any, nbytes: int = 1 << 30, repeats: int = 10) -> float:
-    """Bytes a second the device moves in a device-to-device copy (read plus write)."""
-    src = cupy.ones(nbytes // 4, dtype=cupy.int32)
-    dst = cupy.empty_like(src)
-    times = []
-    for _ in range(repeats + 2):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        cupy.copyto(dst, src)
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-    return 2 * nbytes / statistics.median(times[2:])
 
 
 if __name__ == "__main__":

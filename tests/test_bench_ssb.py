@@ -22,6 +22,7 @@ def test_bench_ssb_prints_times_bytes_and_ratios_per_query(tmp_path: Path) -> No
     assert rc == 0, text
     assert "q1.1 (SF 0.002" in text and "q4.3 (SF 0.002" in text
     assert "x crystal" in text and "x duckdb" in text and "/floor" in text
+    assert "x floor" in text and "read floor" in text and "copy bandwidth of cpu" in text
     assert "WRONG" not in text
     saved = json.loads((tmp_path / "ssb-cpu-sf0.002.json").read_text())
     records = saved["records"]
@@ -29,6 +30,11 @@ def test_bench_ssb_prints_times_bytes_and_ratios_per_query(tmp_path: Path) -> No
     assert len(records) == 3 * 13 and saved["environment"]["commit"]
     crystal = [r for r in records if r["engine"] == "crystal"]
     assert all(r["bytes_read"] == r["floor_bytes"] and r["vs_crystal"] == 1 for r in crystal)
+    # time against the read floor: the floor's bytes over the copy bandwidth of the same run
+    for r in crystal:
+        assert r["floor_seconds"] == pytest.approx(r["floor_bytes"] / r["bandwidth"])
+        assert r["x_floor"] == pytest.approx(r["seconds"] / r["floor_seconds"])
+    assert all(r["x_floor"] is None for r in records if r["engine"] == "duckdb")
     assert (tmp_path / "ssb-cpu-sf0.002.png").stat().st_size > 0
 
 

@@ -7,8 +7,10 @@ query template; build time reported apart) and every answer, ORDER BY kept, is c
 against DuckDB's. Then each query without ORDER BY (as the paper timed it) is timed
 ``--repeats`` times after a warm-up run, per engine and for DuckDB, and a table prints per
 query: the median time, the engine's bytes read against the bandwidth floor (one read of the
-columns the query needs), and the ratios to ``crystal`` and to DuckDB. JSON and a plot go to
-``--output``. A wrong answer is reported and makes the command exit 1.
+columns the query needs), the time against the read floor (those bytes over the device's copy
+bandwidth, measured in the same run: a copy of 1 GiB on a GPU, 256 MiB on the CPU, read plus
+write), and the ratios to ``crystal`` and to DuckDB. JSON and a plot go to ``--output``. A
+wrong answer is reported and makes the command exit 1.
 """
 
 from __future__ import annotations
@@ -52,6 +54,37 @@ def _timed(fn: Callable[[], Any], device: str, repeats: int) -> tuple[float, flo
     return statistics.median(times), max(times) - min(times), out
 
 
+def copy_bandwidth(device: str, repeats: int = 10) -> float:
+    """Bytes a second ``device`` moves in a copy of one array into another (read plus write;
+    the median of ``repeats`` after two warm-ups): 1 GiB on a GPU, 256 MiB on the CPU."""
+    if device == "cuda":
+        import cupy
+
+        nbytes = 1 << 30
+        src = cupy.ones(nbytes // 4, dtype=cupy.int32)
+        dst = cupy.empty_like(src)
+        times = []
+        for _ in range(repeats + 2):
+            start, end = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            cupy.copyto(dst, src)
+            end.record()
+            end.synchronize()
+            times.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
+    else:
+        import numpy as np
+
+        nbytes = 1 << 28
+        a = np.ones(nbytes // 4, dtype=np.int32)
+        b = np.empty_like(a)
+        times = []
+        for _ in range(repeats + 2):
+            t = time.perf_counter()
+            np.copyto(b, a)
+            times.append(time.perf_counter() - t)
+    return 2 * nbytes / statistics.median(times[2:])
+
+
 def _duckdb_run(con: Any, text: str) -> Any:
     return con.execute(text).fetchall()
 
@@ -84,6 +117,9 @@ def run_ssb(sfs: Sequence[float], engines: Sequence[str], device: str, repeats: 
         table: Table = ssb.generate(sf, seed=seed)
         print(f"SF {sf:g}: {table.n_rows:,} rows generated in {time.perf_counter() - t0:.1f} s",
               file=out, flush=True)
+        bandwidth = copy_bandwidth(device)
+        print(f"copy bandwidth of {device}: {bandwidth / 1e9:.0f} GB/s (read + write)", file=out,
+              flush=True)
         con = duckdb.connect()
         con.register(ssb.TABLE, ssb.to_arrow(table))
         for name in queries:
@@ -109,7 +145,10 @@ def run_ssb(sfs: Sequence[float], engines: Sequence[str], device: str, repeats: 
                                                     if isinstance(v, (int, float, str))}}
             base = rows.get("crystal", {}).get("seconds")
             for r in rows.values():
-                r.update(sf=sf, query=name, floor_bytes=floor,
+                r.update(sf=sf, query=name, floor_bytes=floor, bandwidth=bandwidth,
+                         floor_seconds=floor / bandwidth,
+                         x_floor=(None if r["engine"] == DUCKDB  # the CPU's, not the device's
+                                  else r["seconds"] / (floor / bandwidth)),
                          selectivity=ssb.selectivity(table, spec),
                          vs_crystal=(r["seconds"] / base) if base else None,
                          vs_duckdb=r["seconds"] / rows[DUCKDB]["seconds"])
@@ -131,15 +170,16 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     """One query's rows: engine, time, bytes vs floor, ratios."""
     r0 = rows[0]
     head = (f"{r0['query']} (SF {r0['sf']:g}, selectivity {r0['selectivity']:.2e}, floor "
-            f"{_bytes(r0['floor_bytes'])})")
-    lines = [head, f"  {'engine':<22}{'ms':>10}{'bytes read':>12}{'/floor':>8}"
+            f"{_bytes(r0['floor_bytes'])}, read floor {r0['floor_seconds'] * 1e3:.3f} ms)")
+    lines = [head, f"  {'engine':<22}{'ms':>10}{'x floor':>9}{'bytes read':>12}{'/floor':>8}"
                    f"{'x crystal':>11}{'x duckdb':>10}{'build s':>9}  answer"]
     for r in rows:
         share = "-" if r["bytes_read"] is None else f"{r['bytes_read'] / r['floor_bytes']:.3f}"
         vc = "-" if r["vs_crystal"] is None else f"{r['vs_crystal']:.2f}"
-        lines.append(f"  {r['engine']:<22}{r['seconds'] * 1e3:>10.3f}{_bytes(r['bytes_read']):>12}"
-                     f"{share:>8}{vc:>11}{r['vs_duckdb']:>10.2f}{r['build_seconds']:>9.2f}  "
-                     f"{'= duckdb' if r['correct'] else 'WRONG'}")
+        xf = "-" if r["engine"] == DUCKDB else f"{r['x_floor']:.2f}"
+        lines.append(f"  {r['engine']:<22}{r['seconds'] * 1e3:>10.3f}{xf:>9}"
+                     f"{_bytes(r['bytes_read']):>12}{share:>8}{vc:>11}{r['vs_duckdb']:>10.2f}"
+                     f"{r['build_seconds']:>9.2f}  {'= duckdb' if r['correct'] else 'WRONG'}")
     return "\n".join(lines)
 
 
@@ -161,6 +201,9 @@ def plot(records: Sequence[dict[str, Any]], env: dict[str, Any], path: Path) -> 
             ys = [next(r["seconds"] * 1e3 for r in rs if r["query"] == q and r["engine"] == e)
                   for q in queries]
             ax.bar([i + j * width for i in range(len(queries))], ys, width, label=e)
+        floors = [next(r["floor_seconds"] * 1e3 for r in rs if r["query"] == q) for q in queries]
+        ax.scatter([i + 0.4 - width / 2 for i in range(len(queries))], floors, marker="_",
+                   s=400, color="black", label="read floor", zorder=3)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(queries))], queries)
         ax.set_yscale("log")
         ax.set_ylabel("ms (median)")
