@@ -44,3 +44,22 @@ def test_bench_ssb_names_unknown_engines(tmp_path: Path,
                "crystl", "--output", str(tmp_path)], io.StringIO())
     assert rc != 0
     assert "unknown query engines crystl; registered: crystal" in capsys.readouterr().err
+
+
+def test_bench_ssb_runs_the_queries_named(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    out = io.StringIO()
+    rc = main(["bench", "--preset", "ssb", "--device", "cpu", "--sf", "0.002", "--engines",
+               "crystal", "--queries", "q2.1,q4.3", "--repeats", "1", "--no-plot", "--output",
+               str(tmp_path)], out)
+    assert rc == 0, out.getvalue()
+    saved = json.loads((tmp_path / "ssb-cpu-sf0.002-q2.1-q4.3.json").read_text())
+    assert sorted({r["query"] for r in saved["records"]}) == ["q2.1", "q4.3"]
+
+
+def test_bench_ssb_names_unknown_queries(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["bench", "--preset", "ssb", "--device", "cpu", "--sf", "0.002", "--queries",
+               "q1.1,q5.1", "--output", str(tmp_path)], io.StringIO())
+    assert rc != 0
+    assert "unknown SSB queries q5.1" in capsys.readouterr().err

@@ -689,6 +689,8 @@ def add_cli(sub: Any) -> None:
                    "(default: 1 on the CPU, 10,20 on a GPU)")
     s.add_argument("--engines", metavar="NAMES", help="with --preset ssb: comma-separated "
                    "query engines (default: all registered)")
+    s.add_argument("--queries", metavar="NAMES", help="with --preset ssb: comma-separated "
+                   "SSB queries, e.g. q1.1,q4.3 (default: all 13)")
     s.set_defaults(func=cmd_bench)
 
 

@@ -228,11 +228,20 @@ def cmd_ssb(args: argparse.Namespace, device: str, out: TextIO) -> int:
                           f"{', '.join(known)}")
     if "crystal" in engines:  # the peer first: the others' ratios read its time
         engines = ["crystal", *(e for e in engines if e != "crystal")]
-    records = run_ssb(sfs, engines, device, args.repeats, list(ssb.QUERIES), out)
+    queries = list(ssb.QUERIES) if not getattr(args, "queries", None) else args.queries.split(",")
+    bad = [q for q in queries if q not in ssb.QUERIES]
+    if bad:
+        from indexzoo import ConfigError
+
+        raise ConfigError(f"unknown SSB queries {', '.join(bad)}; they are "
+                          f"{', '.join(ssb.QUERIES)}")
+    records = run_ssb(sfs, engines, device, args.repeats, queries, out)
     env = environment(device)
     folder = Path(args.output)
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"ssb-{device}-sf{'-'.join(f'{s:g}' for s in sfs)}"
+    if len(queries) < len(ssb.QUERIES):
+        stem += "-" + "-".join(queries)
     (folder / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},
                                                     indent=1, default=str))
     if not args.no_plot:
