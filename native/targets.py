@@ -53,7 +53,7 @@ from indexzoo.native import jitcache
 
 __all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundLaunch",
            "GroupKernel", "Kernel", "KernelParams", "Slot", "call_parallel", "launch_cuda",
-           "njit_cached", "one_per_item", "values_arg"]
+           "njit_cached", "one_per_item", "resident_threads", "sm_count", "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
 
@@ -410,6 +410,24 @@ class Kernel:
         if len(args) != len(self.arg_names):
             raise TypeError(f"{self!r} takes {len(self.arg_names)} arguments, got {len(args)}")
         return BoundLaunch(self, device, args, threads_per_block).call
+
+
+@functools.cache
+def sm_count() -> int:
+    """The current GPU's multiprocessors (4 where CuPy cannot say, as under numba's CUDA
+    simulator)."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    except Exception:  # no CuPy or no device
+        return 4
+
+
+def resident_threads() -> int:
+    """Threads the current GPU holds at once (2048 a multiprocessor): the grid of a kernel that
+    strides over a count it reads on the device."""
+    return 2048 * sm_count()
 
 
 def _fast_launcher(owner: Any, fn: Any, args: tuple[Any, ...]) -> _CupyLaunch | None:

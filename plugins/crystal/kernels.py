@@ -19,7 +19,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.native.groupagg import atomics, expr_value, passes
-from indexzoo.native.targets import Kernel
+from indexzoo.native.targets import Kernel, sm_count
 
 __all__ = ["blocks_for", "compact_kernel", "item_kernel"]
 
@@ -77,20 +77,10 @@ def compact_kernel() -> Kernel:
     return Kernel(compact_item, name="crystal_compact")
 
 
-@functools.cache
-def _sm_count() -> int:
-    try:
-        import cupy
-
-        return int(cupy.cuda.Device().attributes["MultiProcessorCount"])
-    except Exception:  # no CuPy or no device: numba's simulator
-        return 4
-
-
 def blocks_for(threads: int, shared: int, rows_per_block: int) -> Callable[[int], int]:
     """``blocks(n_rows)`` for a grid-stride kernel: as many blocks as the multiprocessors hold
     at once (by threads and by ``shared`` bytes of shared memory each), none idle for lack of
     rows (a block takes ``rows_per_block`` rows a tile)."""
     per_sm = max(1, min(2048 // threads, (228 * 1024) // (shared + 1024)))
-    most = _sm_count() * per_sm
+    most = sm_count() * per_sm
     return lambda n: max(1, min(most, -(-n // rows_per_block)))

@@ -4,13 +4,15 @@ pipeline (query area -> rays -> any-hit aggregation -> groups)."""
 from __future__ import annotations
 
 import math
+import threading
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import Field
 
 from indexzoo.devices import array_module, to_numpy
-from indexzoo.native.targets import KernelParams
+from indexzoo.native.targets import KernelParams, resident_threads
 from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, evaluate, plan
 
 from . import rt
@@ -18,14 +20,20 @@ from .encoding import BijectionEncoder, GroupDictionary, Packer, attribute_order
 from .kernels import (
     anyhit_program,
     bitmap_program,
+    compact_kernel,
     flagged_program,
     raygen_program,
+    slices_kernel,
     sorted_kernel,
 )
 
 __all__ = ["RtcudbEngine", "RtcudbParams", "RtcudbView"]
 
 _NEED = {"sum": 1, "avg": 1, "min": 2, "max": 4}
+
+#: Groups a sorted-backend query's first copy back holds; one that reaches more copies the rest
+#: next.
+FIRST_COPY_GROUPS = 1024
 
 
 class RtcudbParams(KernelParams):
@@ -80,6 +88,8 @@ class RtcudbView(View):
         self.legs = (2, 2)
         self.z_scale = 1
         self.points: tuple[np.ndarray, np.ndarray] = (np.ones(1), np.ones(1))
+        self.queries: dict[Query, _SortedQuery] = {}  # the sorted backend's prepared queries
+        self.lock = threading.Lock()  # a prepared query's buffer serves one run at a time
 
     def footprint_bytes(self) -> int:
         total = sum(int(a.nbytes) for a in self.arrays.values()) + int(self.spills.nbytes)
@@ -87,6 +97,36 @@ class RtcudbView(View):
             if s is not None:
                 total += sum(rt.scene_bytes(s).values())
         return total
+
+
+def _hashable(q: Query) -> bool:
+    try:
+        hash(q)
+    except TypeError:
+        return False
+    return True
+
+
+@dataclass
+class _SortedQuery:
+    """A query prepared on the sorted backend's view (see ``RtcudbEngine._sorted_query``)."""
+
+    plan: Plan
+    n_intervals: int
+    recheck: list[str]
+    buf: Any
+    n_zero: int  # words zeroed per run: the touched count, the counts, the sums
+    minmax: tuple[int, int]  # the span of buf holding the mins then the maxs
+    e: int
+    rec: int  # words per packed group
+    slices: Any
+    offs: Any
+    records: tuple[Any, ...]  # the sorted kernel's arguments after its stride
+    compact: Any
+    packed: Any
+    record: int  # bytes a record reads
+    launch: Any = None  # the GPU's bound launch of the sorted kernel
+    threads: int = 0
 
 
 class RtcudbEngine(QueryEngine):
@@ -159,9 +199,11 @@ class RtcudbEngine(QueryEngine):
     # ------------------------------------------------------------------ queries
     def _execute(self, view: View, p: Plan) -> Groups:
         assert isinstance(view, RtcudbView)
+        if self.params.backend == "sorted":
+            with view.lock:
+                return self._run_sorted(view, self._sorted_query(view, p))
         pr = self.params
         xp = array_module(self.device)
-        t = view.table
         enc = view.encoder
         ivs, recheck = enc.intervals({c: p.filters[c] for c in enc.names if c in p.filters},
                                      pr.max_intervals)
@@ -195,20 +237,17 @@ class RtcudbEngine(QueryEngine):
                                  "z_order": list(enc.names), "spilled_scan": view.spilled_scan}
         touched = 0
         if ivs and not p.empty:
-            if pr.backend == "rt":
-                touched = self._trace(view, ivs, rcsr, tail, stats)
-                record = 12 + 4 + 8 * n_spilled_read + rbytes
-            else:
-                touched = self._slices(view, ivs, rcsr, tail)
-                record = 8 + int(view.arrays["y"].itemsize) + 8 * n_spilled_read + rbytes
-                stats["bytes_searched"] = 2 * len(ivs) * 8 * max(1, int(t.n_rows).bit_length())
+            touched = self._trace(view, ivs, rcsr, tail, stats)
+            record = 12 + 4 + 8 * n_spilled_read + rbytes
             stats["records"] = touched
             bytes_read = touched * record + int(stats.get("bytes_searched", 0))
         else:
             bytes_read = 0
         cnt = to_numpy(count)
         per = [to_numpy(a).reshape(k, max(e, 1)) for a in (sums, mins, maxs)]
-        return _regroup(view, p, cnt, per, e, bytes_read, stats)
+        present = np.flatnonzero(cnt)
+        return _regroup(view, p, present, cnt[present], [a[present] for a in per], e,
+                        bytes_read, stats)
 
     def _trace(self, view: RtcudbView, ivs: list[tuple[int, int]],
                rcsr: tuple[Any, ...], tail: tuple[Any, ...], stats: dict[str, Any]) -> int:
@@ -240,22 +279,127 @@ class RtcudbEngine(QueryEngine):
         # the flag bits: the distinct primitives any ray reached
         return int(np.unpackbits(to_numpy(words).view(np.uint8)).sum())
 
-    def _slices(self, view: RtcudbView, ivs: list[tuple[int, int]],
-                rcsr: tuple[Any, ...], tail: tuple[Any, ...]) -> int:
+    def _sorted_query(self, view: RtcudbView, p: Plan) -> _SortedQuery:
+        """``p`` ready to run on the sorted backend's ``view`` (kept per query while the view
+        lives): its Z-intervals and re-checks on the device, the bound launches and one result
+        buffer."""
+        hit = view.queries.get(p.query) if _hashable(p.query) else None
+        if hit is not None and hit.plan is p:
+            return hit
+        pr = self.params
         xp = array_module(self.device)
-        z = view.arrays["z"]
-        lo = xp.asarray(np.array([a for a, _ in ivs], dtype=np.int64))
-        hi = xp.asarray(np.array([b for _, b in ivs], dtype=np.int64))
-        starts = xp.searchsorted(z, lo, side="left")
-        ends = xp.searchsorted(z, hi, side="right")
-        lens = to_numpy(ends - starts).astype(np.int64)
-        offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        total = int(offs[-1])
-        sorted_kernel(self.device)(self.device, total, xp.asarray(offs),
-                                   xp.asarray(starts.astype(np.int64)), view.arrays["x"],
-                                   view.arrays["y"], view.arrays["scan"], *rcsr, *tail,
-                                   threads_per_block=self.params.threads_per_block)
-        return total
+        enc = view.encoder
+        ivs, recheck = enc.intervals({c: p.filters[c] for c in enc.names if c in p.filters},
+                                     pr.max_intervals)
+        recheck += [c for c in view.spilled_scan if c in p.filters]
+        rcsr = _recheck(view, p, recheck, xp)
+        assert view.values is not None
+        vidx = [view.values.index(e) for e in p.values]
+        spill_of = np.cumsum([0, *(0 if pk else 1 for pk in view.packer.packed)])
+        pk = view.packer
+        need = np.zeros(max(1, len(vidx)), dtype=np.int64)
+        for a, vi in zip(p.query.select, p.value_of, strict=True):
+            if vi >= 0:
+                need[vi] |= _NEED[a.op]
+        minmax = bool(np.any(need & 6))
+        e, k = len(vidx), view.groups.size
+        width = k * max(e, 1)
+        # one buffer: the touched count, the counts and sums (zeroed per run), the mins and
+        # maxs (set per run, where asked), the touched list, the packed groups
+        rec = 2 + max(e, 1) * (3 if minmax else 1)
+        mm = width if minmax else 1
+        buf = xp.zeros(1 + k + width + 2 * mm + k + 1 + k * rec, dtype=np.int64)
+        cuts = np.cumsum([0, 1, k, width, mm, mm, k, 1 + k * rec])
+        n_touched, count, sums, mins, maxs, touched, packed = (
+            buf[cuts[j]:cuts[j + 1]] for j in range(7))
+        tail = (*(xp.asarray(np.array(a or [0], dtype=np.int64)) for a in (
+            [pk.shift[i] for i in vidx], [(1 << pk.width[i]) - 1 for i in vidx],
+            [pk.offset[i] for i in vidx], [spill_of[i] for i in vidx])), xp.asarray(need))
+        vshift, vmask, voff, vspill, dneed = tail
+        n_iv = len(ivs)
+        lo = xp.asarray(np.array([a for a, _ in ivs] or [0], dtype=np.int64))
+        hi = xp.asarray(np.array([b for _, b in ivs] or [-1], dtype=np.int64))
+        starts = xp.zeros(max(n_iv, 1), dtype=np.int64)
+        offs = xp.zeros(max(n_iv, 1) + 1, dtype=np.int64)
+        tpb = pr.threads_per_block
+        q = _SortedQuery(
+            plan=p, n_intervals=n_iv, recheck=recheck, buf=buf, n_zero=int(cuts[3]),
+            minmax=(int(cuts[3]), int(cuts[5])) if minmax else (0, 0), e=e, rec=rec,
+            slices=slices_kernel().bind(self.device, view.arrays["z"], lo, hi, starts,
+                                        offs[1:], threads_per_block=tpb),
+            offs=offs,
+            records=(offs, starts, view.arrays["x"], view.arrays["y"], view.arrays["scan"],
+                     *rcsr, vshift, vmask, voff, view.spills, vspill, dneed, count, sums, mins,
+                     maxs, touched, n_touched),
+            compact=compact_kernel().bind(self.device, n_touched, touched, count, sums, mins,
+                                          maxs, max(e, 1), minmax, packed,
+                                          threads_per_block=tpb),
+            packed=packed, record=(8 + int(view.arrays["y"].itemsize)
+                                   + 8 * sum(1 for i in vidx if not pk.packed[i])
+                                   + len(recheck) * int(view.arrays["scan"].itemsize)))
+        if self.device == "cuda":  # a fixed grid that strides over the count on the device
+            q.threads = min(view.table.n_rows, resident_threads())
+            q.launch = sorted_kernel(self.device).bind(
+                self.device, np.int64(q.threads), *q.records, threads_per_block=tpb)
+        if _hashable(p.query):
+            view.queries[p.query] = q
+        return q
+
+    def _run_sorted(self, view: RtcudbView, q: _SortedQuery) -> Groups:
+        """One run of a prepared query on the sorted backend: the Z-slices of its intervals
+        searched, their records added into the groups, the groups they reached packed and
+        copied back (one copy, a second where more groups than the first holds)."""
+        p, xp = q.plan, array_module(self.device)
+        on_host = isinstance(q.buf, np.ndarray)
+        if on_host:
+            q.buf[:q.n_zero] = 0
+        else:
+            import cupy
+
+            cupy.cuda.runtime.memsetAsync(q.buf.data.ptr, 0, 8 * q.n_zero,
+                                          cupy.cuda.get_current_stream().ptr)
+        if q.minmax[1] > q.minmax[0]:
+            a, b = q.minmax
+            half = (b - a) // 2
+            q.buf[a:a + half] = np.iinfo(np.int64).max
+            q.buf[a + half:b] = np.iinfo(np.int64).min
+        stats: dict[str, Any] = {"intervals": q.n_intervals, "recheck": list(q.recheck),
+                                 "z_order": list(view.encoder.names),
+                                 "spilled_scan": view.spilled_scan}
+        n = view.table.n_rows
+        stats["bytes_searched"] = 2 * q.n_intervals * 8 * max(1, int(n).bit_length())
+        k = view.groups.size
+        if q.n_intervals and not p.empty:
+            q.slices(q.n_intervals)
+            xp.cumsum(q.offs[1:], out=q.offs[1:])
+            if q.launch is None:  # the CPU knows the count at no cost: one item each
+                total = int(q.offs[-1])
+                sorted_kernel(self.device)(self.device, total, np.int64(max(total, 1)),
+                                           *q.records, threads_per_block=self.params.threads_per_block)
+            else:
+                q.launch(q.threads)
+        # (no intervals: nothing ran, the touched count stays 0)
+        q.compact(max(int(q.buf[0]), 1) if on_host else k)
+        first = min(k, FIRST_COPY_GROUPS)
+        got = to_numpy(q.packed[:1 + first * q.rec])
+        m = int(got[0])
+        if m > first:
+            got = np.concatenate([got, to_numpy(q.packed[got.size:1 + m * q.rec])])
+        recs = got[1:1 + m * q.rec].reshape(m, q.rec)
+        recs = recs[np.argsort(recs[:, 0], kind="stable")]
+        e = max(q.e, 1)
+        sums = recs[:, 2:2 + e]
+        if q.rec > 2 + e:
+            mins, maxs = recs[:, 2 + e:2 + 2 * e], recs[:, 2 + 2 * e:2 + 3 * e]
+        else:  # not asked: their start values
+            mins = np.full_like(sums, np.iinfo(np.int64).max)
+            maxs = np.full_like(sums, np.iinfo(np.int64).min)
+        touched_records = int(recs[:, 1].sum())
+        stats["records"] = touched_records
+        bytes_read = touched_records * q.record + int(stats["bytes_searched"]) \
+            if q.n_intervals and not p.empty else 0
+        return _regroup(view, p, recs[:, 0], recs[:, 1], [sums, mins, maxs], q.e,
+                        bytes_read, stats)
 
 
 def _triangles(x: np.ndarray, y: np.ndarray, z: np.ndarray, sx: int, sy: int) -> np.ndarray:
@@ -283,17 +427,17 @@ def _recheck(view: RtcudbView, p: Plan, names: list[str], xp: Any) -> tuple[Any,
     return tuple(xp.asarray(np.array(a, dtype=np.int64)) for a in (ridx, starts, lo, hi))
 
 
-def _regroup(view: RtcudbView, p: Plan, cnt: np.ndarray, per: list[np.ndarray], e: int,
-             bytes_read: int, stats: dict[str, Any]) -> Groups:
-    """The view's groups (codes of its GROUP BY tuple) as the query's groups."""
-    present = np.flatnonzero(cnt)
+def _regroup(view: RtcudbView, p: Plan, present: np.ndarray, cnt: np.ndarray,
+             per: list[np.ndarray], e: int, bytes_read: int, stats: dict[str, Any]) -> Groups:
+    """The view's groups reached (``present``, ascending codes of its GROUP BY tuple, with
+    their counts and per-expression sums, mins and maxs as rows) as the query's groups."""
     gd = view.groups
     names = list(gd.names)
     if list(p.group_by) == names:
         keys = [gd.tuples[j][present] for j in range(len(names))]
-        return Groups(keys, cnt[present], [per[0][present, i] for i in range(e)],
-                      [per[1][present, i] for i in range(e)],
-                      [per[2][present, i] for i in range(e)], ordered=True,
+        return Groups(keys, cnt, [per[0][:, i] for i in range(e)],
+                      [per[1][:, i] for i in range(e)],
+                      [per[2][:, i] for i in range(e)], ordered=True,
                       bytes_read=bytes_read, stats=stats)
     if p.group_by:
         stacked = np.stack([gd.tuples[names.index(c)][present] for c in p.group_by], axis=1)
@@ -305,15 +449,15 @@ def _regroup(view: RtcudbView, p: Plan, cnt: np.ndarray, per: list[np.ndarray], 
         inv = np.zeros(len(present), dtype=np.int64)
         keys, m = [], 1
     c = np.zeros(m, dtype=np.int64)
-    np.add.at(c, inv, cnt[present])
+    np.add.at(c, inv, cnt)
     sums, mins, maxs = [], [], []
     for i in range(e):
         s = np.zeros(m, dtype=np.int64)
-        np.add.at(s, inv, per[0][present, i])
+        np.add.at(s, inv, per[0][:, i])
         lo = np.full(m, np.iinfo(np.int64).max)
-        np.minimum.at(lo, inv, per[1][present, i])
+        np.minimum.at(lo, inv, per[1][:, i])
         hi = np.full(m, np.iinfo(np.int64).min)
-        np.maximum.at(hi, inv, per[2][present, i])
+        np.maximum.at(hi, inv, per[2][:, i])
         sums.append(s)
         mins.append(lo)
         maxs.append(hi)

@@ -17,12 +17,13 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.native.groupagg import accumulate, atomics
+from indexzoo.native.search import range_bounds
 from indexzoo.native.targets import Kernel
 
 from .rt import IGNORE
 
-__all__ = ["anyhit_program", "bitmap_program", "flagged_program", "raygen_program",
-           "sorted_kernel"]
+__all__ = ["anyhit_program", "bitmap_program", "compact_kernel", "flagged_program",
+           "raygen_program", "slices_kernel", "sorted_kernel"]
 
 
 @register_jitable
@@ -57,11 +58,12 @@ def _add_record(device: str) -> Any:
     @register_jitable
     def add_record(row, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
                    maxs):
-        add(count, b, np.int64(1))
+        """Adds the record into group ``b``; returns the group's count before."""
         n = len(vshift)
         for j in range(n):
             v = value_of(row, x, j, vshift, vmask, voff, spills, vspill)
             acc(b, j, n, v, need[j], sums, mins, maxs)
+        return add(count, b, np.int64(1))
 
     return add_record
 
@@ -160,25 +162,76 @@ def flagged_program(device: str) -> Any:
 
 @functools.cache
 def sorted_kernel(device: str) -> Kernel:
-    """Item ``k`` = the k-th qualifying position over the Z-slices ``[starts[r],
-    starts[r] + offs[r+1] - offs[r])`` of the Z-sorted records."""
+    """Items ``i, i + stride, ..`` below ``offs[-1]``: the k-th qualifying position over the
+    Z-slices ``[starts[r], starts[r] + offs[r+1] - offs[r])`` of the Z-sorted records. A
+    group's first record lists it in ``touched`` (``n_touched[0]`` counts them). The item count
+    is read on the device, so a GPU launch needs no synchronisation: a fixed grid strides
+    over it."""
+    add = atomics(device)[0]
     add_record = _add_record(device)
 
     @register_jitable
-    def sorted_item(k, offs, starts, x, y, scan, ridx, rstarts, rlo, rhi, vshift, vmask, voff,
-                    spills, vspill, need, count, sums, mins, maxs):
-        lo = 0
-        hi = len(offs) - 1
-        while hi - lo > 1:  # offs[lo] <= k < offs[hi]
-            mid = (lo + hi) >> 1
-            if offs[mid] <= k:
-                lo = mid
-            else:
-                hi = mid
-        row = starts[lo] + k - offs[lo]
-        if not passes(row, scan, ridx, rstarts, rlo, rhi):
-            return
-        add_record(row, np.int64(x[row]), np.int64(y[row]), vshift, vmask, voff, spills,
-                   vspill, need, count, sums, mins, maxs)
+    def sorted_item(i, stride, offs, starts, x, y, scan, ridx, rstarts, rlo, rhi, vshift,
+                    vmask, voff, spills, vspill, need, count, sums, mins, maxs, touched,
+                    n_touched):
+        total = offs[len(offs) - 1]
+        k = np.int64(i)
+        while k < total:
+            lo = 0
+            hi = len(offs) - 1
+            while hi - lo > 1:  # offs[lo] <= k < offs[hi]
+                mid = (lo + hi) >> 1
+                if offs[mid] <= k:
+                    lo = mid
+                else:
+                    hi = mid
+            row = starts[lo] + k - offs[lo]
+            if passes(row, scan, ridx, rstarts, rlo, rhi):
+                b = np.int64(y[row])
+                if add_record(row, np.int64(x[row]), b, vshift, vmask, voff, spills, vspill,
+                              need, count, sums, mins, maxs) == 0:
+                    touched[add(n_touched, 0, np.int64(1))] = b
+            k += stride
 
     return Kernel(sorted_item, name="rtcudb_sorted")
+
+
+@register_jitable
+def slice_item(j, z, lo, hi, starts, lens):
+    """Interval ``j``'s slice of the Z-sorted codes: its start and length."""
+    a, b = range_bounds(z, lo[j], hi[j])
+    starts[j] = a
+    lens[j] = b - a
+
+
+@functools.cache
+def slices_kernel() -> Kernel:
+    """``(n_intervals, z, lo, hi, starts, lens)``: one item per Z-interval."""
+    return Kernel(slice_item, name="rtcudb_slices")
+
+
+@register_jitable
+def compact_item(k, n_touched, touched, count, sums, mins, maxs, n_values, minmax, packed):
+    """The k-th touched group packed as ``(group, count, its n_values sums[, mins, maxs])``
+    after ``packed[0]``, which receives their number."""
+    m = n_touched[0]
+    if k == 0:
+        packed[0] = m
+    if k < m:
+        b = touched[k]
+        width = 2 + n_values * (3 if minmax else 1)
+        at = 1 + k * width
+        packed[at] = b
+        packed[at + 1] = count[b]
+        for j in range(n_values):
+            packed[at + 2 + j] = sums[b * n_values + j]
+            if minmax:
+                packed[at + 2 + n_values + j] = mins[b * n_values + j]
+                packed[at + 2 + 2 * n_values + j] = maxs[b * n_values + j]
+
+
+@functools.cache
+def compact_kernel() -> Kernel:
+    """``(n_groups, n_touched, touched, count, sums, mins, maxs, n_values, minmax, packed)``:
+    one item per group of the view."""
+    return Kernel(compact_item, name="rtcudb_compact")

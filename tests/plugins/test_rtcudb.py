@@ -215,15 +215,19 @@ def test_queries_run_again_on_a_view_answer_the_same() -> None:
                                               err_msg=f"{engine} {k}")
 
 
-def test_crystal_copies_back_groups_beyond_its_first_copy(monkeypatch: pytest.MonkeyPatch,
-                                                          device: str) -> None:
-    """crystal copies back the slots a query filled, a first batch at once and the rest in a
-    second copy: with a first batch of two slots, every query still answers every group."""
+@pytest.mark.parametrize("engine", ["crystal", "rtcudb-sorted"])
+def test_groups_beyond_the_first_copy_back_come_back_too(monkeypatch: pytest.MonkeyPatch,
+                                                       engine: str, device: str) -> None:
+    """crystal and the sorted backend copy back the groups a query reached, a first batch at
+    once and the rest in a second copy: with a first batch of two, every query still answers
+    every group."""
     import indexzoo.plugins.crystal as crystal
+    import indexzoo.plugins.rtcudb.engine as rte
 
     monkeypatch.setattr(crystal, "FIRST_COPY_SLOTS", 2)
+    monkeypatch.setattr(rte, "FIRST_COPY_GROUPS", 2)
     data = random_table(7, 500)
-    e = indexzoo.query_engine("crystal", device=device)
+    e = indexzoo.query_engine(engine, device=device)
     view = e.prepare(data, RANDOM)
     for spec in RANDOM:
         got, want = e.run(view, spec), q.reference(data, spec)
