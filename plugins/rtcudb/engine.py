@@ -18,6 +18,7 @@ from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, 
 from . import rt
 from .encoding import BijectionEncoder, GroupDictionary, Packer, attribute_order
 from .kernels import (
+    MIN_RUN,
     anyhit_program,
     bitmap_program,
     compact_kernel,
@@ -372,10 +373,11 @@ class RtcudbEngine(QueryEngine):
         if q.n_intervals and not p.empty:
             q.slices(q.n_intervals)
             xp.cumsum(q.offs[1:], out=q.offs[1:])
-            if q.launch is None:  # the CPU knows the count at no cost: one item each
-                total = int(q.offs[-1])
-                sorted_kernel(self.device)(self.device, total, np.int64(max(total, 1)),
-                                           *q.records, threads_per_block=self.params.threads_per_block)
+            if q.launch is None:  # the CPU knows the count at no cost: items of MIN_RUN
+                items = -(-int(q.offs[-1]) // MIN_RUN)
+                sorted_kernel(self.device)(self.device, items, np.int64(max(items, 1)),
+                                           *q.records,
+                                           threads_per_block=self.params.threads_per_block)
             else:
                 q.launch(q.threads)
         # (no intervals: nothing ran, the touched count stays 0)

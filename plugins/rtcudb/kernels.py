@@ -22,7 +22,7 @@ from indexzoo.native.targets import Kernel
 
 from .rt import IGNORE
 
-__all__ = ["anyhit_program", "bitmap_program", "compact_kernel", "flagged_program",
+__all__ = ["MIN_RUN", "anyhit_program", "bitmap_program", "compact_kernel", "flagged_program",
            "raygen_program", "slices_kernel", "sorted_kernel"]
 
 
@@ -160,38 +160,97 @@ def flagged_program(device: str) -> Any:
     return agg_hit
 
 
+#: Fewest qualifying positions a thread of the sorted kernel takes, one after the other: a run
+#: of records of one group is summed in registers and added once (SSB's Q1.x: every record
+#: goes to the one group, whose words would otherwise take an atomic add per record).
+MIN_RUN = 64
+
+
+@functools.cache
+def _flush(device: str) -> Any:
+    add = atomics(device)[0]
+
+    @register_jitable
+    def flush(b, c, s0, s1, s2, s3, n, need, count, sums, touched, n_touched):
+        """Adds a thread's run of ``c`` records of group ``b`` (its first four values' sums in
+        ``s0..s3``) into the group."""
+        for j in range(min(n, 4)):
+            if need[j] & 1:
+                add(sums, b * n + j, s0 if j == 0 else s1 if j == 1 else s2 if j == 2 else s3)
+        if add(count, b, c) == 0:
+            touched[add(n_touched, 0, np.int64(1))] = b
+
+    return flush
+
+
 @functools.cache
 def sorted_kernel(device: str) -> Kernel:
-    """Items ``i, i + stride, ..`` below ``offs[-1]``: the k-th qualifying position over the
-    Z-slices ``[starts[r], starts[r] + offs[r+1] - offs[r])`` of the Z-sorted records. A
-    group's first record lists it in ``touched`` (``n_touched[0]`` counts them). The item count
-    is read on the device, so a GPU launch needs no synchronisation: a fixed grid strides
-    over it."""
-    add = atomics(device)[0]
-    add_record = _add_record(device)
+    """Item ``i`` takes the ``chunk`` qualifying positions from ``i * chunk`` (``chunk`` at
+    least :data:`MIN_RUN`, and enough for ``stride`` items to cover ``offs[-1]``) over the
+    Z-slices ``[starts[r], starts[r] + offs[r+1] - offs[r])`` of the Z-sorted records. The
+    count is read on the device, so a GPU launch needs no synchronisation. A group's first
+    add lists it in ``touched`` (``n_touched[0]`` counts them)."""
+    add, amin, amax, _ = atomics(device)
+    flush = _flush(device)
 
     @register_jitable
     def sorted_item(i, stride, offs, starts, x, y, scan, ridx, rstarts, rlo, rhi, vshift,
                     vmask, voff, spills, vspill, need, count, sums, mins, maxs, touched,
                     n_touched):
         total = offs[len(offs) - 1]
-        k = np.int64(i)
-        while k < total:
-            lo = 0
-            hi = len(offs) - 1
-            while hi - lo > 1:  # offs[lo] <= k < offs[hi]
-                mid = (lo + hi) >> 1
-                if offs[mid] <= k:
-                    lo = mid
-                else:
-                    hi = mid
+        chunk = max((total + stride - 1) // stride, MIN_RUN)
+        k = np.int64(i) * chunk
+        if k >= total:
+            return
+        end = min(k + chunk, total)
+        lo = 0
+        hi = len(offs) - 1
+        while hi - lo > 1:  # offs[lo] <= k < offs[hi]
+            mid = (lo + hi) >> 1
+            if offs[mid] <= k:
+                lo = mid
+            else:
+                hi = mid
+        n = len(vshift)
+        last = np.int64(-1)
+        c = np.int64(0)
+        s0 = s1 = s2 = s3 = np.int64(0)
+        while k < end:
+            while offs[lo + 1] <= k:
+                lo += 1
             row = starts[lo] + k - offs[lo]
-            if passes(row, scan, ridx, rstarts, rlo, rhi):
-                b = np.int64(y[row])
-                if add_record(row, np.int64(x[row]), b, vshift, vmask, voff, spills, vspill,
-                              need, count, sums, mins, maxs) == 0:
-                    touched[add(n_touched, 0, np.int64(1))] = b
-            k += stride
+            k += 1
+            if not passes(row, scan, ridx, rstarts, rlo, rhi):
+                continue
+            b = np.int64(y[row])
+            if b != last:
+                if last >= 0:
+                    flush(last, c, s0, s1, s2, s3, n, need, count, sums, touched, n_touched)
+                last = b
+                c = np.int64(0)
+                s0 = s1 = s2 = s3 = np.int64(0)
+            c += 1
+            xv = np.int64(x[row])
+            for j in range(n):
+                v = value_of(row, xv, j, vshift, vmask, voff, spills, vspill)
+                nd = need[j]
+                if nd & 1:
+                    if j == 0:
+                        s0 += v
+                    elif j == 1:
+                        s1 += v
+                    elif j == 2:
+                        s2 += v
+                    elif j == 3:
+                        s3 += v
+                    else:
+                        add(sums, b * n + j, v)
+                if nd & 2:
+                    amin(mins, b * n + j, v)
+                if nd & 4:
+                    amax(maxs, b * n + j, v)
+        if last >= 0:
+            flush(last, c, s0, s1, s2, s3, n, need, count, sums, touched, n_touched)
 
     return Kernel(sorted_item, name="rtcudb_sorted")
 
