@@ -19,7 +19,7 @@ pytest_plugins = ["pytester"]
 
 @pytest.mark.parametrize("broken", list(EXPECTED_FAILURE), ids=lambda c: c.name)
 def test_suite_reports_the_broken_index(broken: type) -> None:
-    results = run_checks(make_context(broken, device="cpu"))
+    results = run_checks(make_context(broken, device="cpu"), labels=[EXPECTED_FAILURE[broken]])
     failed = {r.label for r in results if r.status in ("failed", "error")}
     assert EXPECTED_FAILURE[broken] in failed, summary(results)
 
@@ -101,6 +101,16 @@ def test_declared_expected_failures_are_reported_and_must_fail() -> None:
     assert results[label].status == "xpass" and not results[label].ok
     with pytest.raises(TypeError, match="unknown checks"):
         make_context(SortedArrayIndex, device="cpu", expected={"ranges/nope": "x"})
+
+
+def test_run_checks_runs_only_the_checks_it_is_given_by_label() -> None:
+    ctx = make_context(SortedArrayIndex, device="cpu")
+    label = "ranges/range_bounds_are_inclusive"
+    results = run_checks(ctx, labels=[label])
+    assert [(r.label, r.status) for r in results] == [(label, "passed")]
+    assert run_checks(ctx, groups=["sizes"], labels=[label]) == []  # both filters apply
+    with pytest.raises(TypeError, match="unknown checks"):
+        run_checks(ctx, labels=["ranges/nope"])
 
 
 PYTEST_SUITE = """
