@@ -57,6 +57,9 @@ __all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundL
 
 DEFAULT_THREADS_PER_BLOCK = 256
 
+#: Dynamic shared memory a CUDA kernel may take without opting in to more (bytes).
+_SHARED_DEFAULT = 48 * 1024
+
 
 class KernelParams(IndexParams):
     """Parameters of an index whose lookups run :class:`Kernel` launches."""
@@ -200,20 +203,26 @@ class _CupyLaunch:
         self._module.load(ptx.encode())
         self._function = self._module.get_function(kernel.entry_name)
         self._function_ptr = self._function.ptr
-        self._shared_optin = 48 * 1024  # dynamic shared memory beyond this needs an opt-in
+        self._shared_optin = _SHARED_DEFAULT  # dynamic shared memory beyond needs an opt-in
         self._plan = [_flat_plan(ty) for ty in argtypes]
         self._packer = struct.Struct("@" + "".join(_pack_format(p) for p in self._plan))
         self._extract = _extractor(self._plan)
         self._local = threading.local()
         self._launch_kernel = cupy.cuda.driver.launchKernel
 
-    def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any,
-                 shared_mem: int = 0) -> None:
-        if shared_mem > self._shared_optin:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    def opt_in(self, shared_mem: int) -> None:
+        """Let the kernel take ``shared_mem`` bytes of dynamic shared memory (beyond 48 KiB
+        it must ask: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
+        if shared_mem > self._shared_optin:
             import cupy
 
             cupy.cuda.driver.funcSetAttribute(self._function.ptr, 8, shared_mem)
             self._shared_optin = shared_mem
+
+    def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any,
+                 shared_mem: int = 0) -> None:
+        if shared_mem > self._shared_optin:
+            self.opt_in(shared_mem)
         # every parameter packed into one buffer, laid out as the kernel's parameter list (C
         # alignment), handed to cuLaunchKernel through CU_LAUNCH_PARAM_BUFFER_POINTER: one
         # struct.pack instead of one CuPy argument object per flattened parameter
@@ -593,9 +602,8 @@ class BoundLaunch:
         fast = _fast_launcher(kernel, kernel._get("cuda"), (0, *stand_ins))
         if fast is None:
             return None
-        if self.shared_mem > fast._shared_optin:  # the opt-in _CupyLaunch makes per call
-            cupy.cuda.driver.funcSetAttribute(fast._function_ptr, 8, self.shared_mem)
-            fast._shared_optin = self.shared_mem
+        if self.shared_mem > _SHARED_DEFAULT:  # the opt-in _CupyLaunch makes per call
+            fast.opt_in(self.shared_mem)
         offsets = _leaf_offsets(fast._plan)
         template = fast._packer.pack(*fast._extract(np.int64(0), *stand_ins))
         local = threading.local()
