@@ -9,6 +9,8 @@ source for both devices.
 * :func:`expr_value`: an expression (rows ``terms[s:e]`` of ``(coef, a, b)``, column indexes
   into a tuple of arrays, -1 for none) at row ``i``.
 * :func:`accumulate`: COUNT, and per expression SUM/MIN/MAX, of one row into group ``g``.
+* :func:`zero_prefix` and :func:`read_packed`: a prepared query's result buffer zeroed (one
+  memset on the GPU) and its packed groups copied back, a first batch and then the rest.
 
 Kernels that use them (the crystal and rtcudb engines) build their bodies per device around
 :func:`atomics`.
@@ -24,7 +26,8 @@ from numba.extending import register_jitable
 
 from .cpu_atomics import atomic_rmw
 
-__all__ = ["NEED_MAX", "NEED_MIN", "NEED_SUM", "accumulate", "atomics", "expr_value", "passes"]
+__all__ = ["NEED_MAX", "NEED_MIN", "NEED_SUM", "accumulate", "atomics", "expr_value", "passes",
+           "read_packed", "zero_prefix"]
 
 NEED_SUM, NEED_MIN, NEED_MAX = 1, 2, 4
 
@@ -132,3 +135,30 @@ def accumulate(device: str) -> Any:
             amax(maxs, slot, value)
 
     return acc
+
+
+def zero_prefix(buf: Any, n_words: int) -> None:
+    """Zero the first ``n_words`` int64 words of ``buf``: one asynchronous memset on CuPy's
+    current stream for a GPU array, a slice assignment for a NumPy one."""
+    if isinstance(buf, np.ndarray):
+        buf[:n_words] = 0
+        return
+    import cupy
+
+    cupy.cuda.runtime.memsetAsync(buf.data.ptr, 0, 8 * n_words,
+                                  cupy.cuda.get_current_stream().ptr)
+
+
+def read_packed(packed: Any, width: int, first: int) -> np.ndarray:
+    """The records a compaction kernel packed: ``packed[0]`` their number ``m``, then ``m``
+    records of ``width`` int64 words, the first word a group's code. One copy brings back the
+    number and ``first`` records, a second the rest where there are more. Returns the (m,
+    width) records in ascending order of code."""
+    from indexzoo.devices import to_numpy
+
+    got = to_numpy(packed[:1 + first * width])
+    m = int(got[0])
+    if m > first:
+        got = np.concatenate([got, to_numpy(packed[got.size:1 + m * width])])
+    records = got[1:1 + m * width].reshape(m, width)
+    return records[np.argsort(records[:, 0], kind="stable")]

@@ -39,8 +39,9 @@ import numpy as np
 from pydantic import Field
 
 from indexzoo import Unsupported
-from indexzoo.devices import array_module, to_numpy
+from indexzoo.devices import array_module
 from indexzoo.hookspecs import hookimpl
+from indexzoo.native.groupagg import read_packed, zero_prefix
 from indexzoo.native.targets import KernelParams
 from indexzoo.query import (
     Expr,
@@ -189,6 +190,50 @@ class CrystalEngine(QueryEngine):
         strides = [int(np.prod(sizes[j + 1:])) for j in range(len(sizes))]
         fnames = list(p.filters)
         vnames = list(dict.fromkeys(c for e in p.values for c in e.columns()))
+        gmin = [lo_ for lo_, _ in doms]
+        terms = [terms_array(e, vnames) for e in p.values]
+        row_of, kinds = result_rows(p)
+        rows, n_add = len(kinds), kinds.count(0)
+        buf = xp.zeros(1 + rows * n_slots + n_slots + 1 + n_slots * (rows + 1), dtype=np.int64)
+        n_touched, res = buf[:1], buf[1:1 + rows * n_slots]
+        touched = buf[1 + rows * n_slots:1 + (rows + 1) * n_slots]
+        if self.device == "cuda":
+            qk = codegen.QueryKernel(
+                filters=tuple(tuple(p.filters[c]) for c in fnames),
+                gmin=tuple(int(x) for x in gmin), gstride=tuple(strides),
+                terms=tuple(tuple((int(c), int(a), int(b)) for c, a, b in tm) for tm in terms),
+                row_of=tuple(int(x) for x in row_of), n_values=len(vnames), n_slots=n_slots,
+                shared=(n_slots <= self.params.shared_slots
+                        and 8 * n_add * n_slots <= SHARED_BYTES))
+            shared = codegen.shared_bytes(qk)
+            tpb = self.params.threads_per_block
+            launch = codegen.kernel(qk).bind(
+                self.device, *(view.col(c) for c in [*fnames, *p.group_by, *vnames]), res,
+                touched, n_touched, threads_per_block=tpb,
+                blocks=blocks_for(tpb, shared, tpb * codegen.ITEMS), shared_mem=shared)
+            private = qk.shared
+        else:
+            args = self._generic_args(view, p, fnames, vnames, gmin, strides, terms, row_of)
+            launch = item_kernel(self.device).bind(
+                self.device, *args, n_slots, res, touched, n_touched,
+                threads_per_block=self.params.threads_per_block)
+            private = False
+        prepared = _Prepared(p, launch, None, buf, n_slots, kinds, row_of, strides, sizes,
+                             gmin, private)
+        prepared.compact = compact_kernel().bind(
+            self.device, n_touched, touched, res, rows, n_slots, prepared.packed(),
+            threads_per_block=self.params.threads_per_block)
+        with contextlib.suppress(TypeError):  # an unhashable query is not kept
+            view._queries[p.query] = prepared
+        return prepared
+
+    def _generic_args(self, view: CrystalView, p: Plan, fnames: list[str], vnames: list[str],
+                      gmin: list[int], strides: list[int], terms: list[np.ndarray],
+                      row_of: np.ndarray) -> tuple[Any, ...]:
+        """The generic kernel's arguments before ``n_slots``: the query's columns as tuples of
+        one dtype, its constants as small arrays."""
+        t = view.table
+        xp = array_module(self.device)
         used = [*fnames, *p.group_by, *vnames]
         dtype = np.result_type(*(t.column(c).dtype for c in used)) if used else np.int32
 
@@ -211,55 +256,18 @@ class CrystalEngine(QueryEngine):
             starts, lo, hi = np.arange(k + 1), np.full(k, -big), np.full(k, big)
         fcols = fcols + (fcols[0],) * (k - len(fcols))
         gcols = cols(list(p.group_by))
-        gmin = np.array([lo_ for lo_, _ in doms], dtype=np.int64)
-        gstride = np.array(strides, dtype=np.int64)
         kg = _padded(len(gcols))
         gcols = gcols + (fcols[0],) * (kg - len(gcols))
-        gmin = np.concatenate([gmin, np.zeros(kg - len(gmin), dtype=np.int64)])
-        gstride = np.concatenate([gstride, np.zeros(kg - len(gstride), dtype=np.int64)])
+        gmin_a = np.array(gmin + [0] * (kg - len(gmin)), dtype=np.int64)
+        gstride = np.array(strides + [0] * (kg - len(strides)), dtype=np.int64)
         vtuple = cols(vnames)
         vtuple = vtuple + (fcols[0],) * (_padded(len(vtuple)) - len(vtuple))
-        terms = [terms_array(e, vnames) for e in p.values]
         tstarts = np.cumsum([0, *(len(x) for x in terms)]).astype(np.int64)
         allterms = np.concatenate(terms) if terms else np.zeros((0, 3), dtype=np.int64)
-        row_of, kinds = result_rows(p)
-        rows, n_add = len(kinds), kinds.count(0)
-        dev = [xp.asarray(a) for a in (starts, lo, hi, gmin, gstride, allterms, tstarts,
+        dev = [xp.asarray(a) for a in (starts, lo, hi, gmin_a, gstride, allterms, tstarts,
                                         row_of)]
-        buf = xp.zeros(1 + rows * n_slots + n_slots + 1 + n_slots * (rows + 1), dtype=np.int64)
-        n_touched, res = buf[:1], buf[1:1 + rows * n_slots]
-        touched = buf[1 + rows * n_slots:1 + (rows + 1) * n_slots]
-        if self.device == "cuda":
-            qk = codegen.QueryKernel(
-                filters=tuple(tuple(p.filters[c]) for c in fnames),
-                gmin=tuple(int(x) for x in gmin[:len(p.group_by)]),
-                gstride=tuple(int(x) for x in gstride[:len(p.group_by)]),
-                terms=tuple(tuple((int(c), int(a), int(b)) for c, a, b in tm) for tm in terms),
-                row_of=tuple(int(x) for x in row_of), n_values=len(vnames), n_slots=n_slots,
-                shared=(n_slots <= self.params.shared_slots
-                        and 8 * n_add * n_slots <= SHARED_BYTES))
-            shared = codegen.shared_bytes(qk)
-            tpb = self.params.threads_per_block
-            launch = codegen.kernel(qk).bind(
-                self.device, *(view.col(c) for c in [*fnames, *p.group_by, *vnames]), res,
-                touched, n_touched, threads_per_block=tpb,
-                blocks=blocks_for(tpb, shared, tpb * codegen.ITEMS), shared_mem=shared)
-            private = qk.shared
-        else:
-            args = (fcols, dev[0], dev[1], dev[2], gcols, dev[3], dev[4], vtuple, dev[5],
-                    dev[6], dev[7], n_slots)
-            launch = item_kernel(self.device).bind(
-                self.device, *args, res, touched, n_touched,
-                threads_per_block=self.params.threads_per_block)
-            private = False
-        prepared = _Prepared(p, launch, None, buf, n_slots, kinds, row_of, strides, sizes,
-                             [lo_ for lo_, _ in doms], private)
-        prepared.compact = compact_kernel().bind(
-            self.device, n_touched, touched, res, rows, n_slots, prepared.packed(),
-            threads_per_block=self.params.threads_per_block)
-        with contextlib.suppress(TypeError):  # an unhashable query is not kept
-            view._queries[p.query] = prepared
-        return prepared
+        return (fcols, dev[0], dev[1], dev[2], gcols, dev[3], dev[4], vtuple, dev[5], dev[6],
+                dev[7])
 
     def _execute(self, view: View, p: Plan) -> Groups:
         assert isinstance(view, CrystalView)
@@ -275,13 +283,8 @@ class CrystalEngine(QueryEngine):
         # on the CPU one a touched slot
         q.compact(max(int(q.buf[0]), 1) if isinstance(q.buf, np.ndarray) else q.n_slots)
         packed = q.packed()
-        first = min(q.n_slots, FIRST_COPY_SLOTS)
-        got = to_numpy(packed[:1 + first * (rows + 1)])
-        m = int(got[0])
-        if m > first:
-            got = np.concatenate([got, to_numpy(packed[got.size:1 + m * (rows + 1)])])
-        records = got[1:1 + m * (rows + 1)].reshape(m, rows + 1)
-        records = records[np.argsort(records[:, 0], kind="stable")]
+        records = read_packed(packed, rows + 1, min(q.n_slots, FIRST_COPY_SLOTS))
+        m = len(records)
         ids, vals = records[:, 0], records[:, 1:].T
         if not p.group_by and m == 0:  # a query without GROUP BY answers one row
             ids = np.zeros(1, dtype=np.int64)
@@ -301,14 +304,7 @@ class CrystalEngine(QueryEngine):
     def _reset(self, q: _Prepared) -> None:
         """Zero the touched count and the COUNT and SUM rows (one memset on the GPU); start
         the MIN and MAX rows at the int64 extremes."""
-        n_zero = q.n_zero
-        if not isinstance(q.buf, np.ndarray):  # a CuPy array
-            import cupy
-
-            cupy.cuda.runtime.memsetAsync(q.buf.data.ptr, 0, 8 * n_zero,
-                                          cupy.cuda.get_current_stream().ptr)
-        else:
-            q.buf[:n_zero] = 0
+        zero_prefix(q.buf, q.n_zero)
         for kind in (1, 2):
             rows = [r for r, k in enumerate(q.kinds) if k == kind]
             if rows:

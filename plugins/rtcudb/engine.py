@@ -12,6 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from indexzoo.devices import array_module, to_numpy
+from indexzoo.native.groupagg import read_packed, zero_prefix
 from indexzoo.native.targets import KernelParams, resident_threads
 from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, evaluate, plan
 
@@ -352,13 +353,7 @@ class RtcudbEngine(QueryEngine):
         copied back (one copy, a second where more groups than the first holds)."""
         p, xp = q.plan, array_module(self.device)
         on_host = isinstance(q.buf, np.ndarray)
-        if on_host:
-            q.buf[:q.n_zero] = 0
-        else:
-            import cupy
-
-            cupy.cuda.runtime.memsetAsync(q.buf.data.ptr, 0, 8 * q.n_zero,
-                                          cupy.cuda.get_current_stream().ptr)
+        zero_prefix(q.buf, q.n_zero)
         if q.minmax[1] > q.minmax[0]:
             a, b = q.minmax
             half = (b - a) // 2
@@ -382,13 +377,7 @@ class RtcudbEngine(QueryEngine):
                 q.launch(q.threads)
         # (no intervals: nothing ran, the touched count stays 0)
         q.compact(max(int(q.buf[0]), 1) if on_host else k)
-        first = min(k, FIRST_COPY_GROUPS)
-        got = to_numpy(q.packed[:1 + first * q.rec])
-        m = int(got[0])
-        if m > first:
-            got = np.concatenate([got, to_numpy(q.packed[got.size:1 + m * q.rec])])
-        recs = got[1:1 + m * q.rec].reshape(m, q.rec)
-        recs = recs[np.argsort(recs[:, 0], kind="stable")]
+        recs = read_packed(q.packed, q.rec, min(k, FIRST_COPY_GROUPS))
         e = max(q.e, 1)
         sums = recs[:, 2:2 + e]
         if q.rec > 2 + e:
