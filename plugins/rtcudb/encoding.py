@@ -26,8 +26,11 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from indexzoo.devices import to_numpy, xp_of
 
 __all__ = ["BijectionEncoder", "GroupDictionary", "Packer", "attribute_order"]
 
@@ -89,8 +92,10 @@ class BijectionEncoder:
             kept.append(n)
         return cls(tuple(kept), tuple(domains[n] for n in kept))
 
-    def encode(self, columns: Sequence[np.ndarray]) -> np.ndarray:
-        z = np.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
+    def encode(self, columns: Sequence[Any]) -> Any:
+        """Every row's Z code, on the device of ``columns`` (NumPy or CuPy arrays)."""
+        xp = xp_of(columns[0]) if columns else np
+        z = xp.zeros(len(columns[0]) if columns else 0, dtype=np.int64)
         for col, (lo, _), s in zip(columns, self.domains, self.strides, strict=True):
             z += (col.astype(np.int64) - lo) * s
         return z
@@ -160,36 +165,39 @@ class GroupDictionary:
         return len(self.tuples[0]) if self.tuples else 1
 
     @classmethod
-    def build(cls, names: Sequence[str], columns: Sequence[np.ndarray], n: int
-              ) -> tuple[GroupDictionary, np.ndarray]:
-        """The dictionary and every row's code (Y) for a table of ``n`` rows."""
+    def build(cls, names: Sequence[str], columns: Sequence[Any], n: int
+              ) -> tuple[GroupDictionary, Any]:
+        """The dictionary and every row's code (Y) for a table of ``n`` rows. The work runs on
+        the device of ``columns`` (NumPy or CuPy arrays), and so do the codes; the dictionary's
+        tuples are NumPy arrays."""
+        xp = xp_of(columns[0]) if columns else np
         if not names:
-            return cls((), ()), np.zeros(n, dtype=np.int64)
-        cols = [np.asarray(c).astype(np.int64, copy=False) for c in columns]
+            return cls((), ()), xp.zeros(n, dtype=np.int64)
+        cols = [c.astype(np.int64, copy=False) for c in columns]
         if n == 0:
-            return cls(tuple(names), tuple(c[:0] for c in cols)), np.zeros(0, dtype=np.int64)
+            return cls(tuple(names), tuple(to_numpy(c[:0]) for c in cols)), \
+                xp.zeros(0, dtype=np.int64)
         lows = [int(c.min()) for c in cols]
         spans = [int(c.max()) - lo + 1 for c, lo in zip(cols, lows, strict=True)]
         if math.prod(spans) < 1 << 62:
             # one integer key per row whose order is the tuples' lexicographic order (mixed
             # radix, the first attribute most significant): one sort of int64 keys, where
             # np.unique(axis=0) sorts rows as opaque bytes, some 30x slower
-            key = np.zeros(n, dtype=np.int64)
+            key = xp.zeros(n, dtype=np.int64)
             for c, lo, span in zip(cols, lows, spans, strict=True):
                 key = key * span + (c - lo)
-            order = np.argsort(key)
-            sorted_cols = [c[order] for c in cols]
+            order = xp.argsort(key)
         else:  # the spans overflow one key: sort by every column (last key least significant)
-            order = np.lexsort(tuple(reversed(cols)))
-            sorted_cols = [c[order] for c in cols]
-        change = np.zeros(n, dtype=bool)
+            order = xp.lexsort(xp.stack(list(reversed(cols))))
+        sorted_cols = [c[order] for c in cols]
+        change = xp.zeros(n, dtype=bool)
         change[0] = True
         for c in sorted_cols:
             change[1:] |= c[1:] != c[:-1]
-        starts = np.flatnonzero(change)
-        code = np.empty(n, dtype=np.int64)
-        code[order] = np.cumsum(change) - 1
-        return cls(tuple(names), tuple(c[starts] for c in sorted_cols)), code
+        starts = xp.flatnonzero(change)
+        code = xp.empty(n, dtype=np.int64)
+        code[order] = xp.cumsum(change) - 1
+        return cls(tuple(names), tuple(to_numpy(c[starts]) for c in sorted_cols)), code
 
 
 @dataclass(frozen=True)

@@ -152,9 +152,12 @@ class RtcudbEngine(QueryEngine):
                                        domains, limit)
         spilled_scan = [c for c in order if c not in enc.names]
         n = table.n_rows
-        z = enc.encode([table.column(c) for c in enc.names]) if enc.names else \
-            np.zeros(n, dtype=np.int64)
-        gd, y = GroupDictionary.build(group, [table.column(c) for c in group], n)
+        # the sorted backend's sorts and gathers run on the view's device; the BVH's
+        # triangles are made on the host
+        bx = np if rt_backend else xp
+        z = enc.encode([bx.asarray(table.column(c)) for c in enc.names]) if enc.names else \
+            bx.zeros(n, dtype=np.int64)
+        gd, y = GroupDictionary.build(group, [bx.asarray(table.column(c)) for c in group], n)
         vals = [evaluate(table, e) for e in values]
         packer = Packer.plan(vals, pr.coordinate_bits if rt_backend else 62)
         x = packer.pack(vals, n)
@@ -181,18 +184,18 @@ class RtcudbEngine(QueryEngine):
             view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, -1, dtype=np.int64))
             perm = None
         else:
-            perm = np.argsort(z, kind="stable")
-            view.arrays["z"] = xp.asarray(z[perm])
-            view.arrays["x"] = xp.asarray(x[perm])
-            view.arrays["y"] = xp.asarray(y[perm].astype(np.int32 if gd.size < 2**31
-                                                         else np.int64))
+            perm = xp.argsort(z) if xp is not np else np.argsort(z, kind="stable")
+            view.arrays["z"] = z[perm]
+            view.arrays["x"] = xp.asarray(x)[perm]
+            view.arrays["y"] = y[perm].astype(np.int32 if gd.size < 2**31 else np.int64)
+            del z, y
         scan_names = [*spilled_scan, *enc.names]
         view.scan_rows = {c: j for j, c in enumerate(scan_names)}
-        scan2d = np.stack([scan_cols[c] for c in scan_names]) if scan_names else \
-            np.zeros((1, n), dtype=np.int32)
+        scan2d = bx.stack([bx.asarray(scan_cols[c]) for c in scan_names]) if scan_names else \
+            bx.zeros((1, n), dtype=np.int32)
         view.arrays["scan"] = xp.asarray(scan2d if perm is None else scan2d[:, perm])
         if spills:
-            spill2d = np.stack(spills)
+            spill2d = bx.stack([bx.asarray(v) for v in spills])
             view.spills = xp.asarray(spill2d if perm is None else spill2d[:, perm])
         else:
             view.spills = xp.zeros((1, 1), dtype=np.int64)
