@@ -174,10 +174,9 @@ def _arg_key(args: tuple[Any, ...], ndarray: Any) -> tuple[Any, ...] | None:
             else:
                 f = a._f_contiguous
             key.append((a.dtype.char, a.ndim, c, f))
-        elif isinstance(a, np.generic):
+        elif isinstance(a, np.generic) or type(a) in (int, bool):
+            # (numba types Python ints as int64 and bools as boolean)
             key.append(type(a))
-        elif type(a) is int:
-            key.append(int)
         elif isinstance(a, tuple):
             inner = _arg_key(a, ndarray)
             if inner is None:

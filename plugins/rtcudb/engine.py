@@ -20,10 +20,12 @@ from . import rt
 from .encoding import BijectionEncoder, GroupDictionary, Packer, attribute_order
 from .kernels import (
     MIN_RUN,
+    SERIAL_SCAN,
     anyhit_program,
     bitmap_program,
     compact_kernel,
     flagged_program,
+    prefix_kernel,
     raygen_program,
     slices_kernel,
     sorted_kernel,
@@ -123,6 +125,7 @@ class _SortedQuery:
     rec: int  # words per packed group
     slices: Any
     offs: Any
+    prefix: Any  # the GPU's bound launch of the serial scan, where there are few intervals
     records: tuple[Any, ...]  # the sorted kernel's arguments after its stride
     compact: Any
     packed: Any
@@ -158,6 +161,7 @@ class RtcudbEngine(QueryEngine):
         z = enc.encode([bx.asarray(table.column(c)) for c in enc.names]) if enc.names else \
             bx.zeros(n, dtype=np.int64)
         gd, y = GroupDictionary.build(group, [bx.asarray(table.column(c)) for c in group], n)
+        y = bx.asarray(y)  # (NumPy zeros without GROUP BY)
         vals = [evaluate(table, e) for e in values]
         packer = Packer.plan(vals, pr.coordinate_bits if rt_backend else 62)
         x = packer.pack(vals, n)
@@ -184,7 +188,7 @@ class RtcudbEngine(QueryEngine):
             view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, -1, dtype=np.int64))
             perm = None
         else:
-            perm = xp.argsort(z) if xp is not np else np.argsort(z, kind="stable")
+            perm = _by_scan_then_group(xp, z, y, enc.span, gd.size)
             view.arrays["z"] = z[perm]
             view.arrays["x"] = xp.asarray(x)[perm]
             view.arrays["y"] = y[perm].astype(np.int32 if gd.size < 2**31 else np.int64)
@@ -333,6 +337,8 @@ class RtcudbEngine(QueryEngine):
             slices=slices_kernel().bind(self.device, view.arrays["z"], lo, hi, starts,
                                         offs[1:], threads_per_block=tpb),
             offs=offs,
+            prefix=prefix_kernel().bind(self.device, offs, threads_per_block=32)
+            if self.device == "cuda" and n_iv <= SERIAL_SCAN else None,
             records=(offs, starts, view.arrays["x"], view.arrays["y"], view.arrays["scan"],
                      *rcsr, vshift, vmask, voff, view.spills, vspill, dneed, count, sums, mins,
                      maxs, touched, n_touched),
@@ -370,7 +376,10 @@ class RtcudbEngine(QueryEngine):
         k = view.groups.size
         if q.n_intervals and not p.empty:
             q.slices(q.n_intervals)
-            xp.cumsum(q.offs[1:], out=q.offs[1:])
+            if q.prefix is not None:
+                q.prefix(1)
+            else:
+                xp.cumsum(q.offs[1:], out=q.offs[1:])
             if q.launch is None:  # the CPU knows the count at no cost: items of MIN_RUN
                 items = -(-int(q.offs[-1]) // MIN_RUN)
                 sorted_kernel(self.device)(self.device, items, np.int64(max(items, 1)),
@@ -394,6 +403,14 @@ class RtcudbEngine(QueryEngine):
             if q.n_intervals and not p.empty else 0
         return _regroup(view, p, recs[:, 0], recs[:, 1], [sums, mins, maxs], q.e,
                         bytes_read, stats)
+
+
+def _by_scan_then_group(xp: Any, z: Any, y: Any, span: int, k: int) -> Any:
+    """The order of the records by Z code, and by group within a Z code: a thread's run of
+    qualifying records then holds few groups, each summed in registers and added once."""
+    if span * k < 1 << 62:  # one int64 key, one sort
+        return xp.argsort(z * k + y)
+    return xp.lexsort(xp.stack([y, z]))  # the last key first
 
 
 def _triangles(x: np.ndarray, y: np.ndarray, z: np.ndarray, sx: int, sy: int) -> np.ndarray:

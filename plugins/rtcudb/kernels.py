@@ -269,6 +269,26 @@ def slices_kernel() -> Kernel:
     return Kernel(slice_item, name="rtcudb_slices")
 
 
+#: Most Z-intervals whose slice lengths one GPU thread sums in order (a launch of its own, a
+#: few microseconds); more go to the array library's scan.
+SERIAL_SCAN = 4096
+
+
+@register_jitable
+def prefix_item(i, offs):
+    """``offs[1:]`` (the slice lengths) replaced by their running sums, by one item."""
+    s = offs[0]
+    for j in range(1, len(offs)):
+        s += offs[j]
+        offs[j] = s
+
+
+@functools.cache
+def prefix_kernel() -> Kernel:
+    """``(1, offs)``: the running sums of the slice lengths, in place."""
+    return Kernel(prefix_item, name="rtcudb_prefix")
+
+
 @register_jitable
 def compact_item(k, n_touched, touched, count, sums, mins, maxs, n_values, minmax, packed):
     """The k-th touched group packed as ``(group, count, its n_values sums[, mins, maxs])``

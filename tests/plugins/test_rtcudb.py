@@ -257,6 +257,21 @@ def test_many_aggregates_and_few_groups_sum_exactly(device: str) -> None:
                                               err_msg=f"{engine} {k}")
 
 
+@pytest.mark.parametrize("span", [7, 2**60])  # one key fits int64; (Z, group) pairs do not
+def test_the_sorted_backend_orders_records_by_scan_code_then_group(span: int) -> None:
+    """Within a Z code, a group's records sit together, so a thread's run of them is summed in
+    registers and added once."""
+    from indexzoo.plugins.rtcudb.engine import _by_scan_then_group
+
+    rng = np.random.default_rng(9)
+    z = rng.integers(0, 7, 500) * (span // 7)
+    y = rng.integers(0, 40, 500)
+    perm = _by_scan_then_group(np, z, y, span, 40)
+    assert sorted(perm.tolist()) == list(range(500))
+    pairs = list(zip(z[perm].tolist(), y[perm].tolist(), strict=True))
+    assert pairs == sorted(pairs)
+
+
 def test_a_view_reports_its_bytes() -> None:
     e = indexzoo.query_engine("rtcudb", device="cpu")
     view = e.prepare(random_table(5, 100), RANDOM)
