@@ -35,6 +35,10 @@ __all__ = ["RtcudbEngine", "RtcudbParams", "RtcudbView"]
 
 _NEED = {"sum": 1, "avg": 1, "min": 2, "max": 4}
 
+#: Distinct X coordinates of the triangles when X carries no value (a power of two below
+#: float32's exact integers).
+SPREAD = 1 << 16
+
 #: Groups a sorted-backend query's first copy back holds; one that reaches more copies the rest
 #: next.
 FIRST_COPY_GROUPS = 1024
@@ -165,6 +169,10 @@ class RtcudbEngine(QueryEngine):
         vals = [evaluate(table, e) for e in values]
         packer = Packer.plan(vals, pr.coordinate_bits if rt_backend else 62)
         x = packer.pack(vals, n)
+        if rt_backend and not any(packer.packed) and n:
+            # [ours] X carries no value (all spilled, or none asked): the rows' positions
+            # spread the triangles over X, so that the grid's rays share the hits
+            x = np.arange(n, dtype=np.int64) % SPREAD
         view = RtcudbView(table, name, enc, spilled_scan, gd, values, packer)
         spills = [v for v, p in zip(vals, packer.packed, strict=True) if not p]
         scan_cols = {c: table.column(c) for c in [*enc.names, *spilled_scan]}
