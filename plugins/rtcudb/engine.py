@@ -39,6 +39,10 @@ _NEED = {"sum": 1, "avg": 1, "min": 2, "max": 4}
 #: ran 4-65x faster with 512 than with 4 (docs/plugins/rtcudb.md); on the CPU 4 was fastest.
 DEFAULT_GRID = {"cpu": 4, "cuda": 512}
 
+#: Most rays one launch of the RT backend traces (a query with more intervals launches in
+#: batches of intervals).
+MAX_RAYS = 1 << 24
+
 #: Distinct X coordinates of the triangles when X carries no value (a power of two below
 #: float32's exact integers).
 SPREAD = 1 << 16
@@ -184,23 +188,29 @@ class RtcudbEngine(QueryEngine):
         scan_cols = {c: table.column(c) for c in [*enc.names, *spilled_scan]}
         if rt_backend:
             view.y_spilled = gd.size > limit
+            # [ours] one group (or none): Y carries no group, so the rows' positions spread the
+            # triangles over Y too (the any-hit program then takes group 0)
+            one_group = gd.size == 1 and n > 0 and not view.y_spilled
+            yc = (np.arange(n, dtype=np.int64) // SPREAD) % SPREAD if one_group else \
+                np.zeros(n, dtype=np.int64) if view.y_spilled else y
             grid = pr.grid or DEFAULT_GRID[self.device]
             sx, px = _lattice(int(x.max()) if n else 0, grid)
-            sy, py = _lattice(0 if view.y_spilled or not n else int(y.max()), grid)
+            sy, py = _lattice(int(yc.max()) if n else 0, grid)
             view.legs, view.points = (sx, sy), (px, py)
             # Z stretched by a power of two while it stays exact, so that the BVH (which splits
             # its longest axis first) separates rows by scan code before X and Y
             view.z_scale = 1 << max(0, pr.coordinate_bits - 1 - max(1, enc.span).bit_length())
-            tri = _triangles(x, np.zeros(n, dtype=np.int64) if view.y_spilled else y,
-                             z * view.z_scale, sx, sy)
+            tri = _triangles(x, yc, z * view.z_scale, sx, sy)
             view.arrays["tri"] = xp.asarray(tri)
             view.scene = rt.build_triangles(view.arrays["tri"])
             if pr.pipeline == "per-operator":
-                flat = _triangles(x, np.zeros(n, dtype=np.int64) if view.y_spilled else y,
-                                  np.zeros(n, dtype=np.int64), sx, sy)
+                flat = _triangles(x, yc, np.zeros(n, dtype=np.int64), sx, sy)
                 view.arrays["flat_tri"] = xp.asarray(flat)
                 view.flat_scene = rt.build_triangles(view.arrays["flat_tri"])
-            view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, -1, dtype=np.int64))
+            # the any-hit programs' group column: -1 = the triangle's Y, -2 = group 0, else
+            # the spilled codes
+            view.arrays["y"] = xp.asarray(y if view.y_spilled else
+                                          np.full(1, -2 if one_group else -1, dtype=np.int64))
             perm = None
         else:
             perm = _by_scan_then_group(xp, z, y, enc.span, gd.size)
@@ -279,19 +289,27 @@ class RtcudbEngine(QueryEngine):
         n = view.table.n_rows
         px, py = (xp.asarray(a) for a in view.points)
         per = int(px.size * py.size)
-        lo = xp.asarray(np.array([a for a, _ in ivs], dtype=np.int64))
-        hi = xp.asarray(np.array([b for _, b in ivs], dtype=np.int64))
-        rays = (px, py, lo, hi, np.int64(view.z_scale))  # read by the ray-generation program
         words = xp.zeros((n + 31) // 32, dtype=np.uint32)
         tri = view.arrays["tri"]
         stats["rays"] = per * len(ivs)
-        if self.params.pipeline == "fused":
-            params = (*rays, tri, words, view.arrays["scan"], *rcsr, view.arrays["y"], *tail)
-            rt.cast(view.scene, per * len(ivs), raygen_program(), anyhit_program(self.device),
-                    params, self.device)
-        else:
-            rt.cast(view.scene, per * len(ivs), raygen_program(), bitmap_program(self.device),
-                    (*rays, words, view.arrays["scan"], *rcsr), self.device)
+        fused = self.params.pipeline == "fused"
+        # the intervals in batches of at most MAX_RAYS rays a launch (one payload word a ray)
+        step = max(1, MAX_RAYS // per)
+        for k in range(0, len(ivs), step):
+            part = ivs[k:k + step]
+            lo = xp.asarray(np.array([a for a, _ in part], dtype=np.int64))
+            hi = xp.asarray(np.array([b for _, b in part], dtype=np.int64))
+            rays = (px, py, lo, hi, np.int64(view.z_scale))  # for the ray-generation program
+            if fused:
+                params = (*rays, tri, words, view.arrays["scan"], *rcsr, view.arrays["y"],
+                          *tail)
+                rt.cast(view.scene, per * len(part), raygen_program(),
+                        anyhit_program(self.device), params, self.device)
+            else:
+                rt.cast(view.scene, per * len(part), raygen_program(),
+                        bitmap_program(self.device), (*rays, words, view.arrays["scan"], *rcsr),
+                        self.device)
+        if not fused:
             zero = xp.zeros(1, dtype=np.int64)
             seen = xp.zeros_like(words)
             params2 = (px, py, zero, zero, np.int64(1), view.arrays["flat_tri"], words, seen,

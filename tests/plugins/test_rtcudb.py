@@ -201,6 +201,50 @@ def test_rt_answers_do_not_depend_on_grid_spills_or_rechecks(params: dict) -> No
                 np.testing.assert_array_equal(got.columns[k], want.columns[k], err_msg=k)
 
 
+def test_rays_beyond_one_launch_go_in_batches_of_intervals(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query whose intervals need more rays than one launch takes (a fine grid, many
+    intervals) traces them in several launches, one interval each here, and answers the same."""
+    import indexzoo.plugins.rtcudb.engine as rte
+
+    data = random_table(4, 1500)
+    for pipeline in ("fused", "per-operator"):
+        e = indexzoo.query_engine("rtcudb", device="cpu", pipeline=pipeline)
+        view = e.prepare(data, RANDOM)
+        want = [q.reference(data, spec) for spec in RANDOM]
+        monkeypatch.setattr(rte, "MAX_RAYS", 1)
+        for spec, w in zip(RANDOM, want, strict=True):
+            got = e.run(view, spec)
+            for k in w.columns:
+                np.testing.assert_array_equal(got.columns[k], w.columns[k],
+                                              err_msg=f"{pipeline} {k}")
+        assert e.run(view, RANDOM[0]).stats["intervals"] > 1
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("params", [{}, {"coordinate_bits": 8}, {"pipeline": "per-operator"}])
+def test_rows_spread_over_x_and_y_where_they_carry_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                           params: dict) -> None:
+    """Without GROUP BY, Y carries no group, and with its values spilled (or none asked) X
+    carries none: the rows' positions then spread the triangles over the plane, so the grid's
+    rays share the hits, and every record still goes to the one group."""
+    import indexzoo.plugins.rtcudb.engine as rte
+
+    monkeypatch.setattr(rte, "SPREAD", 4)  # spread at this table's size
+    data = random_table(5, 1200)
+    counts = q.Query(where=[q.col("b").gt(5)], select=[q.count()])
+    for specs in ([RANDOM[1]], [counts], RANDOM):
+        e = indexzoo.query_engine("rtcudb", device="cpu", grid=8, **params)
+        view = e.prepare(data, specs)
+        if specs[0] is counts:
+            assert len(view.points[0]) > 2 and len(view.points[1]) > 2
+        for spec in specs:
+            got, want = e.run(view, spec), q.reference(data, spec)
+            for k in want.columns:
+                np.testing.assert_array_equal(got.columns[k], want.columns[k],
+                                              err_msg=f"{params} {k}")
+
+
 def test_queries_run_again_on_a_view_answer_the_same() -> None:
     """Engines keep per-query state on a view (crystal: its plan and result buffers); each run
     starts from clean buffers, whatever ran before."""
