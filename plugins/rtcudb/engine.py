@@ -188,11 +188,7 @@ class RtcudbEngine(QueryEngine):
         scan_cols = {c: table.column(c) for c in [*enc.names, *spilled_scan]}
         if rt_backend:
             view.y_spilled = gd.size > limit
-            # [ours] one group (or none): Y carries no group, so the rows' positions spread the
-            # triangles over Y too (the any-hit program then takes group 0)
-            one_group = gd.size == 1 and n > 0 and not view.y_spilled
-            yc = (np.arange(n, dtype=np.int64) // SPREAD) % SPREAD if one_group else \
-                np.zeros(n, dtype=np.int64) if view.y_spilled else y
+            yc = np.zeros(n, dtype=np.int64) if view.y_spilled else y
             grid = pr.grid or DEFAULT_GRID[self.device]
             sx, px = _lattice(int(x.max()) if n else 0, grid)
             sy, py = _lattice(int(yc.max()) if n else 0, grid)
@@ -207,10 +203,7 @@ class RtcudbEngine(QueryEngine):
                 flat = _triangles(x, yc, np.zeros(n, dtype=np.int64), sx, sy)
                 view.arrays["flat_tri"] = xp.asarray(flat)
                 view.flat_scene = rt.build_triangles(view.arrays["flat_tri"])
-            # the any-hit programs' group column: -1 = the triangle's Y, -2 = group 0, else
-            # the spilled codes
-            view.arrays["y"] = xp.asarray(y if view.y_spilled else
-                                          np.full(1, -2 if one_group else -1, dtype=np.int64))
+            view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, -1, dtype=np.int64))
             perm = None
         else:
             perm = _by_scan_then_group(xp, z, y, enc.span, gd.size)

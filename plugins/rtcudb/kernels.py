@@ -69,18 +69,6 @@ def _add_record(device: str) -> Any:
 
 
 @register_jitable
-def group_of(prim, tri, ycol):
-    """Record ``prim``'s group: its triangle's Y (``ycol[0] == -1``), 0 (``-2``: the view has
-    one group and Y spreads the rows), else its code in ``ycol`` (spilled past Y's bits)."""
-    c = ycol[0]
-    if c == -1:
-        return np.int64(tri[prim, 1])
-    if c == -2:
-        return np.int64(0)
-    return np.int64(ycol[prim])
-
-
-@register_jitable
 def _raygen(i, params):
     """Ray ``i``: grid point ``i % (nx * ny)`` of the XY grid, over Z-interval ``i // (nx *
     ny)``, along +Z from one below the interval's first (stretched) code to one above its last.
@@ -122,7 +110,7 @@ def anyhit_program(device: str) -> Any:
         if not passes(prim, scan, ridx, rstarts, rlo, rhi):
             return IGNORE
         x = np.int64(tri[prim, 0])
-        b = group_of(prim, tri, ycol)
+        b = np.int64(tri[prim, 1]) if ycol[0] < 0 else np.int64(ycol[prim])
         add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
                    maxs)
         return IGNORE
@@ -164,7 +152,7 @@ def flagged_program(device: str) -> Any:
         if old & bit:
             return IGNORE
         x = np.int64(tri[prim, 0])
-        b = group_of(prim, tri, ycol)
+        b = np.int64(tri[prim, 1]) if ycol[0] < 0 else np.int64(ycol[prim])
         add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
                    maxs)
         return IGNORE
