@@ -20,13 +20,11 @@ from . import rt
 from .encoding import BijectionEncoder, GroupDictionary, Packer, attribute_order
 from .kernels import (
     MIN_RUN,
-    RUN_SUMS,
     SERIAL_SCAN,
     anyhit_program,
     bitmap_program,
     compact_kernel,
     flagged_program,
-    miss_program,
     prefix_kernel,
     raygen_program,
     slices_kernel,
@@ -288,8 +286,7 @@ class RtcudbEngine(QueryEngine):
         tri = view.arrays["tri"]
         stats["rays"] = per * len(ivs)
         fused = self.params.pipeline == "fused"
-        # the intervals in batches of at most MAX_RAYS rays a launch (a payload word and a run
-        # of 2 + RUN_SUMS words a ray)
+        # the intervals in batches of at most MAX_RAYS rays a launch (one payload word a ray)
         step = max(1, MAX_RAYS // per)
         for k in range(0, len(ivs), step):
             part = ivs[k:k + step]
@@ -297,13 +294,10 @@ class RtcudbEngine(QueryEngine):
             hi = xp.asarray(np.array([b for _, b in part], dtype=np.int64))
             rays = (px, py, lo, hi, np.int64(view.z_scale))  # for the ray-generation program
             if fused:
-                # each ray's run of one group (group + 1, count, sums), closed at its end
-                runs = xp.zeros((per * len(part), 2 + RUN_SUMS), dtype=np.int64)
                 params = (*rays, tri, words, view.arrays["scan"], *rcsr, view.arrays["y"],
-                          *tail, runs)
+                          *tail)
                 rt.cast(view.scene, per * len(part), raygen_program(),
-                        anyhit_program(self.device), params, self.device,
-                        miss=miss_program(self.device))
+                        anyhit_program(self.device), params, self.device)
             else:
                 rt.cast(view.scene, per * len(part), raygen_program(),
                         bitmap_program(self.device), (*rays, words, view.arrays["scan"], *rcsr),

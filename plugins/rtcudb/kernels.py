@@ -23,7 +23,7 @@ from indexzoo.native.targets import Kernel
 from .rt import IGNORE
 
 __all__ = ["MIN_RUN", "anyhit_program", "bitmap_program", "compact_kernel", "flagged_program",
-           "miss_program", "raygen_program", "slices_kernel", "sorted_kernel"]
+           "raygen_program", "slices_kernel", "sorted_kernel"]
 
 
 @register_jitable
@@ -92,42 +92,17 @@ def raygen_program() -> Any:
     return _raygen
 
 
-#: Value sums a ray keeps for its current run of hits of one group (the rest add at once).
-RUN_SUMS = 4
-
-
-@functools.cache
-def _run_flush(device: str) -> Any:
-    add = atomics(device)[0]
-
-    @register_jitable
-    def run_flush(ray, runs, n, need, count, sums):
-        """Adds ray ``ray``'s run (``runs[ray]``: group + 1, count, the first sums) into its
-        group and closes it."""
-        b = runs[ray, 0] - 1
-        for j in range(min(n, RUN_SUMS)):
-            if need[j] & 1:
-                add(sums, b * n + j, runs[ray, 2 + j])
-        add(count, b, runs[ray, 1])
-        runs[ray, 0] = 0
-
-    return run_flush
-
-
 @functools.cache
 def anyhit_program(device: str) -> Any:
     """Algorithm 1: flag-bit dedup, re-check of the attributes Z does not encode, then the
-    record's values into its group. [ours] A ray's consecutive records of one group are summed
-    in its run (``runs[ray]``, the last parameter: OptiX would keep it in payload registers)
-    and added once, when the group changes or the ray ends (:func:`miss_program`); MIN and
-    MAX, and sums past :data:`RUN_SUMS`, add at once."""
-    add, amin, amax, aor = atomics(device)
-    flush = _run_flush(device)
+    record's values into its group."""
+    aor = atomics(device)[3]
+    add_record = _add_record(device)
 
     @register_jitable
     def anyhit(ray, inst, prim, t, front, payload, params):
         (_, _, _, _, _, tri, words, scan, ridx, rstarts, rlo, rhi, ycol, vshift, vmask, voff,
-         spills, vspill, need, count, sums, mins, maxs, runs) = params
+         spills, vspill, need, count, sums, mins, maxs) = params
         bit = np.uint32(1) << np.uint32(prim & 31)
         old = aor(words, prim >> 5, bit)
         if old & bit:
@@ -136,45 +111,11 @@ def anyhit_program(device: str) -> Any:
             return IGNORE
         x = np.int64(tri[prim, 0])
         b = np.int64(tri[prim, 1]) if ycol[0] < 0 else np.int64(ycol[prim])
-        n = len(vshift)
-        if runs[ray, 0] != b + 1:
-            if runs[ray, 0] != 0:
-                flush(ray, runs, n, need, count, sums)
-            runs[ray, 0] = b + 1
-            for j in range(1, 2 + RUN_SUMS):
-                runs[ray, j] = 0
-        runs[ray, 1] += 1
-        for j in range(n):
-            v = value_of(prim, x, j, vshift, vmask, voff, spills, vspill)
-            nd = need[j]
-            if nd & 1:
-                if j < RUN_SUMS:
-                    runs[ray, 2 + j] += v
-                else:
-                    add(sums, b * n + j, v)
-            if nd & 2:
-                amin(mins, b * n + j, v)
-            if nd & 4:
-                amax(maxs, b * n + j, v)
+        add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
+                   maxs)
         return IGNORE
 
     return anyhit
-
-
-@functools.cache
-def miss_program(device: str) -> Any:
-    """The end of a ray of :func:`anyhit_program` (every hit is ignored, so every ray ends in
-    a miss): its open run is added into its group."""
-    flush = _run_flush(device)
-
-    @register_jitable
-    def miss(ray, payload, params):
-        (_, _, _, _, _, _, _, _, _, _, _, _, _, vshift, _, _, _, _, need, count, sums, _, _,
-         runs) = params
-        if runs[ray, 0] != 0:
-            flush(ray, runs, len(vshift), need, count, sums)
-
-    return miss
 
 
 @functools.cache

@@ -22,13 +22,12 @@ def build_triangles(tri: Any) -> Any:
 
 
 def cast(scene: Any, n_rays: int, raygen: Any, anyhit: Any, params: tuple[Any, ...],
-         device: str, miss: Any = None) -> None:
+         device: str) -> None:
     """Launch ``n_rays`` rays made by ``raygen(i, params)`` in the kernel; every hit goes to
     ``anyhit(ray, inst, prim, t, front, payload, params)``, which ignores it (so traversal
-    reports every primitive on the ray), and every ray ends in ``miss(ray, payload,
-    params)``."""
+    reports every primitive on the ray)."""
     if n_rays > 0:
-        launch(scene, n_rays, Programs(raygen=raygen, anyhit=anyhit, miss=miss), params=params,
+        launch(scene, n_rays, Programs(raygen=raygen, anyhit=anyhit), params=params,
                payload=array_module(device).zeros((n_rays, 1), dtype=np.uint64), device=device)
 
 
