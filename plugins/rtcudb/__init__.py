@@ -45,9 +45,10 @@ Paper -> code
   second job over the same triangles at Z = 0 aggregates the flagged ones.
 * §6.6 split instead of encode (``rtcudb-split``): only the first scan attribute in Z, the
   others re-checked per hit from device memory.
-* ``rtcudb-sorted`` (``backend="sorted"``): the records sorted by Z (by group within a Z), each Z-interval a
-  binary-searched slice, so only qualifying rows are touched, one record each, on CUDA cores
-  without a BVH (the digest's reading of the BVH once all rays are parallel to Z).
+* ``rtcudb-sorted`` (``backend="sorted"``): the records sorted by Z (by group within a Z),
+  each Z-interval a binary-searched slice, so only qualifying rows are touched, one record
+  each, on CUDA cores without a BVH (the digest's reading of the BVH once all rays are
+  parallel to Z).
 
 [AMBIG] resolved: the bijection order is fixed per view, chosen by the heuristic over the
 queries the view is prepared for (mean fraction of the domain each predicate allows, smallest

@@ -165,12 +165,11 @@ class GroupDictionary:
         return len(self.tuples[0]) if self.tuples else 1
 
     @classmethod
-    def build(cls, names: Sequence[str], columns: Sequence[Any], n: int
+    def build(cls, names: Sequence[str], columns: Sequence[Any], n: int, xp: Any = np
               ) -> tuple[GroupDictionary, Any]:
         """The dictionary and every row's code (Y) for a table of ``n`` rows. The work runs on
-        the device of ``columns`` (NumPy or CuPy arrays), and so do the codes; the dictionary's
-        tuples are NumPy arrays."""
-        xp = xp_of(columns[0]) if columns else np
+        ``xp``'s device (``columns`` are NumPy or CuPy arrays of it), and so do the codes; the
+        dictionary's tuples are NumPy arrays."""
         if not names:
             return cls((), ()), xp.zeros(n, dtype=np.int64)
         cols = [c.astype(np.int64, copy=False) for c in columns]

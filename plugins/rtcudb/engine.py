@@ -172,10 +172,10 @@ class RtcudbEngine(QueryEngine):
         # the sorted backend's sorts and gathers run on the view's device; the BVH's
         # triangles are made on the host
         bx = np if rt_backend else xp
-        z = enc.encode([bx.asarray(table.column(c)) for c in enc.names]) if enc.names else \
+        cols = {c: bx.asarray(table.column(c)) for c in {*enc.names, *spilled_scan, *group}}
+        z = enc.encode([cols[c] for c in enc.names]) if enc.names else \
             bx.zeros(n, dtype=np.int64)
-        gd, y = GroupDictionary.build(group, [bx.asarray(table.column(c)) for c in group], n)
-        y = bx.asarray(y)  # (NumPy zeros without GROUP BY)
+        gd, y = GroupDictionary.build(group, [cols[c] for c in group], n, bx)
         vals = [evaluate(table, e) for e in values]
         packer = Packer.plan(vals, pr.coordinate_bits if rt_backend else 62)
         x = packer.pack(vals, n)
@@ -185,7 +185,6 @@ class RtcudbEngine(QueryEngine):
             x = np.arange(n, dtype=np.int64) % SPREAD
         view = RtcudbView(table, name, enc, spilled_scan, gd, values, packer)
         spills = [v for v, p in zip(vals, packer.packed, strict=True) if not p]
-        scan_cols = {c: table.column(c) for c in [*enc.names, *spilled_scan]}
         if rt_backend:
             view.y_spilled = gd.size > limit
             yc = np.zeros(n, dtype=np.int64) if view.y_spilled else y
@@ -213,7 +212,7 @@ class RtcudbEngine(QueryEngine):
             del z, y
         scan_names = [*spilled_scan, *enc.names]
         view.scan_rows = {c: j for j, c in enumerate(scan_names)}
-        scan2d = bx.stack([bx.asarray(scan_cols[c]) for c in scan_names]) if scan_names else \
+        scan2d = bx.stack([cols[c] for c in scan_names]) if scan_names else \
             bx.zeros((1, n), dtype=np.int32)
         view.arrays["scan"] = xp.asarray(scan2d if perm is None else scan2d[:, perm])
         if spills:
