@@ -16,7 +16,10 @@ A table of ``d`` uniform uint32 columns (3 by default; the RTScan paper's unifor
   RTScan: ``x_j < c_j`` at per-predicate selectivity 0.01 .. 0.9, and windows
   ``a_j <= x_j <= b_j`` of the same widths.
 * ``--indexes``: each index built once over the table, the same queries through
-  ``index.range(lo, hi, out="bitmap")``.
+  ``index.range(lo, hi, out="bitmap")``; ``--stages`` adds the time of each stage of a query
+  where the index has a stage timer (rtscan) and its counters.
+* ``--runs R``: the floor and every variant timed R times over (the indexes built once), each
+  run against its own floor, for the spread between runs of one process.
 
 Every answer is checked against NumPy. Times are medians of ``--repeats`` after a warm-up
 (CUDA events on the GPU). Each line gives the time, the bytes of the table per second, and
@@ -41,7 +44,7 @@ import rtscan_workloads as wl
 import indexzoo
 from indexzoo.devices import array_module, to_device, to_numpy
 from indexzoo.native.scan import ITEMS_CHOICES, scan_bitmaps
-from indexzoo.tools.timing import time_call
+from indexzoo.tools.timing import synchronize, time_call
 
 SELECTIVITIES = (0.01, 0.1, 0.2, 0.5, 0.9)
 
@@ -136,6 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--columns", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--indexes", default="", help="comma-separated indexes to time as well")
+    ap.add_argument("--stages", action="store_true",
+                    help="also time the stages of each index query where the index has a "
+                         "stage timer (rtscan's encode, sieve, refine, merge; CUDA events) "
+                         "and count its candidates")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="time the floor and every variant this many times over, one after "
+                         "the other (each run's figures against its own floor)")
     ap.add_argument("--json", default="scan_floor.json")
     ap.add_argument("--threads-per-block", default="256",
                     help="comma-separated block sizes to time each fused-scan body with")
@@ -163,13 +173,19 @@ def main(argv: list[str] | None = None) -> int:
         "sum of each column": lambda: [table[:, j].sum(dtype=np.uint64) for j in range(d)],
         "count_nonzero of the table": lambda: xp.count_nonzero(table),
     }
-    floor_s = float("inf")
-    for name, fn in floors.items():
-        t = timed(fn)
-        floor_s = min(floor_s, t)
-        rows.append({"what": "floor", "variant": name, "seconds": t, "bytes_per_s": nbytes / t})
-        print(f"  floor  {name:34} {t * 1e3:8.3f} ms  {nbytes / t / 1e9:7.1f} GB/s", flush=True)
-    print(f"  scan floor: {floor_s * 1e3:.3f} ms ({nbytes / floor_s / 1e9:.1f} GB/s)", flush=True)
+    floor_s, run = float("inf"), 0
+
+    def measure_floor() -> float:
+        best = float("inf")
+        for name, fn in floors.items():
+            t = timed(fn)
+            best = min(best, t)
+            rows.append({"what": "floor", "variant": name, "run": run, "seconds": t,
+                         "bytes_per_s": nbytes / t})
+            print(f"  floor  {name:34} {t * 1e3:8.3f} ms  {nbytes / t / 1e9:7.1f} GB/s",
+                  flush=True)
+        print(f"  scan floor: {best * 1e3:.3f} ms ({nbytes / best / 1e9:.1f} GB/s)", flush=True)
+        return best
 
     queries = [("lt", s, *wl.lt_query(cols, s, sorted_cols)) for s in SELECTIVITIES]
     queries += [("window", s, *window(cols, sorted_cols, s)) for s in SELECTIVITIES]
@@ -184,36 +200,70 @@ def main(argv: list[str] | None = None) -> int:
                    {**kw, "threads_per_block": int(t)})
                   for label, kw in bodies if not wanted or label in wanted
                   for t in args.threads_per_block.split(",")]
-    def run_variant(label: str, call: Callable[[Any, Any], Any], extra: dict[str, Any]) -> None:
+    def run_variant(label: str, call: Callable[[Any, Any], Any], extra: dict[str, Any],
+                    index: Any = None) -> None:
         for kind, s, lo, hi in queries:
             dlo, dhi = to_device(lo, dev), to_device(hi, dev)
             got = to_numpy(call(dlo, dhi)).reshape(-1)
             ok = bool(np.array_equal(got, wants[(kind, s)]))
             t = timed(lambda dlo=dlo, dhi=dhi: call(dlo, dhi))
-            rows.append({"what": "query", "variant": label, "predicate": kind,
-                         "selectivity": s, "seconds": t, "bytes_per_s": nbytes / t,
-                         "x_floor": floor_s / t, "check": "ok" if ok else "FAILED", **extra})
+            row = {"what": "query", "variant": label, "predicate": kind, "run": run,
+                   "selectivity": s, "seconds": t, "bytes_per_s": nbytes / t,
+                   "x_floor": floor_s / t, "check": "ok" if ok else "FAILED", **extra}
+            staged = ""
+            if args.stages and index is not None and hasattr(index, "stage_timer"):
+                row["stage_seconds"], row["counts"] = stage_times(index, call, dlo, dhi)
+                staged = "  " + " ".join(f"{k} {v * 1e3:.3f}"
+                                         for k, v in row["stage_seconds"].items())
+                staged += "".join(f"  {k} {v:,}" for k, v in row["counts"].items()
+                                  if k == "candidates")
+            rows.append(row)
             print(f"  {label:30} {kind:6} {s:4.2f}  {t * 1e3:8.3f} ms  "
                   f"{nbytes / t / 1e9:7.1f} GB/s  x floor {floor_s / t:5.2f}"
-                  f"{'' if ok else '  WRONG ANSWER'}", flush=True)
+                  f"{'' if ok else '  WRONG ANSWER'}{staged}", flush=True)
 
-    for label, kw in bodies:
-        run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
-    for spec in [s for s in args.raw.split(",") if s] if dev == "cuda" else []:
-        items, threads = (int(x) for x in spec.split("x"))
-        run_variant(f"raw cuda items={items} tpb={threads}", raw_scan(table, items, threads),
-                    {"raw_items": items, "threads_per_block": threads})
+    def stage_times(index: Any, call: Callable[[Any, Any], Any], lo: Any, hi: Any,
+                    ) -> tuple[dict[str, float], dict[str, int]]:
+        """Mean seconds per stage and counters per query over ``args.repeats`` calls."""
+        from indexzoo.plugins.rtscan import StageTimes
+
+        timer = StageTimes(dev)
+        index.stage_timer = timer
+        try:
+            for _ in range(args.repeats):
+                call(lo, hi)
+            synchronize(dev)
+        finally:
+            index.stage_timer = None
+        return ({k: v / args.repeats for k, v in timer.seconds().items()},
+                {k: v // args.repeats for k, v in timer.counts.items()})
+
+    indexes = {}
     for name in [s for s in args.indexes.split(",") if s]:
         index = indexzoo.create(name, device=dev).build([c for c in cols])
         fp = index.memory_footprint()
         print(f"  {name}: resident {fp.resident_bytes / 1e9:.2f} GB "
               f"({fp.resident_bytes / nbytes:.1f}x the table)", flush=True)
-        run_variant(name, lambda lo, hi, index=index: index.range(lo, hi, out="bitmap").bitmap,
-                    {"resident_bytes": fp.resident_bytes})
-        del index
+        indexes[name] = (index, fp.resident_bytes)
+    for run in range(args.runs):
+        if args.runs > 1:
+            print(f"run {run + 1} of {args.runs}", flush=True)
+        floor_s = measure_floor()
+        for label, kw in bodies:
+            run_variant(label, lambda lo, hi, kw=kw: scan_bitmaps(table, lo, hi, **kw), kw)
+        for spec in [s for s in args.raw.split(",") if s] if dev == "cuda" else []:
+            items, threads = (int(x) for x in spec.split("x"))
+            run_variant(f"raw cuda items={items} tpb={threads}",
+                        raw_scan(table, items, threads),
+                        {"raw_items": items, "threads_per_block": threads})
+        for name, (index, resident) in indexes.items():
+            run_variant(name,
+                        lambda lo, hi, index=index: index.range(lo, hi, out="bitmap").bitmap,
+                        {"resident_bytes": resident}, index)
     Path(args.json).write_text(json.dumps({
         "device": dev, "rows": n, "columns": d, "table_bytes": nbytes,
-        "repeats": args.repeats, "floor_seconds": floor_s, "rows_measured": rows}, indent=2))
+        "repeats": args.repeats, "runs": args.runs, "floor_seconds": floor_s,
+        "rows_measured": rows}, indent=2))
     failed = [r for r in rows if r.get("check") == "FAILED"]
     return 1 if failed else 0
 

@@ -12,6 +12,7 @@ derives the operations a plugin has no hook for. The others::
     _footprint(st)          -> Footprint of the plugin's buffers
     _update(old, new, positions, new_keys)    with capabilities.updates
     _prepared_point(st, op) optional: point lookups prepared once per build
+    _prepared_range(st, op) optional: range lookups prepared once per build
     _save_state(st)         optional: the state's parts to save (default: its attributes)
     _load_state(st, saved)  optional: fill a loaded state from them (default: set them)
     _params_for_load(params, device)  optional (a classmethod): the saved params as an index
@@ -85,7 +86,33 @@ class PreparedPoint(typing.NamedTuple):
     answer: Callable[[Any], LookupResult]
 
 
+class PreparedRange(typing.NamedTuple):
+    """Range lookups of one build and out mode, prepared (see ``GpuIndex.range``): the bounds
+    it takes (two C-contiguous arrays of ``array_type`` and ``dtype``, of shape (Q,) on a
+    one-column build or (Q, ``dims``), with ``0 < Q <= max_batch``, under ``params``) and the
+    function that answers them with a :class:`LookupResult`."""
+
+    array_type: type
+    dtype: np.dtype
+    ndim: int
+    dims: int
+    max_batch: int
+    params: IndexParams
+    answer: Callable[[Any, Any], LookupResult]
+
+
 _UNPREPARED: Any = object()
+
+#: The keys of the prepared range lookups in a build state's cache, per out mode (the prepared
+#: point lookups are kept under the out mode itself).
+_RANGE_KEYS = {out: f"range {out}" for out in ("rowid", "count", "sum", "bitmap")}
+
+
+def _c_contiguous(a: Any) -> bool:
+    """Whether array ``a`` (NumPy or CuPy) is C-contiguous; CuPy keeps the flag as an attribute
+    (its ``flags`` builds an object)."""
+    flag = getattr(a, "_c_contiguous", None)
+    return bool(a.flags.c_contiguous) if flag is None else bool(flag)
 
 #: With ``sort_probes``, point batches of at most this many lookups that the prepared path takes
 #: are answered in the caller's order: ordering them costs several array operations and
@@ -439,6 +466,21 @@ class GpuIndex(abc.ABC, Generic[S]):
         elif hi is None:
             raise InvalidInput("argument 'hi': missing; give range(lo, hi) or "
                                "range({column: (lo, hi)})")
+        st = self._state
+        if st is not None and type(out) is str:
+            # the prepared path, as for point lookups: bounds that every stage of the pipeline
+            # would pass unchanged go straight to the plugin's answer
+            prep = st._prepared.get(_RANGE_KEYS.get(out), _UNPREPARED)
+            if prep is _UNPREPARED:
+                prep = self._prepare_range(st, out)
+            if (prep is not None and type(lo) is prep.array_type
+                    and type(hi) is prep.array_type and lo.dtype is prep.dtype
+                    and hi.dtype is prep.dtype and lo.ndim == prep.ndim
+                    and lo.shape == hi.shape and 0 < lo.shape[0] <= prep.max_batch
+                    and (prep.ndim == 1 or lo.shape[1] == prep.dims)
+                    and self.params is prep.params and _c_contiguous(lo)
+                    and _c_contiguous(hi)):
+                return prep.answer(lo, hi)
         return self._lookup("range", out, (lo, hi))
 
     def _bounds_by_column(self, st: S, spec: Mapping[Any, Any]) -> tuple[Any, Any]:
@@ -540,6 +582,39 @@ class GpuIndex(abc.ABC, Generic[S]):
             prep = PreparedPoint(st.xp.ndarray, np.dtype(keymap.source), most,
                                  params, results.fast_result(route.op.out, fn))
         st._prepared[out] = prep
+        return prep
+
+    def _prepare_range(self, st: S, out: str) -> PreparedRange | None:
+        """The prepared range lookups of build ``st`` and mode ``out`` (cached in the state),
+        or None where the pipeline has work to do for every call: bounds that need a key map
+        (a column whose keys are not unsigned integers of the native width), an empty build,
+        left-out rows, a mode the plugin derives or answers in two arrays. Bitmaps are
+        prepared for batches small enough to need no memory check (``BITMAP_CHECK_FROM``);
+        with sorted probes, batches of at most :data:`PREPARED_UNSORTED_UP_TO` ranges."""
+        prep: PreparedRange | None = None
+        caps, params = self.capabilities, self.params
+        key = _RANGE_KEYS.get(out)
+        route = None
+        if key is not None and caps.range and out in caps.out_modes:
+            route = self._resolution.routes.get(operation("range", out))
+        native = st.native_dtype
+        identity = all(m.source == native and m.target == native for m in st.keymaps) and (
+            st.dims == 1 or all(m.kind == "unsigned" for m in st.keymaps))
+        if (route is not None and not route.derived and identity and st.n > 0
+                and st.rows is None and st.device == self.device):
+            most = params.max_batch
+            if params.sort_probes and "range" in self.sorted_probe_kinds:
+                most = min(most, PREPARED_UNSORTED_UP_TO)
+            if out == "bitmap":
+                most = min(most, (BITMAP_CHECK_FROM - 1) // (4 * results.bitmap_words(st.n)))
+            fn = None
+            if route.op in self._resolution.prepared:
+                fn = self._prepared_range(st, route.op)
+            fn = fn or route.source.bind(self, st)
+            prep = PreparedRange(st.xp.ndarray, np.dtype(native), 1 if caps.dims == 1 else 2,
+                                 st.dims, most, params, results.fast_range_result(route.op.out, fn))
+        if key is not None:
+            st._prepared[key] = prep
         return prep
 
     def _check_bitmap_size(self, st: S, q: int) -> None:
@@ -757,6 +832,16 @@ class GpuIndex(abc.ABC, Generic[S]):
         base has checked (the device's array type, 1-D, native dtype, 1 to ``max_batch``
         lookups) and returns what the operation's hook returns. None (the default): the base
         calls the hook itself."""
+        return None
+
+    def _prepared_range(self, st: S, op: Operation) -> Callable[[Any, Any], Any] | None:
+        """Optional: range lookups of build ``st`` for ``op`` (a range operation whose out mode
+        is "rowid", "count", "sum" or "bitmap", answered by its own hook) prepared for
+        repeated calls, as :meth:`_prepared_point` does for points. The callable takes bounds
+        that the base has checked (two C-contiguous arrays of the device's type and the native
+        dtype, (Q,) on a one-column index or (Q, d), 1 to ``max_batch`` ranges; bitmaps that
+        need no memory check) and returns what the operation's hook returns. None (the
+        default): the base calls the hook itself."""
         return None
 
 

@@ -47,6 +47,7 @@ LIFECYCLE_HOOKS: dict[str, tuple[tuple[str, ...], str]] = {
     "_footprint": (("st",), "always: the plugin's buffers in bytes"),
     "_update": (("old", "new", "positions", "new_keys"), "with capabilities.updates"),
     "_prepared_point": (("st", "op"), "optional: point lookups prepared once per build"),
+    "_prepared_range": (("st", "op"), "optional: range lookups prepared once per build"),
     "_save_state": (("st",), "optional: the state's parts to save (docs/persistence.md)"),
     "_load_state": (("st", "saved"), "optional: fill a loaded state from the saved parts"),
     "_params_for_load": (("params", "device"),
@@ -75,13 +76,14 @@ class Source:
             return self.fn(index, st, self.op, *arrays)
         return self.fn(index, st, *arrays)
 
-    def bind(self, index: Any, st: Any) -> Callable[[Any], Any]:
-        """``q -> answer`` for point batches of one build (the prepared path's call)."""
+    def bind(self, index: Any, st: Any) -> Callable[..., Any]:
+        """The hook of one build as the prepared paths call it: ``q -> answer`` for point
+        batches, ``(lo, hi) -> answer`` for ranges."""
         fn, op = self.fn, self.op
         if self.generic:
             if self.as_range:
                 return lambda q: fn(index, st, op, q, q)
-            return lambda q: fn(index, st, op, q)
+            return functools.partial(fn, index, st, op)
         if self.as_range:
             return lambda q: fn(index, st, q, q)
         return functools.partial(fn, index, st)
@@ -119,9 +121,10 @@ class Resolution:
     routes: Mapping[Operation, Route]
     api: str
     deprecations: tuple[str, ...] = field(default=())
-    #: the point operations the class's ``_prepared_point`` may answer: those whose hook is
-    #: defined where ``_prepared_point`` is, or above it (a subclass that overrides the hook
-    #: and not ``_prepared_point`` gets its hook, never the base's prepared shortcut)
+    #: the operations the class's ``_prepared_point`` and ``_prepared_range`` may answer: those
+    #: of their kind whose hook is defined where the prepared hook is, or above it (a subclass
+    #: that overrides the hook and not the prepared one gets its hook, never the base's
+    #: prepared shortcut)
     prepared: frozenset[Operation] = field(default=frozenset())
 
 
@@ -183,13 +186,16 @@ def _resolve(cls: type, base: type) -> Resolution:
 
 def _preparable(cls: type, base: type, routes: Mapping[Operation, Route]) -> frozenset[Operation]:
     owners = _own_attributes(cls, base)
-    prepared_owner = owners.get("_prepared_point")
-    if prepared_owner is None:
-        return frozenset()
-    return frozenset(op for op, route in routes.items()
-                     if op.kind == "point" and not route.derived
-                     and route.source.hook in owners
-                     and issubclass(prepared_owner, owners[route.source.hook]))
+    found = set()
+    for kind in ("point", "range"):
+        prepared_owner = owners.get(f"_prepared_{kind}")
+        if prepared_owner is None:
+            continue
+        found |= {op for op, route in routes.items()
+                  if op.kind == kind and not route.derived
+                  and route.source.hook in owners
+                  and issubclass(prepared_owner, owners[route.source.hook])}
+    return frozenset(found)
 
 
 def _own_attributes(cls: type, base: type) -> dict[str, type]:

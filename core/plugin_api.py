@@ -25,7 +25,7 @@ import re
 __all__ = ["CHANGES", "PLUGIN_API", "SUPPORTED", "Compatibility", "compatibility", "parse"]
 
 #: The plugin API this indexzoo provides (``MAJOR.MINOR``).
-PLUGIN_API = "2.0"
+PLUGIN_API = "2.1"
 
 #: Major versions whose plugins still load (the current one, and older ones with warnings).
 SUPPORTED = (1, 2)
@@ -40,6 +40,10 @@ CHANGES: dict[str, tuple[str, ...]] = {
         "names starting with _point_ or _range_ are reserved for the operation hooks",
         "_prepared_point(st, op) receives the Operation (1.0: the out mode as a string)",
         "new: points_as_ranges and the generic hook _answer(st, op, *arrays)",
+    ),
+    "2.1": (
+        "new: the optional hook _prepared_range(st, op), range lookups prepared once per "
+        "build (as _prepared_point for points); plugins written for 2.0 load unchanged",
     ),
 }
 

@@ -144,6 +144,27 @@ def fast_result(out: Out, fn: Callable[[Any], Any]) -> Callable[[Any], LookupRes
     return answer
 
 
+def fast_range_result(out: Out, fn: Callable[[Any, Any], Any],
+                      ) -> Callable[[Any, Any], LookupResult]:
+    """:func:`fast_result` for range lookups, ``(lo, hi) -> LookupResult``, in the one-array
+    modes and ``bitmap``."""
+    if out not in ("rowid", "count", "sum", "bitmap"):
+        raise ValueError(f"fast_range_result takes a one-array out mode, not {out!r}")
+    blank = dict.fromkeys(f.name for f in fields(LookupResult))
+    blank["out"] = out
+    new = object.__new__
+
+    def answer(lo: Any, hi: Any) -> LookupResult:
+        arr = fn(lo, hi)
+        res = new(LookupResult)
+        d = res.__dict__
+        d.update(blank)
+        d[out] = arr
+        return res
+
+    return answer
+
+
 def rowid_from_csr(offsets: Any, rowids: Any, miss: Any, dtype: Any) -> Any:
     """One rowID per query (the first listed), or ``miss`` for a query without matches."""
     xp = _xp(offsets)

@@ -39,10 +39,10 @@ from numba.extending import register_jitable
 from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
 
-from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel
+from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel, Slot
 
-__all__ = ["ITEMS", "ITEMS_CHOICES", "SCAN", "UNROLLED_COLUMNS", "WARP", "scan_bitmap",
-           "scan_bitmaps", "scan_kernel"]
+__all__ = ["ITEMS", "ITEMS_CHOICES", "SCAN", "UNROLLED_COLUMNS", "WARP", "bind_scan",
+           "scan_bitmap", "scan_bitmaps", "scan_kernel"]
 
 WARP = 32
 #: Output words per warp of the cooperative body (its body is written out for four).
@@ -241,6 +241,34 @@ def scan_bitmaps(cols: Any, lo: Any, hi: Any, *, device: str | None = None,
     scan_kernel(k, columns)(dev, q * -(-words // k), *args, group=WARP,
                             threads_per_block=threads_per_block)
     return out
+
+
+def bind_scan(cols: Any, *, items: int = ITEMS, unroll: bool = False,
+              threads_per_block: int = DEFAULT_THREADS_PER_BLOCK) -> Any:
+    """The GPU scan of :func:`scan_bitmaps` over the (N, d) ``cols`` with the columns
+    bound into the launch (:meth:`~indexzoo.native.targets.GroupKernel.bind`): a function
+    ``(lo, hi) -> bitmaps`` for (Q, d) C-contiguous bounds of the columns' dtype, whose call
+    costs an allocation and a launch. It keeps ``cols`` alive. (NumPy ``cols`` run on numba's
+    CUDA simulator: tests only.)"""
+    if items not in ITEMS_CHOICES:
+        raise InvalidInput(f"items must be one of {ITEMS_CHOICES}, got {items}")
+    n, d = int(cols.shape[0]), int(cols.shape[1])
+    words = (n + WARP - 1) // WARP
+    per_query = -(-words // items)  # items (groups of `items` words) per query
+    columns = d if (unroll and items > 1 and d <= UNROLLED_COLUMNS) else 0
+    bounds = Slot(np.dtype(cols.dtype), 2)
+    launch = scan_kernel(items, columns).bind(
+        "cuda", cols, bounds, bounds, np.int64(n), np.int64(words), Slot(np.dtype(np.uint32), 2),
+        group=WARP, threads_per_block=threads_per_block)
+    empty, u32 = xp_of(cols).empty, np.uint32
+
+    def scan(lo: Any, hi: Any) -> Any:
+        q = lo.shape[0]
+        out = empty((q, words), dtype=u32)
+        launch(q * per_query, lo, hi, out)
+        return out
+
+    return scan
 
 
 def scan_bitmap(cols: Any, lo: Any, hi: Any, **kwargs: Any) -> Any:

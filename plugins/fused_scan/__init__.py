@@ -9,13 +9,14 @@ so that it answers through the same contract as the indexes it is compared with,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, Operation
 from indexzoo.hookspecs import hookimpl
-from indexzoo.native.scan import scan_bitmaps
+from indexzoo.native.scan import bind_scan, scan_bitmaps
 from indexzoo.native.targets import KernelParams
 
 __all__ = ["FusedScanIndex", "FusedScanParams"]
@@ -67,6 +68,15 @@ class FusedScanIndex(GpuIndex[ScanState]):
                                 threads_per_block=p.threads_per_block)
         return scan_bitmaps(st.keys, lo, hi, device=self.device, items=p.items,
                             unroll=p.unroll, threads_per_block=p.threads_per_block)
+
+    def _prepared_range(self, st: ScanState, op: Operation) -> Callable[[Any, Any], Any] | None:
+        """GPU bitmaps with the columns bound into the launch: a call allocates the bitmaps
+        and launches (the CPU calls the hook)."""
+        if op.out != "bitmap" or self.device == "cpu":
+            return None
+        p = self.params
+        return bind_scan(st.keys, items=p.items, unroll=p.unroll,
+                         threads_per_block=p.threads_per_block)
 
     def _point_bitmap(self, st: ScanState, q: Any) -> Any:
         return self._range_bitmap(st, q, q)

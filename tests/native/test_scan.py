@@ -83,7 +83,7 @@ SCRIPT = textwrap.dedent("""
     import cudasim_warp
     cudasim_warp.install()
     import numpy as np
-    from indexzoo.native.scan import scan_bitmaps
+    from indexzoo.native.scan import bind_scan, scan_bitmaps
 
     empty = np.empty
 
@@ -113,13 +113,19 @@ SCRIPT = textwrap.dedent("""
                    dict(group=32, items=16, unroll=True)):
             gpu = scan_bitmaps(cols, lo, hi, device="cuda", threads_per_block=64, **kw)
             assert np.array_equal(cpu, gpu), (n, dtype, d, kw, cpu, gpu)
+        for kw in (dict(items=4, unroll=True), dict(items=1), dict(items=16)):
+            bound = bind_scan(cols, threads_per_block=64, **kw)
+            for rows in (slice(0, 3), slice(1, 2)):  # one launch, two batch sizes
+                got = bound(lo[rows], hi[rows])
+                assert np.array_equal(cpu[rows], got), ("bound", n, dtype, d, kw, got)
     print("simulator agrees")
 """)
 
 
 def test_the_warp_bodies_agree_with_the_scalar_body_in_the_simulator() -> None:
     """Four words per warp, one word per warp and one thread per word: the same bitmaps as the
-    CPU, padding bits included, for every row count around a group of four words."""
+    CPU, padding bits included, for every row count around a group of four words; so does
+    the launch with the columns bound (``bind_scan``), called with batches of two sizes."""
     agrees_in_the_simulator(SCRIPT)
 
 
