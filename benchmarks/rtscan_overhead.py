@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 import indexzoo
+from indexzoo import pipeline
 from indexzoo.conformance.oracle import packed
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.tools.timing import synchronize
@@ -93,7 +94,7 @@ def measure(name: str, cols: np.ndarray, args: argparse.Namespace) -> dict[str, 
                      "cum_us": ct / reps * 1e6})
     # the plugin's own share: its bitmap hook on bounds the contract has already encoded
     st = index.state
-    enc = [index._range_columns(st, lo, hi) for lo, hi in qs[:reps]]
+    enc = [pipeline._range_columns(st, lo, hi, device) for lo, hi in qs[:reps]]
     hook = cProfile.Profile()
     hook.enable()
     for elo, ehi in enc:

@@ -116,6 +116,7 @@ from .plan import (
     D_COUNT,
     DIRECT_COLUMNS,
     PLAN,
+    RANKS,
     RK_COLUMNS,
     SEL_COLUMNS,
     SELECTION_CODES,
@@ -358,7 +359,7 @@ class RtscanIndex(GpuIndex[RtscanState]):
 
     def _plan(self, st: RtscanState, lo: Any, hi: Any, device: str | None = None,
               running_sums: bool = True) -> Plan:
-        """The batch's plan, made on the device in one launch (:mod:`.plan`), and (unless
+        """The batch's plan, made on the device in two launches (:mod:`.plan`), and (unless
         ``running_sums`` is False) the running sums of its slots' work. ``device``: the
         index's (``"cuda"`` with NumPy arrays: numba's CUDA simulator, for tests)."""
         p, xp, tables, pa = self.params, st.xp, st.tables, st.plan_args
@@ -377,9 +378,11 @@ class RtscanIndex(GpuIndex[RtscanState]):
             borders = (pa.no_borders, pa.no_borders, pa.no_borders)
         else:
             borders = (sv.borders, sv.border_offsets, sv.vector_base)
-        PLAN(device or self.device, q, lo, hi, tables.values, tables.flat_starts, tables.offsets,
-             *borders, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo, np.int64(st.n),
-             np.bool_(p.encoding), np.bool_(sv is not None),
+        dev = device or self.device
+        RANKS(dev, 2 * d * q, lo, hi, tables.values, tables.flat_starts, tables.offsets, rk,
+              threads_per_block=p.threads_per_block)
+        PLAN(dev, q, lo, hi, *borders, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo,
+             np.int64(st.n), np.bool_(p.encoding), np.bool_(sv is not None),
              np.int64(SELECTION_CODES[p.selection]), np.bool_(rt),
              np.int64(_AXIS_CODES[p.ray_axis]), bounds[0], bounds[1], rk, sel, boxes,
              threads_per_block=p.threads_per_block)

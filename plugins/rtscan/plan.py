@@ -1,6 +1,7 @@
-"""A batch's query plan, made on the device in one kernel launch (one thread per query): the
-encoding of every predicate, the sieve's vector choice, the refine boxes of every column group
-and each box's work (its ray grid, or its slab of rows for the direct refine).
+"""A batch's query plan, made on the device in two kernel launches: the encoding of every
+predicate (:data:`RANKS`, one thread per predicate side), then the sieve's vector choice, the
+refine boxes of every column group and each box's work (its ray grid, or its slab of rows for
+the direct refine) (:data:`PLAN`, one thread per query).
 
 The same steps as the host reference functions, which the tests hold it against:
 
@@ -37,7 +38,8 @@ from indexzoo.native.targets import Kernel
 
 from .layout import PLAN_COLUMNS, RAYS, box_plan
 
-__all__ = ["DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_QUERY", "D_START", "PLAN", "RK_COLUMNS",
+__all__ = ["DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_QUERY", "D_START", "PLAN", "RANKS",
+           "RK_COLUMNS",
            "SELECTION_CODES", "SEL_COLUMNS", "SLOTS", "Plan", "PlanArgs"]
 
 #: Box slots per query and group: two per column of a group of at most three.
@@ -182,21 +184,35 @@ def _coord(r, j, encoding, lc, order, shifts):
 
 
 @register_jitable
-def plan_item(q, lo, hi, values, starts, offsets, borders, border_offsets, vector_base, lc,
-              order, shifts, group_cols, geo, n, encoding, sieving, selection, rt, axis, plo,
-              phi, rk, sel, boxes):
-    """The plan of query ``q`` (see the module docstring)."""
+def rank_item(i, lo, hi, values, starts, offsets, rk):
+    """One side of one predicate, item ``i`` = (query, column, side): ``x0`` (side 0) or
+    ``x1`` (side 1) of the predicate's rank interval, by one binary search in the column's
+    mapping table. A thread each: the searches of a query run side by side, not one after
+    another (each is a chain of dependent loads through a table of up to N values)."""
+    d = lo.shape[1]
+    q = i // (2 * d)
+    r = i - q * 2 * d
+    j = r >> 1
+    t0 = offsets[j]
+    t1 = offsets[j + 1]
+    # column j's first ranks start at offsets[j] + j
+    if r & 1 == 0:
+        rk[q, j, X0] = np.int64(starts[_lower(values, t0, t1, lo[q, j]) + j])
+    else:
+        rk[q, j, X1] = np.int64(starts[_upper(values, t0, t1, hi[q, j]) + j])
+
+
+@register_jitable
+def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts,
+              group_cols, geo, n, encoding, sieving, selection, rt, axis, plo, phi, rk, sel,
+              boxes):
+    """The plan of query ``q`` (see the module docstring), from its rank intervals
+    (:data:`RANKS` wrote ``rk[q, :, X0]`` and ``rk[q, :, X1]``)."""
     d = lo.shape[1]
     alive = True
     for j in range(d):
-        t0 = offsets[j]
-        t1 = offsets[j + 1]
-        i0 = _lower(values, t0, t1, lo[q, j])
-        i1 = _upper(values, t0, t1, hi[q, j])
-        x0 = np.int64(starts[i0 + j])  # column j's first ranks start at offsets[j] + j
-        x1 = np.int64(starts[i1 + j])
-        rk[q, j, X0] = x0
-        rk[q, j, X1] = x1
+        x0 = rk[q, j, X0]
+        x1 = rk[q, j, X1]
         if x0 >= x1:
             alive = False
         if encoding:
@@ -298,4 +314,7 @@ def plan_item(q, lo, hi, values, starts, offsets, borders, border_offsets, vecto
                 boxes[gi, b, D_COUNT] = best
 
 
+#: The rank intervals of a batch's predicates: ``2 d Q`` items (:func:`rank_item`).
+RANKS = Kernel(rank_item, name="rtscan_ranks")
+#: The rest of a batch's plan, after :data:`RANKS`: ``Q`` items (:func:`plan_item`).
 PLAN = Kernel(plan_item, name="rtscan_plan")
