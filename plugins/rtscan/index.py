@@ -98,11 +98,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.devices import to_numpy, xp_of
 from indexzoo.native import rt
 from indexzoo.native.csr import gather_runs_xp
@@ -124,6 +125,7 @@ from .plan import (
     Plan,
     PlanArgs,
 )
+from .prepared import prepared_direct
 from .profile import StageTimer
 from .refine import GroupScene, build_group, direct_plan, direct_strided, trace_plan
 from .sieve import Sieve, approximate_sel, build_sieve
@@ -340,6 +342,16 @@ class RtscanIndex(GpuIndex[RtscanState]):
         return x0, x1, plo, phi
 
     # -------------------------------------------------------------- range lookups
+    def _prepared_range(self, st: RtscanState, op: Operation) -> Callable[[Any, Any], Any] | None:
+        """GPU bitmaps of the direct refine over one column group, for batches of up to
+        :data:`STRIDED_QUERIES` queries, with every launch's fixed arguments bound
+        (:mod:`.prepared`); None (the hook) otherwise."""
+        if (op.out != "bitmap" or self.device != "cuda" or st.refine != "direct"
+                or len(st.groups) != 1):
+            return None
+        return prepared_direct(self, st, self.device, STRIDED_QUERIES, _threads_per_slot(st.n),
+                               _AXIS_CODES[self.params.ray_axis])
+
     def _range_bitmap(self, st: RtscanState, lo: Any, hi: Any) -> Any:
         xp = st.xp
         if lo.ndim == 1:

@@ -1005,6 +1005,20 @@ SIM_SCRIPT = textwrap.dedent("""
             idx._answer(st, lo4, hi4, got, device="cuda")
             assert len(copies) == 1, copies  # a strided batch waits for nothing
             M.to_numpy = real
+    # the GPU's small calls with the launches bound (one group: three columns), against the
+    # CPU: every direct-refine configuration, batches of one to three queries, a dead query
+    from indexzoo.plugins.rtscan.prepared import prepared_direct
+    for params in ({}, {"encoding": False}, {"sieve_vectors": 0}, {"selection": "positive"},
+                   {"selection": "negative"}):
+        idx = indexzoo.create("rtscan", device="cpu", threads_per_block=32,
+                              **{"sieve_vectors": 16, "refine": "direct", **params}).build(cols)
+        bound = prepared_direct(idx, idx.state, "cuda", 2, 16, -1)
+        lo5 = np.vstack([lo, [[5, 0, 0]]]).astype(np.uint32)  # query 3 is dead
+        hi5 = np.vstack([hi, [[4, 39, 39]]]).astype(np.uint32)
+        for rows in (slice(0, 1), slice(1, 3), slice(3, 4), slice(0, 4)):  # the last: past 2
+            want = idx.range(lo5[rows], hi5[rows], out="bitmap").bitmap
+            got = bound(np.ascontiguousarray(lo5[rows]), np.ascontiguousarray(hi5[rows]))
+            assert np.array_equal(got, want), (params, rows, "bound launches")
     print("simulator agrees")
 """)
 

@@ -1,0 +1,85 @@
+"""Small GPU range calls with the launches bound (the index's ``_prepared_range``).
+
+A one-query call of the direct refine on the GPU makes four launches (the bounds' ranks, the
+plan, the sieve, the strided refine) and allocates the plan's arrays. Through the ordinary
+kernel calls the host spends about 0.1 ms on them: each launch keys and packs every argument
+(23 of them for the plan), and each view of a shared plan buffer is a CuPy call. Here the
+fixed arguments (the tables, the sieve, the codes) are bound into each launch once per build
+(:meth:`indexzoo.native.targets.Kernel.bind`), so a call allocates its arrays and writes only
+their pointers and sizes. The kernels and their order are those of ``RtscanIndex._answer``;
+only the host work differs.
+
+Taken: bitmaps of batches of at most :data:`~.index.STRIDED_QUERIES` queries, one column
+group, the direct refine, no stage timer. Anything else goes to the index's hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from indexzoo.devices import xp_of
+from indexzoo.native.targets import Slot
+
+from .bits import words_for
+from .plan import DIRECT_COLUMNS, PLAN, RANKS, RK_COLUMNS, SEL_COLUMNS, SELECTION_CODES, SLOTS
+from .refine import _strided_kernel
+from .sieve import SIEVE
+
+__all__ = ["prepared_direct"]
+
+
+def prepared_direct(index: Any, st: Any, device: str, most: int, per_slot: int,
+                    axis: int) -> Callable[[Any, Any], Any]:
+    """``(lo, hi) -> bitmaps`` for build ``st`` of ``index`` on ``device`` (``"cuda"``; with
+    NumPy arrays, numba's CUDA simulator: tests only): batches of up to ``most`` queries with
+    the bound launches, larger ones (and any call while a stage timer is attached) through
+    ``index._range_bitmap``. ``per_slot``: the strided refine's threads per slot; ``axis``:
+    the ray axis code the plan kernel takes (unused by the direct refine)."""
+    p, tables, pa, sv = index.params, st.tables, st.plan_args, st.sieve
+    n, d = int(st.n), int(st.lc.shape[1])
+    code, i64, u32 = np.dtype(st.lc.dtype), np.dtype(np.int64), np.dtype(np.uint32)
+    tpb = p.threads_per_block
+    if sv is None:
+        borders: tuple[Any, ...] = (pa.no_borders, pa.no_borders, pa.no_borders)
+        vectors = pa.no_vectors
+    else:
+        borders = (sv.borders, sv.border_offsets, sv.vector_base)
+        vectors = sv.vectors
+    bounds, codes = Slot(code, 2), Slot(code, 2)
+    ranks = RANKS.bind(device, bounds, bounds, tables.values, tables.flat_starts, tables.offsets,
+                       Slot(i64, 3), threads_per_block=tpb)
+    plan = PLAN.bind(device, bounds, bounds, *borders, st.lc, tables.order, pa.shifts,
+                     pa.group_cols, pa.geo, np.int64(n), np.bool_(p.encoding),
+                     np.bool_(sv is not None), np.int64(SELECTION_CODES[p.selection]),
+                     np.bool_(False), np.int64(axis), codes, codes, Slot(i64, 3), Slot(i64, 3),
+                     Slot(i64, 3), threads_per_block=tpb)
+    words = words_for(n)
+    rem = n % 32
+    tail = np.uint32(0xFFFFFFFF if rem == 0 else (1 << rem) - 1)
+    sieve = SIEVE.bind(device, vectors, Slot(i64, 2), np.int64(words), tail, Slot(u32, 2),
+                       threads_per_block=tpb)
+    refine = _strided_kernel(device).bind(device, tables.order, st.lc, codes, codes,
+                                          Slot(i64, 2), Slot(u32, 1), np.int64(words),
+                                          np.int64(per_slot), threads_per_block=tpb)
+    empty = xp_of(st.lc).empty
+    hook = index._range_bitmap
+
+    def answer(lo: Any, hi: Any) -> Any:
+        q = lo.shape[0]
+        if q > most or index.stage_timer is not None:
+            return hook(st, lo, hi)
+        rk = empty((q, d, RK_COLUMNS), i64)
+        sel = empty((1, q, SEL_COLUMNS), i64)
+        boxes = empty((1, q * SLOTS, DIRECT_COLUMNS), i64)
+        plo, phi = empty((q, d), code), empty((q, d), code)
+        out = empty((q, words), u32)
+        ranks(2 * d * q, lo, hi, rk)
+        plan(q, lo, hi, plo, phi, rk, sel, boxes)
+        sieve(q * words, sel[0], out)  # the approximation, straight into the answer
+        refine(q * SLOTS * per_slot, plo, phi, boxes[0], out.reshape(-1))
+        return out
+
+    return answer
