@@ -38,18 +38,26 @@ from indexzoo.native.targets import Kernel
 
 from .layout import PLAN_COLUMNS, RAYS, box_plan
 
-__all__ = ["DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_QUERY", "D_START", "PLAN", "RANKS",
-           "RK_COLUMNS",
-           "SELECTION_CODES", "SEL_COLUMNS", "SLOTS", "Plan", "PlanArgs"]
+__all__ = ["CLEAR", "DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_MODE", "D_QUERY", "D_START",
+           "NO_UNSET", "PLAN", "RANKS", "RK_COLUMNS", "SELECTION_CODES", "SEL_COLUMNS",
+           "SKIP_COL", "SLOTS", "Plan", "PlanArgs"]
 
 #: Box slots per query and group: two per column of a group of at most three.
 SLOTS = 6
 #: Columns of a group's sieve choice per query: ``vlo`` (3), ``vhi`` (3), the zero flag.
 SEL_COLUMNS = 7
 #: Columns of a direct refine's plan (one row per slot): the bitmap row, the column whose
-#: slab is gathered, the slab's first rank, its number of rows (0: an empty slot).
-D_QUERY, D_COL, D_START, D_COUNT = 0, 1, 2, 3
-DIRECT_COLUMNS = 4
+#: slab is gathered, the slab's first rank, its number of rows (0: an empty slot), and what
+#: the slab's ranks on that column already tell about its rows (``D_MODE``).
+D_QUERY, D_COL, D_START, D_COUNT, D_MODE = 0, 1, 2, 3, 4
+DIRECT_COLUMNS = 5
+#: ``D_MODE`` bits. 0: check every column, set the row's bit or clear it.
+#: ``SKIP_COL``: the slab lies inside the predicate on its column: that column is not read.
+#: ``NO_UNSET``: the slab lies outside the approximation on its column, so the sieve left
+#: its rows' bits 0: a row that fails is left alone (no atomic).
+#: ``CLEAR``: the slab lies outside the predicate on its column: every row fails; its bit is
+#: cleared without reading any column.
+SKIP_COL, NO_UNSET, CLEAR = 1, 2, 4
 #: The ``selection`` parameter as the kernel's code.
 SELECTION_CODES = {"auto": 0, "positive": 1, "negative": 2}
 #: Columns of ``rk``: each predicate's rank interval, its approximation and the vectors read.
@@ -83,7 +91,7 @@ class Plan:
     phi: Any
     rk: Any     # (Q, d, 6) int64: x0, x1, a0, a1, vlo, vhi
     sel: Any    # (G, Q, 7) int64: vlo (3), vhi (3), zero
-    boxes: Any  # (G, S, 12) RT ray plan (layout's columns) or (G, S, 4) direct plan
+    boxes: Any  # (G, S, 12) RT ray plan (layout's columns) or (G, S, 5) direct plan
     ends: Any   # (G, S) int64: the running sum of the slots' work (rays or rows)
 
     @property
@@ -171,6 +179,22 @@ def _side(rk, q, j, k, jj, s):
     if s == 0:
         return u0, u1
     return v0, v1
+
+
+@register_jitable
+def _slab_mode(r0, r1, x0, x1, a0, a1):
+    """``D_MODE`` of a slab of ranks ``[r0, r1)`` on a column whose predicate is ``[x0, x1)``
+    and approximation ``[a0, a1)`` (ranks): :data:`CLEAR` when the slab misses the predicate,
+    else :data:`SKIP_COL` when it lies inside it, plus :data:`NO_UNSET` when it misses the
+    approximation."""
+    if r1 <= x0 or r0 >= x1:
+        return np.int64(CLEAR)
+    mode = np.int64(0)
+    if x0 <= r0 and r1 <= x1:
+        mode |= SKIP_COL
+    if a0 >= a1 or r1 <= a0 or r0 >= a1:
+        mode |= NO_UNSET
+    return mode
 
 
 @register_jitable
@@ -312,6 +336,9 @@ def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts
                 boxes[gi, b, D_COL] = col
                 boxes[gi, b, D_START] = start
                 boxes[gi, b, D_COUNT] = best
+                boxes[gi, b, D_MODE] = _slab_mode(start, start + best, rk[q, col, X0],
+                                                  rk[q, col, X1], rk[q, col, A0],
+                                                  rk[q, col, A1])
 
 
 #: The rank intervals of a batch's predicates: ``2 d Q`` items (:func:`rank_item`).

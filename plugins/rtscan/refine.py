@@ -48,7 +48,17 @@ from indexzoo.native.search import bisect
 from indexzoo.native.targets import Kernel
 
 from .layout import QUERY, RAYS, Geometry, box_ray, cube_boxes, geometry, plan_rays
-from .plan import D_COL, D_COUNT, D_QUERY, D_START, DIRECT_COLUMNS
+from .plan import (
+    CLEAR,
+    D_COL,
+    D_COUNT,
+    D_MODE,
+    D_QUERY,
+    D_START,
+    DIRECT_COLUMNS,
+    NO_UNSET,
+    SKIP_COL,
+)
 from .programs import CUDA
 
 __all__ = ["GroupScene", "TraceRecord", "build_group", "cube_intersection", "direct_plan",
@@ -311,17 +321,27 @@ def refine_rt(scene: GroupScene, query_of: np.ndarray, lo: np.ndarray, hi: np.nd
 
 @functools.cache
 def _refine_row(device: str) -> Any:
-    """``refine_row(lc, plo, phi, q, r, words, base)``: row ``r``'s bit of query ``q`` (the
-    bitmap at ``base`` in ``words``) set when the row satisfies every column's bounds, else
-    cleared, with the device's atomics: what both direct refines do to each row they meet."""
+    """``refine_row(lc, plo, phi, q, r, words, base, col, mode)``: row ``r``'s bit of query
+    ``q`` (the bitmap at ``base`` in ``words``) set when the row satisfies every column's
+    bounds, else cleared, with the device's atomics: what both direct refines do to each row
+    of the slab of column ``col`` that they meet. ``mode`` (the slot's ``D_MODE``) says what
+    the slab's ranks already tell: a column known to pass is not read, a row known to fail
+    is cleared unread, a failing row whose bit the sieve left 0 is not written."""
     set_bit, unset_bit = query.bit_writers(device)
 
     @register_jitable
-    def refine_row(lc, plo, phi, q, r, words, base):
+    def refine_row(lc, plo, phi, q, r, words, base, col, mode):
+        if mode & CLEAR:
+            unset_bit(words, base, r)
+            return
+        skip = col if mode & SKIP_COL else -1
         for j in range(lc.shape[1]):
+            if j == skip:
+                continue
             v = lc[r, j]
             if v < plo[q, j] or v > phi[q, j]:
-                unset_bit(words, base, r)
+                if not (mode & NO_UNSET):
+                    unset_bit(words, base, r)
                 return
         set_bit(words, base, r)
 
@@ -335,16 +355,17 @@ def _direct_kernel(device: str) -> Kernel:
     @register_jitable
     def direct_item(t, order, lc, plo, phi, plan, ends, words, width):
         b = slot_of(ends, t)  # the slot of candidate t
-        r = np.int64(order[plan[b, D_START] + t - (ends[b] - plan[b, D_COUNT]), plan[b, D_COL]])
+        col = plan[b, D_COL]
+        r = np.int64(order[plan[b, D_START] + t - (ends[b] - plan[b, D_COUNT]), col])
         q = plan[b, D_QUERY]
-        refine_row(lc, plo, phi, q, r, words, q * width)
+        refine_row(lc, plo, phi, q, r, words, q * width, col, plan[b, D_MODE])
 
     return Kernel(direct_item, name="rtscan_direct")
 
 
 def direct_plan(order: Any, lc: Any, plo: Any, phi: Any, plan: Any, ends: Any, total: int,
                 words: Any, threads_per_block: int, device: str | None = None) -> None:
-    """The direct refine of a device plan (``plan`` (S, 4), ``ends`` (S,), ``total`` rows):
+    """The direct refine of a device plan (``plan`` (S, 5), ``ends`` (S,), ``total`` rows):
     every row of each slot's slab checked on every column, its bit in ``words`` (Q, W) set or
     cleared."""
     if total <= 0:
@@ -367,16 +388,18 @@ def _strided_kernel(device: str) -> Kernel:
         if k >= count:
             return
         start, col, q = plan[b, D_START], plan[b, D_COL], plan[b, D_QUERY]
+        mode = plan[b, D_MODE]
         base = q * width
         for t in range(k, count, per_slot):
-            refine_row(lc, plo, phi, q, np.int64(order[start + t, col]), words, base)
+            refine_row(lc, plo, phi, q, np.int64(order[start + t, col]), words, base, col,
+                       mode)
 
     return Kernel(direct_strided_item, name="rtscan_direct_strided")
 
 
 def direct_strided(order: Any, lc: Any, plo: Any, phi: Any, plan: Any, words: Any,
                    per_slot: int, threads_per_block: int, device: str | None = None) -> None:
-    """The direct refine of a device plan (``plan`` (S, 4)) without its running sum:
+    """The direct refine of a device plan (``plan`` (S, 5)) without its running sum:
     ``per_slot`` threads per slot, thread ``k`` of a slot checks the slab's rows ``k``,
     ``k + per_slot``, ... So the launch's size is known on the host from the batch alone: no
     running sum, no device-to-host copy of the total (what a small batch's call would

@@ -38,9 +38,10 @@ from indexzoo.plugins.rtscan.layout import (
     plan_rays,
 )
 from indexzoo.plugins.rtscan.params import MAX_CUBE_WIDTH, MAX_RAY_LENGTH
+from indexzoo.plugins.rtscan.plan import CLEAR, NO_UNSET, SKIP_COL
 from indexzoo.plugins.rtscan.refine import direct_plan, direct_strided, refine_rt
 from indexzoo.plugins.rtscan.regions import refine_boxes
-from indexzoo.plugins.rtscan.sieve import choose
+from indexzoo.plugins.rtscan.sieve import approximate_sel, choose
 
 U32 = np.uint32
 TOP32 = 2**32 - 1
@@ -296,7 +297,15 @@ def host_plan(index: RtscanIndex, lo: np.ndarray, hi: np.ndarray) -> dict[str, A
                 width = boxes.hi - boxes.lo
                 for b in range(boxes.n):
                     k = int(np.argmin(width[b]))
-                    rows.append((i, cols[k], int(boxes.lo[b, k]), int(width[b, k])))
+                    r0, r1 = int(boxes.lo[b, k]), int(boxes.hi[b, k])
+                    p0, p1 = int(gx0[0, k]), int(gx1[0, k])
+                    s0, s1 = int(a0[0, k]), int(a1[0, k])
+                    if r1 <= p0 or r0 >= p1:
+                        mode = CLEAR
+                    else:
+                        mode = (SKIP_COL if p0 <= r0 and r1 <= p1 else 0) | (
+                            NO_UNSET if s0 >= s1 or r1 <= s0 or r0 >= s1 else 0)
+                    rows.append((i, cols[k], r0, r1 - r0, mode))
         groups.append({"sel": sel, "a": a, "rows": sorted(rows)})
     return {"x0": x0, "x1": x1, "plo": plo, "phi": phi, "alive": alive, "groups": groups}
 
@@ -413,6 +422,43 @@ def test_the_plan_kernel_is_the_host_plan(params: dict[str, Any], kind: str) -> 
         lo, hi = plan_bounds(cols, index, 92 + d)
         check_plan(index, lo, hi, f"{kind} d={d} {params}")
         check(index, cols, lo, hi, f"{kind} d={d} {params}")
+
+
+@pytest.mark.parametrize("params", [{}, {"encoding": False}, {"selection": "positive"},
+                                    {"selection": "negative"}])
+def test_the_direct_slots_modes_hold_on_the_rows(params: dict[str, Any]) -> None:
+    """What a direct slot's mode promises holds for every row of its slab: ``CLEAR``, no row
+    passes the slab's column; ``SKIP_COL``, every row passes it; ``NO_UNSET``, the sieve left
+    every row's bit 0. Each selection makes the modes it should (windows and one-sided
+    ranges)."""
+    n = 3000
+    cols = table("uniform", n, 3, 71)
+    index = make(cols, "rtscan-direct", sieve_vectors=16, **params)
+    st = index.state
+    lo, hi = plan_bounds(cols, index, 72)
+    plan = index._plan(st, lo, hi)
+    approx = np.empty((lo.shape[0], (n + 31) // 32), U32)
+    approximate_sel("cpu", st.sieve.vectors, plan.sel[0], n, approx, 32)
+    bits = np.unpackbits(approx.view(np.uint8), axis=1, bitorder="little")[:, :n]
+    seen: set[int] = set()
+    for q, col, start, count, mode in plan.boxes[0].tolist():
+        if count == 0:
+            continue
+        rows = st.tables.order[start:start + count, col]
+        v = st.lc[rows, col]
+        passes = (v >= plan.plo[q, col]) & (v <= plan.phi[q, col])
+        if mode & CLEAR:
+            assert mode == CLEAR and not passes.any()
+        if mode & SKIP_COL:
+            assert passes.all()
+        if mode & NO_UNSET:
+            assert not bits[q, rows].any()
+        seen.add(mode)
+    # positive selection (approximation inside the predicate) leaves only rows to set,
+    # negative selection only rows to clear
+    selection = params.get("selection", "auto")
+    assert (CLEAR in seen) == (selection != "positive"), seen
+    assert any(m & SKIP_COL and m & NO_UNSET for m in seen) == (selection != "negative"), seen
 
 
 def test_the_plan_kernel_with_64_bit_columns() -> None:
