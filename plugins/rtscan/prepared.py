@@ -25,7 +25,7 @@ from indexzoo.native.targets import Slot
 
 from .bits import words_for
 from .plan import DIRECT_COLUMNS, PLAN, RANKS, RK_COLUMNS, SEL_COLUMNS, SELECTION_CODES, SLOTS
-from .refine import _strided_kernel
+from .refine import strided_kernel
 from .sieve import SIEVE
 
 __all__ = ["prepared_direct"]
@@ -61,7 +61,7 @@ def prepared_direct(index: Any, st: Any, device: str, most: int, per_slot: int,
     tail = np.uint32(0xFFFFFFFF if rem == 0 else (1 << rem) - 1)
     sieve = SIEVE.bind(device, vectors, Slot(i64, 2), np.int64(words), tail, Slot(u32, 2),
                        threads_per_block=tpb)
-    refine = _strided_kernel(device).bind(device, tables.order, st.lc, codes, codes,
+    refine = strided_kernel(device).bind(device, tables.order, st.lc, codes, codes,
                                           Slot(i64, 2), Slot(u32, 1), np.int64(words),
                                           np.int64(per_slot), threads_per_block=tpb)
     empty = xp_of(st.lc).empty

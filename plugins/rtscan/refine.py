@@ -63,7 +63,7 @@ from .programs import CUDA
 
 __all__ = ["GroupScene", "TraceRecord", "build_group", "cube_intersection", "direct_plan",
            "direct_strided", "mark_plan", "plan_raygen", "refine_direct",
-           "refine_rt", "trace_plan"]
+           "refine_rt", "strided_kernel", "trace_plan"]
 
 
 class TraceRecord(NamedTuple):
@@ -377,7 +377,9 @@ def direct_plan(order: Any, lc: Any, plo: Any, phi: Any, plan: Any, ends: Any, t
 
 
 @functools.cache
-def _strided_kernel(device: str) -> Kernel:
+def strided_kernel(device: str) -> Kernel:
+    """The strided direct refine's kernel on ``device`` (see :func:`direct_strided`; the
+    small GPU calls bind it, :mod:`.prepared`)."""
     refine_row = _refine_row(device)
 
     @register_jitable
@@ -409,7 +411,7 @@ def direct_strided(order: Any, lc: Any, plo: Any, phi: Any, plan: Any, words: An
         return
     xp = xp_of(lc)
     dev = device or ("cpu" if xp is np else "cuda")
-    _strided_kernel(dev)(dev, s * per_slot, order, lc, plo, phi, plan, words.reshape(-1),
+    strided_kernel(dev)(dev, s * per_slot, order, lc, plo, phi, plan, words.reshape(-1),
                          np.int64(words.shape[1]), np.int64(per_slot),
                          threads_per_block=threads_per_block)
 
