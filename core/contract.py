@@ -467,10 +467,11 @@ class GpuIndex(abc.ABC, Generic[S]):
             raise InvalidInput("argument 'hi': missing; give range(lo, hi) or "
                                "range({column: (lo, hi)})")
         st = self._state
-        if st is not None and type(out) is str:
+        key = _RANGE_KEYS.get(out) if type(out) is str else None
+        if st is not None and key is not None:
             # the prepared path, as for point lookups: bounds that every stage of the pipeline
             # would pass unchanged go straight to the plugin's answer
-            prep = st._prepared.get(_RANGE_KEYS.get(out), _UNPREPARED)
+            prep = st._prepared.get(key, _UNPREPARED)
             if prep is _UNPREPARED:
                 prep = self._prepare_range(st, out)
             if (prep is not None and type(lo) is prep.array_type
