@@ -586,7 +586,8 @@ class GpuIndex(abc.ABC, Generic[S]):
         return prep
 
     def _prepare_range(self, st: S, out: str) -> PreparedRange | None:
-        """The prepared range lookups of build ``st`` and mode ``out`` (cached in the state),
+        """The prepared range lookups of build ``st`` and mode ``out`` (one of
+        ``_RANGE_KEYS``; cached in the state),
         or None where the pipeline has work to do for every call: bounds that need a key map
         (a column whose keys are not unsigned integers of the native width), an empty build,
         left-out rows, a mode the plugin derives or answers in two arrays. Bitmaps are
@@ -594,9 +595,8 @@ class GpuIndex(abc.ABC, Generic[S]):
         with sorted probes, batches of at most :data:`PREPARED_UNSORTED_UP_TO` ranges."""
         prep: PreparedRange | None = None
         caps, params = self.capabilities, self.params
-        key = _RANGE_KEYS.get(out)
         route = None
-        if key is not None and caps.range and out in caps.out_modes:
+        if caps.range and out in caps.out_modes:
             route = self._resolution.routes.get(operation("range", out))
         native = st.native_dtype
         identity = all(m.source == native and m.target == native for m in st.keymaps) and (
@@ -614,8 +614,7 @@ class GpuIndex(abc.ABC, Generic[S]):
             fn = fn or route.source.bind(self, st)
             prep = PreparedRange(st.xp.ndarray, np.dtype(native), 1 if caps.dims == 1 else 2,
                                  st.dims, most, params, results.fast_range_result(route.op.out, fn))
-        if key is not None:
-            st._prepared[key] = prep
+        st._prepared[_RANGE_KEYS[out]] = prep
         return prep
 
     def _check_bitmap_size(self, st: S, q: int) -> None:

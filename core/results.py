@@ -123,25 +123,31 @@ def count_from_csr(offsets: Any, dtype: Any) -> Any:
     return (offsets[1:] - offsets[:-1]).astype(dtype)
 
 
-def fast_result(out: Out, fn: Callable[[Any], Any]) -> Callable[[Any], LookupResult]:
-    """``lambda q: LookupResult(out, **{out: fn(q)})`` for one of the one-array modes
-    (``rowid``, ``count``, ``sum``), at a third of a frozen dataclass's construction cost:
-    the prepared lookup path calls it once per batch."""
-    if out not in ("rowid", "count", "sum"):
-        raise ValueError(f"fast_result takes a one-array out mode, not {out!r}")
+def _result_maker(out: Out) -> Callable[[Any], LookupResult]:
+    """``arr -> LookupResult(out, **{out: arr})`` at a third of a frozen dataclass's
+    construction cost (the prepared lookup paths call it once per batch)."""
     blank = dict.fromkeys(f.name for f in fields(LookupResult))
     blank["out"] = out
     new = object.__new__
 
-    def answer(q: Any) -> LookupResult:
-        arr = fn(q)
+    def make(arr: Any) -> LookupResult:
         res = new(LookupResult)
         d = res.__dict__
         d.update(blank)
         d[out] = arr
         return res
 
-    return answer
+    return make
+
+
+def fast_result(out: Out, fn: Callable[[Any], Any]) -> Callable[[Any], LookupResult]:
+    """``lambda q: LookupResult(out, **{out: fn(q)})`` for one of the one-array modes
+    (``rowid``, ``count``, ``sum``), cheaply: the prepared point path calls it once per
+    batch."""
+    if out not in ("rowid", "count", "sum"):
+        raise ValueError(f"fast_result takes a one-array out mode, not {out!r}")
+    make = _result_maker(out)
+    return lambda q: make(fn(q))
 
 
 def fast_range_result(out: Out, fn: Callable[[Any, Any], Any],
@@ -150,19 +156,8 @@ def fast_range_result(out: Out, fn: Callable[[Any, Any], Any],
     modes and ``bitmap``."""
     if out not in ("rowid", "count", "sum", "bitmap"):
         raise ValueError(f"fast_range_result takes a one-array out mode, not {out!r}")
-    blank = dict.fromkeys(f.name for f in fields(LookupResult))
-    blank["out"] = out
-    new = object.__new__
-
-    def answer(lo: Any, hi: Any) -> LookupResult:
-        arr = fn(lo, hi)
-        res = new(LookupResult)
-        d = res.__dict__
-        d.update(blank)
-        d[out] = arr
-        return res
-
-    return answer
+    make = _result_maker(out)
+    return lambda lo, hi: make(fn(lo, hi))
 
 
 def rowid_from_csr(offsets: Any, rowids: Any, miss: Any, dtype: Any) -> Any:

@@ -84,6 +84,20 @@ def assert_identical(a: LookupResult, b: LookupResult, label: str = "") -> None:
                                           err_msg=f"{label} {attr}")
 
 
+def general_path_calls(monkeypatch: Any, ix: Any, with_out: bool = False) -> list[str]:
+    """Record every lookup call of ``ix`` that reaches the general path (``_lookup``, the
+    pipeline): its kind, or with ``with_out`` its kind and out mode (``"range count"``)."""
+    seen: list[str] = []
+    run = ix._lookup
+
+    def spy(kind: str, out: str, raw: Any) -> Any:
+        seen.append(f"{kind} {out}" if with_out else kind)
+        return run(kind, out, raw)
+
+    monkeypatch.setattr(ix, "_lookup", spy)
+    return seen
+
+
 def skip_without_cuda_simulator() -> None:
     """Skip the calling test where no CUDA simulator can be had: numba bundles one in
     ``numba.cuda`` (up to at least 0.68), numba-cuda (the cuda12/cuda13 extras) brings its own;

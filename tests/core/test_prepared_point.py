@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import general_path_calls
 
 import indexzoo
 from indexzoo import InvalidInput, NotBuilt
@@ -57,15 +58,7 @@ def _check(keys: np.ndarray, q: np.ndarray, res: Any, out: str, miss: int) -> No
 
 def _general_only(monkeypatch: pytest.MonkeyPatch, ix: Any) -> list[str]:
     """Record every batch that reaches the general path (``_lookup``, the pipeline)."""
-    seen: list[str] = []
-    run = ix._lookup
-
-    def spy(kind: str, out: str, raw: Any) -> Any:
-        seen.append(kind)
-        return run(kind, out, raw)
-
-    monkeypatch.setattr(ix, "_lookup", spy)
-    return seen
+    return general_path_calls(monkeypatch, ix)
 
 
 @pytest.mark.parametrize("name", INDEXES)

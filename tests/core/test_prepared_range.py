@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from helpers import general_path_calls
 
 import indexzoo
 from indexzoo import Operation
@@ -61,15 +62,7 @@ def _bitmap(table: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 def _general_only(monkeypatch: pytest.MonkeyPatch, ix: Any) -> list[str]:
     """Record every call that reaches the general path (``_lookup``, the pipeline)."""
-    seen: list[str] = []
-    run = ix._lookup
-
-    def spy(kind: str, out: str, raw: Any) -> Any:
-        seen.append(f"{kind} {out}")
-        return run(kind, out, raw)
-
-    monkeypatch.setattr(ix, "_lookup", spy)
-    return seen
+    return general_path_calls(monkeypatch, ix, with_out=True)
 
 
 @pytest.mark.parametrize("name", ORDERED)
