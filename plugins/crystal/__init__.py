@@ -71,6 +71,8 @@ class CrystalParams(KernelParams):
         "in 192 KiB) aggregates per block in shared memory first; 0: always in device "
         "memory. Measured on an H100 at SF 10: shared memory wins with 1 slot (SSB Q1.x: "
         "9x) and 175 (Q4.1), device memory with 4375 and more."))
+    items_per_thread: int = Field(default=codegen.ITEMS, ge=1, le=16, description=(
+        "GPU: rows a thread takes per tile (Crystal's ITEMS_PER_THREAD)."))
 
 
 _OPS = {"sum": 0, "avg": 0, "min": 1, "max": 2}
@@ -204,13 +206,14 @@ class CrystalEngine(QueryEngine):
                 terms=tuple(tuple((int(c), int(a), int(b)) for c, a, b in tm) for tm in terms),
                 row_of=tuple(int(x) for x in row_of), n_values=len(vnames), n_slots=n_slots,
                 shared=(n_slots <= self.params.shared_slots
-                        and 8 * n_add * n_slots <= SHARED_BYTES))
+                        and 8 * n_add * n_slots <= SHARED_BYTES),
+                items=self.params.items_per_thread)
             shared = codegen.shared_bytes(qk)
             tpb = self.params.threads_per_block
             launch = codegen.kernel(qk).bind(
                 self.device, *(view.col(c) for c in [*fnames, *p.group_by, *vnames]), res,
                 touched, n_touched, threads_per_block=tpb,
-                blocks=blocks_for(tpb, shared, tpb * codegen.ITEMS), shared_mem=shared)
+                blocks=blocks_for(tpb, shared, tpb * qk.items), shared_mem=shared)
             private = qk.shared
         else:
             args = self._generic_args(view, p, fnames, vnames, gmin, strides, terms, row_of)

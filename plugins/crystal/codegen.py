@@ -35,7 +35,7 @@ from indexzoo.native.targets import BlockKernel
 
 __all__ = ["ITEMS", "QueryKernel", "kernel"]
 
-#: Rows a thread takes per tile (Crystal's ITEMS_PER_THREAD).
+#: Rows a thread takes per tile by default (Crystal's ITEMS_PER_THREAD).
 ITEMS = 4
 
 
@@ -51,6 +51,7 @@ class QueryKernel:
     n_values: int  # value columns
     n_slots: int
     shared: bool
+    items: int = ITEMS  # rows a thread takes per tile
 
     @property
     def n_add(self) -> int:
@@ -78,6 +79,7 @@ def source(q: QueryKernel) -> str:
               *(f"v{j}" for j in range(nv)), "res", "touched", "n_touched"]
     one_slot = q.shared and q.n_slots == 1
     n_add = q.n_add
+    items = q.items
     src: list[str] = [f"def crystal_q({', '.join(params)}):"]
 
     def put(depth: int, line: str) -> None:
@@ -95,17 +97,17 @@ def source(q: QueryKernel) -> str:
             put(1, f"acc{r} = np.int64(0)")
     put(1, "tpb = cuda.blockDim.x")
     put(1, "tile = cuda.blockIdx.x")
-    put(1, f"while tile * tpb * {ITEMS} < n:")
-    put(2, f"base = tile * tpb * {ITEMS} + cuda.threadIdx.x")
-    for k in range(ITEMS):
+    put(1, f"while tile * tpb * {items} < n:")
+    put(2, f"base = tile * tpb * {items} + cuda.threadIdx.x")
+    for k in range(items):
         put(2, f"r{k} = base + {k} * tpb")
         put(2, f"p{k} = r{k} < n")
     for j, ivs in enumerate(q.filters):  # column by column, each for the rows still in
-        for k in range(ITEMS):
+        for k in range(items):
             put(2, f"if p{k}:")
             put(3, f"x = np.int64(f{j}[r{k}])")
             put(3, f"p{k} = {_test('x', ivs)}")
-    for k in range(ITEMS):  # every group and value load before any atomic
+    for k in range(items):  # every group and value load before any atomic
         for j in range(ng):
             put(2, f"h{k}_{j} = np.int64(0)")
         for j in range(nv):
@@ -116,7 +118,7 @@ def source(q: QueryKernel) -> str:
                 put(3, f"h{k}_{j} = np.int64(g{j}[r{k}])")
             for j in range(nv):
                 put(3, f"w{k}_{j} = np.int64(v{j}[r{k}])")
-    for k in range(ITEMS):
+    for k in range(items):
         put(2, f"if p{k}:")
         slot = " + ".join(f"(h{k}_{j} - {q.gmin[j]}) * {q.gstride[j]}"
                           for j in range(ng)) or "0"

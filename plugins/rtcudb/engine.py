@@ -19,7 +19,9 @@ from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, 
 from . import rt
 from .encoding import BijectionEncoder, GroupDictionary, Packer, attribute_order
 from .kernels import (
+    IN_Y,
     MIN_RUN,
+    ONE_GROUP,
     SERIAL_SCAN,
     anyhit_program,
     bitmap_program,
@@ -47,6 +49,9 @@ MAX_RAYS = 1 << 24
 #: float32's exact integers).
 SPREAD = 1 << 16
 
+#: The orders the BVH's primitives may be sorted by before the build (``bvh_order``).
+ORDERS = ("morton", "cells-z", "z-cells-z")
+
 #: Groups a sorted-backend query's first copy back holds; one that reaches more copies the rest
 #: next.
 FIRST_COPY_GROUPS = 1024
@@ -72,6 +77,12 @@ class RtcudbParams(KernelParams):
         "the hits among its threads)."))
     max_intervals: int = Field(default=1 << 14, ge=1, description=(
         "Most Z-intervals per query; beyond, trailing attributes are re-checked per hit."))
+    bvh_order: Literal["morton", "cells-z", "z-cells-z"] = Field(default="z-cells-z", description=(
+        "The order of the triangles the BVH is built over. z-cells-z: the high half of the "
+        "scan code's bits, then the cell of the ray grid, then the low half (a ray's walk "
+        "skips far Z at the top, finds its cell, then its Z-interval within the cell); cells-z: "
+        "the cell, then the scan code; morton: the tracer's Morton codes of the triangles' "
+        "centres, Z stretched so that it splits first."))
 
 
 def _lattice(extent: int, grid: int) -> tuple[int, np.ndarray]:
@@ -101,6 +112,7 @@ class RtcudbView(View):
         self.spills: Any = None  # (spilled values, rows) int64
         self.scan_rows: dict[str, int] = {}  # scan attribute -> its row of arrays["scan"]
         self.y_spilled = False
+        self.one_group = False
         self.scene: Any = None
         self.flat_scene: Any = None
         self.legs = (2, 2)
@@ -188,6 +200,12 @@ class RtcudbEngine(QueryEngine):
         if rt_backend:
             view.y_spilled = gd.size > limit
             yc = np.zeros(n, dtype=np.int64) if view.y_spilled else y
+            view.one_group = gd.size == 1
+            if view.one_group:
+                # [ours] Y carries no group: the rows' positions spread the triangles over Y
+                # as well (the any-hit program takes group 0), so the grid casts more rays,
+                # each with fewer hits
+                yc = (np.arange(n, dtype=np.int64) // SPREAD) % SPREAD
             grid = pr.grid or DEFAULT_GRID[self.device]
             sx, px = _lattice(int(x.max()) if n else 0, grid)
             sy, py = _lattice(int(yc.max()) if n else 0, grid)
@@ -197,12 +215,15 @@ class RtcudbEngine(QueryEngine):
             view.z_scale = 1 << max(0, pr.coordinate_bits - 1 - max(1, enc.span).bit_length())
             tri = _triangles(x, yc, z * view.z_scale, sx, sy)
             view.arrays["tri"] = xp.asarray(tri)
-            view.scene = rt.build_triangles(view.arrays["tri"])
+            codes = bvh_codes(pr.bvh_order, tri, view.z_scale, view.legs)
+            view.scene = rt.build_triangles(view.arrays["tri"],
+                                            None if codes is None else xp.asarray(codes))
             if pr.pipeline == "per-operator":
                 flat = _triangles(x, yc, np.zeros(n, dtype=np.int64), sx, sy)
                 view.arrays["flat_tri"] = xp.asarray(flat)
                 view.flat_scene = rt.build_triangles(view.arrays["flat_tri"])
-            view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, -1, dtype=np.int64))
+            flag = ONE_GROUP if view.one_group else IN_Y
+            view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, flag, dtype=np.int64))
             perm = None
         else:
             perm = _by_scan_then_group(xp, z, y, enc.span, gd.size)
@@ -436,6 +457,35 @@ def _by_scan_then_group(xp: Any, z: Any, y: Any, span: int, k: int) -> Any:
     if span * k < 1 << 62:  # one int64 key, one sort
         return xp.argsort(z * k + y)
     return xp.lexsort(xp.stack([y, z]))  # the last key first
+
+
+def _spread2(v: np.ndarray) -> np.ndarray:
+    """The bits of ``v`` (uint64, below 2^16) moved to the even positions."""
+    v = v & np.uint64(0xFFFF)
+    v = (v | (v << np.uint64(8))) & np.uint64(0x00FF00FF)
+    v = (v | (v << np.uint64(4))) & np.uint64(0x0F0F0F0F)
+    v = (v | (v << np.uint64(2))) & np.uint64(0x33333333)
+    return (v | (v << np.uint64(1))) & np.uint64(0x55555555)
+
+
+def bvh_codes(order: str, tri: np.ndarray, z_scale: int,
+              legs: tuple[int, int]) -> np.ndarray | None:
+    """The sort codes of the triangles ``tri`` (Z stretched by ``z_scale``, legs ``legs``) for
+    ``order`` (one of :data:`ORDERS`; None: the tracer's own Morton codes). ``cells-z``: the
+    Morton number of the ray-grid cell that holds the right-angle vertex, then the scan code;
+    ``z-cells-z``: the high half of the scan code's bits, the cell, then the low half."""
+    if order == "morton":
+        return None
+    z = (tri[:, 2].astype(np.int64) // z_scale).astype(np.uint64)
+    cells = []
+    for axis in range(2):
+        step = max(1, legs[axis] // 2 - 1)  # the grid's spacing (_lattice's g)
+        cells.append((tri[:, axis].astype(np.int64) // step).astype(np.uint64))
+    cell = _spread2(cells[0]) << np.uint64(1) | _spread2(cells[1])  # below 2^32
+    zbits = max(1, int(z.max(initial=0)).bit_length())
+    low = np.uint64(zbits // 2 if order == "z-cells-z" else zbits)
+    high = z >> low
+    return (high << (low + np.uint64(32))) | (cell << low) | (z & ((np.uint64(1) << low) - 1))
 
 
 def _triangles(x: np.ndarray, y: np.ndarray, z: np.ndarray, sx: int, sy: int) -> np.ndarray:

@@ -22,8 +22,8 @@ from indexzoo.native.targets import Kernel
 
 from .rt import IGNORE
 
-__all__ = ["MIN_RUN", "anyhit_program", "bitmap_program", "compact_kernel", "flagged_program",
-           "raygen_program", "slices_kernel", "sorted_kernel"]
+__all__ = ["IN_Y", "MIN_RUN", "ONE_GROUP", "anyhit_program", "bitmap_program", "compact_kernel",
+           "flagged_program", "raygen_program", "slices_kernel", "sorted_kernel"]
 
 
 @register_jitable
@@ -32,6 +32,24 @@ def value_of(row, x, j, vshift, vmask, voff, spills, vspill):
     if s >= 0:
         return ((x >> s) & vmask[j]) + voff[j]
     return np.int64(spills[vspill[j], row])
+
+
+#: The first word of the any-hit programs' ``ycol`` when the group codes are not in device
+#: memory: each record's group code is its Y coordinate (IN_Y), or every record is in group 0
+#: and Y spreads the triangles (ONE_GROUP). Spilled group codes (§4.5) are at least 0.
+IN_Y = -1
+ONE_GROUP = -2
+
+
+@register_jitable
+def group_of(prim, tri, ycol):
+    """The group code of primitive ``prim``'s record."""
+    f = ycol[0]
+    if f == ONE_GROUP:
+        return np.int64(0)
+    if f < 0:
+        return np.int64(tri[prim, 1])
+    return np.int64(ycol[prim])
 
 
 @register_jitable
@@ -110,7 +128,7 @@ def anyhit_program(device: str) -> Any:
         if not passes(prim, scan, ridx, rstarts, rlo, rhi):
             return IGNORE
         x = np.int64(tri[prim, 0])
-        b = np.int64(tri[prim, 1]) if ycol[0] < 0 else np.int64(ycol[prim])
+        b = group_of(prim, tri, ycol)
         add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
                    maxs)
         return IGNORE
@@ -152,7 +170,7 @@ def flagged_program(device: str) -> Any:
         if old & bit:
             return IGNORE
         x = np.int64(tri[prim, 0])
-        b = np.int64(tri[prim, 1]) if ycol[0] < 0 else np.int64(ycol[prim])
+        b = group_of(prim, tri, ycol)
         add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
                    maxs)
         return IGNORE

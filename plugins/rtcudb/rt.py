@@ -16,9 +16,10 @@ from indexzoo.native.rt.trace import IGNORE, Programs, build_gas, launch
 __all__ = ["IGNORE", "build_triangles", "cast", "scene_bytes"]
 
 
-def build_triangles(tri: Any) -> Any:
-    """A geometry acceleration structure over ``tri`` ((N, 9) float32 triangles)."""
-    return build_gas(TRIANGLES, tri)
+def build_triangles(tri: Any, codes: Any = None) -> Any:
+    """A geometry acceleration structure over ``tri`` ((N, 9) float32 triangles); ``codes``:
+    the triangles' sort codes for the BVH (None: the engine's Morton codes)."""
+    return build_gas(TRIANGLES, tri, codes=codes)
 
 
 def cast(scene: Any, n_rays: int, raygen: Any, anyhit: Any, params: tuple[Any, ...],

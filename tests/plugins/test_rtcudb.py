@@ -171,9 +171,10 @@ RANDOM = [
 @pytest.mark.parametrize("engine", ENGINES)
 def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
     """On every device; crystal with each of its kernels (on the GPU, shared-memory slots by
-    default at these sizes, and device-memory atomics)."""
+    default at these sizes, and device-memory atomics) and another tile width."""
     data = random_table(3)
-    configs = [{}, {"shared_slots": 0}] if engine == "crystal" else [{}]
+    configs = [{}, {"shared_slots": 0}, {"shared_slots": 0, "items_per_thread": 3}] \
+        if engine == "crystal" else [{}]
     for params in configs:
         e = indexzoo.query_engine(engine, device=device, **params)
         view = e.prepare(data, RANDOM)
@@ -186,10 +187,12 @@ def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
 
 
 @pytest.mark.parametrize("params", [{"grid": 64}, {"grid": 1}, {"coordinate_bits": 8},
-                                    {"max_intervals": 1}])
-def test_rt_answers_do_not_depend_on_grid_spills_or_rechecks(params: dict) -> None:
+                                    {"max_intervals": 1}, {"bvh_order": "morton"},
+                                    {"bvh_order": "cells-z", "grid": 16}])
+def test_rt_answers_do_not_depend_on_grid_spills_rechecks_or_bvh_order(params: dict) -> None:
     """Dense grids hit triangles up to three times (the flag bit dedups); 8-bit coordinates
-    spill scan attributes, values and group codes to device memory; one interval re-checks."""
+    spill scan attributes, values and group codes to device memory; one interval re-checks;
+    every order of the BVH's triangles finds the same records."""
     data = random_table(4, 1500)
     e = indexzoo.query_engine("rtcudb", device="cpu", **params)
     view = e.prepare(data, RANDOM)
@@ -343,8 +346,10 @@ specs = [q.Query(where=[q.col("a").isin([1, 3]), q.col("b").between(2, 7)], grou
                  select=[q.sum("v", "s"), q.min("v", "lo"), q.max(q.col("v") * q.col("b"), "hi"),
                          q.count()]),
          q.Query(where=[q.col("b").gt(4)], select=[q.sum(q.col("v") - q.col("a"), "s")])]
-# crystal twice: its shared-memory kernel (the default at these sizes) and its global one
+# crystal with its shared-memory kernel (the default at these sizes) and its global one, the
+# latter also with one row a thread per tile
 for name, params in [("crystal", {}), ("crystal", {"shared_slots": 0}),
+                     ("crystal", {"shared_slots": 0, "items_per_thread": 1}),
                      ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]:
     e = indexzoo.query_engine(name, device="cpu", **params)
     e.device = "cuda"
