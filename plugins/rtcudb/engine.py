@@ -13,7 +13,7 @@ from pydantic import Field
 
 from indexzoo.devices import array_module, to_numpy
 from indexzoo.native.groupagg import read_packed, zero_prefix
-from indexzoo.native.targets import KernelParams, resident_threads
+from indexzoo.native.targets import resident_threads
 from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, evaluate, plan
 
 from . import rt
@@ -23,10 +23,12 @@ from .kernels import (
     MIN_RUN,
     ONE_GROUP,
     SERIAL_SCAN,
+    RtcudbRecord,
     anyhit_program,
     bitmap_program,
     compact_kernel,
     flagged_program,
+    layer_programs,
     prefix_kernel,
     raygen_program,
     slices_kernel,
@@ -57,7 +59,7 @@ ORDERS = ("morton", "cells-z", "z-cells-z")
 FIRST_COPY_GROUPS = 1024
 
 
-class RtcudbParams(KernelParams):
+class RtcudbParams(rt.EngineParams):
     backend: Literal["rt", "sorted"] = Field(default="rt", description=(
         "rt: triangles in a BVH on the ray-tracing engine, rays along +Z (the paper); sorted: "
         "the same records sorted by scan code, each Z-interval a slice, no BVH."))
@@ -215,13 +217,16 @@ class RtcudbEngine(QueryEngine):
             view.z_scale = 1 << max(0, pr.coordinate_bits - 1 - max(1, enc.span).bit_length())
             tri = _triangles(x, yc, z * view.z_scale, sx, sy)
             view.arrays["tri"] = xp.asarray(tri)
-            codes = bvh_codes(pr.bvh_order, tri, view.z_scale, view.legs)
+            eng = rt.engine_for(pr.engine, self.device, pr.pipeline == "per-operator")
+            # the software engine builds its BVH over our order; OptiX builds its own
+            codes = bvh_codes(pr.bvh_order, tri, view.z_scale, view.legs) \
+                if not rt.on_layer_engine(eng) else None
             view.scene = rt.build_triangles(view.arrays["tri"],
-                                            None if codes is None else xp.asarray(codes))
+                                            None if codes is None else xp.asarray(codes), eng)
             if pr.pipeline == "per-operator":
                 flat = _triangles(x, yc, np.zeros(n, dtype=np.int64), sx, sy)
                 view.arrays["flat_tri"] = xp.asarray(flat)
-                view.flat_scene = rt.build_triangles(view.arrays["flat_tri"])
+                view.flat_scene = rt.build_triangles(view.arrays["flat_tri"], None, eng)
             flag = ONE_GROUP if view.one_group else IN_Y
             view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, flag, dtype=np.int64))
             perm = None
@@ -313,7 +318,10 @@ class RtcudbEngine(QueryEngine):
             lo = xp.asarray(np.array([a for a, _ in part], dtype=np.int64))
             hi = xp.asarray(np.array([b for _, b in part], dtype=np.int64))
             rays = (px, py, lo, hi, np.int64(view.z_scale))  # for the ray-generation program
-            if fused:
+            if fused and rt.on_layer(view.scene):  # OptiX: the query layer's launch
+                self._trace_layer(view, px, py, lo, hi, tri, words, rcsr, tail,
+                                  per * len(part))
+            elif fused:
                 params = (*rays, tri, words, view.arrays["scan"], *rcsr, view.arrays["y"],
                           *tail)
                 rt.cast(view.scene, per * len(part), raygen_program(),
@@ -333,6 +341,26 @@ class RtcudbEngine(QueryEngine):
             return n  # the second job hits every primitive
         # the flag bits: the distinct primitives any ray reached
         return int(xp.unpackbits(words.view(np.uint8)).sum())  # on the device
+
+    def _trace_layer(self, view: RtcudbView, px: Any, py: Any, lo: Any, hi: Any, tri: Any,
+                     words: Any, rcsr: tuple[Any, ...], tail: tuple[Any, ...],
+                     n_rays: int) -> None:
+        """One launch of the fused RT stage through the query layer (:func:`.kernels.layer_programs`,
+        the OptiX engine's CUDA twins in ``programs.cu``)."""
+        ridx, rstarts, rlo, rhi = rcsr
+        vshift, vmask, voff, spills, vspill, need, count, sums, mins, maxs = tail
+        scan = view.arrays["scan"]
+        programs, raygen = layer_programs(self.device)
+        i64 = np.int64
+
+        def record(base: int) -> RtcudbRecord:
+            return RtcudbRecord(px, i64(px.size), py, i64(py.size), lo, hi, i64(view.z_scale),
+                                i64(base), tri, words, scan, i64(scan.shape[1]), ridx,
+                                i64(ridx.size), rstarts, rlo, rhi, view.arrays["y"], vshift,
+                                vmask, voff, i64(vshift.size), spills, i64(spills.shape[1]),
+                                vspill, need, count, sums, mins, maxs)
+
+        rt.cast_layer(view.scene, n_rays, programs, raygen, record, MAX_RAYS, self.device)
 
     def _sorted_query(self, view: RtcudbView, p: Plan) -> _SortedQuery:
         """``p`` ready to run on the sorted backend's ``view`` (kept per query while the view

@@ -11,7 +11,8 @@ primitive index (§4.5, §6.6). Every kernel body is built per device around
 from __future__ import annotations
 
 import functools
-from typing import Any
+import importlib.resources
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba.extending import register_jitable
@@ -20,10 +21,11 @@ from indexzoo.native.groupagg import accumulate, atomics
 from indexzoo.native.search import range_bounds
 from indexzoo.native.targets import Kernel
 
-from .rt import IGNORE
+from .rt import IGNORE, NO_MATCH, QueryPrograms
 
-__all__ = ["IN_Y", "MIN_RUN", "ONE_GROUP", "anyhit_program", "bitmap_program", "compact_kernel",
-           "flagged_program", "raygen_program", "slices_kernel", "sorted_kernel"]
+__all__ = ["CUDA", "IN_Y", "MIN_RUN", "ONE_GROUP", "RtcudbRecord", "anyhit_program",
+           "bitmap_program", "compact_kernel", "flagged_program", "layer_programs",
+           "raygen_program", "slices_kernel", "sorted_kernel"]
 
 
 @register_jitable
@@ -134,6 +136,79 @@ def anyhit_program(device: str) -> Any:
         return IGNORE
 
     return anyhit
+
+
+class RtcudbRecord(NamedTuple):
+    """The fused RT stage's launch parameters as a query-layer record (the OptiX engine's
+    launch; fields of ``params`` in :func:`layer_programs`' programs and ``programs.cu``)."""
+
+    gx: Any         # int64 grid coordinates on X, and their number
+    n_gx: Any
+    gy: Any         # on Y
+    n_gy: Any
+    zlo: Any        # int64 per Z-interval of the launch: its first and last code
+    zhi: Any
+    zscale: Any     # int64: the Z stretch
+    ray_base: Any   # int64: the launch's first ray
+    tri: Any        # (N, 9) float32: the triangles, the records' X and Y in columns 0 and 1
+    words: Any      # uint32 flag bits, one per record
+    scan: Any       # (rows, N) the scan attributes, row stride scan_row
+    scan_row: Any
+    ridx: Any       # int64: the re-checked rows of scan, and their intervals (CSR)
+    n_ridx: Any
+    rstarts: Any
+    rlo: Any
+    rhi: Any
+    ycol: Any       # int64: IN_Y / ONE_GROUP, or every record's spilled group code
+    vshift: Any     # int64 per value: its bits in X (shift < 0: spilled), mask, offset
+    vmask: Any
+    voff: Any
+    n_vals: Any
+    spills: Any     # (k, N) int64 spilled values, row stride spill_row
+    spill_row: Any
+    vspill: Any
+    need: Any       # int64 per value: 1 SUM, 2 MIN, 4 MAX
+    count: Any      # int64 per group; SUM, MIN, MAX per group and value
+    sums: Any
+    mins: Any
+    maxs: Any
+
+
+#: The OptiX twins (``programs.cu``) of :func:`layer_programs`, ``ONE_GROUP`` defined first.
+CUDA = (f"#define RTC_ONE_GROUP ({ONE_GROUP}LL)\n"
+        + importlib.resources.files(__package__).joinpath("programs.cu").read_text())
+
+
+@functools.cache
+def layer_programs(device: str) -> tuple[QueryPrograms, Any]:
+    """Algorithm 1 as the query layer's programs (for engines that launch through the layer:
+    OptiX, with the CUDA twins): ``(programs, raygen)``. The match does the any-hit program's
+    work and ignores the hit; the ray-generation program is :func:`raygen_program`'s over the
+    record's fields."""
+    aor = atomics(device)[3]
+    add_record = _add_record(device)
+
+    @register_jitable
+    def rtcudb_match(ray, inst, prim, t, front, params):
+        bit = np.uint32(1) << np.uint32(prim & 31)
+        old = aor(params.words, prim >> 5, bit)
+        if old & bit:
+            return NO_MATCH
+        if not passes(prim, params.scan, params.ridx, params.rstarts, params.rlo, params.rhi):
+            return NO_MATCH
+        x = np.int64(params.tri[prim, 0])
+        b = group_of(prim, params.tri, params.ycol)
+        add_record(prim, x, b, params.vshift, params.vmask, params.voff, params.spills,
+                   params.vspill, params.need, params.count, params.sums, params.mins,
+                   params.maxs)
+        return NO_MATCH
+
+    @register_jitable
+    def rtcudb_raygen(i, params):
+        return _raygen(params.ray_base + i, (params.gx, params.gy, params.zlo, params.zhi,
+                                             params.zscale))
+
+    return QueryPrograms(match=rtcudb_match, cuda=CUDA), rtcudb_raygen
 
 
 @functools.cache

@@ -324,6 +324,52 @@ def test_a_view_reports_its_bytes() -> None:
     assert view.footprint_bytes() >= 36 * 100  # one triangle per row at least
 
 
+@pytest.mark.parametrize("params", [{}, {"grid": 64}, {"coordinate_bits": 8},
+                                    {"max_intervals": 1}])
+def test_the_query_layers_programs_answer_as_the_engines_own_launch(
+        params: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fused RT stage through the query layer (how it runs on OptiX, whose CUDA twins
+    mirror these programs), here on the software engine: the same answers, with dedup, spills
+    and re-checks."""
+    import indexzoo.plugins.rtcudb.rt as rtmod
+
+    data = random_table(4, 1500)
+    specs = RANDOM
+    want = [q.reference(data, spec) for spec in specs]
+    monkeypatch.setattr(rtmod, "on_layer", lambda scene: True)
+    e = indexzoo.query_engine("rtcudb", device="cpu", **params)
+    view = e.prepare(data, specs)
+    for spec, w in zip(specs, want, strict=True):
+        got = e.run(view, spec)
+        for k in w.columns:
+            np.testing.assert_array_equal(got.columns[k], w.columns[k], err_msg=f"{spec} {k}")
+
+
+@pytest.mark.optix
+@pytest.mark.gpu
+def test_rtcudb_on_optix_answers_the_13_ssb_queries_as_duckdb() -> None:
+    """The faithful engine on OptiX (the query layer's launch, ``programs.cu``) at a tiny
+    scale factor: every query equals DuckDB's answer, one view per flight."""
+    pytest.importorskip("duckdb")
+    table = ssb.generate(0.01, seed=3)
+    e = indexzoo.query_engine("rtcudb", device="cuda", engine="optix")
+    for names in FLIGHTS.values():
+        specs = [ssb.QUERIES[n] for n in names]
+        view = e.prepare(table, specs)
+        assert view.scene.engine.name == "optix"
+        for name, spec in zip(names, specs, strict=True):
+            got, want = e.run(view, spec), ssb.duckdb_answer(table, spec)
+            for k in want.columns:
+                np.testing.assert_array_equal(got.columns[k], want.columns[k],
+                                              err_msg=f"{name} {k}")
+
+
+def test_optix_is_refused_on_the_cpu_with_what_is_missing() -> None:
+    e = indexzoo.query_engine("rtcudb", device="cpu", engine="optix")
+    with pytest.raises(indexzoo.DeviceUnavailable, match="GPU only"):
+        e.prepare(random_table(5, 100), RANDOM[:1])
+
+
 def test_the_gpu_kernels_agree_in_numbas_cuda_simulator() -> None:
     """Every engine's CUDA path (kernels, atomics, the ray-generation and any-hit programs) on
     NumPy arrays under the simulator equals the reference."""
