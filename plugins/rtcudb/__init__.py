@@ -10,8 +10,17 @@ Paper -> code
   naming them (:meth:`indexzoo.query.View.check`).
 * §3.2 data -> primitives: one right triangle per row, right angle at ``(a, b, c)`` =
   (packed aggregate values X, group code Y, scan code Z), legs ``Sx``, ``Sy``
-  (``engine._triangles``), on the software ray-tracing engine through the one adapter module
-  :mod:`.rt`.
+  (``engine._triangles``), on either ray-tracing engine through the one adapter module
+  :mod:`.rt` (``engine``: ``auto`` takes OptiX where the GPU has RT cores, as the RT indexes
+  do). The software engine runs the numba programs of :mod:`.kernels` in its own launch;
+  OptiX runs the fused stage as one query-layer launch whose match program does Algorithm 1
+  and ignores the hit (:func:`.kernels.layer_programs`, CUDA twins in ``programs.cu``). The
+  per-operator ablation runs on the software engine only.
+* [ours] the BVH's order (``bvh_order``): on the software engine the triangles are sorted by
+  the high half of the scan code's bits, the cell of the ray grid, then the low half, so a
+  ray skips far Z at the top, finds its cell and walks its interval there; a view without
+  GROUP BY spreads its triangles over Y by row position (group 0 for every record), so the
+  grid casts more rays with fewer hits each.
 * §3.2 query -> rays: the query's Z-intervals, each covered by an XY grid of rays along +Z,
   made in the kernel by a ray-generation program (:func:`.kernels.raygen_program`,
   ``RtcudbEngine._trace``). [ours] Z is stretched by a power of two while exact, so that the
