@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from indexzoo import Unsupported
 from indexzoo.devices import array_module
@@ -73,18 +73,6 @@ class CrystalParams(KernelParams):
         "9x) and 175 (Q4.1), device memory with 4375 and more."))
     items_per_thread: int = Field(default=codegen.ITEMS, ge=1, le=16, description=(
         "GPU: rows a thread takes per tile (Crystal's ITEMS_PER_THREAD)."))
-    hash_slots: int = Field(default=512, ge=0, le=4096, description=(
-        "GPU, device-memory aggregation: entries of each block's hash table in shared memory "
-        "(a power of two; 0: none), which takes a block's adds to a slot and adds them into "
-        "device memory once, at the block's end ([ours]: Crystal adds every row into device "
-        "memory)."))
-
-    @field_validator("hash_slots")
-    @classmethod
-    def _power_of_two(cls, v: int) -> int:
-        if v & (v - 1):
-            raise ValueError("hash_slots must be 0 or a power of two")
-        return v
 
 
 _OPS = {"sum": 0, "avg": 0, "min": 1, "max": 2}
@@ -219,14 +207,13 @@ class CrystalEngine(QueryEngine):
                 row_of=tuple(int(x) for x in row_of), n_values=len(vnames), n_slots=n_slots,
                 shared=(n_slots <= self.params.shared_slots
                         and 8 * n_add * n_slots <= SHARED_BYTES),
-                items=self.params.items_per_thread, hash_slots=self.params.hash_slots)
+                items=self.params.items_per_thread)
             shared = codegen.shared_bytes(qk)
-            held = shared + codegen.static_shared_bytes(qk)
             tpb = self.params.threads_per_block
             launch = codegen.kernel(qk).bind(
                 self.device, *(view.col(c) for c in [*fnames, *p.group_by, *vnames]), res,
                 touched, n_touched, threads_per_block=tpb,
-                blocks=blocks_for(tpb, held, tpb * qk.items), shared_mem=shared)
+                blocks=blocks_for(tpb, shared, tpb * qk.items), shared_mem=shared)
             private = qk.shared
         else:
             args = self._generic_args(view, p, fnames, vnames, gmin, strides, terms, row_of)

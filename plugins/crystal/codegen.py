@@ -18,11 +18,6 @@ all before any atomic, and adds them into the result:
 * ``shared``: into the block's copy of the COUNT and SUM rows in shared memory, added into
   ``res`` when the block is done (Crystal's block-level pre-aggregation). A query without
   GROUP BY (one slot) sums in registers, one shared add a thread.
-* ``hash_slots`` (with ``global``; [ours]): into a small open-addressing table of the block
-  in shared memory, keyed by slot (linear probing, a slot claimed by compare-and-swap), added
-  into ``res`` when the block is done; a row whose slot finds no entry within
-  :data:`PROBES` probes adds into ``res`` directly. Hot slots then take one device-memory
-  add per block instead of one per row (SSB's Q3.1: 2.2 M rows into 150 groups).
 
 Either way a slot's first add into ``res``'s COUNT row appends it to ``touched``. The layout of
 ``res`` is :mod:`.kernels`'.
@@ -38,13 +33,10 @@ import numpy as np
 
 from indexzoo.native.targets import BlockKernel
 
-__all__ = ["ITEMS", "PROBES", "QueryKernel", "kernel", "shared_bytes", "static_shared_bytes"]
+__all__ = ["ITEMS", "QueryKernel", "kernel"]
 
 #: Rows a thread takes per tile by default (Crystal's ITEMS_PER_THREAD).
 ITEMS = 4
-
-#: Entries of the block's hash table a row probes before it adds into device memory directly.
-PROBES = 8
 
 
 @dataclass(frozen=True)
@@ -60,7 +52,6 @@ class QueryKernel:
     n_slots: int
     shared: bool
     items: int = ITEMS  # rows a thread takes per tile
-    hash_slots: int = 0  # entries of the block's hash table (a power of two; 0: none)
 
     @property
     def n_add(self) -> int:
@@ -101,17 +92,6 @@ def source(q: QueryKernel) -> str:
         put(2, "sh[w] = 0")
         put(2, "w += cuda.blockDim.x")
         put(1, "cuda.syncthreads()")
-    hs = 0 if q.shared else q.hash_slots
-    if hs:
-        put(1, f"hk = cuda.shared.array({hs}, I64)")
-        put(1, f"hv = cuda.shared.array({hs * n_add}, I64)")
-        put(1, "w = cuda.threadIdx.x")
-        put(1, f"while w < {hs}:")
-        put(2, "hk[w] = -1")
-        for r in range(n_add):
-            put(2, f"hv[{r * hs} + w] = 0")
-        put(2, "w += cuda.blockDim.x")
-        put(1, "cuda.syncthreads()")
     if one_slot:
         for r in range(n_add):
             put(1, f"acc{r} = np.int64(0)")
@@ -143,19 +123,6 @@ def source(q: QueryKernel) -> str:
         slot = " + ".join(f"(h{k}_{j} - {q.gmin[j]}) * {q.gstride[j]}"
                           for j in range(ng)) or "0"
         put(3, f"s = np.int64({slot})")
-        if hs:  # the slot's entry in the block's table, or -1
-            put(3, f"h = ((s * 2654435761) >> 16) & {hs - 1}")
-            put(3, "at = -1")
-            put(3, f"for _ in range({PROBES}):")
-            put(4, "kk = hk[h]")
-            put(4, "if kk == -1:")
-            put(5, "kk = cuda.atomic.cas(hk, h, -1, s)")
-            put(5, "if kk == -1:")
-            put(6, "kk = s")
-            put(4, "if kk == s:")
-            put(5, "at = h")
-            put(5, "break")
-            put(4, f"h = (h + 1) & {hs - 1}")
         for e, terms in enumerate(q.terms):
             put(3, f"e = {_expr(k, terms)}")
             r_sum, r_min, r_max = q.row_of[3 * e:3 * e + 3]
@@ -164,11 +131,6 @@ def source(q: QueryKernel) -> str:
                     put(3, f"acc{r_sum} += e")
                 elif q.shared:
                     put(3, f"cuda.atomic.add(sh, {r_sum * q.n_slots} + s, e)")
-                elif hs:
-                    put(3, "if at >= 0:")
-                    put(4, f"cuda.atomic.add(hv, {r_sum * hs} + at, e)")
-                    put(3, "else:")
-                    put(4, f"cuda.atomic.add(res, {r_sum * q.n_slots} + s, e)")
                 else:
                     put(3, f"cuda.atomic.add(res, {r_sum * q.n_slots} + s, e)")
             if r_min >= 0:
@@ -179,26 +141,10 @@ def source(q: QueryKernel) -> str:
             put(3, "acc0 += 1")
         elif q.shared:
             put(3, "cuda.atomic.add(sh, s, np.int64(1))")
-        elif hs:
-            put(3, "if at >= 0:")
-            put(4, "cuda.atomic.add(hv, at, np.int64(1))")
-            put(3, "elif cuda.atomic.add(res, s, np.int64(1)) == 0:")
-            put(4, "touched[cuda.atomic.add(n_touched, 0, np.int64(1))] = s")
         else:  # the COUNT last: only this add waits for its old value
             put(3, "if cuda.atomic.add(res, s, np.int64(1)) == 0:")
             put(4, "touched[cuda.atomic.add(n_touched, 0, np.int64(1))] = s")
     put(2, "tile += cuda.gridDim.x")
-    if hs:  # the block's table into res
-        put(1, "cuda.syncthreads()")
-        put(1, "t = cuda.threadIdx.x")
-        put(1, f"while t < {hs}:")
-        put(2, "s = hk[t]")
-        put(2, "if s >= 0:")
-        for r in range(1, n_add):
-            put(3, f"cuda.atomic.add(res, {r * q.n_slots} + s, hv[{r * hs} + t])")
-        put(3, "if cuda.atomic.add(res, s, hv[t]) == 0:")
-        put(4, "touched[cuda.atomic.add(n_touched, 0, np.int64(1))] = s")
-        put(2, "t += cuda.blockDim.x")
     if not q.shared:
         return "\n".join(src) + "\n"
     if one_slot:
@@ -229,8 +175,3 @@ def kernel(q: QueryKernel) -> BlockKernel:
 def shared_bytes(q: QueryKernel) -> int:
     """Dynamic shared memory a block of ``q``'s kernel takes."""
     return 8 * q.n_add * q.n_slots if q.shared else 0
-
-
-def static_shared_bytes(q: QueryKernel) -> int:
-    """Shared memory of the block's hash table (a static array of the kernel)."""
-    return 0 if q.shared or not q.hash_slots else 8 * (1 + q.n_add) * q.hash_slots

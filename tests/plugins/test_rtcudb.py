@@ -171,11 +171,9 @@ RANDOM = [
 @pytest.mark.parametrize("engine", ENGINES)
 def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
     """On every device; crystal with each of its kernels (on the GPU, shared-memory slots by
-    default at these sizes; device-memory atomics behind a block's hash table, behind one of
-    two entries, most rows then past it, and without one) and another tile width."""
+    default at these sizes, and device-memory atomics) and another tile width."""
     data = random_table(3)
-    configs = [{}, {"shared_slots": 0}, {"shared_slots": 0, "hash_slots": 2},
-               {"shared_slots": 0, "hash_slots": 0, "items_per_thread": 3}] \
+    configs = [{}, {"shared_slots": 0}, {"shared_slots": 0, "items_per_thread": 3}] \
         if engine == "crystal" else [{}]
     for params in configs:
         e = indexzoo.query_engine(engine, device=device, **params)
@@ -394,11 +392,10 @@ specs = [q.Query(where=[q.col("a").isin([1, 3]), q.col("b").between(2, 7)], grou
                  select=[q.sum("v", "s"), q.min("v", "lo"), q.max(q.col("v") * q.col("b"), "hi"),
                          q.count()]),
          q.Query(where=[q.col("b").gt(4)], select=[q.sum(q.col("v") - q.col("a"), "s")])]
-# crystal with its shared-memory kernel (the default at these sizes) and its global one: behind
-# a block's hash table, behind a table of two entries (most slots past it), without one
+# crystal with its shared-memory kernel (the default at these sizes) and its global one, the
+# latter also with one row a thread per tile
 for name, params in [("crystal", {}), ("crystal", {"shared_slots": 0}),
-                     ("crystal", {"shared_slots": 0, "hash_slots": 2}),
-                     ("crystal", {"shared_slots": 0, "hash_slots": 0, "items_per_thread": 1}),
+                     ("crystal", {"shared_slots": 0, "items_per_thread": 1}),
                      ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]:
     e = indexzoo.query_engine(name, device="cpu", **params)
     e.device = "cuda"
