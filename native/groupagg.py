@@ -26,8 +26,8 @@ from numba.extending import register_jitable
 
 from .cpu_atomics import atomic_rmw
 
-__all__ = ["NEED_MAX", "NEED_MIN", "NEED_SUM", "accumulate", "atomics", "expr_value", "passes",
-           "read_packed", "zero_prefix"]
+__all__ = ["NEED_MAX", "NEED_MIN", "NEED_SUM", "accumulate", "atomics", "expr_value", "host_buffer",
+           "passes", "read_packed", "zero_prefix"]
 
 NEED_SUM, NEED_MIN, NEED_MAX = 1, 2, 4
 
@@ -149,14 +149,29 @@ def zero_prefix(buf: Any, n_words: int) -> None:
                                   cupy.cuda.get_current_stream().ptr)
 
 
-def read_packed(packed: Any, width: int, first: int) -> np.ndarray:
+def host_buffer(packed: Any, n_words: int) -> np.ndarray | None:
+    """A page-locked int64 host buffer of ``n_words`` for :func:`read_packed`'s first copy of
+    the device array ``packed`` (None for a NumPy one): a copy into page-locked memory is one
+    DMA, where a copy into pageable memory is staged by the driver."""
+    if isinstance(packed, np.ndarray):
+        return None
+    import cupy
+
+    mem = cupy.cuda.alloc_pinned_memory(8 * max(n_words, 1))
+    return np.frombuffer(mem, dtype=np.int64, count=max(n_words, 1))
+
+
+def read_packed(packed: Any, width: int, first: int, host: np.ndarray | None = None
+                ) -> np.ndarray:
     """The records a compaction kernel packed: ``packed[0]`` their number ``m``, then ``m``
     records of ``width`` int64 words, the first word a group's code. One copy brings back the
-    number and ``first`` records, a second the rest where there are more. Returns the (m,
-    width) records in ascending order of code."""
+    number and ``first`` records (into ``host``, a :func:`host_buffer` of at least that size,
+    where given), a second the rest where there are more. Returns the (m, width) records in
+    ascending order of code (a new array: ``host`` may be reused)."""
     from indexzoo.devices import to_numpy
 
-    got = to_numpy(packed[:1 + first * width])
+    n = 1 + first * width
+    got = packed[:n].get(out=host[:n]) if host is not None else to_numpy(packed[:n])
     m = int(got[0])
     if m > first:
         got = np.concatenate([got, to_numpy(packed[got.size:1 + m * width])])

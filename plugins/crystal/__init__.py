@@ -41,7 +41,7 @@ from pydantic import Field
 from indexzoo import Unsupported
 from indexzoo.devices import array_module
 from indexzoo.hookspecs import hookimpl
-from indexzoo.native.groupagg import read_packed, zero_prefix
+from indexzoo.native.groupagg import host_buffer, read_packed, zero_prefix
 from indexzoo.native.targets import KernelParams
 from indexzoo.query import (
     Expr,
@@ -128,6 +128,7 @@ class _Prepared:
     sizes: list[int]
     mins: list[int]
     private: bool
+    host: Any = None  # page-locked buffer of the first copy back (GPU)
 
     @property
     def rows(self) -> int:
@@ -222,7 +223,8 @@ class CrystalEngine(QueryEngine):
                 threads_per_block=self.params.threads_per_block)
             private = False
         prepared = _Prepared(p, launch, None, buf, n_slots, kinds, row_of, strides, sizes,
-                             gmin, private)
+                             gmin, private,
+                             host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)))
         prepared.compact = compact_kernel().bind(
             self.device, n_touched, touched, res, rows, n_slots, prepared.packed(),
             threads_per_block=self.params.threads_per_block)
@@ -286,7 +288,7 @@ class CrystalEngine(QueryEngine):
         # on the CPU one a touched slot
         q.compact(max(int(q.buf[0]), 1) if isinstance(q.buf, np.ndarray) else q.n_slots)
         packed = q.packed()
-        records = read_packed(packed, rows + 1, min(q.n_slots, FIRST_COPY_SLOTS))
+        records = read_packed(packed, rows + 1, min(q.n_slots, FIRST_COPY_SLOTS), q.host)
         m = len(records)
         ids, vals = records[:, 0], records[:, 1:].T
         if not p.group_by and m == 0:  # a query without GROUP BY answers one row

@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import Field
 
 from indexzoo.devices import array_module, to_numpy
-from indexzoo.native.groupagg import read_packed, zero_prefix
+from indexzoo.native.groupagg import host_buffer, read_packed, zero_prefix
 from indexzoo.native.targets import resident_threads
 from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, evaluate, plan
 
@@ -160,6 +160,7 @@ class _SortedQuery:
     record: int  # bytes a record reads
     launch: Any = None  # the GPU's bound launch of the sorted kernel
     threads: int = 0
+    host: Any = None  # page-locked buffer of the first copy back (GPU)
 
 
 class RtcudbEngine(QueryEngine):
@@ -422,6 +423,7 @@ class RtcudbEngine(QueryEngine):
             packed=packed, record=(8 + int(view.arrays["y"].itemsize)
                                    + 8 * sum(1 for i in vidx if not pk.packed[i])
                                    + len(recheck) * int(view.arrays["scan"].itemsize)))
+        q.host = host_buffer(packed, 1 + min(view.groups.size, FIRST_COPY_GROUPS) * rec)
         if self.device == "cuda":  # a fixed grid that strides over the count on the device
             q.threads = min(view.table.n_rows, resident_threads())
             q.launch = sorted_kernel(self.device).bind(
@@ -463,7 +465,7 @@ class RtcudbEngine(QueryEngine):
                 q.launch(q.threads)
         # (no intervals: nothing ran, the touched count stays 0)
         q.compact(max(int(q.buf[0]), 1) if on_host else k)
-        recs = read_packed(q.packed, q.rec, min(k, FIRST_COPY_GROUPS))
+        recs = read_packed(q.packed, q.rec, min(k, FIRST_COPY_GROUPS), q.host)
         e = max(q.e, 1)
         sums = recs[:, 2:2 + e]
         if q.rec > 2 + e:

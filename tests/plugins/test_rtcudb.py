@@ -364,6 +364,26 @@ def test_rtcudb_on_optix_answers_the_13_ssb_queries_as_duckdb() -> None:
                                               err_msg=f"{name} {k}")
 
 
+@pytest.mark.parametrize("first", [1, 3, 8])
+def test_packed_groups_come_back_sorted_in_one_or_two_copies(device: str, first: int) -> None:
+    """``read_packed``: ``first`` records in the first copy (into a page-locked buffer on the
+    GPU, reused), the rest in a second; the records come back sorted by group code."""
+    from indexzoo.devices import array_module
+    from indexzoo.native.groupagg import host_buffer, read_packed
+
+    xp = array_module(device)
+    width, m = 3, 5
+    recs = np.array([[7, 1, 10], [2, 4, 20], [9, 1, 30], [0, 2, 40], [5, 3, 50]])
+    packed = xp.asarray(np.concatenate([[m], recs.reshape(-1), np.full(6, -1)]).astype(np.int64))
+    host = host_buffer(packed, 1 + first * width)
+    assert (host is None) == (device == "cpu")
+    want = recs[np.argsort(recs[:, 0])]
+    for _ in range(2):  # the buffer is reused; the answer is not a view of it
+        got = read_packed(packed, width, first, host)
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(read_packed(packed, width, first), want)
+
+
 def test_optix_is_refused_on_the_cpu_with_what_is_missing() -> None:
     e = indexzoo.query_engine("rtcudb", device="cpu", engine="optix")
     with pytest.raises(indexzoo.DeviceUnavailable, match="GPU only"):
