@@ -170,7 +170,7 @@ def read_packed(packed: Any, width: int, first: int, host: np.ndarray | None = N
     ascending order of code (a new array: ``host`` may be reused)."""
     from indexzoo.devices import to_numpy
 
-    n = 1 + first * width
+    n = min(1 + first * width, int(packed.shape[0]))
     got = packed[:n].get(out=host[:n]) if host is not None else to_numpy(packed[:n])
     m = int(got[0])
     if m > first:
