@@ -113,26 +113,42 @@ def raygen_program() -> Any:
 
 
 @functools.cache
+def _algorithm1(device: str) -> Any:
+    """``hit(prim, tri, words, scan, ridx, rstarts, rlo, rhi, ycol, vshift, vmask, voff,
+    spills, vspill, need, count, sums, mins, maxs)``: Algorithm 1 for one hit, the body of
+    both engines' programs."""
+    aor = atomics(device)[3]
+    add_record = _add_record(device)
+
+    @register_jitable
+    def hit(prim, tri, words, scan, ridx, rstarts, rlo, rhi, ycol, vshift, vmask, voff, spills,
+            vspill, need, count, sums, mins, maxs):
+        bit = np.uint32(1) << np.uint32(prim & 31)
+        old = aor(words, prim >> 5, bit)
+        if old & bit:
+            return
+        if not passes(prim, scan, ridx, rstarts, rlo, rhi):
+            return
+        x = np.int64(tri[prim, 0])
+        b = group_of(prim, tri, ycol)
+        add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
+                   maxs)
+
+    return hit
+
+
+@functools.cache
 def anyhit_program(device: str) -> Any:
     """Algorithm 1: flag-bit dedup, re-check of the attributes Z does not encode, then the
     record's values into its group."""
-    aor = atomics(device)[3]
-    add_record = _add_record(device)
+    hit = _algorithm1(device)
 
     @register_jitable
     def anyhit(ray, inst, prim, t, front, payload, params):
         (_, _, _, _, _, tri, words, scan, ridx, rstarts, rlo, rhi, ycol, vshift, vmask, voff,
          spills, vspill, need, count, sums, mins, maxs) = params
-        bit = np.uint32(1) << np.uint32(prim & 31)
-        old = aor(words, prim >> 5, bit)
-        if old & bit:
-            return IGNORE
-        if not passes(prim, scan, ridx, rstarts, rlo, rhi):
-            return IGNORE
-        x = np.int64(tri[prim, 0])
-        b = group_of(prim, tri, ycol)
-        add_record(prim, x, b, vshift, vmask, voff, spills, vspill, need, count, sums, mins,
-                   maxs)
+        hit(prim, tri, words, scan, ridx, rstarts, rlo, rhi, ycol, vshift, vmask, voff, spills,
+            vspill, need, count, sums, mins, maxs)
         return IGNORE
 
     return anyhit
@@ -185,22 +201,14 @@ def layer_programs(device: str) -> tuple[QueryPrograms, Any]:
     OptiX, with the CUDA twins): ``(programs, raygen)``. The match does the any-hit program's
     work and ignores the hit; the ray-generation program is :func:`raygen_program`'s over the
     record's fields."""
-    aor = atomics(device)[3]
-    add_record = _add_record(device)
+    hit = _algorithm1(device)
 
     @register_jitable
     def rtcudb_match(ray, inst, prim, t, front, params):
-        bit = np.uint32(1) << np.uint32(prim & 31)
-        old = aor(params.words, prim >> 5, bit)
-        if old & bit:
-            return NO_MATCH
-        if not passes(prim, params.scan, params.ridx, params.rstarts, params.rlo, params.rhi):
-            return NO_MATCH
-        x = np.int64(params.tri[prim, 0])
-        b = group_of(prim, params.tri, params.ycol)
-        add_record(prim, x, b, params.vshift, params.vmask, params.voff, params.spills,
-                   params.vspill, params.need, params.count, params.sums, params.mins,
-                   params.maxs)
+        hit(prim, params.tri, params.words, params.scan, params.ridx, params.rstarts,
+            params.rlo, params.rhi, params.ycol, params.vshift, params.vmask, params.voff,
+            params.spills, params.vspill, params.need, params.count, params.sums, params.mins,
+            params.maxs)
         return NO_MATCH
 
     @register_jitable

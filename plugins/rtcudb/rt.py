@@ -26,11 +26,10 @@ def engine_for(want: str, device: str, per_operator: bool) -> Any:
         "pipeline='per-operator' (its programs are numba's only)" if per_operator else None))
 
 
-def build_triangles(tri: Any, codes: Any = None, engine: Any = None) -> Any:
+def build_triangles(tri: Any, codes: Any, engine: Any) -> Any:
     """A geometry acceleration structure over ``tri`` ((N, 9) float32 triangles) on
-    ``engine`` (default: the software engine); ``codes``: the triangles' sort codes for the
-    software engine's BVH (None: its Morton codes; OptiX builds its own)."""
-    engine = engine or select_engine("software", "cpu")
+    ``engine``; ``codes``: the triangles' sort codes for the software engine's BVH (None: its
+    Morton codes; OptiX builds its own)."""
     return engine.build_gas(TRIANGLES, tri, codes=codes)
 
 
