@@ -21,6 +21,18 @@ all before any atomic, and adds them into the result:
 
 Either way a slot's first add into ``res``'s COUNT row appends it to ``touched``. The layout of
 ``res`` is :mod:`.kernels`'.
+
+Three departures from that shape:
+
+* The first ``eager_filters`` filter columns are instead loaded for every row of the tile,
+  all loads before any test (no load waits on another's predicate; the whole columns are
+  read).
+* A group or value column that is also a filter column takes the filter's load.
+* Rows are indexed by unsigned integers. numba wraps a negative signed index around, which
+  costs every load a few 64-bit instructions and keeps the compiler from issuing a thread's
+  loads together. SSB Q1.1's kernel went from 464 to 376 instructions (ptxas of CUDA 13.0,
+  sm_90) and, with the filter loads shared, from 0.266 to 0.219 ms on an H100. A row past
+  the end of the table reads the last row, its predicate false.
 """
 
 from __future__ import annotations
@@ -52,6 +64,9 @@ class QueryKernel:
     n_slots: int
     shared: bool
     items: int = ITEMS  # rows a thread takes per tile
+    eager_filters: int = 0  # leading filter columns loaded for every row of a tile at once
+    group_filter: tuple[int, ...] = ()  # per group column: the filter column it is, or -1
+    value_filter: tuple[int, ...] = ()  # per value column: the filter column it is, or -1
 
     @property
     def n_add(self) -> int:
@@ -102,12 +117,35 @@ def source(q: QueryKernel) -> str:
     for k in range(items):
         put(2, f"r{k} = base + {k} * tpb")
         put(2, f"p{k} = r{k} < n")
-    for j, ivs in enumerate(q.filters):  # column by column, each for the rows still in
+        put(2, f"u{k} = np.uint64(r{k} if p{k} else n - 1)")  # (unsigned: no wraparound)
+    eager = min(q.eager_filters, nf)
+
+    def column(kind: str, j: int, k: int) -> str:
+        """A group or value column's read for row ``k``: a filter column's value is reused
+        (a qualifying row has read every filter column)."""
+        same = q.group_filter if kind == "g" else q.value_filter
+        f = same[j] if j < len(same) else -1
+        if f >= 0:
+            return f"x{k}_{f}"
+        return f"np.int64({kind}{j}[u{k}])"
+
+    for j in range(nf):  # a filter value a row does not read stays 0
+        for k in range(items):
+            put(2, f"x{k}_{j} = np.int64(0)")
+    for j in range(eager):  # the eager columns: every row's loads at once, tests after
+        for k in range(items):
+            put(2, f"x{k}_{j} = np.int64(f{j}[u{k}])")
+    for k in range(items):
+        if eager:
+            tests = " and ".join(f"({_test(f'x{k}_{j}', q.filters[j])})"
+                                 for j in range(eager))
+            put(2, f"p{k} = p{k} and {tests}")
+    for j in range(eager, nf):  # the others column by column, for the rows still in
         for k in range(items):
             put(2, f"if p{k}:")
-            put(3, f"x = np.int64(f{j}[r{k}])")
-            put(3, f"p{k} = {_test('x', ivs)}")
-    for k in range(items):  # every group and value load before any atomic
+            put(3, f"x{k}_{j} = np.int64(f{j}[u{k}])")
+            put(3, f"p{k} = {_test(f'x{k}_{j}', q.filters[j])}")
+    for k in range(items):  # the qualifying rows' group and value loads, before any atomic
         for j in range(ng):
             put(2, f"h{k}_{j} = np.int64(0)")
         for j in range(nv):
@@ -115,9 +153,9 @@ def source(q: QueryKernel) -> str:
         if ng or nv:
             put(2, f"if p{k}:")
             for j in range(ng):
-                put(3, f"h{k}_{j} = np.int64(g{j}[r{k}])")
+                put(3, f"h{k}_{j} = {column('g', j, k)}")
             for j in range(nv):
-                put(3, f"w{k}_{j} = np.int64(v{j}[r{k}])")
+                put(3, f"w{k}_{j} = {column('v', j, k)}")
     for k in range(items):
         put(2, f"if p{k}:")
         slot = " + ".join(f"(h{k}_{j} - {q.gmin[j]}) * {q.gstride[j]}"

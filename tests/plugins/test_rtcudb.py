@@ -171,9 +171,11 @@ RANDOM = [
 @pytest.mark.parametrize("engine", ENGINES)
 def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
     """On every device; crystal with each of its kernels (on the GPU, shared-memory slots by
-    default at these sizes, and device-memory atomics) and another tile width."""
+    default at these sizes, and device-memory atomics), another tile width, and filter columns
+    read for every row of a tile."""
     data = random_table(3)
-    configs = [{}, {"shared_slots": 0}, {"shared_slots": 0, "items_per_thread": 3}] \
+    configs = [{}, {"shared_slots": 0}, {"shared_slots": 0, "items_per_thread": 3},
+               {"eager_filters": 1}, {"shared_slots": 0, "eager_filters": 9}] \
         if engine == "crystal" else [{}]
     for params in configs:
         e = indexzoo.query_engine(engine, device=device, **params)
@@ -413,9 +415,12 @@ specs = [q.Query(where=[q.col("a").isin([1, 3]), q.col("b").between(2, 7)], grou
                          q.count()]),
          q.Query(where=[q.col("b").gt(4)], select=[q.sum(q.col("v") - q.col("a"), "s")])]
 # crystal with its shared-memory kernel (the default at these sizes) and its global one, the
-# latter also with one row a thread per tile
+# latter also with one row a thread per tile; with one or all filter columns read for every row
+# (a group or value column that is also a filter column takes the filter's read either way)
 for name, params in [("crystal", {}), ("crystal", {"shared_slots": 0}),
                      ("crystal", {"shared_slots": 0, "items_per_thread": 1}),
+                     ("crystal", {"eager_filters": 1}),
+                     ("crystal", {"shared_slots": 0, "eager_filters": 2}),
                      ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]:
     e = indexzoo.query_engine(name, device="cpu", **params)
     e.device = "cuda"
