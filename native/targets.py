@@ -757,6 +757,21 @@ class BlockKernel:
     def __call__(self, blocks: int, threads: int, *args: Any, shared_mem: int = 0) -> None:
         launch_cuda(self, self._get(), blocks, threads, args, shared_mem)
 
+    def resident_blocks(self, threads: int, shared_mem: int = 0) -> int | None:
+        """Blocks of ``threads`` threads (and ``shared_mem`` bytes of dynamic shared memory)
+        that the current GPU holds at once over all its multiprocessors, by the driver's
+        occupancy calculator for the compiled kernel (its registers count); None before the
+        kernel is compiled, or with several specialisations, or under the simulator."""
+        if self._fn is None:
+            return None
+        overloads = getattr(self._fn, "overloads", {})
+        if len(overloads) != 1:
+            return None
+        (compiled,) = overloads.values()
+        if not hasattr(compiled, "max_cooperative_grid_blocks"):
+            return None
+        return max(1, int(compiled.max_cooperative_grid_blocks(threads, shared_mem)))
+
     def bind(self, device: str, *args: Any, threads_per_block: int,
              blocks: Callable[[int], int], shared_mem: int = 0) -> Callable[..., None]:
         """This kernel with ``args`` (every argument after the first, which is the item count

@@ -220,10 +220,11 @@ class CrystalEngine(QueryEngine):
                 value_filter=tuple(fnames.index(c) if c in fnames else -1 for c in vnames))
             shared = codegen.shared_bytes(qk)
             tpb = self.params.threads_per_block
-            launch = codegen.kernel(qk).bind(
+            kern = codegen.kernel(qk)
+            launch = kern.bind(
                 self.device, *(view.col(c) for c in [*fnames, *p.group_by, *vnames]), res,
                 touched, n_touched, threads_per_block=tpb,
-                blocks=blocks_for(tpb, shared, tpb * qk.items), shared_mem=shared)
+                blocks=blocks_for(kern, tpb, shared, tpb * qk.items), shared_mem=shared)
             private = qk.shared
         else:
             args = self._generic_args(view, p, fnames, vnames, gmin, strides, terms, row_of)

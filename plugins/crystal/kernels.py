@@ -19,7 +19,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.native.groupagg import atomics, expr_value, passes
-from indexzoo.native.targets import Kernel, sm_count
+from indexzoo.native.targets import BlockKernel, Kernel, sm_count
 
 __all__ = ["blocks_for", "compact_kernel", "item_kernel"]
 
@@ -77,10 +77,29 @@ def compact_kernel() -> Kernel:
     return Kernel(compact_item, name="crystal_compact")
 
 
-def blocks_for(threads: int, shared: int, rows_per_block: int) -> Callable[[int], int]:
-    """``blocks(n_rows)`` for a grid-stride kernel: as many blocks as the multiprocessors hold
-    at once (by threads and by ``shared`` bytes of shared memory each), none idle for lack of
-    rows (a block takes ``rows_per_block`` rows a tile)."""
-    per_sm = max(1, min(2048 // threads, (228 * 1024) // (shared + 1024)))
-    most = sm_count() * per_sm
-    return lambda n: max(1, min(most, -(-n // rows_per_block)))
+def blocks_for(kernel: BlockKernel, threads: int, shared: int,
+               rows_per_block: int) -> Callable[[int], int]:
+    """``blocks(n_rows)`` for ``kernel``, a grid-stride kernel: as many blocks as the GPU holds
+    at once, none idle for lack of rows (a block takes ``rows_per_block`` rows a tile).
+
+    The blocks held at once come from the driver's occupancy calculator once the kernel is
+    compiled, so a kernel's registers count: a grid larger than what is resident runs in
+    waves, the last one partly empty. (SSB Q3.1's kernel takes 48 registers a thread on an
+    H100, so 5 blocks of 256 a multiprocessor fit: 8 made a second wave of 3.) Before then,
+    by threads and by ``shared`` bytes of shared memory alone."""
+    held: list[int] = []
+
+    def blocks(n: int) -> int:
+        if not held:
+            got = kernel.resident_blocks(threads, shared)
+            if got is None:
+                per_sm = max(1, min(2048 // threads, (228 * 1024) // (shared + 1024)))
+                most = sm_count() * per_sm
+            else:
+                held.append(got)
+                most = got
+        else:
+            most = held[0]
+        return max(1, min(most, -(-n // rows_per_block)))
+
+    return blocks

@@ -320,6 +320,29 @@ def test_the_sorted_backend_orders_records_by_scan_code_then_group(span: int) ->
     assert pairs == sorted(pairs)
 
 
+def test_crystals_grid_is_the_blocks_the_gpu_holds_at_once() -> None:
+    """Once the kernel is compiled, the driver's count of resident blocks (registers and shared
+    memory included) bounds the grid, so no second, partly empty wave runs; before, the
+    threads and shared memory alone do. Never more blocks than tiles of rows."""
+    from indexzoo.native.targets import sm_count
+    from indexzoo.plugins.crystal.kernels import blocks_for
+
+    class Kernel:
+        resident: int | None = None
+
+        def resident_blocks(self, threads: int, shared: int) -> int | None:
+            return self.resident
+
+    k = Kernel()
+    blocks = blocks_for(k, 256, 0, 1024)
+    assert blocks(10**9) == sm_count() * 8  # not compiled yet: 2048 threads a multiprocessor
+    k.resident = 5 * 132
+    assert blocks(10**9) == 5 * 132
+    assert blocks(3000) == 3  # three tiles
+    k.resident = 1
+    assert blocks(10**9) == 5 * 132  # kept from the compiled kernel's first answer
+
+
 def test_a_view_reports_its_bytes() -> None:
     e = indexzoo.query_engine("rtcudb", device="cpu")
     view = e.prepare(random_table(5, 100), RANDOM)
