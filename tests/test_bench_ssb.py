@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from indexzoo.tools import ssb_bench
 from indexzoo.tools.cli import main
 
 
-def test_bench_ssb_prints_times_bytes_and_ratios_per_query(tmp_path: Path) -> None:
+def test_bench_ssb_prints_times_bytes_and_ratios_per_query(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("duckdb")
+    monkeypatch.setattr(ssb_bench, "WARM_UP_SECONDS", 0.0)  # one warm-up run: CI's time
     pytest.importorskip("matplotlib")
     out = io.StringIO()
     rc = main(["bench", "--preset", "ssb", "--device", "cpu", "--sf", "0.002", "--engines",
@@ -63,3 +67,21 @@ def test_bench_ssb_names_unknown_queries(tmp_path: Path,
                "q1.1,q5.1", "--output", str(tmp_path)], io.StringIO())
     assert rc != 0
     assert "unknown SSB queries q5.1" in capsys.readouterr().err
+
+
+def test_timed_runs_warm_up_for_its_seconds_then_the_repeats() -> None:
+    """After the GPU sat idle (while DuckDB ran), warm-up runs for a while, not once."""
+    calls: list[float] = []
+
+    def run() -> int:
+        calls.append(time.perf_counter())
+        time.sleep(0.01)
+        return len(calls)
+
+    med, spread, last = ssb_bench._timed(run, "cpu", 3, warm_up=0.1)
+    assert last == len(calls) and len(calls) >= 3 + 2
+    assert calls[-3] - calls[0] >= 0.1  # the first timed run starts after the warm-up's time
+    assert med >= 0.009 and spread >= 0
+    calls.clear()
+    ssb_bench._timed(run, "cpu", 3, warm_up=0.0)
+    assert len(calls) == 4  # one warm-up run at least

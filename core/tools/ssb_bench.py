@@ -5,7 +5,9 @@ Per scale factor (default: 1 on the CPU, 10 and 20 on a GPU; ``--sf``) the flat 
 generated (:mod:`indexzoo.ssb`), each engine prepares one view per query (the paper's BVH per
 query template; build time reported apart) and every answer, ORDER BY kept, is checked
 against DuckDB's. Then each query without ORDER BY (as the paper timed it) is timed
-``--repeats`` times after a warm-up run, per engine and for DuckDB, and a table prints per
+``--repeats`` times after warm-up runs (:data:`WARM_UP_SECONDS` of them, one at least: after
+the GPU sat idle while DuckDB ran, one warm-up run left a sub-millisecond engine's times
+uneven), per engine and for DuckDB, and a table prints per
 query: the median time, the engine's bytes read against the bandwidth floor (one read of the
 columns the query needs), the time against the read floor (those bytes over the device's copy
 bandwidth, measured in the same run: a copy of 1 GiB on a GPU, 256 MiB on the CPU, read plus
@@ -41,10 +43,21 @@ def _sync(device: str) -> None:
         cupy.cuda.get_current_stream().synchronize()
 
 
-def _timed(fn: Callable[[], Any], device: str, repeats: int) -> tuple[float, float, Any]:
-    """(median s, spread s, last result) of ``repeats`` runs after one warm-up."""
+#: Seconds of warm-up runs (one at least) before a query's timed runs on an engine.
+WARM_UP_SECONDS = 0.25
+
+
+def _timed(fn: Callable[[], Any], device: str, repeats: int,
+           warm_up: float | None = None) -> tuple[float, float, Any]:
+    """(median s, spread s, last result) of ``repeats`` runs after ``warm_up`` seconds
+    (default :data:`WARM_UP_SECONDS`) of warm-up runs, at least one."""
+    warm_up = WARM_UP_SECONDS if warm_up is None else warm_up
+    start = time.perf_counter()
     out = fn()
     _sync(device)
+    while time.perf_counter() - start < warm_up:
+        out = fn()
+        _sync(device)
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
