@@ -78,7 +78,7 @@ class CrystalParams(KernelParams):
         "at once (independent loads, one memory round trip, the whole columns read); the "
         "others only for the rows still qualifying, column by column (Crystal's predicated "
         "loads: fewer bytes, one round trip each). Measured on an H100 at SF 10, kernel "
-        "alone: 1 made 8 of the 13 SSB queries 2-17% faster and Q3.1 12% slower; every "
+        "alone: 1 made 8 of the 13 SSB queries 2-17% faster and Q3.1 10-12% slower; every "
         "filter eager made 12 of them slower."))
 
 
