@@ -87,19 +87,13 @@ def blocks_for(kernel: BlockKernel, threads: int, shared: int,
     waves, the last one partly empty. (SSB Q3.1's kernel takes 48 registers a thread on an
     H100, so 5 blocks of 256 a multiprocessor fit: 8 made a second wave of 3.) Before then,
     by threads and by ``shared`` bytes of shared memory alone."""
-    held: list[int] = []
+    held: list[int] = []  # the compiled kernel's count, once known
 
     def blocks(n: int) -> int:
-        if not held:
-            got = kernel.resident_blocks(threads, shared)
-            if got is None:
-                per_sm = max(1, min(2048 // threads, (228 * 1024) // (shared + 1024)))
-                most = sm_count() * per_sm
-            else:
-                held.append(got)
-                most = got
-        else:
-            most = held[0]
+        if not held and (got := kernel.resident_blocks(threads, shared)) is not None:
+            held.append(got)
+        most = held[0] if held else sm_count() * max(1, min(
+            2048 // threads, (228 * 1024) // (shared + 1024)))
         return max(1, min(most, -(-n // rows_per_block)))
 
     return blocks

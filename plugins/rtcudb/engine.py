@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import numpy as np
 from pydantic import Field
@@ -52,7 +52,8 @@ MAX_RAYS = 1 << 24
 SPREAD = 1 << 16
 
 #: The orders the BVH's primitives may be sorted by before the build (``bvh_order``).
-ORDERS = ("morton", "cells-z", "z-cells-z")
+BvhOrder = Literal["morton", "cells-z", "z-cells-z"]
+ORDERS: tuple[str, ...] = get_args(BvhOrder)
 
 #: Groups a sorted-backend query's first copy back holds; one that reaches more copies the rest
 #: next.
@@ -79,7 +80,7 @@ class RtcudbParams(rt.EngineParams):
         "the hits among its threads)."))
     max_intervals: int = Field(default=1 << 14, ge=1, description=(
         "Most Z-intervals per query; beyond, trailing attributes are re-checked per hit."))
-    bvh_order: Literal["morton", "cells-z", "z-cells-z"] = Field(default="z-cells-z", description=(
+    bvh_order: BvhOrder = Field(default="z-cells-z", description=(
         "The order of the triangles the BVH is built over. z-cells-z: the high half of the "
         "scan code's bits, then the cell of the ray grid, then the low half (a ray's walk "
         "skips far Z at the top, finds its cell, then its Z-interval within the cell); cells-z: "
