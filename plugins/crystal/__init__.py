@@ -16,9 +16,10 @@ kernel serves every query, its constants read from small arrays (:mod:`.kernels`
 per query would cost more there than the query.
 
 The host's part of a query is kept small, since at SSB's sizes the kernel takes well under a
-millisecond: a view keeps, per query, the plan, the bound kernel launches and one result buffer
-(reset with one memset), and a query copies back only the slots it filled (the kernels list
-them, a second kernel packs them), not the whole result array.
+millisecond: a view keeps, per query, the plan, the bound kernel launches, one result buffer
+(reset with one memset where the query has no MIN or MAX) and what decoding its groups needs;
+a query copies back only the slots it filled (a second kernel finds and packs them), not the
+whole result array.
 
 Departures from Crystal: one generator serves every query, where Crystal's kernels are written
 by hand per SSB query (same structure: tile loads, predicated on the rows still qualifying,
@@ -117,38 +118,36 @@ FIRST_COPY_SLOTS = 1024
 
 @dataclass
 class _Prepared:
-    """One query on one view, ready to launch: its plan, its bound kernels and its buffer.
+    """One query on one view, ready to launch: its plan, its bound kernels, its buffer and
+    what a run does to the buffer before and after.
 
-    ``buf`` (int64) holds, in order: the number of touched slots (one word), the COUNT and SUM
-    rows, the MIN and MAX rows (``res`` spans the rows), the touched list, and the packed
-    records :func:`.kernels.compact_kernel` writes. A run zeroes the first two parts at once.
+    ``buf`` (int64) holds, in order: the COUNT and SUM rows, the MIN and MAX rows (``res``
+    spans the rows), then ``packed``: the number of slots filled (one word) and their records,
+    which :func:`.kernels.compact_kernel` writes. A run zeroes the COUNT and SUM rows and the
+    number (one memset where no MIN or MAX row lies between them) and sets the MIN and MAX rows
+    to their start values (``fills``).
     """
 
     plan: Plan
     launch: Any
     compact: Any
     buf: Any
+    packed: Any
     n_slots: int
+    n_zero: int  # words zeroed from the start of buf
+    fills: list[tuple[int, int, int]]  # then (start, stop, value) of buf
     kinds: list[int]
-    row_of: np.ndarray
+    outputs: list[tuple[int, int, int]]  # (kind, expression, row) of each row asked for
     strides: list[int]
     sizes: list[int]
     mins: list[int]
+    bytes_read: int
     private: bool
     host: Any = None  # page-locked buffer of the first copy back (GPU)
 
     @property
     def rows(self) -> int:
         return len(self.kinds)
-
-    @property
-    def n_zero(self) -> int:
-        """Words a run resets to zero: the touched count and the COUNT and SUM rows."""
-        return 1 + self.kinds.count(0) * self.n_slots
-
-    def packed(self) -> Any:
-        start = 1 + (self.rows + 1) * self.n_slots
-        return self.buf[start:start + 1 + self.n_slots * (self.rows + 1)]
 
 
 class CrystalView(View):
@@ -204,9 +203,8 @@ class CrystalEngine(QueryEngine):
         terms = [terms_array(e, vnames) for e in p.values]
         row_of, kinds = result_rows(p)
         rows, n_add = len(kinds), kinds.count(0)
-        buf = xp.zeros(1 + rows * n_slots + n_slots + 1 + n_slots * (rows + 1), dtype=np.int64)
-        n_touched, res = buf[:1], buf[1:1 + rows * n_slots]
-        touched = buf[1 + rows * n_slots:1 + (rows + 1) * n_slots]
+        buf = xp.zeros(rows * n_slots + 1 + n_slots * (rows + 1), dtype=np.int64)
+        res, packed = buf[:rows * n_slots], buf[rows * n_slots:]
         if self.device == "cuda":
             qk = codegen.QueryKernel(
                 filters=tuple(tuple(p.filters[c]) for c in fnames),
@@ -223,21 +221,31 @@ class CrystalEngine(QueryEngine):
             kern = codegen.kernel(qk)
             launch = kern.bind(
                 self.device, *(view.col(c) for c in [*fnames, *p.group_by, *vnames]), res,
-                touched, n_touched, threads_per_block=tpb,
+                threads_per_block=tpb,
                 blocks=blocks_for(kern, tpb, shared, tpb * qk.items), shared_mem=shared)
             private = qk.shared
         else:
             args = self._generic_args(view, p, fnames, vnames, gmin, strides, terms, row_of)
             launch = item_kernel(self.device).bind(
-                self.device, *args, n_slots, res, touched, n_touched,
+                self.device, *args, n_slots, res,
                 threads_per_block=self.params.threads_per_block)
             private = False
-        prepared = _Prepared(p, launch, None, buf, n_slots, kinds, row_of, strides, sizes,
-                             gmin, private,
-                             host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)))
-        prepared.compact = compact_kernel().bind(
-            self.device, n_touched, touched, res, rows, n_slots, prepared.packed(),
+        compact = compact_kernel(self.device).bind(
+            self.device, res, rows, n_slots, packed,
             threads_per_block=self.params.threads_per_block)
+        fills = []  # the MIN rows, then the MAX rows (each kind's rows are adjacent)
+        for kind in (1, 2):
+            if kind in kinds:
+                first, last = kinds.index(kind), len(kinds) - kinds[::-1].index(kind)
+                fills.append((first * n_slots, last * n_slots, _INIT[kind]))
+        if fills:  # the count of filled slots is not next to the COUNT and SUM rows
+            fills.append((rows * n_slots, rows * n_slots + 1, 0))
+        outputs = [(kind, e, int(row_of[3 * e + kind])) for kind in range(3)
+                   for e in range(len(p.values)) if row_of[3 * e + kind] >= 0]
+        prepared = _Prepared(
+            p, launch, compact, buf, packed, n_slots, n_add * n_slots + (0 if fills else 1),
+            fills, kinds, outputs, strides, sizes, gmin, floor_bytes(t, p.query), private,
+            host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)))
         with contextlib.suppress(TypeError):  # an unhashable query is not kept
             view._queries[p.query] = prepared
         return prepared
@@ -290,41 +298,25 @@ class CrystalEngine(QueryEngine):
             return self._run(view, self._prepared(view, p))
 
     def _run(self, view: CrystalView, q: _Prepared) -> Groups:
-        p, rows = q.plan, q.rows
-        self._reset(q)
+        p = q.plan
+        zero_prefix(q.buf, q.n_zero)
+        for start, stop, value in q.fills:
+            q.buf[start:stop] = value
         if not p.empty:
             q.launch(view.table.n_rows)
-        # on the GPU one item a slot (knowing the touched count would cost a synchronisation);
-        # on the CPU one a touched slot
-        q.compact(max(int(q.buf[0]), 1) if isinstance(q.buf, np.ndarray) else q.n_slots)
-        packed = q.packed()
-        records = read_packed(packed, rows + 1, min(q.n_slots, FIRST_COPY_SLOTS), q.host)
-        m = len(records)
+        q.compact(q.n_slots)
+        records = read_packed(q.packed, q.rows + 1, min(q.n_slots, FIRST_COPY_SLOTS), q.host)
         ids, vals = records[:, 0], records[:, 1:].T
-        if not p.group_by and m == 0:  # a query without GROUP BY answers one row
+        if not p.group_by and len(records) == 0:  # a query without GROUP BY answers one row
             ids = np.zeros(1, dtype=np.int64)
             vals = np.array([[_INIT[kind]] for kind in q.kinds], dtype=np.int64)
-        n_exprs = len(p.values)
         keys = [(ids // s) % k + lo_ for s, k, lo_ in zip(q.strides, q.sizes, q.mins,
                                                           strict=True)]
-        per: list[list[np.ndarray | None]] = [[None] * n_exprs for _ in range(3)]
-        for e in range(n_exprs):
-            for kind in range(3):
-                r = int(q.row_of[3 * e + kind])
-                if r >= 0:
-                    per[kind][e] = vals[r]
+        per: list[list[np.ndarray | None]] = [[None] * len(p.values) for _ in range(3)]
+        for kind, e, r in q.outputs:
+            per[kind][e] = vals[r]
         return Groups(keys, vals[0], per[0], per[1], per[2], ordered=True,
-                      bytes_read=floor_bytes(view.table, p.query))
-
-    def _reset(self, q: _Prepared) -> None:
-        """Zero the touched count and the COUNT and SUM rows (one memset on the GPU); start
-        the MIN and MAX rows at the int64 extremes."""
-        zero_prefix(q.buf, q.n_zero)
-        for kind in (1, 2):
-            rows = [r for r, k in enumerate(q.kinds) if k == kind]
-            if rows:
-                at = 1 + rows[0] * q.n_slots
-                q.buf[at:at + len(rows) * q.n_slots] = _INIT[kind]
+                      bytes_read=q.bytes_read)
 
 
 @hookimpl

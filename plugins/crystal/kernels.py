@@ -5,9 +5,9 @@ Result layout, shared by the kernels and the host: ``res`` holds ``rows`` rows o
 int64 words, row-major. Row 0 holds each slot's COUNT; ``row_of[3 * e + k]`` is the row of
 expression ``e``'s SUM (k = 0), MIN (1) or MAX (2), -1 where the query does not ask for it. The
 SUM rows come first, so rows ``0 .. n_add - 1`` are the ones a row adds into, and the MIN and
-MAX rows follow. A slot's first qualifying row appends the slot to ``touched``
-(``n_touched[0]`` counts them); :func:`compact_kernel` then packs the touched slots' rows, so
-the host copies back only the slots the query filled, never the whole array.
+MAX rows follow. No kernel waits for an atomic's old value. After the query's kernel,
+:func:`compact_kernel` packs the slots whose COUNT is not zero, so the host copies back only
+the slots the query filled, never the whole array.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ __all__ = ["blocks_for", "compact_kernel", "item_kernel"]
 @functools.cache
 def item_kernel(device: str) -> Kernel:
     """``(n_rows, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms, tstarts, row_of,
-    n_slots, res, touched, n_touched)``, one item per row; the query's constants are arrays
+    n_slots, res)``, one item per row; the query's constants are arrays
     (one compiled kernel serves every query)."""
     add, amin, amax, _ = atomics(device)
 
     @register_jitable
     def crystal_item(i, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms, tstarts,
-                     row_of, n_slots, res, touched, n_touched):
+                     row_of, n_slots, res):
         if not passes(i, fcols, starts, lo, hi):
             return
         g = np.int64(0)
@@ -50,30 +50,28 @@ def item_kernel(device: str) -> Kernel:
             r = row_of[3 * e + 2]
             if r >= 0:
                 amax(res, r * n_slots + g, v)
-        if add(res, g, np.int64(1)) == 0:
-            touched[add(n_touched, 0, np.int64(1))] = g
+        add(res, g, np.int64(1))
 
     return Kernel(crystal_item, name="crystal_query")
 
 
-@register_jitable
-def compact_item(k, n_touched, touched, res, rows, n_slots, packed):
-    """Slot ``k`` of the touched list packed as ``(slot, row 0, .., row rows-1)`` after
-    ``packed[0]``, which receives their number."""
-    m = n_touched[0]
-    if k == 0:
-        packed[0] = m
-    if k < m:
-        s = touched[k]
-        base = 1 + k * (rows + 1)
-        packed[base] = s
-        for r in range(rows):
-            packed[base + 1 + r] = res[r * n_slots + s]
-
-
 @functools.cache
-def compact_kernel() -> Kernel:
-    """``(n_slots, n_touched, touched, res, rows, n_slots, packed)``: one item per slot."""
+def compact_kernel(device: str) -> Kernel:
+    """``(n_slots, res, rows, n_slots, packed)``, one item per slot: each slot whose COUNT is
+    not zero is packed as ``(slot, row 0, .., row rows-1)`` after ``packed[0]``, which must
+    start at zero and ends as their number (the records in no particular order)."""
+    add = atomics(device)[0]
+
+    @register_jitable
+    def compact_item(k, res, rows, n_slots, packed):
+        c = res[k]
+        if c != 0:
+            at = 1 + add(packed, 0, np.int64(1)) * (rows + 1)
+            packed[at] = k
+            packed[at + 1] = c
+            for r in range(1, rows):
+                packed[at + 1 + r] = res[r * n_slots + k]
+
     return Kernel(compact_item, name="crystal_compact")
 
 
