@@ -432,6 +432,24 @@ def sm_count() -> int:
         return 4
 
 
+@functools.cache
+def shared_memory_per_sm() -> tuple[int, int]:
+    """(bytes of shared memory a multiprocessor of the current GPU holds, bytes the system
+    reserves of it per block); an H100's (228 KiB, 1 KiB) where CuPy cannot say."""
+    try:
+        import cupy
+
+        attrs = cupy.cuda.Device().attributes
+        return (int(attrs.get("MaxSharedMemoryPerMultiprocessor", 228 * 1024)),
+                int(attrs.get("ReservedSharedMemoryPerBlock", 1024)))
+    except Exception:  # no CuPy or no device
+        return 228 * 1024, 1024
+
+
+#: Dynamic shared memory a kernel takes without opting in to more.
+SHARED_WITHOUT_OPT_IN = 48 * 1024
+
+
 def resident_threads() -> int:
     """Threads the current GPU holds at once (2048 a multiprocessor): the grid of a kernel that
     strides over a count it reads on the device."""
@@ -761,7 +779,12 @@ class BlockKernel:
         """Blocks of ``threads`` threads (and ``shared_mem`` bytes of dynamic shared memory)
         that the current GPU holds at once over all its multiprocessors, by the driver's
         occupancy calculator for the compiled kernel (its registers count); None before the
-        kernel is compiled, or with several specialisations, or under the simulator."""
+        kernel is compiled, or with several specialisations, or under the simulator.
+
+        Beyond :data:`SHARED_WITHOUT_OPT_IN` the driver counts no block at all for numba's copy
+        of the kernel, which has not opted in (the launch opts in on its own copy): there the
+        driver's count without dynamic shared memory is capped by what the multiprocessors'
+        shared memory holds."""
         if self._fn is None:
             return None
         overloads = getattr(self._fn, "overloads", {})
@@ -770,7 +793,12 @@ class BlockKernel:
         (compiled,) = overloads.values()
         if not hasattr(compiled, "max_cooperative_grid_blocks"):
             return None
-        return max(1, int(compiled.max_cooperative_grid_blocks(threads, shared_mem)))
+        if shared_mem <= SHARED_WITHOUT_OPT_IN:
+            return max(1, int(compiled.max_cooperative_grid_blocks(threads, shared_mem)))
+        per_sm, reserved = shared_memory_per_sm()
+        static = int(getattr(compiled, "shared_mem_per_block", 0) or 0)
+        return max(1, min(int(compiled.max_cooperative_grid_blocks(threads, 0)),
+                          sm_count() * (per_sm // (static + shared_mem + reserved))))
 
     def bind(self, device: str, *args: Any, threads_per_block: int,
              blocks: Callable[[int], int], shared_mem: int = 0) -> Callable[..., None]:

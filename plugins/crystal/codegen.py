@@ -17,7 +17,12 @@ all before any atomic, and adds them into the result:
 * ``global``: into ``res`` with device-memory atomics;
 * ``shared``: into the block's copy of the COUNT and SUM rows in shared memory, added into
   ``res`` when the block is done (Crystal's block-level pre-aggregation). A query without
-  GROUP BY (one slot) sums in registers, one shared add a thread.
+  GROUP BY (one slot) sums in registers, one shared add a thread. Each int64 word is a pair
+  of uint32 words there: the GPU has no 64-bit atomic add in shared memory (ptxas makes one a
+  compare-and-swap loop, ``ATOMS.CAST.SPIN.64``), so a row adds into the low word with a
+  native 32-bit atomic and into the high word only where it changes (the value's high half
+  plus the low word's carry). On an H100 at SF 10, ``GROUP BY d_year`` summing every row's
+  revenue into 7 slots took 0.208 ms instead of 1.69 ms; SSB's queries did not change.
 
 Either way no add waits for its old value, so every atomic is a reduction the memory system
 completes on its own (``RED``, not ``ATOM``) and a thread's next tile starts as soon as its adds
@@ -104,10 +109,25 @@ def source(q: QueryKernel) -> str:
     def put(depth: int, line: str) -> None:
         src.append("    " * depth + line)
 
+    def add64(depth: int, word: str, value: str) -> None:
+        """Add int64 ``value`` into the shared (low, high) uint32 pair from ``word``: a native
+        32-bit atomic on the low half, the high half only where it changes (the value's high
+        half plus the low half's carry, both modulo 2^32)."""
+        put(depth, f"lo = np.uint32({value} & 0xFFFFFFFF)")
+        put(depth, f"old = cuda.atomic.add(sh, {word}, lo)")
+        put(depth, f"hi = np.uint64(({value} >> 32) & 0xFFFFFFFF) "
+                   f"+ ((np.uint64(old) + np.uint64(lo)) >> np.uint64(32))")
+        put(depth, "if hi & np.uint64(0xFFFFFFFF) != 0:")
+        put(depth + 1, f"cuda.atomic.add(sh, {word} + 1, np.uint32(hi & np.uint64(0xFFFFFFFF)))")
+
+    def read64(word: str) -> str:
+        """The int64 a shared (low, high) uint32 pair holds."""
+        return f"((np.int64(sh[{word} + 1]) << 32) | np.int64(sh[{word}]))"
+
     if q.shared:
-        put(1, "sh = cuda.shared.array(0, I64)")
+        put(1, "sh = cuda.shared.array(0, U32)")
         put(1, "w = cuda.threadIdx.x")
-        put(1, f"while w < {n_add * q.n_slots}:")
+        put(1, f"while w < {2 * n_add * q.n_slots}:")
         put(2, "sh[w] = 0")
         put(2, "w += cuda.blockDim.x")
         put(1, "cuda.syncthreads()")
@@ -172,7 +192,7 @@ def source(q: QueryKernel) -> str:
                 if one_slot:
                     put(3, f"acc{r_sum} += e")
                 elif q.shared:
-                    put(3, f"cuda.atomic.add(sh, {r_sum * q.n_slots} + s, e)")
+                    add64(3, f"2 * ({r_sum * q.n_slots} + s)", "e")
                 else:
                     put(3, f"cuda.atomic.add(res, {r_sum * q.n_slots} + s, e)")
             if r_min >= 0:
@@ -182,7 +202,7 @@ def source(q: QueryKernel) -> str:
         if one_slot:
             put(3, "acc0 += 1")
         elif q.shared:
-            put(3, "cuda.atomic.add(sh, s, np.int64(1))")
+            add64(3, "2 * s", "np.int64(1)")
         else:
             put(3, "cuda.atomic.add(res, s, np.int64(1))")
     put(2, "tile += cuda.gridDim.x")
@@ -191,14 +211,14 @@ def source(q: QueryKernel) -> str:
     if one_slot:
         for r in range(n_add):
             put(1, f"if acc{r} != 0:")
-            put(2, f"cuda.atomic.add(sh, {r}, acc{r})")
+            add64(2, str(2 * r), f"acc{r}")
     put(1, "cuda.syncthreads()")
     put(1, "t = cuda.threadIdx.x")
     put(1, f"while t < {q.n_slots}:")
-    put(2, "c = sh[t]")
+    put(2, f"c = {read64('2 * t')}")
     put(2, "if c != 0:")
     for r in range(1, n_add):
-        put(3, f"cuda.atomic.add(res, {r * q.n_slots} + t, sh[{r * q.n_slots} + t])")
+        put(3, f"cuda.atomic.add(res, {r * q.n_slots} + t, {read64(f'2 * ({r * q.n_slots} + t)')})")
     put(3, "cuda.atomic.add(res, t, c)")
     put(2, "t += cuda.blockDim.x")
     return "\n".join(src) + "\n"
@@ -209,7 +229,7 @@ def kernel(q: QueryKernel) -> BlockKernel:
     """The query's kernel (compiled on first launch; kept for the last 256 queries)."""
     from numba import types
 
-    return BlockKernel("crystal_q", source(q), {"np": np, "I64": types.int64})
+    return BlockKernel("crystal_q", source(q), {"np": np, "U32": types.uint32})
 
 
 def shared_bytes(q: QueryKernel) -> int:

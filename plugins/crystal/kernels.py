@@ -19,7 +19,7 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.native.groupagg import atomics, expr_value, passes
-from indexzoo.native.targets import BlockKernel, Kernel, sm_count
+from indexzoo.native.targets import BlockKernel, Kernel, shared_memory_per_sm, sm_count
 
 __all__ = ["blocks_for", "compact_kernel", "item_kernel"]
 
@@ -90,8 +90,9 @@ def blocks_for(kernel: BlockKernel, threads: int, shared: int,
     def blocks(n: int) -> int:
         if not held and (got := kernel.resident_blocks(threads, shared)) is not None:
             held.append(got)
+        per_sm, reserved = shared_memory_per_sm()
         most = held[0] if held else sm_count() * max(1, min(
-            2048 // threads, (228 * 1024) // (shared + 1024)))
+            2048 // threads, per_sm // (shared + reserved)))
         return max(1, min(most, -(-n // rows_per_block)))
 
     return blocks

@@ -117,3 +117,34 @@ def test_a_slot_may_stand_for_a_field_of_a_record_argument(device: str) -> None:
         out = to_device(np.zeros(n, np.int64), device)
         launch(n, x, out)
         np.testing.assert_array_equal(to_numpy(out), 5 * (np.arange(n) + n))
+
+
+def test_a_block_kernels_resident_blocks_count_shared_memory_beyond_the_opt_in() -> None:
+    """Up to 48 KiB of dynamic shared memory the driver's count for the compiled kernel is the
+    answer. Beyond it the driver counts no block for numba's copy of the kernel (the launch
+    opts in on its own copy), so the count without dynamic shared memory is capped by what the
+    multiprocessors' shared memory holds, never dropping to one block."""
+    from indexzoo.native.targets import (
+        SHARED_WITHOUT_OPT_IN,
+        BlockKernel,
+        shared_memory_per_sm,
+        sm_count,
+    )
+
+    class Compiled:  # numba's compiled kernel, as the driver answers for it
+        shared_mem_per_block = 0
+
+        def max_cooperative_grid_blocks(self, threads: int, shared: int) -> int:
+            return 0 if shared > SHARED_WITHOUT_OPT_IN else 5 * sm_count()
+
+    class Dispatcher:
+        def __init__(self) -> None:
+            self.overloads = {"sig": Compiled()}
+
+    k = BlockKernel("k", "", {})
+    assert k.resident_blocks(256, 70_000) is None  # not compiled yet
+    k._fn = Dispatcher()
+    per_sm, reserved = shared_memory_per_sm()
+    assert k.resident_blocks(256, 0) == k.resident_blocks(256, 40_000) == 5 * sm_count()
+    assert k.resident_blocks(256, 70_000) == min(5, per_sm // (70_000 + reserved)) * sm_count()
+    assert k.resident_blocks(256, 112_000) == (per_sm // (112_000 + reserved)) * sm_count() > 1

@@ -432,11 +432,14 @@ for m in (crystal, rte, rtmod):
     m.array_module = lambda device: np   # NumPy arrays, GPU kernels: numba's simulator
 rng = np.random.default_rng(2)
 n = 64
-data = {"a": rng.integers(0, 4, n), "b": rng.integers(0, 9, n), "v": rng.integers(-50, 1000, n)}
+data = {"a": rng.integers(0, 4, n), "b": rng.integers(0, 9, n), "v": rng.integers(-50, 1000, n),
+        "big": rng.integers(-2**40, 2**40, n)}  # sums whose low 32 bits carry and borrow
 specs = [q.Query(where=[q.col("a").isin([1, 3]), q.col("b").between(2, 7)], group_by=["a"],
                  select=[q.sum("v", "s"), q.min("v", "lo"), q.max(q.col("v") * q.col("b"), "hi"),
                          q.count()]),
-         q.Query(where=[q.col("b").gt(4)], select=[q.sum(q.col("v") - q.col("a"), "s")])]
+         q.Query(where=[q.col("b").gt(4)], select=[q.sum(q.col("v") - q.col("a"), "s")]),
+         q.Query(where=[q.col("b").gt(1)], group_by=["a"], select=[q.sum("big", "s")]),
+         q.Query(select=[q.sum("big", "s"), q.count()])]
 # crystal with its shared-memory kernel (the default at these sizes) and its global one, the
 # latter also with one row a thread per tile; with one or all filter columns read for every row
 # (a group or value column that is also a filter column takes the filter's read either way)
