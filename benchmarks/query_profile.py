@@ -13,6 +13,13 @@ result buffer, the scan of the slice lengths, the copy back and the host's regro
 stages leave of the timed wall is the rest of the host's work. A stage timed alone includes its
 launch; ``empty launch`` is the cost of a kernel that does nothing, for scale. ``--params``
 passes engine parameters as JSON (e.g. '{"shared_slots": 0}'); repeat it to compare settings.
+
+Timing a stage alone adds synchronisations, which a run does not have: a launch's host cost
+then hides the GPU's work. So the runs are also marked, without any synchronisation, at the
+entry and exit of the same helpers and launches ("marks": median microseconds between
+consecutive marks, from the start of ``engine.run`` to its end). The span that ends at the
+copy back's exit is the wait for the GPU; the marks before it are the host's part before and
+while the GPU works, those after it the host's part after.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import argparse
 import cProfile
 import importlib
 import io
+import itertools
 import json
 import pstats
 import statistics
@@ -87,10 +95,30 @@ def empty_launch_ms() -> float:
 
 
 @contextmanager
-def timed_stages(engine_name: str, prepared: Any) -> Iterator[dict[str, list[float]]]:
-    """Every stage of ``prepared``'s runs timed alone, in ms, while the block runs."""
+def wrapped_stages(engine_name: str, prepared: Any,
+                   wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]) -> Iterator[None]:
+    """The engine's stages (its helpers, ``prepared``'s launches, CuPy's scan) replaced by
+    ``wrap(name, stage)`` while the block runs."""
     import cupy
 
+    modname, helpers, launches = STAGES[engine_name]
+    mod = importlib.import_module(modname)
+    saved = [(mod, h, getattr(mod, h)) for h in helpers]
+    saved += [(prepared, a, getattr(prepared, a)) for a in launches
+              if getattr(prepared, a, None) is not None]
+    saved.append((cupy, "cumsum", cupy.cumsum))
+    for owner, attr, fn in saved:
+        setattr(owner, attr, wrap(attr, fn))
+    try:
+        yield
+    finally:
+        for owner, attr, fn in saved:
+            setattr(owner, attr, fn)
+
+
+@contextmanager
+def timed_stages(engine_name: str, prepared: Any) -> Iterator[dict[str, list[float]]]:
+    """Every stage of ``prepared``'s runs timed alone, in ms, while the block runs."""
     times: dict[str, list[float]] = defaultdict(list)
 
     def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -103,19 +131,46 @@ def timed_stages(engine_name: str, prepared: Any) -> Iterator[dict[str, list[flo
             return out
         return timed
 
-    modname, helpers, launches = STAGES[engine_name]
-    mod = importlib.import_module(modname)
-    saved = [(mod, h, getattr(mod, h)) for h in helpers]
-    saved += [(prepared, a, getattr(prepared, a)) for a in launches
-              if getattr(prepared, a, None) is not None]
-    saved.append((cupy, "cumsum", cupy.cumsum))
-    for owner, attr, fn in saved:
-        setattr(owner, attr, wrap(attr, fn))
-    try:
+    with wrapped_stages(engine_name, prepared, wrap):
         yield times
-    finally:
-        for owner, attr, fn in saved:
-            setattr(owner, attr, fn)
+
+
+@contextmanager
+def marked_stages(engine_name: str, prepared: Any) -> Iterator[list[tuple[str, float]]]:
+    """``(mark, perf_counter)`` at the entry (``name>``) and exit (``name<``) of every stage,
+    no synchronisation added, appended to the list while the block runs."""
+    marks: list[tuple[str, float]] = []
+
+    def wrap(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def marked(*a: Any, **kw: Any) -> Any:
+            marks.append((f"{name}>", time.perf_counter()))
+            out = fn(*a, **kw)
+            marks.append((f"{name}<", time.perf_counter()))
+            return out
+        return marked
+
+    with wrapped_stages(engine_name, prepared, wrap):
+        yield marks
+
+
+def mark_spans(engine: Any, view: Any, spec: Any, engine_name: str, prepared: Any,
+               repeats: int) -> str:
+    """The median microseconds between consecutive marks of ``repeats`` runs (the spans of the
+    first run's sequence; a run whose marks differ from it is left out)."""
+    with marked_stages(engine_name, prepared) as marks:
+        runs: list[list[tuple[str, float]]] = []
+        for _ in range(repeats):
+            marks.clear()
+            start = time.perf_counter()
+            engine.run(view, spec)
+            end = time.perf_counter()
+            runs.append([("start", start), *marks, ("end", end)])
+    names = [m for m, _ in runs[0]]
+    spans = [[b - a for (_, a), (_, b) in itertools.pairwise(r)] for r in runs
+             if [m for m, _ in r] == names]
+    return ", ".join(f"{a}..{b} {statistics.median(col) * 1e6:.0f}"
+                     for (a, b), col in zip(itertools.pairwise(names), zip(*spans, strict=True),
+                                            strict=True))
 
 
 def profile(engine_name: str, engine: Any, table: Any, args: argparse.Namespace,
@@ -140,6 +195,8 @@ def profile(engine_name: str, engine: Any, table: Any, args: argparse.Namespace,
         prepared = getattr(view, "_queries", None) or view.queries
         with timed_stages(engine_name, prepared[spec]) as stages:
             staged = [wall() for _ in range(args.repeats)]
+        marked = mark_spans(engine, view, spec, engine_name, prepared[spec],
+                            max(args.repeats, 100))
         prof = cProfile.Profile()
         prof.enable()
         engine.run(view, spec)
@@ -153,6 +210,7 @@ def profile(engine_name: str, engine: Any, table: Any, args: argparse.Namespace,
               f"{med_staged:.3f} ms: "
               + ", ".join(f"{k} {v:.3f}" for k, v in parts.items())
               + f", rest {med_staged - sum(parts.values()):.3f}", flush=True)
+        print(f"   marks (us, no synchronisation): {marked}", flush=True)
         if args.top:
             text = io.StringIO()
             pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(args.top)
