@@ -143,6 +143,7 @@ class _Prepared:
     mins: list[int]
     bytes_read: int
     private: bool
+    n_listed: Any  # the number of slots the CPU kernel lists (None on the GPU, which lists none)
     host: Any = None  # page-locked buffer of the first copy back (GPU)
 
     @property
@@ -224,14 +225,16 @@ class CrystalEngine(QueryEngine):
                 threads_per_block=tpb,
                 blocks=blocks_for(kern, tpb, shared, tpb * qk.items), shared_mem=shared)
             private = qk.shared
+            listed, n_listed = xp.zeros(0, dtype=np.int64), None
         else:
             args = self._generic_args(view, p, fnames, vnames, gmin, strides, terms, row_of)
+            listed, n_listed = xp.zeros(n_slots, dtype=np.int64), xp.zeros(1, dtype=np.int64)
             launch = item_kernel(self.device).bind(
-                self.device, *args, n_slots, res,
+                self.device, *args, n_slots, res, listed, n_listed,
                 threads_per_block=self.params.threads_per_block)
             private = False
         compact = compact_kernel(self.device).bind(
-            self.device, res, rows, n_slots, packed,
+            self.device, res, rows, n_slots, listed, packed,
             threads_per_block=self.params.threads_per_block)
         fills = []  # the MIN rows, then the MAX rows (each kind's rows are adjacent)
         for kind in (1, 2):
@@ -245,7 +248,7 @@ class CrystalEngine(QueryEngine):
         prepared = _Prepared(
             p, launch, compact, buf, packed, n_slots, n_add * n_slots + (0 if fills else 1),
             fills, kinds, outputs, strides, sizes, gmin, floor_bytes(t, p.query), private,
-            host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)))
+            n_listed, host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)))
         with contextlib.suppress(TypeError):  # an unhashable query is not kept
             view._queries[p.query] = prepared
         return prepared
@@ -302,9 +305,13 @@ class CrystalEngine(QueryEngine):
         zero_prefix(q.buf, q.n_zero)
         for start, stop, value in q.fills:
             q.buf[start:stop] = value
+        if q.n_listed is not None:
+            q.n_listed[0] = 0
         if not p.empty:
             q.launch(view.table.n_rows)
-        q.compact(q.n_slots)
+        # the slots the CPU kernel listed, or every slot (knowing how many a GPU kernel filled
+        # would cost a synchronisation)
+        q.compact(q.n_slots if q.n_listed is None else int(q.n_listed[0]))
         records = read_packed(q.packed, q.rows + 1, min(q.n_slots, FIRST_COPY_SLOTS), q.host)
         ids, vals = records[:, 0], records[:, 1:].T
         if not p.group_by and len(records) == 0:  # a query without GROUP BY answers one row

@@ -5,9 +5,13 @@ Result layout, shared by the kernels and the host: ``res`` holds ``rows`` rows o
 int64 words, row-major. Row 0 holds each slot's COUNT; ``row_of[3 * e + k]`` is the row of
 expression ``e``'s SUM (k = 0), MIN (1) or MAX (2), -1 where the query does not ask for it. The
 SUM rows come first, so rows ``0 .. n_add - 1`` are the ones a row adds into, and the MIN and
-MAX rows follow. No kernel waits for an atomic's old value. After the query's kernel,
-:func:`compact_kernel` packs the slots whose COUNT is not zero, so the host copies back only
-the slots the query filled, never the whole array.
+MAX rows follow. After the query's kernel, :func:`compact_kernel` packs the slots whose COUNT
+is not zero, so the host copies back only the slots the query filled, never the whole array.
+It looks at the slots the CPU kernel lists as it fills them (a slot's first add appends it),
+or at every slot after a GPU kernel, which lists none: there the list would make every
+qualifying row wait for its COUNT's old value (see :mod:`.codegen`), and one look at each
+slot's COUNT costs less. On the CPU the atomics' old values come at no cost, and a look at each
+of many slots would not (1.75 M slots, SSB Q4.3: 4.9 ms on two cores).
 """
 
 from __future__ import annotations
@@ -27,13 +31,13 @@ __all__ = ["blocks_for", "compact_kernel", "item_kernel"]
 @functools.cache
 def item_kernel(device: str) -> Kernel:
     """``(n_rows, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms, tstarts, row_of,
-    n_slots, res)``, one item per row; the query's constants are arrays
+    n_slots, res, listed, n_listed)``, one item per row; the query's constants are arrays
     (one compiled kernel serves every query)."""
     add, amin, amax, _ = atomics(device)
 
     @register_jitable
     def crystal_item(i, fcols, starts, lo, hi, gcols, gmin, gstride, vcols, terms, tstarts,
-                     row_of, n_slots, res):
+                     row_of, n_slots, res, listed, n_listed):
         if not passes(i, fcols, starts, lo, hi):
             return
         g = np.int64(0)
@@ -50,27 +54,30 @@ def item_kernel(device: str) -> Kernel:
             r = row_of[3 * e + 2]
             if r >= 0:
                 amax(res, r * n_slots + g, v)
-        add(res, g, np.int64(1))
+        if add(res, g, np.int64(1)) == 0:
+            listed[add(n_listed, 0, np.int64(1))] = g
 
     return Kernel(crystal_item, name="crystal_query")
 
 
 @functools.cache
 def compact_kernel(device: str) -> Kernel:
-    """``(n_slots, res, rows, n_slots, packed)``, one item per slot: each slot whose COUNT is
-    not zero is packed as ``(slot, row 0, .., row rows-1)`` after ``packed[0]``, which must
-    start at zero and ends as their number (the records in no particular order)."""
+    """``(n, res, rows, n_slots, listed, packed)``, one item per slot of ``listed`` (``n`` of
+    them), or per slot of ``res`` where ``listed`` is empty (``n = n_slots``): each slot whose
+    COUNT is not zero is packed as ``(slot, row 0, .., row rows-1)`` after ``packed[0]``, which
+    must start at zero and ends as their number (the records in no particular order)."""
     add = atomics(device)[0]
 
     @register_jitable
-    def compact_item(k, res, rows, n_slots, packed):
-        c = res[k]
+    def compact_item(k, res, rows, n_slots, listed, packed):
+        s = listed[k] if len(listed) else k
+        c = res[s]
         if c != 0:
             at = 1 + add(packed, 0, np.int64(1)) * (rows + 1)
-            packed[at] = k
+            packed[at] = s
             packed[at + 1] = c
             for r in range(1, rows):
-                packed[at + 1 + r] = res[r * n_slots + k]
+                packed[at + 1 + r] = res[r * n_slots + s]
 
     return Kernel(compact_item, name="crystal_compact")
 
