@@ -97,9 +97,11 @@ def blocks_for(kernel: BlockKernel, threads: int, shared: int,
     def blocks(n: int) -> int:
         if not held and (got := kernel.resident_blocks(threads, shared)) is not None:
             held.append(got)
-        per_sm, reserved = shared_memory_per_sm()
-        most = held[0] if held else sm_count() * max(1, min(
-            2048 // threads, per_sm // (shared + reserved)))
+        if held:
+            most = held[0]
+        else:
+            per_sm, reserved = shared_memory_per_sm()
+            most = sm_count() * max(1, min(2048 // threads, per_sm // (shared + reserved)))
         return max(1, min(most, -(-n // rows_per_block)))
 
     return blocks
