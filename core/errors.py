@@ -19,6 +19,7 @@ __all__ = [
     "InvalidInput",
     "MissingDependency",
     "NotBuilt",
+    "OutOfRange",
     "PluginError",
     "ResourceError",
     "Unsupported",
@@ -32,6 +33,13 @@ class IndexZooError(Exception):
 class InvalidInput(IndexZooError, ValueError):
     """A key, value or lookup array is unusable: wrong dtype or shape, NaN, mismatched length,
     or a key outside what the index (or the chosen mode) can represent."""
+
+
+class OutOfRange(InvalidInput):
+    """A value of a query's expression leaves its SQL type (``a * b`` of two BIGINT columns
+    past 2^63, say) on a row the query reads: the query is refused, as DuckDB refuses it,
+    rather than answered with a wrapped value. The message names the expression, its type and
+    the values."""
 
 
 class IndexFileError(IndexZooError, ValueError):

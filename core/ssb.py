@@ -53,8 +53,8 @@ import numpy as np
 from .errors import InvalidInput, MissingDependency
 from .query import Query, QueryResult, Table, col, plan, sum
 
-__all__ = ["EXPECTED", "PAPER_SELECTIVITY", "QUERIES", "TABLE", "Table", "duckdb_answer", "generate",
-           "selectivity", "sql", "to_arrow"]
+__all__ = ["EXPECTED", "PAPER_SELECTIVITY", "QUERIES", "SQL", "TABLE", "Table", "duckdb_answer",
+           "generate", "selectivity", "sql", "to_arrow"]
 
 TABLE = "lineorder_flat"
 
@@ -240,6 +240,55 @@ QUERIES: dict[str, Query] = {
 for _name, _q in QUERIES.items():
     object.__setattr__(_q, "name", _name)
 
+#: The 13 queries as SQL text on the flat table (SSB's text with its joins gone), which
+#: :func:`indexzoo.query.parse` reads into :data:`QUERIES` (``QueryEngine.sql`` runs them).
+SQL: dict[str, str] = {
+    "q1.1": "select sum(lo_extendedprice * lo_discount) as revenue from lineorder_flat "
+            "where d_year = 1993 and lo_discount between 1 and 3 and lo_quantity < 25",
+    "q1.2": "select sum(lo_extendedprice * lo_discount) as revenue from lineorder_flat "
+            "where d_yearmonthnum = 199401 and lo_discount between 4 and 6 "
+            "and lo_quantity between 26 and 35",
+    "q1.3": "select sum(lo_extendedprice * lo_discount) as revenue from lineorder_flat "
+            "where d_weeknuminyear = 6 and d_year = 1994 and lo_discount between 5 and 7 "
+            "and lo_quantity between 26 and 35",
+    "q2.1": "select d_year, p_brand1, sum(lo_revenue) as revenue from lineorder_flat "
+            "where p_category = 'MFGR#12' and s_region = 'AMERICA' "
+            "group by d_year, p_brand1 order by d_year, p_brand1",
+    "q2.2": "select d_year, p_brand1, sum(lo_revenue) as revenue from lineorder_flat "
+            "where p_brand1 between 'MFGR#2221' and 'MFGR#2228' and s_region = 'ASIA' "
+            "group by d_year, p_brand1 order by d_year, p_brand1",
+    "q2.3": "select d_year, p_brand1, sum(lo_revenue) as revenue from lineorder_flat "
+            "where p_brand1 = 'MFGR#2239' and s_region = 'EUROPE' "
+            "group by d_year, p_brand1 order by d_year, p_brand1",
+    "q3.1": "select c_nation, s_nation, d_year, sum(lo_revenue) as revenue from lineorder_flat "
+            "where c_region = 'ASIA' and s_region = 'ASIA' and d_year between 1992 and 1997 "
+            "group by c_nation, s_nation, d_year order by d_year asc, revenue desc",
+    "q3.2": "select c_city, s_city, d_year, sum(lo_revenue) as revenue from lineorder_flat "
+            "where c_nation = 'UNITED STATES' and s_nation = 'UNITED STATES' "
+            "and d_year between 1992 and 1997 "
+            "group by c_city, s_city, d_year order by d_year asc, revenue desc",
+    "q3.3": "select c_city, s_city, d_year, sum(lo_revenue) as revenue from lineorder_flat "
+            "where c_city in ('UNITED KI1', 'UNITED KI5') and s_city in ('UNITED KI1', "
+            "'UNITED KI5') and d_year between 1992 and 1997 "
+            "group by c_city, s_city, d_year order by d_year asc, revenue desc",
+    "q3.4": "select c_city, s_city, d_year, sum(lo_revenue) as revenue from lineorder_flat "
+            "where c_city in ('UNITED KI1', 'UNITED KI5') and s_city in ('UNITED KI1', "
+            "'UNITED KI5') and d_yearmonth = 'Dec1997' "
+            "group by c_city, s_city, d_year order by d_year asc, revenue desc",
+    "q4.1": "select d_year, c_nation, sum(lo_revenue - lo_supplycost) as profit "
+            "from lineorder_flat where c_region = 'AMERICA' and s_region = 'AMERICA' "
+            "and p_mfgr in ('MFGR#1', 'MFGR#2') group by d_year, c_nation "
+            "order by d_year, c_nation",
+    "q4.2": "select d_year, s_nation, p_category, sum(lo_revenue - lo_supplycost) as profit "
+            "from lineorder_flat where c_region = 'AMERICA' and s_region = 'AMERICA' "
+            "and d_year in (1997, 1998) and p_mfgr in ('MFGR#1', 'MFGR#2') "
+            "group by d_year, s_nation, p_category order by d_year, s_nation, p_category",
+    "q4.3": "select d_year, s_city, p_brand1, sum(lo_revenue - lo_supplycost) as profit "
+            "from lineorder_flat where c_region = 'AMERICA' and s_nation = 'UNITED STATES' "
+            "and d_year in (1997, 1998) and p_category = 'MFGR#14' "
+            "group by d_year, s_city, p_brand1 order by d_year, s_city, p_brand1",
+}
+
 #: Selectivity (fraction of rows) of each query in the RTCUDB paper's Table 1.
 PAPER_SELECTIVITY: dict[str, float] = {
     "q1.1": 1.99e-2, "q1.2": 7e-4, "q1.3": 2e-4, "q2.1": 8.0e-3, "q2.2": 1.6e-3, "q2.3": 2e-4,
@@ -276,7 +325,8 @@ def sql(query: Query) -> str:
 
 def duckdb_answer(table: Table | Any, query: Query, connection: Any = None) -> QueryResult:
     """DuckDB's answer to ``query`` over ``table`` (a Table, or a PyArrow table from
-    :func:`to_arrow`), as a :class:`~indexzoo.query.QueryResult`."""
+    :func:`to_arrow`), as a :class:`~indexzoo.query.QueryResult` (NULLs masked, sums past
+    int64 as Python integers: the engines' representation)."""
     try:
         import duckdb
     except ImportError:
@@ -285,13 +335,18 @@ def duckdb_answer(table: Table | Any, query: Query, connection: Any = None) -> Q
     if con is None:
         con = duckdb.connect()
         con.register(TABLE, to_arrow(table) if isinstance(table, Table) else table)
-    res = con.execute(sql(query)).fetchnumpy()
+    cur = con.execute(sql(query))
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
     out = {}
-    for k, v in res.items():
-        arr = np.asarray(v)
-        if np.ma.isMaskedArray(v):
-            arr = np.ma.filled(v, 0)
-        if arr.dtype.kind == "O":
-            arr = arr.astype(str)
-        out[k] = arr
+    for j, name in enumerate(names):
+        vals = [r[j] for r in rows]
+        null = np.array([v is None for v in vals], dtype=bool)
+        kept = [v for v in vals if v is not None]
+        fill = kept[0] if kept else 0
+        arr = np.array([fill if v is None else v for v in vals])
+        if arr.dtype == object and all(isinstance(v, int) for v in kept):
+            big = any(not -(1 << 63) <= v < 1 << 63 for v in kept)
+            arr = np.array(arr, dtype=object if big else np.int64)
+        out[name] = np.ma.MaskedArray(arr, mask=null) if null.any() else arr
     return QueryResult(out)

@@ -32,6 +32,7 @@ group codes, so an ORDER BY on a prefix of the GROUP BY columns is skipped.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -56,6 +57,7 @@ from indexzoo.query import (
     intervals_arrays,
     terms_array,
 )
+from indexzoo.resources import MemoryEstimate, check_fits
 
 from . import codegen
 from .kernels import blocks_for, compact_kernel, item_kernel
@@ -83,17 +85,21 @@ class CrystalParams(KernelParams):
         "filter eager made 12 of them slower."))
 
 
-_OPS = {"sum": 0, "avg": 0, "min": 1, "max": 2}
+_OPS = {"sum": 0, "min": 1, "max": 2}
 _INIT = (0, np.iinfo(np.int64).max, np.iinfo(np.int64).min)  # SUM, MIN, MAX start values
+
+#: A GROUP BY column whose codes span more than this many values, and more than the table's
+#: rows, is renumbered 0..k-1 by its distinct codes (a perfect hash over a sparse column's
+#: whole domain would hold mostly empty slots).
+DENSE_ABOVE = 1 << 16
 
 
 def result_rows(p: Plan) -> tuple[np.ndarray, list[int]]:
     """``row_of`` (3 per value expression: its SUM, MIN and MAX row, -1 if not asked) and the
     kinds of the rows (0 COUNT or SUM, 1 MIN, 2 MAX), COUNT and SUM rows first."""
     asked = [[False] * 3 for _ in p.values]
-    for a, vi in zip(p.query.select, p.value_of, strict=True):
-        if vi >= 0:
-            asked[vi][_OPS[a.op]] = True
+    for op, vi in p.aggs:
+        asked[vi][_OPS[op]] = True
     row_of = np.full(3 * max(len(p.values), 1), -1, dtype=np.int64)
     kinds = [0]
     for k in range(3):
@@ -141,6 +147,7 @@ class _Prepared:
     strides: list[int]
     sizes: list[int]
     mins: list[int]
+    maps: list[Any]  # per group column: the table codes of its dense numbers, or None
     bytes_read: int
     private: bool
     n_listed: Any  # the number of slots the CPU kernel lists (None on the GPU, which lists none)
@@ -191,9 +198,22 @@ class CrystalEngine(QueryEngine):
             return hit
         t = view.table
         xp = array_module(self.device)
-        doms = [t.domain(c) for c in p.group_by]
+        gnames: list[str] = []
+        gmaps: list[np.ndarray | None] = []
+        doms: list[tuple[int, int]] = []
+        for c in p.group_by:
+            lo, hi = t.domain(c)
+            if hi - lo + 1 > max(DENSE_ABOVE, t.n_rows):
+                name, codes = t.dense(c)
+                gnames.append(name)
+                gmaps.append(codes)
+                doms.append((0, len(codes) - 1))
+            else:
+                gnames.append(c)
+                gmaps.append(None)
+                doms.append((lo, hi))
         sizes = [hi - lo + 1 for lo, hi in doms]
-        n_slots = int(np.prod(sizes)) if sizes else 1
+        n_slots = math.prod(sizes) if sizes else 1
         if n_slots > self.params.max_slots:
             raise Unsupported(f"GROUP BY {', '.join(p.group_by)} spans {n_slots} slots, more "
                               f"than max_slots={self.params.max_slots}")
@@ -204,7 +224,10 @@ class CrystalEngine(QueryEngine):
         terms = [terms_array(e, vnames) for e in p.values]
         row_of, kinds = result_rows(p)
         rows, n_add = len(kinds), kinds.count(0)
-        buf = xp.zeros(rows * n_slots + 1 + n_slots * (rows + 1), dtype=np.int64)
+        words = rows * n_slots + 1 + n_slots * (rows + 1)
+        what = f"crystal's result buffer ({n_slots} groups x {rows} aggregates)"
+        check_fits(MemoryEstimate({what: 8 * words}), self.device, what)
+        buf = xp.zeros(words, dtype=np.int64)
         res, packed = buf[:rows * n_slots], buf[rows * n_slots:]
         if self.device == "cuda":
             qk = codegen.QueryKernel(
@@ -215,19 +238,20 @@ class CrystalEngine(QueryEngine):
                 shared=(n_slots <= self.params.shared_slots
                         and 8 * n_add * n_slots <= SHARED_BYTES),
                 items=self.params.items_per_thread, eager_filters=self.params.eager_filters,
-                group_filter=tuple(fnames.index(c) if c in fnames else -1 for c in p.group_by),
+                group_filter=tuple(fnames.index(c) if c in fnames else -1 for c in gnames),
                 value_filter=tuple(fnames.index(c) if c in fnames else -1 for c in vnames))
             shared = codegen.shared_bytes(qk)
             tpb = self.params.threads_per_block
             kern = codegen.kernel(qk)
             launch = kern.bind(
-                self.device, *(view.col(c) for c in [*fnames, *p.group_by, *vnames]), res,
+                self.device, *(view.col(c) for c in [*fnames, *gnames, *vnames]), res,
                 threads_per_block=tpb,
                 blocks=blocks_for(kern, tpb, shared, tpb * qk.items), shared_mem=shared)
             private = qk.shared
             listed, n_listed = xp.zeros(0, dtype=np.int64), None
         else:
-            args = self._generic_args(view, p, fnames, vnames, gmin, strides, terms, row_of)
+            args = self._generic_args(view, p, gnames, fnames, vnames, gmin, strides, terms,
+                                      row_of)
             listed, n_listed = xp.zeros(n_slots, dtype=np.int64), xp.zeros(1, dtype=np.int64)
             launch = item_kernel(self.device).bind(
                 self.device, *args, n_slots, res, listed, n_listed,
@@ -247,41 +271,42 @@ class CrystalEngine(QueryEngine):
                    for e in range(len(p.values)) if row_of[3 * e + kind] >= 0]
         prepared = _Prepared(
             p, launch, compact, buf, packed, n_slots, n_add * n_slots + (0 if fills else 1),
-            fills, kinds, outputs, strides, sizes, gmin, floor_bytes(t, p.query), private,
+            fills, kinds, outputs, strides, sizes, gmin, gmaps, floor_bytes(t, p.query), private,
             n_listed, host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)))
         with contextlib.suppress(TypeError):  # an unhashable query is not kept
             view._queries[p.query] = prepared
         return prepared
 
-    def _generic_args(self, view: CrystalView, p: Plan, fnames: list[str], vnames: list[str],
-                      gmin: list[int], strides: list[int], terms: list[np.ndarray],
-                      row_of: np.ndarray) -> tuple[Any, ...]:
+    def _generic_args(self, view: CrystalView, p: Plan, gnames: list[str], fnames: list[str],
+                      vnames: list[str], gmin: list[int], strides: list[int],
+                      terms: list[np.ndarray], row_of: np.ndarray) -> tuple[Any, ...]:
         """The generic kernel's arguments before ``n_slots``: the query's columns as tuples of
         one dtype, its constants as small arrays."""
         t = view.table
         xp = array_module(self.device)
-        used = [*fnames, *p.group_by, *vnames]
+        used = [*fnames, *gnames, *vnames]
         dtype = np.result_type(*(t.column(c).dtype for c in used)) if used else np.int32
 
-        def cols(names: list[str]) -> tuple[Any, ...]:
-            return tuple(view.col(c).astype(dtype, copy=False) for c in names)
+        def cols(names: list[str]) -> tuple[Any, ...]:  # one dtype, all writable: one type
+            return tuple(xp.require(view.col(c), dtype, "CW") if xp is np else
+                         view.col(c).astype(dtype, copy=False) for c in names)
 
         # Tuples padded to a multiple of four columns, so that one compiled kernel serves
         # every query of up to four filters, group and value columns: a padding filter is an
         # always-true interval, a padding group column has stride 0 (both repeat a column the
         # row reads anyway), padding value columns are never read.
-        big = 2**62
         starts, lo, hi = intervals_arrays(p, fnames)
+        low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
         fcols = cols(fnames) if fnames else (
             xp.zeros(t.n_rows, dtype=dtype) if not used else view.col(used[0]).astype(dtype),)
         k = _padded(len(fcols))
         starts = np.concatenate([starts, starts[-1] + np.arange(1, k - len(fcols) + 1)])
-        lo = np.concatenate([lo, np.full(k - len(fcols), -big)]).astype(np.int64)
-        hi = np.concatenate([hi, np.full(k - len(fcols), big)]).astype(np.int64)
+        lo = np.concatenate([lo, np.full(k - len(fcols), low)]).astype(np.int64)
+        hi = np.concatenate([hi, np.full(k - len(fcols), high)]).astype(np.int64)
         if not fnames:  # an always-true filter on the placeholder
-            starts, lo, hi = np.arange(k + 1), np.full(k, -big), np.full(k, big)
+            starts, lo, hi = np.arange(k + 1), np.full(k, low), np.full(k, high)
         fcols = fcols + (fcols[0],) * (k - len(fcols))
-        gcols = cols(list(p.group_by))
+        gcols = cols(gnames)
         kg = _padded(len(gcols))
         gcols = gcols + (fcols[0],) * (kg - len(gcols))
         gmin_a = np.array(gmin + [0] * (kg - len(gmin)), dtype=np.int64)
@@ -319,6 +344,7 @@ class CrystalEngine(QueryEngine):
             vals = np.array([[_INIT[kind]] for kind in q.kinds], dtype=np.int64)
         keys = [(ids // s) % k + lo_ for s, k, lo_ in zip(q.strides, q.sizes, q.mins,
                                                           strict=True)]
+        keys = [k if m is None else m[k] for k, m in zip(keys, q.maps, strict=True)]
         per: list[list[np.ndarray | None]] = [[None] * len(p.values) for _ in range(3)]
         for kind, e, r in q.outputs:
             per[kind][e] = vals[r]

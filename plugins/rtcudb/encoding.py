@@ -49,7 +49,7 @@ def attribute_order(domains: dict[str, tuple[int, int]], workload: Sequence[dict
 
     def key(name: str) -> tuple[float, int]:
         lo, hi = domains[name]
-        k = hi - lo + 1
+        k = max(hi - lo + 1, 1)  # (an empty table's domain is empty)
         fr = [(_allowed_count(f[name]) / k) if name in f else 1.0 for f in workload] or [1.0]
         return (sum(fr) / len(fr), k)
 
@@ -228,6 +228,10 @@ class Packer:
                 shifts.append(-1)
                 packed.append(False)
         return cls(tuple(offs), tuple(widths), tuple(shifts), tuple(packed), bits)
+
+    def mask(self, i: int) -> int:
+        """The bit mask of value ``i`` in X (0 for a spilled value, which X does not hold)."""
+        return (1 << self.width[i]) - 1 if self.packed[i] else 0
 
     def pack(self, values: Sequence[np.ndarray], n: int) -> np.ndarray:
         x = np.zeros(n, dtype=np.int64)

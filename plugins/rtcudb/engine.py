@@ -37,7 +37,7 @@ from .kernels import (
 
 __all__ = ["RtcudbEngine", "RtcudbParams", "RtcudbView"]
 
-_NEED = {"sum": 1, "avg": 1, "min": 2, "max": 4}
+_NEED = {"sum": 1, "min": 2, "max": 4}
 
 #: The grid (rays per axis) a device takes when ``grid`` is not given: on the GPU, SSB at SF 10
 #: ran 4-65x faster with 512 than with 4 (docs/plugins/rtcudb.md); on the CPU 4 was fastest.
@@ -269,13 +269,12 @@ class RtcudbEngine(QueryEngine):
         spill_of = np.cumsum([0, *(0 if pk else 1 for pk in view.packer.packed)])
         pk = view.packer
         vshift = np.array([pk.shift[i] for i in vidx] or [0], dtype=np.int64)
-        vmask = np.array([(1 << pk.width[i]) - 1 for i in vidx] or [0], dtype=np.int64)
+        vmask = np.array([pk.mask(i) for i in vidx] or [0], dtype=np.int64)
         voff = np.array([pk.offset[i] for i in vidx] or [0], dtype=np.int64)
         vspill = np.array([spill_of[i] for i in vidx] or [0], dtype=np.int64)
         need = np.zeros(max(1, len(vidx)), dtype=np.int64)
-        for a, vi in zip(p.query.select, p.value_of, strict=True):
-            if vi >= 0:
-                need[vi] |= _NEED[a.op]
+        for op, vi in p.aggs:
+            need[vi] |= _NEED[op]
         spills = view.spills
         e = len(vidx)
         k = view.groups.size
@@ -384,9 +383,8 @@ class RtcudbEngine(QueryEngine):
         spill_of = np.cumsum([0, *(0 if pk else 1 for pk in view.packer.packed)])
         pk = view.packer
         need = np.zeros(max(1, len(vidx)), dtype=np.int64)
-        for a, vi in zip(p.query.select, p.value_of, strict=True):
-            if vi >= 0:
-                need[vi] |= _NEED[a.op]
+        for op, vi in p.aggs:
+            need[vi] |= _NEED[op]
         minmax = bool(np.any(need & 6))
         e, k = len(vidx), view.groups.size
         width = k * max(e, 1)
@@ -399,7 +397,7 @@ class RtcudbEngine(QueryEngine):
         n_touched, count, sums, mins, maxs, touched, packed = (
             buf[cuts[j]:cuts[j + 1]] for j in range(7))
         tail = (*(xp.asarray(np.array(a or [0], dtype=np.int64)) for a in (
-            [pk.shift[i] for i in vidx], [(1 << pk.width[i]) - 1 for i in vidx],
+            [pk.shift[i] for i in vidx], [pk.mask(i) for i in vidx],
             [pk.offset[i] for i in vidx], [spill_of[i] for i in vidx])), xp.asarray(need))
         vshift, vmask, voff, vspill, dneed = tail
         n_iv = len(ivs)

@@ -60,10 +60,20 @@ def test_q43_in_table_1_leaves_out_the_c_region_factor() -> None:
 
 def test_queries_are_written_as_ssb_sql_on_the_flat_table() -> None:
     text = ssb.sql(ssb.QUERIES["q3.3"])
-    assert text.startswith("SELECT c_city, s_city, d_year, sum(lo_revenue) AS revenue FROM "
-                           "lineorder_flat WHERE c_city IN ('UNITED KI1', 'UNITED KI5')")
-    assert text.endswith("ORDER BY d_year ASC, revenue DESC")
+    assert text.startswith('SELECT "c_city", "s_city", "d_year", sum("lo_revenue") AS "revenue" '
+                           'FROM "lineorder_flat" WHERE "c_city" IN (\'UNITED KI1\', \'UNITED KI5\')')
+    assert text.endswith('ORDER BY "d_year" ASC, "revenue" DESC')
     assert "ORDER BY" not in ssb.sql(ssb.QUERIES["q3.3"].without_order())
+
+
+@pytest.mark.parametrize("name", list(ssb.QUERIES))
+def test_the_ssb_sql_text_parses_to_the_builders_query(name: str) -> None:
+    pytest.importorskip("sqlglot")
+    import dataclasses
+
+    from indexzoo import query as q
+
+    assert dataclasses.replace(q.parse(ssb.SQL[name]), name=name) == ssb.QUERIES[name]
 
 
 def test_a_scale_factor_must_be_positive() -> None:
