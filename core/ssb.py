@@ -345,6 +345,10 @@ def duckdb_answer(table: Table | Any, query: Query, connection: Any = None) -> Q
         kept = [v for v in vals if v is not None]
         fill = kept[0] if kept else 0
         arr = np.array([fill if v is None else v for v in vals])
+        if not vals:  # no row: the dtype of DuckDB's column type
+            kind = str(cur.description[j][1])
+            arr = np.array([], dtype=np.float64 if kind in ("DOUBLE", "FLOAT") else
+                           object if kind in ("VARCHAR", "HUGEINT") else np.int64)
         if arr.dtype == object and all(isinstance(v, int) for v in kept):
             big = any(not -(1 << 63) <= v < 1 << 63 for v in kept)
             arr = np.array(arr, dtype=object if big else np.int64)

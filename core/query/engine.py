@@ -119,11 +119,11 @@ class QueryEngine(abc.ABC):
             sc += [c for c in p.filters if c not in sc]
             gr += [c for c in p.group_by if c not in gr]
             va += [e for e in p.values if e not in va]
-        with self._guard("preparing a view"):
+        with self._guard(None):
             return self._prepare(t, sc, gr, va, list(queries), name)
 
     @contextlib.contextmanager
-    def _guard(self, what: str) -> Iterator[None]:
+    def _guard(self, query: Query | None) -> Iterator[None]:
         """Errors of the engine's own making as :class:`EngineError` (a bug, reported in one
         line with the cause chained), never a bare ``IndexError`` or numba error."""
         try:
@@ -131,6 +131,7 @@ class QueryEngine(abc.ABC):
         except IndexZooError:
             raise
         except (ArithmeticError, LookupError, TypeError, ValueError, AssertionError) as exc:
+            what = "preparing a view" if query is None else f"on {query.sql()}"
             raise EngineError(f"engine {self.name!r} failed {what}: {type(exc).__name__}: "
                               f"{(str(exc).splitlines() or [''])[0][:200]}") from exc
 
@@ -146,7 +147,7 @@ class QueryEngine(abc.ABC):
             return finish(view.table, p, Groups(empty, np.zeros(0, dtype=np.int64), none, none,
                                                 none))
         check_rows(view.table, p)
-        with self._guard(f"on {query.sql()}"):
+        with self._guard(query):
             groups = self._execute(view, p)
         return finish(view.table, p, groups)
 

@@ -166,8 +166,12 @@ class _Phys:
         return np.asarray(a, dtype=np.int64)[self.keep]
 
 
-def _aggregate(table: Table, o: Output, count: np.ndarray, phys: _Phys) -> np.ndarray:
+def _aggregate(table: Table, o: Output, count: np.ndarray, phys: _Phys,
+               grouped: bool) -> np.ndarray:
     nn = count if o.nn is None else phys.get("sum", o.nn)
+    if o.op == "sum" and o.nn is None and grouped and len(o.sum) == 1 \
+            and o.sum[0][1] == 1 and not o.offset:  # SSB's case: one int64 sum, no NULL
+        return phys.get("sum", o.sum[0][0])
     null = nn == 0
     if o.op == "count":
         return nn.astype(np.int64)
@@ -277,6 +281,8 @@ def finish(table: Table, p: Plan, g: Groups) -> QueryResult:
     keep: np.ndarray | None
     if q.group_by:
         keep = count > 0
+        if keep.all():  # (engines return the groups they reached)
+            keep = slice(None)  # type: ignore[assignment]
         count = count[keep]
     elif count.size:
         keep = np.zeros(len(count), dtype=bool)
@@ -289,7 +295,7 @@ def finish(table: Table, p: Plan, g: Groups) -> QueryResult:
     for name, k in zip(q.group_by, g.keys, strict=True):
         cols[name] = np.asarray(k, dtype=np.int64)[keep]
     for a, o in zip(q.select, p.outputs, strict=True):
-        cols[a.alias] = _aggregate(table, o, count, phys)
+        cols[a.alias] = _aggregate(table, o, count, phys, bool(q.group_by))
     for name in q.group_by:
         cols[name] = table.decode(name, cols[name])
     n = len(count)

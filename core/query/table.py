@@ -353,16 +353,16 @@ class Table:
         """The values of ``codes`` of column ``name``, in the column's dtype; a masked array
         where a code is the NULL code."""
         i = self.info[name]
+        if i.null_code is None and i.dictionary is not None:  # the common case, first
+            return i.dictionary[codes]
         codes = np.asarray(codes).astype(np.int64, copy=False)
         null = (codes == i.null_code) if i.null_code is not None else None
         if null is not None and not null.any():
             null = None
         safe = codes if null is None else np.where(null, 0, codes)
         if i.dictionary is not None:
-            if len(i.dictionary):
-                vals = i.dictionary[np.clip(safe, 0, len(i.dictionary) - 1)]
-            else:
-                vals = np.zeros(len(safe), dtype=i.dtype)
+            vals = i.dictionary[safe] if len(i.dictionary) else \
+                np.zeros(len(safe), dtype=i.dtype)
         elif i.base:
             vals = safe.view(np.uint64) ^ np.uint64(1 << 63)
         elif i.sqltype == "bool":
