@@ -57,7 +57,11 @@ class View:
         return hit
 
     def check(self, p: Plan) -> None:
-        """Raise Unsupported naming every attribute ``p`` needs that the view lacks."""
+        """Raise Unsupported naming every attribute ``p`` needs that the view lacks (a plan
+        that passed once is not looked at again: a view's plans are kept per query)."""
+        passed: dict[int, Plan] = self.__dict__.setdefault("_passed", {})
+        if passed.get(id(p)) is p:
+            return
         missing = []
         if self.scan is not None:
             missing += [f"{c} (filter)" for c in p.filters if c not in self.scan]
@@ -65,7 +69,7 @@ class View:
             missing += [f"{c} (group by)" for c in p.group_by if c not in self.group]
         if self.values is not None:
             lacking = {i for i, e in enumerate(p.values) if e not in self.values}
-            for o in p.outputs:
+            for o in p.outputs if lacking else ():
                 uses = {o.nn, o.extreme, *(j for j, _ in o.sum)}
                 text = f"{o.expr.sql() if o.expr is not None else '*'} (aggregate)"
                 if lacking & uses and text not in missing:
@@ -73,6 +77,7 @@ class View:
         if missing:
             raise Unsupported(f"view {self.name or '(unnamed)'} lacks "
                               f"{', '.join(missing)}; prepare a view with them")
+        passed[id(p)] = p
 
     def footprint_bytes(self) -> int:
         return 0

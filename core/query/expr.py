@@ -33,6 +33,11 @@ FILTER_KINDS = ("between", "not_between", "in", "not_in", "lt", "le", "gt", "ge"
 Term = tuple[int, "str | None", "str | None"]
 
 
+def _fields(obj: Any) -> dict[str, Any]:
+    """A dataclass's fields alone, without the values it keeps for itself (``_hash``)."""
+    return {k: v for k, v in obj.__dict__.items() if not k.startswith("_")}
+
+
 def quote(name: str) -> str:
     """``name`` as a quoted SQL identifier."""
     return '"' + name.replace('"', '""') + '"'
@@ -45,6 +50,19 @@ class Expr:
 
     op: str
     args: tuple[Any, ...]
+
+    def __hash__(self) -> int:  # kept: a plan is looked up by its query on every run
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.op, self.args))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict[str, Any]:  # (a kept hash is this process's alone)
+        return _fields(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     # -- building
     def __add__(self, other: Expr | int) -> Expr:
@@ -398,12 +416,28 @@ class Query:
         if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 0):
             raise InvalidInput(f"LIMIT must be an integer >= 0, got {self.limit!r}")
 
+    def __hash__(self) -> int:  # kept: a plan is looked up by its query on every run
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict[str, Any]:  # (a kept hash is this process's alone)
+        return _fields(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     @property
     def outputs(self) -> tuple[str, ...]:
         """The names the result shows, in order."""
-        if self.output is not None:
-            return tuple(self.output)
-        return (*self.group_by, *(a.alias for a in self.select))
+        got = self.__dict__.get("_outputs")
+        if got is None:
+            got = tuple(self.output) if self.output is not None else \
+                (*self.group_by, *(a.alias for a in self.select))
+            object.__setattr__(self, "_outputs", got)
+        return got
 
     def without_order(self) -> Query:
         """The same query with ORDER BY and LIMIT removed (the paper's timed form)."""

@@ -279,11 +279,8 @@ def finish(table: Table, p: Plan, g: Groups) -> QueryResult:
     q = p.query
     count = np.asarray(g.count, dtype=np.int64).reshape(-1)
     keep: np.ndarray | None
-    if q.group_by:
-        keep = count > 0
-        if keep.all():  # (engines return the groups they reached)
-            keep = slice(None)  # type: ignore[assignment]
-        count = count[keep]
+    if q.group_by:  # every row an engine returns is a group some row reached
+        keep = slice(None)  # type: ignore[assignment]
     elif count.size:
         keep = np.zeros(len(count), dtype=bool)
         keep[0] = True

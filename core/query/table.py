@@ -353,7 +353,7 @@ class Table:
         """The values of ``codes`` of column ``name``, in the column's dtype; a masked array
         where a code is the NULL code."""
         i = self.info[name]
-        if i.null_code is None and i.dictionary is not None:  # the common case, first
+        if i.null_code is None and i.dictionary is not None and len(i.dictionary):  # (common)
             return i.dictionary[codes]
         codes = np.asarray(codes).astype(np.int64, copy=False)
         null = (codes == i.null_code) if i.null_code is not None else None
