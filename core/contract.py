@@ -717,7 +717,8 @@ class GpuIndex(abc.ABC, Generic[S]):
             return persist.SavedIndex(meta)
         flat = persist.Flattener(st.device)
         meta["n"] = st.n
-        meta["base"] = flat.flatten({"keymaps": st.keymaps, "values": st.values, "rows": st.rows,
+        keymaps = tuple(k.packed() for k in st.keymaps)  # text dictionaries as plain bytes
+        meta["base"] = flat.flatten({"keymaps": keymaps, "values": st.values, "rows": st.rows,
                                      "n_rows": st.n_rows, "nulls": st.nulls, "names": st.names},
                                     _BASE_HINTS, "the base state")
         meta["state"] = flat.flatten(self._save_state(st), persist.class_hints(type(st)),
@@ -769,6 +770,10 @@ class GpuIndex(abc.ABC, Generic[S]):
                 or not all(isinstance(k, KeyMap) for k in keymaps)
                 or len(keymaps) > self.capabilities.dims):
             raise saved.problem(f"its key maps and size do not fit index {self.name!r}")
+        try:
+            keymaps = tuple(k.unpacked() for k in keymaps)
+        except ValueError as exc:
+            raise saved.problem(f"its key map's dictionary cannot be read ({exc})") from None
         st = self._new_state(keymaps[0], n, base.get("values"), keymaps, rows=base.get("rows"),
                              n_rows=base.get("n_rows"), nulls=base.get("nulls", "refuse"),
                              names=base.get("names"))

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import text
 from .config import IndexSpec
 from .devices import to_device, to_numpy
 from .errors import InvalidInput, Unsupported
@@ -50,8 +51,9 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     needs point lookups with ``out="rowids"``. ``build``: which side is indexed; ``auto`` indexes
     the side with fewer rows (the left one on a tie). Keys of both sides go through the key
     map, so any key dtype works where the two columns compare (e.g. int64 with int32, text
-    with text, byte strings of any length exactly). Float and integer columns join whichever
-    side is indexed: a float equals an integer only when it is a whole number of that value.
+    with text, byte strings of any length; text and bytes exactly, NULs included). Float and
+    integer columns join whichever side is indexed: a float equals an integer only when it is
+    a whole number of that value.
     Null keys (pandas, Arrow, Polars nulls; None in a list) join nothing, as in SQL.
     """
     if build not in ("auto", "left", "right"):
@@ -104,10 +106,18 @@ _FAMILIES = {"b": "numbers", "i": "numbers", "u": "numbers", "f": "numbers",
              "M": "timestamps", "m": "durations", "U": "text", "S": "byte strings"}
 
 
+def _family(arr: Any) -> str | None:
+    """The family of a key column (text and byte strings held as Python objects too)."""
+    kind = arr.dtype.kind
+    if kind == "O":
+        kind = text.kind_of(arr) or kind
+    return _FAMILIES.get(kind)
+
+
 def _check_comparable(left: Any, right: Any) -> None:
     """InvalidInput naming both arguments when the two key columns cannot equal each other
     (numbers join numbers, timestamps timestamps, text text, byte strings byte strings)."""
-    a, b = (_FAMILIES.get(arr.dtype.kind) for arr in (left, right))
+    a, b = (_family(arr) for arr in (left, right))
     if a is None or b is None or a == b:
         return  # other dtypes: the key map explains what it takes
     raise InvalidInput(
