@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import text
+from . import result_memory, text
 from .config import IndexSpec
 from .devices import to_device, to_numpy
 from .errors import InvalidInput, Unsupported
@@ -84,6 +84,7 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     if miss is not None:  # probes that equal no key are not looked up
         kept = np.flatnonzero(~to_numpy(miss))
         probes = probes[kept if isinstance(probes, np.ndarray) else idx.xp.asarray(kept)]
+    _check_pairs(idx, probes)
     try:
         res = idx.point(probes, out="rowids")
     except InvalidInput as exc:  # the probing side, named as the caller named it
@@ -99,6 +100,25 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     if side == "left":
         return JoinResult(build_rows, probe_rows, side)
     return JoinResult(probe_rows, build_rows, side)
+
+
+def _check_pairs(idx: Any, probes: Any) -> None:
+    """ResourceError before the pairs of ``probes`` against the built ``idx`` are listed when
+    they cannot fit: per pair its rowID in the CSR and two int64 rowIDs, 8 bytes of offsets
+    per probe (the pairs are counted first where every probe matching every row would not
+    fit)."""
+    q, rid = int(probes.shape[0]), idx.rowid_dtype.itemsize
+    per_pair = rid + 16
+
+    def pairs() -> int:
+        return int(idx.point(probes, out="count").count.sum(dtype=np.int64))
+
+    result_memory.check_counted(
+        fixed=(q + 1) * result_memory.OFFSET_BYTES, per_item=per_pair, most=q * len(idx),
+        count=pairs, device=idx.device,
+        what=lambda m: (f"join of {q:,} probes against {len(idx):,} keys ({m:,} pairs: "
+                        f"{per_pair} bytes per pair, 8 per probe)"),
+        hint="join smaller parts of the probing side one after another")
 
 
 #: Key dtype families whose members compare with each other (NumPy dtype kinds).
