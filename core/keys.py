@@ -228,6 +228,12 @@ class KeyMap:
             return None
         return text.fixed_width(self.dictionary, self.source)
 
+    @functools.cached_property
+    def _ranks_of_objects(self) -> text.Ranks:
+        """The dictionary's ranks of lookups held as Python objects."""
+        assert self.dictionary is not None
+        return text.Ranks(self.dictionary)
+
     def packed(self) -> KeyMap:
         """This map as a saved index holds it: the dictionary packed into plain bytes
         (:func:`indexzoo.text.pack`; a saved index holds no Python objects)."""
@@ -465,23 +471,23 @@ class KeyMap:
         the range empty)."""
         d, host = self.dictionary, np.asarray(q)
         assert d is not None
-        fixed = self._fixed_dictionary
+        size, fixed = int(d.shape[0]), self._fixed_dictionary
         if host.dtype.kind in "US" and fixed is not None:
             # neither side has a value ending in NUL: NumPy's comparison is Python's
             common = np.promote_types(fixed.dtype, host.dtype)
             d, host = fixed.astype(common, copy=False), host.astype(common, copy=False)
-        else:
-            host = text.as_objects(host)
-        size, nat = int(d.shape[0]), self.natural
-        if mode == "hi":
-            r = np.searchsorted(d, host, side="right") - 1
-            flagged = r < 0
-        else:
-            r = np.searchsorted(d, host, side="left")
-            flagged = r >= size
-            if mode == "point" and size:
-                flagged |= d[np.minimum(r, size - 1)] != host
-        enc = np.where(flagged, 0, r).astype(nat)
+            if mode == "hi":
+                r = np.searchsorted(d, host, side="right") - 1
+            else:
+                r = np.searchsorted(d, host, side="left")
+                if mode == "point" and size:
+                    r = np.where(d[np.minimum(r, size - 1)] == host, r, -1)
+        else:  # Python objects: Python's dict and bisect
+            host, ranks = text.as_objects(host), self._ranks_of_objects
+            r = ranks.at_or_below(host) if mode == "hi" else \
+                ranks.at_or_above(host) if mode == "lo" else ranks.points(host)
+        flagged = (r < 0) | (r >= size)
+        enc = np.where(flagged, 0, r).astype(self.natural)
         return enc, (flagged if bool(flagged.any()) else None)
 
     def _wide_bytes(self, q: Any, mode: str) -> tuple[Any, Any | None]:

@@ -11,7 +11,9 @@ Python compares ``str`` by code point and ``bytes`` byte by byte, the order docs
 promises, and ``np.unique`` and ``np.searchsorted`` on object arrays use Python's
 comparisons: ``"a" < "a\\x00" < "a\\x00\\x00" < "a\\x00b" < "b"``. A ``U`` or ``S`` array
 compares the same way (its values have no trailing NUL, and the padding NULs sort first), so
-both kinds of array can be searched against one dictionary.
+both kinds of array can be searched against one dictionary. The dictionary of a build is made
+and searched with Python's own set, dict, ``sorted`` and ``bisect`` (:class:`Ranks`), several
+times faster on Python objects than NumPy's object sort and search.
 
 A key map saves its dictionary through :func:`pack` and :func:`unpack`: plain ``uint8``, since
 a saved index holds no Python objects.
@@ -19,12 +21,13 @@ a saved index holds no Python objects.
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["Kind", "as_objects", "distinct", "empty", "fixed_width", "kind_of", "pack",
-           "source_dtype", "unpack", "what"]
+__all__ = ["Kind", "Ranks", "as_objects", "distinct", "empty", "fixed_width", "kind_of",
+           "objects", "pack", "source_dtype", "unpack", "what"]
 
 #: ``"U"``: text; ``"S"``: byte strings (NumPy's dtype kinds).
 Kind = Literal["U", "S"]
@@ -43,9 +46,9 @@ def kind_of(arr: Any) -> Kind | None:
         return "U" if dtype.kind == "U" else "S"
     if dtype.kind != "O" or arr.ndim != 1 or arr.shape[0] == 0:
         return None
-    first = type(arr[0])
+    types = set(map(type, arr.tolist()))
     for kind, cls in _TYPES.items():
-        if issubclass(first, cls) and all(isinstance(x, cls) for x in arr):
+        if all(issubclass(t, cls) for t in types):
             return kind
     return None
 
@@ -65,10 +68,46 @@ def as_objects(arr: np.ndarray) -> np.ndarray:
     return arr if arr.dtype.kind == "O" else arr.astype(object)
 
 
+def objects(values: list[Any]) -> np.ndarray:
+    """A list of ``str`` or ``bytes`` as a 1-D object array."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
 def distinct(arr: np.ndarray) -> np.ndarray:
     """The distinct values of ``arr``, sorted (by code point, or byte by byte), as an object
-    array. A ``U``/``S`` array is sorted in its own dtype first (exact, and faster)."""
-    return as_objects(np.unique(arr))
+    array. A ``U``/``S`` array is sorted in its own dtype (exact, and fastest)."""
+    if arr.dtype.kind in "US":
+        return as_objects(np.unique(arr))
+    return objects(sorted(set(arr.tolist())))
+
+
+class Ranks:
+    """Ranks of Python ``str`` or ``bytes`` values in a sorted dictionary of them (an object
+    array of distinct values), exactly: a dict for equality, ``bisect`` for order."""
+
+    def __init__(self, dictionary: np.ndarray) -> None:
+        self._sorted = dictionary.tolist()
+        self._rank = {v: i for i, v in enumerate(self._sorted)}
+
+    def points(self, values: np.ndarray) -> np.ndarray:
+        """The rank of each value, -1 where it is not in the dictionary."""
+        get = self._rank.get
+        return np.fromiter((get(v, -1) for v in values.tolist()), dtype=np.int64,
+                           count=values.shape[0])
+
+    def at_or_above(self, values: np.ndarray) -> np.ndarray:
+        """The rank of the first value at or above each (the dictionary's size: none)."""
+        d = self._sorted
+        return np.fromiter((bisect.bisect_left(d, v) for v in values.tolist()),
+                           dtype=np.int64, count=values.shape[0])
+
+    def at_or_below(self, values: np.ndarray) -> np.ndarray:
+        """The rank of the last value at or below each (-1: none)."""
+        d = self._sorted
+        return np.fromiter((bisect.bisect_right(d, v) - 1 for v in values.tolist()),
+                           dtype=np.int64, count=values.shape[0])
 
 
 def source_dtype(kind: Kind, values: np.ndarray) -> np.dtype:
@@ -109,7 +148,7 @@ def unpack(packed: np.ndarray, kind: Kind) -> np.ndarray:
     starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
     if count and (ends[-1] != len(data) or bool((ends < starts).any())):
         raise ValueError("the ends of a packed dictionary do not fit its bytes")
-    out = np.empty(count, dtype=object)
-    for i, (a, b) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-        out[i] = data[a:b].decode("utf-8", "surrogatepass") if kind == "U" else data[a:b]
-    return out
+    pieces = [data[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+    if kind == "U":
+        return objects([p.decode("utf-8", "surrogatepass") for p in pieces])
+    return objects(pieces)
