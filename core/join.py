@@ -54,7 +54,9 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     with text, byte strings of any length; text and bytes exactly, NULs included). Float and
     integer columns join whichever side is indexed: a float equals an integer only when it is
     a whole number of that value.
-    Null keys (pandas, Arrow, Polars nulls; None in a list) join nothing, as in SQL.
+    Null keys (pandas, Arrow, Polars nulls; None in a list) join nothing, as in SQL. Pairs
+    that cannot fit in the free memory of the index's device are refused with ResourceError
+    before they are listed (:mod:`indexzoo.result_memory`).
     """
     if build not in ("auto", "left", "right"):
         raise InvalidInput(f"argument 'build': {build!r} is not one of 'auto', 'left', 'right'")
