@@ -24,7 +24,8 @@ held them (a list, an object array, pandas ``object``/``string``/``str``, Arrow
 ``string``/``large_string``/``binary``/dictionary arrays, Polars); a null holds ``""`` (or
 ``b""``). An empty text column comes out as an empty ``U1`` (``S1``) array, which says its
 kind. NumPy ``U`` and ``S`` arrays come out as they are (NumPy has already dropped their
-values' trailing NULs).
+values' trailing NULs); NumPy's variable-width ``StringDType`` arrays, which keep them, come
+out as Python ``str`` too.
 
 **Categoricals** (pandas ``category``, Polars ``Categorical``/``Enum``, Arrow dictionary
 arrays) are read as their values, never as their codes, whether ordered or not: keys compare
@@ -108,8 +109,10 @@ def _hint(obj: Any) -> str:
 def read_column(obj: Any, name: str) -> Column:
     """``obj`` as a :class:`Column` (see the module docstring); InvalidInput, naming
     ``name`` and the type in full, for what cannot be read."""
-    if type(obj) is np.ndarray and obj.dtype.kind != "O":  # the common case, first and cheap
+    if type(obj) is np.ndarray and obj.dtype.kind not in "OT":  # the common case, first
         return Column(obj)
+    if type(obj) is np.ndarray and obj.dtype.kind == "T":  # NumPy's StringDType: keeps NULs
+        return Column(obj.astype(object))
     lib = library_of(obj)
     if lib == "cupy" and type(obj).__name__ == "ndarray":  # CuPy arrays hold no nulls
         return Column(obj)

@@ -46,6 +46,8 @@ TEXT_INPUTS: dict[str, Maker] = {
     "polars": lambda v: pl.Series(v, dtype=pl.String),
     "polars categorical": lambda v: pl.Series(v, dtype=pl.Categorical),
 }
+if hasattr(getattr(np, "dtypes", None), "StringDType"):  # NumPy 2: variable-width text
+    TEXT_INPUTS["numpy StringDType"] = lambda v: np.array(v, dtype=np.dtypes.StringDType())
 BYTES_INPUTS: dict[str, Maker] = {
     "list": list,
     "numpy object": lambda v: np.array(v, dtype=object),
