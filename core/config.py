@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic_core import PydanticCustomError
 
 from .display import one_line, shown, shown_path
+from .duplicate_keys import DuplicateKey, check_yaml_mapping, json_duplicate, toml_duplicate
 from .errors import ConfigError, MissingDependency
 from .probes import BUCKET_BITS
 
@@ -303,8 +304,9 @@ class _AliasRefused(Exception):
 
 
 def _yaml_load(text: str) -> Any:
-    """YAML through a SafeLoader that refuses aliases: a few hundred bytes of nested aliases
-    stand for billions of values ("billion laughs"), which every consumer would walk."""
+    """YAML through a SafeLoader that refuses aliases (a few hundred bytes of nested aliases
+    stand for billions of values, "billion laughs", which every consumer would walk) and a
+    key given twice in one mapping (DuplicateKey)."""
     try:
         import yaml
     except ImportError:
@@ -316,6 +318,10 @@ def _yaml_load(text: str) -> Any:
                 event = self.peek_event()
                 raise _AliasRefused(str(event.anchor), event.start_mark.line + 1)
             return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            check_yaml_mapping(self, node)
+            return super().construct_mapping(node, deep=deep)
 
     return yaml.load(text, Loader=SpecLoader)  # a SafeLoader: no Python objects
 
@@ -352,7 +358,7 @@ def read_config_file(path: str | Path, what: str = "spec file") -> Any:
     """Parse a YAML (.yaml/.yml), TOML (.toml) or JSON (.json) file; ConfigError if unreadable.
 
     Files must be regular files of at most :data:`MAX_SPEC_BYTES`, in UTF-8; YAML aliases
-    (``*name``) are refused.
+    (``*name``) and a key given twice in one mapping (any format) are refused.
     """
     p = as_path(path, what)
     suffix = p.suffix.lower()
@@ -371,11 +377,22 @@ def read_config_file(path: str | Path, what: str = "spec file") -> Any:
                 import tomllib
             else:  # pragma: no cover - Python 3.10
                 import tomli as tomllib
-            return tomllib.loads(text)
+            try:
+                return tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                raise toml_duplicate(text, exc) or exc from None
         if suffix == ".json":
-            return json.loads(text)
+            data = json.loads(text)
+            twice = json_duplicate(text)
+            if twice is not None:
+                raise twice
+            return data
     except MissingDependency:
         raise
+    except DuplicateKey as exc:
+        raise ConfigError(
+            f"{what} {shown_path(p)}, line {exc.line}: the key {shown(exc.key, 40)} is given "
+            "twice in one mapping; give each key once") from None
     except _AliasRefused as exc:
         raise ConfigError(
             f"{what} {shown_path(p)}, line {exc.line}: YAML aliases (*name) are not allowed in "

@@ -43,15 +43,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import columns as columns_module
-from . import persist, pipeline, results
+from . import persist, pipeline, result_memory, results
 from .config import IndexParams, validate_params
 from .devices import array_module, cuda_status, device_of, resolve_device, to_device
 from .display import shown
-from .errors import InvalidInput, NotBuilt, PluginError, ResourceError, Unsupported
+from .errors import InvalidInput, NotBuilt, PluginError, Unsupported
 from .hooks import Resolution, resolve
 from .keys import KeyMap
 from .operations import Operation, operation
-from .resources import available_memory
 from .results import OUT_MODES, LookupResult, Out
 from .state import BASE_FIELDS, BuildState, describe_columns, rowid_dtype_for
 from .validation import as_1d, check_out, null_error, prepare_values, read_1d, same_length
@@ -527,12 +526,17 @@ class GpuIndex(abc.ABC, Generic[S]):
         batch = pipeline.encode(st, op, raw, self.device, self.capabilities.dims > 1)
         q, xp = batch.q, st.xp
         if op.out == "bitmap":
-            self._check_bitmap_size(st, q)
+            result_memory.check_bitmaps(q, st.n, self.device, BITMAP_CHECK_FROM)
         arrays, keep = pipeline.inside(batch, xp)
         if st.n == 0 or int(arrays[0].shape[0]) == 0:
             full = rowid_dtype_for(st.n_rows)
             return results.empty_result(op.out, q, xp, full, full.type(np.iinfo(full).max),
                                         st.n_rows)
+        if op.out == "rowids":  # counted first where its worst case would not fit
+            count = self._resolution.routes.get(operation(op.kind, "count"))
+            result_memory.check_rowids(
+                q, int(arrays[0].shape[0]), st.n, st.rowid_dtype.itemsize, op.kind, self.device,
+                lambda: pipeline.count_matches(count, self, st, arrays, self.params.max_batch))
         perm = None
         if (self.params.sort_probes and int(arrays[0].shape[0]) > 1
                 and op.kind in self.sorted_probe_kinds):
@@ -616,19 +620,6 @@ class GpuIndex(abc.ABC, Generic[S]):
                                  st.dims, most, params, results.fast_range_result(route.op.out, fn))
         st._prepared[_RANGE_KEYS[out]] = prep
         return prep
-
-    def _check_bitmap_size(self, st: S, q: int) -> None:
-        """ResourceError before answering ``q`` lookups as bitmaps that cannot fit."""
-        need = 4 * q * results.bitmap_words(st.n)
-        if need < BITMAP_CHECK_FROM:  # reading the free memory costs a file read or a driver
-            return  # call per lookup call; a bitmap this small fails, if ever, as it allocates
-        avail = available_memory(self.device)
-        if avail is not None and need > avail[0]:
-            raise ResourceError(
-                f"out='bitmap' for {q:,} lookups over {st.n:,} rows needs {need / 1e9:.1f} GB "
-                f"(one row of ceil(N/32) words per lookup), but only {avail[0] / 1e9:.1f} GB "
-                f"is available ({avail[1]}); ask for fewer lookups at once, or for "
-                "out='count'/'rowids'")
 
     # ------------------------------------------------------------------ memory
     def memory_footprint(self) -> Footprint:
@@ -717,7 +708,8 @@ class GpuIndex(abc.ABC, Generic[S]):
             return persist.SavedIndex(meta)
         flat = persist.Flattener(st.device)
         meta["n"] = st.n
-        meta["base"] = flat.flatten({"keymaps": st.keymaps, "values": st.values, "rows": st.rows,
+        keymaps = tuple(k.packed() for k in st.keymaps)  # text dictionaries as plain bytes
+        meta["base"] = flat.flatten({"keymaps": keymaps, "values": st.values, "rows": st.rows,
                                      "n_rows": st.n_rows, "nulls": st.nulls, "names": st.names},
                                     _BASE_HINTS, "the base state")
         meta["state"] = flat.flatten(self._save_state(st), persist.class_hints(type(st)),
@@ -769,6 +761,10 @@ class GpuIndex(abc.ABC, Generic[S]):
                 or not all(isinstance(k, KeyMap) for k in keymaps)
                 or len(keymaps) > self.capabilities.dims):
             raise saved.problem(f"its key maps and size do not fit index {self.name!r}")
+        try:
+            keymaps = tuple(k.unpacked() for k in keymaps)
+        except ValueError as exc:
+            raise saved.problem(f"its key map's dictionary cannot be read ({exc})") from None
         st = self._new_state(keymaps[0], n, base.get("values"), keymaps, rows=base.get("rows"),
                              n_rows=base.get("n_rows"), nulls=base.get("nulls", "refuse"),
                              names=base.get("names"))

@@ -4,6 +4,11 @@ and raises a one-line :class:`~indexzoo.ConfigError` naming the variable, its va
 accepted form where it is malformed (``INDEXZOO_CPU_SERIAL_BELOW=1e3`` used to fail every
 plugin's import with a bare ``int()`` error that named no variable).
 
+Every variable is bounded, and its form states the bounds: counts and thresholds, seconds,
+worker counts (``INDEXZOO_SHARDED_WORKERS=99999999999`` once started worker processes until
+the machine ran out of memory), and the length of folders and commits. A value out of bounds
+is malformed like any other.
+
 Variables read when a module is imported (``at_import``: the CPU kernels' thresholds, the
 launch path) are checked by :func:`check_import_time` before the registry imports any plugin,
 so a malformed one stops ``indexzoo list`` and ``create`` with that one line instead of making
@@ -22,9 +27,9 @@ from .display import shown
 from .errors import ConfigError
 
 __all__ = ["CACHE_DIR", "COMMIT", "CPU_SERIAL_BELOW", "CPU_SERIAL_BELOW_RAYS", "DEVICE",
-           "KERNEL_CACHE", "MEMORY_CHECK", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "PROGRESS", "RANK_BUDGET",
-           "SHARDED_WORKERS", "VARIABLES",
-           "EnvVar",
+           "KERNEL_CACHE", "MEMORY_CHECK", "MOST_BUDGET_S", "MOST_COMMIT_CHARS", "MOST_ITEMS",
+           "MOST_PATH_CHARS", "MOST_TIMEOUT_S", "MOST_WORKERS", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT",
+           "PROGRESS", "RANK_BUDGET", "SHARDED_WORKERS", "VARIABLES", "EnvVar",
            "check_import_time"]
 
 T = TypeVar("T")
@@ -58,32 +63,54 @@ class EnvVar(Generic[T]):
                               f"{self.form}") from None
 
 
-def _count(text: str) -> int:
-    value = int(text, 10)  # "1e3", "0x10", "1.5": ValueError
-    if not 0 <= value < 1 << 63:
+def _whole(low: int, high: int) -> Callable[[str], int]:
+    """A parser of whole numbers in ``[low, high]`` ("1e3", "0x10", "1.5": ValueError)."""
+    def parse(text: str) -> int:
+        value = int(text, 10)
+        if not low <= value <= high:
+            raise ValueError(text)
+        return value
+    return parse
+
+
+def _seconds(low: float, high: float, *, low_allowed: bool) -> Callable[[str], float]:
+    """A parser of seconds up to ``high``, above ``low`` (or from it, ``low_allowed``)."""
+    def parse(text: str) -> float:
+        value = float(text)
+        if not (math.isfinite(value) and value <= high
+                and (value >= low if low_allowed else value > low)):
+            raise ValueError(text)
+        return value
+    return parse
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+#: Bounds of the variables: counts of items, seconds, local worker processes, text lengths.
+MOST_ITEMS = 1 << 40
+MOST_TIMEOUT_S = 3600.0
+MOST_BUDGET_S = 86400.0
+MOST_WORKERS = max(4, _cpus())
+MOST_PATH_CHARS = 4096
+MOST_COMMIT_CHARS = 100
+
+
+def _folder(text: str) -> str:
+    if len(text) > MOST_PATH_CHARS:
         raise ValueError(text)
-    return value
+    return text
 
 
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not (math.isfinite(value) and value > 0):
+def _commit(text: str) -> str:
+    if len(text) > MOST_COMMIT_CHARS or not text.isprintable():
         raise ValueError(text)
-    return value
-
-
-def _budget(text: str) -> float:
-    value = float(text)
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(text)
-    return value
-
-
-def _workers(text: str) -> int:
-    value = int(text, 10)
-    if value < 1:
-        raise ValueError(text)
-    return value
+    return text
 
 
 def _flag(text: str) -> bool:
@@ -100,10 +127,6 @@ def _device(text: str) -> str:
     return word
 
 
-def _text(text: str) -> str:
-    return text
-
-
 _FLAG_FORM = "1/yes/on/true or 0/no/off/false"
 
 DEVICE: EnvVar[str] = EnvVar(
@@ -116,35 +139,41 @@ PROGRESS: EnvVar[bool] = EnvVar(
     "INDEXZOO_PROGRESS", _flag, True, _FLAG_FORM,
     "0 turns off the progress lines `run` and `bench` show on a terminal (standard error)")
 PLUGIN_TIMEOUT: EnvVar[float] = EnvVar(
-    "INDEXZOO_PLUGIN_TIMEOUT", _seconds, 30.0, "a positive number of seconds, e.g. 30",
+    "INDEXZOO_PLUGIN_TIMEOUT", _seconds(0.0, MOST_TIMEOUT_S, low_allowed=False), 30.0,
+    f"a number of seconds above 0 and at most {MOST_TIMEOUT_S:g}, e.g. 30",
     "seconds one plugin module may take to import (default 30)")
 CPU_SERIAL_BELOW: EnvVar[int] = EnvVar(
-    "INDEXZOO_CPU_SERIAL_BELOW", _count, 1 << 15, "a whole number >= 0, e.g. 32768",
+    "INDEXZOO_CPU_SERIAL_BELOW", _whole(0, MOST_ITEMS), 1 << 15,
+    f"a whole number from 0 to {MOST_ITEMS} (2^40), e.g. 32768",
     "CPU kernel calls with fewer items run on one core (default 32768)", at_import=True)
 CPU_SERIAL_BELOW_RAYS: EnvVar[int] = EnvVar(
-    "INDEXZOO_CPU_SERIAL_BELOW_RAYS", _count, 1 << 10, "a whole number >= 0, e.g. 1024",
+    "INDEXZOO_CPU_SERIAL_BELOW_RAYS", _whole(0, MOST_ITEMS), 1 << 10,
+    f"a whole number from 0 to {MOST_ITEMS} (2^40), e.g. 1024",
     "CPU ray-tracing launches with fewer rays run on one core (default 1024)", at_import=True)
 NUMBA_LAUNCH: EnvVar[bool] = EnvVar(
     "INDEXZOO_NUMBA_LAUNCH", _flag, False, _FLAG_FORM,
     "1 launches GPU kernels through numba-cuda's own launch, not indexzoo's faster one",
     at_import=True)
 CACHE_DIR: EnvVar[str | None] = EnvVar(
-    "INDEXZOO_CACHE_DIR", _text, None, "a folder",
+    "INDEXZOO_CACHE_DIR", _folder, None, f"a folder (at most {MOST_PATH_CHARS} characters)",
     "the folder of compiled OptiX programs (default ~/.cache/indexzoo)")
 KERNEL_CACHE: EnvVar[str | None] = EnvVar(
-    "INDEXZOO_KERNEL_CACHE", _text, None, "a folder",
+    "INDEXZOO_KERNEL_CACHE", _folder, None, f"a folder (at most {MOST_PATH_CHARS} characters)",
     "a folder where compiled CPU kernels are kept for other processes of the same tree "
     "(default: none; every process compiles its own)")
 RANK_BUDGET: EnvVar[float] = EnvVar(
-    "INDEXZOO_RANK_BUDGET", _budget, 60.0, "a number of seconds >= 0, e.g. 60",
+    "INDEXZOO_RANK_BUDGET", _seconds(0.0, MOST_BUDGET_S, low_allowed=True), 60.0,
+    f"a number of seconds from 0 to {MOST_BUDGET_S:g} (a day), e.g. 60",
     "the default of `bench --rank-budget`: seconds of extra timing rounds per workload while "
     "the ranking is not established (default 60; 0: exactly --repeats rounds)")
 SHARDED_WORKERS: EnvVar[int | None] = EnvVar(
-    "INDEXZOO_SHARDED_WORKERS", _workers, None, "a whole number >= 1, e.g. 4",
+    "INDEXZOO_SHARDED_WORKERS", _whole(1, MOST_WORKERS), None,
+    f"a whole number from 1 to {MOST_WORKERS} (the CPUs here, at least 4), e.g. 4",
     "workers of the local CPU cluster a sharded index starts (default: the CPU count, at "
     "most 4)")
 COMMIT: EnvVar[str | None] = EnvVar(
-    "INDEXZOO_COMMIT", _text, None, "a commit",
+    "INDEXZOO_COMMIT", _commit, None,
+    f"a commit (at most {MOST_COMMIT_CHARS} printable characters)",
     "the commit `bench` records where the tree has no git history")
 
 #: Every variable, in the docs' order.

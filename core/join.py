@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import result_memory, text
 from .config import IndexSpec
 from .devices import to_device, to_numpy
 from .errors import InvalidInput, Unsupported
@@ -50,9 +51,12 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     needs point lookups with ``out="rowids"``. ``build``: which side is indexed; ``auto`` indexes
     the side with fewer rows (the left one on a tie). Keys of both sides go through the key
     map, so any key dtype works where the two columns compare (e.g. int64 with int32, text
-    with text, byte strings of any length exactly). Float and integer columns join whichever
-    side is indexed: a float equals an integer only when it is a whole number of that value.
-    Null keys (pandas, Arrow, Polars nulls; None in a list) join nothing, as in SQL.
+    with text, byte strings of any length; text and bytes exactly, NULs included). Float and
+    integer columns join whichever side is indexed: a float equals an integer only when it is
+    a whole number of that value.
+    Null keys (pandas, Arrow, Polars nulls; None in a list) join nothing, as in SQL. Pairs
+    that cannot fit in the free memory of the index's device are refused with ResourceError
+    before they are listed (:mod:`indexzoo.result_memory`).
     """
     if build not in ("auto", "left", "right"):
         raise InvalidInput(f"argument 'build': {build!r} is not one of 'auto', 'left', 'right'")
@@ -82,6 +86,7 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     if miss is not None:  # probes that equal no key are not looked up
         kept = np.flatnonzero(~to_numpy(miss))
         probes = probes[kept if isinstance(probes, np.ndarray) else idx.xp.asarray(kept)]
+    _check_pairs(idx, probes)
     try:
         res = idx.point(probes, out="rowids")
     except InvalidInput as exc:  # the probing side, named as the caller named it
@@ -99,15 +104,42 @@ def join(left_keys: Any, right_keys: Any, *, index: str | IndexSpec | dict[str, 
     return JoinResult(probe_rows, build_rows, side)
 
 
+def _check_pairs(idx: Any, probes: Any) -> None:
+    """ResourceError before the pairs of ``probes`` against the built ``idx`` are listed when
+    they cannot fit: per pair its rowID in the CSR and two int64 rowIDs, 8 bytes of offsets
+    per probe (the pairs are counted first where every probe matching every row would not
+    fit)."""
+    q, rid = int(probes.shape[0]), idx.rowid_dtype.itemsize
+    per_pair = rid + 16
+
+    def pairs() -> int:
+        return int(idx.point(probes, out="count").count.sum(dtype=np.int64))
+
+    result_memory.check_counted(
+        fixed=(q + 1) * result_memory.OFFSET_BYTES, per_item=per_pair, most=q * len(idx),
+        count=pairs, device=idx.device,
+        what=lambda m: (f"join of {q:,} probes against {len(idx):,} keys ({m:,} pairs: "
+                        f"{per_pair} bytes per pair, 8 per probe)"),
+        hint="join smaller parts of the probing side one after another")
+
+
 #: Key dtype families whose members compare with each other (NumPy dtype kinds).
 _FAMILIES = {"b": "numbers", "i": "numbers", "u": "numbers", "f": "numbers",
              "M": "timestamps", "m": "durations", "U": "text", "S": "byte strings"}
 
 
+def _family(arr: Any) -> str | None:
+    """The family of a key column (text and byte strings held as Python objects too)."""
+    kind = arr.dtype.kind
+    if kind == "O":
+        kind = text.kind_of(arr) or kind
+    return _FAMILIES.get(kind)
+
+
 def _check_comparable(left: Any, right: Any) -> None:
     """InvalidInput naming both arguments when the two key columns cannot equal each other
     (numbers join numbers, timestamps timestamps, text text, byte strings byte strings)."""
-    a, b = (_FAMILIES.get(arr.dtype.kind) for arr in (left, right))
+    a, b = (_family(arr) for arr in (left, right))
     if a is None or b is None or a == b:
         return  # other dtypes: the key map explains what it takes
     raise InvalidInput(

@@ -14,8 +14,8 @@ datetime64, timedelta64       uint64     as int64 (NaT is rejected, like NaN)
 float32                       uint32     IEEE bits; negative: invert all bits,
 float64                       uint64     non-negative: set the sign bit (radix-sort trick)
 bytes ``S1`` ... ``S8``       uint64     the bytes, zero padded, read big-endian
-text ``U<w>``, bytes ``S9+``  uint32     rank in the build's dictionary (sorted distinct
-                                         values; uint64 past 2^32 of them)
+text (``str``, ``U<w>``),     uint32     rank in the build's dictionary (sorted distinct
+other byte strings                       values; uint64 past 2^32 of them)
 ============================  =========  ===================================================
 
 Each map is strictly increasing (``a < b`` iff ``map(a) < map(b)``), so both point and
@@ -26,12 +26,14 @@ range lookups carry over, with three documented exceptions:
 * **-0.0 and 0.0** compare equal under IEEE 754 (and in NumPy), so they are one key:
   -0.0 is stored as 0.0. A lookup for either finds rows built with either; the inverse
   map returns 0.0. [decision, documented in docs/keys.md]
-* **Text and byte strings** are exact, whatever their length: up to 8 bytes by their bits,
-  otherwise through a dictionary of the build's values (:meth:`KeyMap.for_keys`), where a
+* **Text and byte strings** are exact, whatever their length and wherever their NULs
+  (:mod:`indexzoo.text`: text read from any container is an object array of ``str``, byte
+  strings one of ``bytes``): NumPy ``S`` arrays of up to 8 bytes by their bits (their values
+  end in no NUL), everything else through a dictionary of the build's values
+  (:meth:`KeyMap.for_keys`, Python objects compared by code point or byte by byte), where a
   point lookup not in the dictionary misses and range bounds take the ranks of the nearest
-  values inside the range. NumPy's own ``S`` semantics apply: trailing NUL bytes are not
-  significant. Time-zone-aware timestamps are UTC ``datetime64`` with the zone kept on the
-  map (``tz``); a tz-naive lookup against them is InvalidInput.
+  values inside the range. Time-zone-aware timestamps are UTC ``datetime64`` with the zone
+  kept on the map (``tz``); a tz-naive lookup against them is InvalidInput.
 
 Lookups may use another dtype than the keys. Integer lookups against integer keys are
 compared by value: a lookup outside the key dtype's range is a miss, and range bounds are
@@ -49,6 +51,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import text
 from .devices import xp_of as _xp
 from .display import shown
 from .errors import InvalidInput, Unsupported
@@ -59,7 +62,7 @@ Kind = Literal["unsigned", "signed", "float", "datetime", "bytes", "strings"]
 
 SUPPORTED_KEY_DTYPES = (
     "bool, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float32, float64, "
-    "datetime64, timedelta64, byte strings (S<w>) and text (U<w>)"
+    "datetime64, timedelta64, byte strings (bytes, S<w>) and text (str, U<w>)"
 )
 
 _U32 = np.dtype(np.uint32)
@@ -86,6 +89,21 @@ def _kind_of(dtype: np.dtype) -> Kind | None:
     if dtype.kind in "SU" and dtype.itemsize > 0:
         return "strings"
     return None
+
+
+def _dictionary_kind(arr: Any) -> text.Kind | None:
+    """The text kind of keys that map through a dictionary: text of any form, byte strings
+    held as Python objects (their NULs count) or wider than 8 bytes; else None."""
+    dt = arr.dtype
+    if dt.kind == "S" and dt.itemsize <= 8:
+        return None  # the bit map
+    return text.kind_of(arr) if dt.kind in "OUS" else None
+
+
+def _shown_dtype(arr: Any) -> str:
+    """``dtype <U3``, or ``text`` / ``byte strings`` for an object array of them."""
+    kind = text.kind_of(arr) if arr.dtype.kind == "O" else None
+    return f"{text.what(kind)} (Python objects)" if kind else f"dtype {arr.dtype}"
 
 
 def _unsupported_dtype(dtype: np.dtype, name: str) -> InvalidInput:
@@ -127,8 +145,9 @@ class KeyMap:
     source: np.dtype
     target: np.dtype
     kind: Kind
-    #: text and byte strings wider than 8 bytes: the build's distinct values, sorted; a key
-    #: is its rank in this array (None for every other kind)
+    #: text and byte strings (but NumPy ``S`` arrays of up to 8 bytes): the build's distinct
+    #: values, sorted, as an object array of Python ``str`` or ``bytes`` (exact, NULs
+    #: included); a key is its rank in this array (None for every other kind)
     dictionary: np.ndarray | None = None
     #: time-zone-aware timestamps: the zone the keys came in (their values are UTC)
     tz: str | None = None
@@ -168,12 +187,16 @@ class KeyMap:
     def for_keys(cls, keys: Any, *, name: str = "keys") -> KeyMap:
         """The map for the build ``keys`` (no nulls among them): :meth:`for_dtype` of their
         dtype, with the time zone of time-zone-aware timestamps and, for text and byte
-        strings wider than 8 bytes, the dictionary of their distinct values."""
+        strings (but NumPy ``S`` arrays of up to 8 bytes), the dictionary of their distinct
+        values. Text held as Python objects is named by the fixed-width dtype of its longest
+        value (``source``); its values stay exact in the dictionary."""
         dt = keys.dtype
-        if _kind_of(dt) == "strings":
-            dictionary = np.unique(np.asarray(keys))
+        kind = _dictionary_kind(keys)
+        if kind is not None:
+            dictionary = text.distinct(np.asarray(keys))
+            source = dt if dt.kind in "US" else text.source_dtype(kind, dictionary)
             target = _U32 if dictionary.shape[0] <= (1 << 32) else _U64
-            return cls(source=dt, target=target, kind="strings", dictionary=dictionary)
+            return cls(source=source, target=target, kind="strings", dictionary=dictionary)
         km = cls.for_dtype(dt, name=name)
         tz = getattr(keys, "tz", None)
         return km if tz is None or km.kind != "datetime" else dataclasses.replace(km, tz=tz)
@@ -197,6 +220,45 @@ class KeyMap:
             return _U32 if self.dictionary.shape[0] <= (1 << 32) else _U64
         return KeyMap.for_dtype(self.source).target
 
+    @functools.cached_property
+    def _fixed_dictionary(self) -> np.ndarray | None:
+        """The dictionary as a ``U``/``S`` array where that is exact (no value ends in NUL):
+        lookups held in such an array are then searched at NumPy's speed."""
+        if self.dictionary is None:
+            return None
+        return text.fixed_width(self.dictionary, self.source)
+
+    @functools.cached_property
+    def _ranks_of_objects(self) -> text.Ranks:
+        """The dictionary's ranks of lookups held as Python objects."""
+        assert self.dictionary is not None
+        return text.Ranks(self.dictionary)
+
+    def packed(self) -> KeyMap:
+        """This map as a saved index holds it: the dictionary packed into plain bytes
+        (:func:`indexzoo.text.pack`; a saved index holds no Python objects)."""
+        if self.dictionary is None or self.dictionary.dtype.kind != "O":
+            return self
+        return dataclasses.replace(self, dictionary=text.pack(self.dictionary,
+                                                              self._text_kind))
+
+    def unpacked(self) -> KeyMap:
+        """The map :meth:`packed` saved (ValueError where its dictionary is no packing); a
+        dictionary saved as a ``U``/``S`` array (before text was held exactly) is read as
+        its values."""
+        d = self.dictionary
+        if d is None or d.dtype.kind == "O":
+            return self
+        if d.dtype == np.uint8 and d.ndim == 1:
+            return dataclasses.replace(self, dictionary=text.unpack(d, self._text_kind))
+        if d.dtype.kind == self.source.kind and d.ndim == 1:
+            return dataclasses.replace(self, dictionary=text.as_objects(d))
+        raise ValueError(f"a dictionary of dtype {d.dtype} for keys of dtype {self.source}")
+
+    @property
+    def _text_kind(self) -> text.Kind:
+        return "U" if self.source.kind == "U" else "S"
+
     @property
     def invertible(self) -> bool:
         """Whether :meth:`decode` gives the keys back (every map: strings through their
@@ -217,13 +279,20 @@ class KeyMap:
         """
         if type(arr) is not np.ndarray and isinstance(arr, np.ndarray):
             arr = arr.view(np.ndarray)  # e.g. timestamps that carry their time zone
-        if arr.dtype != self.source and not (self.kind in ("bytes", "strings")
-                                             and arr.dtype.kind == self.source.kind):
+        if arr.dtype != self.source and not self._same_text(arr):
             raise InvalidInput(
-                f"argument {name!r}: expected dtype {self.source}, got {arr.dtype}"
+                f"argument {name!r}: expected dtype {self.source}, got {_shown_dtype(arr)}"
             )
         enc = self._encode_natural(arr, name, copy)
         return enc if enc.dtype == self.target else enc.astype(self.target)
+
+    def _same_text(self, arr: Any) -> bool:
+        """Whether ``arr`` holds the text kind of these keys in a form the map takes (byte
+        strings as Python objects only through the dictionary)."""
+        if self.kind == "bytes":
+            return arr.dtype.kind == "S"
+        return self.kind == "strings" and arr.dtype.kind in "OUS" and \
+            text.kind_of(arr) == self.source.kind
 
     def _encode_natural(self, arr: Any, name: str, copy: bool) -> Any:
         u = self.natural
@@ -359,8 +428,9 @@ class KeyMap:
             "signed": "an integer dtype",
             "float": "a float or integer dtype",
             "datetime": f"{self.source} or a coarser unit of it",
-            "bytes": "a fixed-width bytes dtype (S<w>)",
-            "strings": "text (U<w>)" if self.source.kind == "U" else "byte strings (S<w>)",
+            "bytes": "byte strings (bytes, S<w>)",
+            "strings": "text (str, U<w>)" if self.source.kind == "U" else
+                       "byte strings (bytes, S<w>)",
         }[self.kind]
 
     def _check_zone(self, q: Any, name: str) -> None:
@@ -378,14 +448,17 @@ class KeyMap:
                 "gives UTC) or build on tz-aware keys")
 
     def _special_lookup(self, q: Any, name: str, mode: str) -> tuple[Any, Any | None] | None:
-        """Lookups that are not converted to ``source`` first: text and long byte strings
-        (ranks in the dictionary) and byte strings wider than 8 bytes against byte-string
-        keys of up to 8 bytes; None for every other case."""
-        if isinstance(q, UntypedEmpty) or q.dtype.kind not in "SU":
+        """Lookups that are not converted to ``source`` first: text and byte strings (ranks
+        in the dictionary, or against byte-string keys of up to 8 bytes by their first 8
+        bytes); None for every other case."""
+        if isinstance(q, UntypedEmpty) or q.dtype.kind not in "OSU":
             return None
-        if q.dtype.kind != self.source.kind or self.kind not in ("bytes", "strings"):
+        kind = text.kind_of(q)
+        if kind is None:
+            return None  # objects that are no text: _convert says what would work
+        if kind != self.source.kind or self.kind not in ("bytes", "strings"):
             raise InvalidInput(
-                f"argument {name!r}: dtype {q.dtype} cannot be compared with keys of dtype "
+                f"argument {name!r}: {_shown_dtype(q)} cannot be compared with keys of dtype "
                 f"{self.source}; use {self._compatible()}")
         if self.kind == "strings":
             return self._ranks(q, mode)
@@ -396,33 +469,37 @@ class KeyMap:
         not in it misses; a lower bound takes the rank of the first value at or above it, an
         upper bound that of the last value at or below it (a side beyond every value leaves
         the range empty)."""
-        d = self.dictionary
+        d, host = self.dictionary, np.asarray(q)
         assert d is not None
-        host = np.asarray(q)
-        common = np.promote_types(d.dtype, host.dtype)
-        d, host = d.astype(common, copy=False), host.astype(common, copy=False)
-        size, nat = int(d.shape[0]), self.natural
-        if mode == "hi":
-            r = np.searchsorted(d, host, side="right") - 1
-            flagged = r < 0
-        else:
-            r = np.searchsorted(d, host, side="left")
-            flagged = r >= size
-            if mode == "point" and size:
-                flagged |= d[np.minimum(r, size - 1)] != host
-        enc = np.where(flagged, 0, r).astype(nat)
+        size, fixed = int(d.shape[0]), self._fixed_dictionary
+        if host.dtype.kind in "US" and fixed is not None:
+            # neither side has a value ending in NUL: NumPy's comparison is Python's
+            common = np.promote_types(fixed.dtype, host.dtype)
+            d, host = fixed.astype(common, copy=False), host.astype(common, copy=False)
+            if mode == "hi":
+                r = np.searchsorted(d, host, side="right") - 1
+            else:
+                r = np.searchsorted(d, host, side="left")
+                if mode == "point" and size:
+                    r = np.where(d[np.minimum(r, size - 1)] == host, r, -1)
+        else:  # Python objects: Python's dict and bisect
+            host, ranks = text.as_objects(host), self._ranks_of_objects
+            r = ranks.at_or_below(host) if mode == "hi" else \
+                ranks.at_or_above(host) if mode == "lo" else ranks.points(host)
+        flagged = (r < 0) | (r >= size)
+        enc = np.where(flagged, 0, r).astype(self.natural)
         return enc, (flagged if bool(flagged.any()) else None)
 
     def _wide_bytes(self, q: Any, mode: str) -> tuple[Any, Any | None]:
-        """Byte strings against byte-string keys of at most 8 bytes, exactly: a lookup whose
-        bytes past the 8th are not all NUL equals no key (a point misses), lies above every
-        key that equals its first 8 bytes (a lower bound moves up by one) and below every
-        greater one (an upper bound stays)."""
-        enc = self._encode_bytes(q, "queries").astype(self.target)
-        if q.dtype.itemsize <= 8 or q.shape[0] == 0:
+        """Byte strings against byte-string keys of at most 8 bytes (an ``S`` array: no key
+        ends in NUL), exactly. A lookup that is no such value (its bytes past the 8th are not
+        all NUL, or, held as Python bytes, it ends in NUL) equals no key (a point misses),
+        lies above every key up to its first 8 bytes without their trailing NULs (a lower
+        bound moves up by one) and below every greater key (an upper bound stays)."""
+        heads, tail = _byte_heads(q)
+        enc = self._encode_bytes(heads, "queries").astype(self.target)
+        if tail is None:
             return enc, None
-        raw = np.ascontiguousarray(q).view(np.uint8).reshape(q.shape[0], q.dtype.itemsize)
-        tail = raw[:, 8:].any(axis=1)
         if not tail.any() or mode == "hi":
             return enc, None
         if mode == "point":
@@ -431,6 +508,20 @@ class KeyMap:
         moved = np.where(tail & ~top, enc + self.target.type(1), enc)
         empty = tail & top
         return moved, (empty if bool(empty.any()) else None)
+
+
+def _byte_heads(q: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Byte-string lookups' first 8 bytes (as ``S``, zero padded by NumPy), and the mask of
+    lookups those do not hold whole (None: every lookup is its head)."""
+    if q.dtype.kind == "S":
+        if q.dtype.itemsize <= 8 or q.shape[0] == 0:
+            return q, None
+        raw = np.ascontiguousarray(q).view(np.uint8).reshape(q.shape[0], q.dtype.itemsize)
+        return q.astype("S8"), np.asarray(raw[:, 8:].any(axis=1))
+    heads = [v[:8] for v in q]
+    tail = np.fromiter((v != h.rstrip(b"\x00") for v, h in zip(q, heads, strict=True)),
+                       dtype=bool, count=q.shape[0])
+    return np.array(heads, dtype="S8"), tail
 
 
 # ---------------------------------------------------------------------- conversions

@@ -30,8 +30,8 @@ from .results import LookupResult
 from .state import BuildState
 from .validation import null_error, read_1d, same_length
 
-__all__ = ["BITMAP_CHUNK_BYTES", "Batch", "answer", "assemble", "chunks", "encode", "from_csr",
-           "inside", "order"]
+__all__ = ["BITMAP_CHUNK_BYTES", "Batch", "answer", "assemble", "chunks", "count_matches",
+           "encode", "from_csr", "inside", "order"]
 
 #: Bytes of bitmaps one chunk of lookups may produce when the base derives another out mode
 #: from a plugin's bitmaps.
@@ -263,6 +263,17 @@ def answer(route: Route, index: Any, st: BuildState, arrays: tuple[Any, ...]) ->
     else:
         offsets, rowids = src(index, st, arrays)
     return from_csr(op, offsets, rowids, st)
+
+
+def count_matches(route: Route | None, index: Any, st: BuildState, arrays: tuple[Any, ...],
+                  step: int) -> int | None:
+    """The matches of the encoded lookups ``arrays`` in all, answered by the count ``route``
+    chunk by chunk (``step`` lookups at most); None where there is no count route or it lists
+    the matches to count them (derived from ``rowids``: the very result to be checked)."""
+    if route is None or route.source.op.out == "rowids":
+        return None
+    return sum(int(answer(route, index, st, chunk).count.sum(dtype=np.int64))
+               for chunk in chunks(arrays, step))
 
 
 def from_csr(op: Operation, offsets: Any, rowids: Any, st: BuildState) -> LookupResult:

@@ -13,10 +13,19 @@
 * NumPy arrays of Python objects holding text, bytes or time-zone-aware timestamps (and
   ``None``, NaN, ``pd.NA`` or ``NaT`` as nulls).
 
-What comes out is a :class:`Column`: ``values`` (1-D, any key dtype; text as ``U``, byte
-strings as ``S``, timestamps as ``datetime64`` in UTC), ``nulls`` (a boolean mask, or None
-when there are none: a null position holds an arbitrary value of the dtype) and ``tz`` (the
-time zone of time-zone-aware timestamps, whose values are UTC).
+What comes out is a :class:`Column`: ``values`` (1-D, any key dtype; timestamps as
+``datetime64`` in UTC), ``nulls`` (a boolean mask, or None when there are none: a null
+position holds an arbitrary value of the dtype) and ``tz`` (the time zone of
+time-zone-aware timestamps, whose values are UTC).
+
+**Text** comes out exact, NULs included (:mod:`indexzoo.text`): a NumPy array of dtype
+``object`` holding Python ``str``, and byte strings one holding Python ``bytes``, whatever
+held them (a list, an object array, pandas ``object``/``string``/``str``, Arrow
+``string``/``large_string``/``binary``/dictionary arrays, Polars); a null holds ``""`` (or
+``b""``). An empty text column comes out as an empty ``U1`` (``S1``) array, which says its
+kind. NumPy ``U`` and ``S`` arrays come out as they are (NumPy has already dropped their
+values' trailing NULs); NumPy's variable-width ``StringDType`` arrays, which keep them, come
+out as Python ``str`` too.
 
 **Categoricals** (pandas ``category``, Polars ``Categorical``/``Enum``, Arrow dictionary
 arrays) are read as their values, never as their codes, whether ordered or not: keys compare
@@ -31,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from . import text
 from .devices import coerce
 from .display import one_line
 from .errors import IndexZooError, InvalidInput
@@ -99,8 +109,10 @@ def _hint(obj: Any) -> str:
 def read_column(obj: Any, name: str) -> Column:
     """``obj`` as a :class:`Column` (see the module docstring); InvalidInput, naming
     ``name`` and the type in full, for what cannot be read."""
-    if type(obj) is np.ndarray and obj.dtype.kind != "O":  # the common case, first and cheap
+    if type(obj) is np.ndarray and obj.dtype.kind not in "OT":  # the common case, first
         return Column(obj)
+    if type(obj) is np.ndarray and obj.dtype.kind == "T":  # NumPy's StringDType: keeps NULs
+        return Column(obj.astype(object))
     lib = library_of(obj)
     if lib == "cupy" and type(obj).__name__ == "ndarray":  # CuPy arrays hold no nulls
         return Column(obj)
@@ -131,11 +143,14 @@ def read_column(obj: Any, name: str) -> Column:
     return Column(arr)
 
 
-def _checked(values: Any, nulls: Any, tz: str | None, name: str) -> Column:
+def _checked(values: Any, nulls: Any, tz: str | None, name: str,
+             kind: text.Kind | None = None) -> Column:
+    """``values`` with their nulls and time zone; an object array is read as
+    :func:`_objects` reads it (``kind``: the text kind the column's type declares)."""
     if tz is not None:
         values = zoned(values, tz)
     if values.dtype == object and values.ndim == 1:
-        inner = _objects(values, name, nulls)
+        inner = _objects(values, name, nulls, kind)
         return Column(inner.values, inner.nulls, inner.tz or tz)
     return Column(values, nulls, tz)
 
@@ -163,19 +178,23 @@ def _sequence(seq: Any, name: str) -> Column:
                   np.array(nulls, dtype=bool))
 
 
-def _objects(arr: np.ndarray, name: str, nulls: Any = None) -> Column:
-    """An array of Python objects: text, bytes or timestamps, with None/NaN/NA/NaT as nulls;
-    anything else is returned as it is (and refused by the caller)."""
+def _objects(arr: np.ndarray, name: str, nulls: Any = None,
+             kind: text.Kind | None = None) -> Column:
+    """An array of Python objects: text or bytes (kept as Python objects, exactly), or
+    timestamps, with None/NaN/NA/NaT as nulls; anything else is returned as it is (and
+    refused by the caller). ``kind``: the text kind the column's type declares, for a column
+    without a present value."""
     mask = np.fromiter((_is_null(x) for x in arr), dtype=bool, count=arr.shape[0])
     if nulls is not None:
         mask |= np.asarray(nulls, dtype=bool)
     present = arr[~mask]
     values: Any = arr
     tz = None
-    if present.shape[0] and all(isinstance(x, str) for x in present):
-        values = _filled(arr, mask, "").astype(str)
-    elif present.shape[0] and all(isinstance(x, bytes) for x in present):
-        values = _filled(arr, mask, b"").astype(bytes)
+    found = text.kind_of(present) if present.shape[0] else kind
+    if found is not None:
+        if arr.shape[0] == 0:
+            return Column(text.empty(found))
+        values = _filled(arr, mask, "" if found == "U" else b"")
     elif present.shape[0] and all(isinstance(x, datetime.datetime) for x in present):
         import pandas  # timestamps with a time zone come from pandas or datetime
 
@@ -185,6 +204,8 @@ def _objects(arr: np.ndarray, name: str, nulls: Any = None) -> Column:
 
 
 def _filled(arr: np.ndarray, mask: np.ndarray, fill: Any) -> np.ndarray:
+    """``arr`` with ``fill`` at the nulls (the first present value where ``fill`` is None);
+    a copy where there are nulls."""
     if not mask.any():
         return arr
     out = arr.copy()
@@ -213,12 +234,14 @@ def _pandas(s: Any, name: str) -> Column:
         utc = s.dt.tz_convert("UTC").dt.tz_localize(None) if isinstance(s, pandas.Series) \
             else s.tz_convert("UTC").tz_localize(None)
         return _checked(utc.to_numpy(), mask, str(dtype.tz), name)
+    kind: text.Kind | None = "U" if isinstance(dtype, pandas.StringDtype) else None
     if mask is not None:
-        return _pandas_nullable(s, dtype, mask, name)
-    return _checked(s.to_numpy(), None, None, name)
+        return _pandas_nullable(s, dtype, mask, name, kind)
+    return _checked(s.to_numpy(), None, None, name, kind)
 
 
-def _pandas_nullable(s: Any, dtype: Any, mask: np.ndarray, name: str) -> Column:
+def _pandas_nullable(s: Any, dtype: Any, mask: np.ndarray, name: str,
+                     kind: text.Kind | None) -> Column:
     """A pandas column with nulls: its values with the nulls filled by a present value."""
     numpy_dtype = getattr(dtype, "numpy_dtype", None)
     fill = None if mask.all() else s.array[int(np.argmin(mask))]
@@ -231,7 +254,7 @@ def _pandas_nullable(s: Any, dtype: Any, mask: np.ndarray, name: str) -> Column:
         if fill is not None:
             values[mask] = fill
         return _checked(values, mask, None, name)
-    return _checked(s.to_numpy(dtype=object, na_value=None), mask, None, name)
+    return _checked(s.to_numpy(dtype=object, na_value=None), mask, None, name, kind)
 
 
 # ---------------------------------------------------------------------- Arrow (and Polars)
@@ -260,14 +283,16 @@ def _arrow(arr: Any, name: str) -> Column:
         values = arr.cast(pyarrow.int64()).to_numpy(zero_copy_only=False).view(
             f"datetime64[{unit}]")
         return _checked(values, nulls, tz, name)
+    kind: text.Kind | None = None
     if pyarrow.types.is_string(t) or pyarrow.types.is_large_string(t):
-        values = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object).astype(str)
+        kind = "U"
     elif (pyarrow.types.is_binary(t) or pyarrow.types.is_large_binary(t)
           or pyarrow.types.is_fixed_size_binary(t)):
-        values = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object).astype(bytes)
-    else:
-        values = arr.to_numpy(zero_copy_only=False)
-    return _checked(values, nulls, None, name)
+        kind = "S"
+    if kind is not None:  # Python str or bytes, exactly (NULs included)
+        values = np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+        return _checked(values, nulls, None, name, kind)
+    return _checked(arr.to_numpy(zero_copy_only=False), nulls, None, name)
 
 
 def _arrow_fill(arr: Any, nulls: np.ndarray) -> Any:

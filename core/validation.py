@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import text
 from .devices import device_of, to_device
 from .display import int_text, shown
 from .errors import InvalidInput, Unsupported
@@ -66,7 +67,8 @@ def _from_sequence(seq: list[Any] | tuple[Any, ...], name: str) -> np.ndarray:
 def read_1d(obj: Any, name: str) -> tuple[Any, Any]:
     """``obj`` as a 1-D NumPy or CuPy array on the device where it lives, and its nulls (a
     boolean NumPy mask, or None when it has none): see :func:`~indexzoo.reading.read_column`
-    for the kinds of columns read. Python lists and tuples of integers keep integer
+    for the kinds of columns read (text and byte strings are object arrays of ``str`` or
+    ``bytes``, exactly; see :mod:`indexzoo.text`). Python lists and tuples of integers keep integer
     semantics (see :func:`_from_sequence`)."""
     if obj is None:
         raise InvalidInput(f"argument {name!r}: expected a 1-D array, got None")
@@ -79,7 +81,7 @@ def read_1d(obj: Any, name: str) -> tuple[Any, Any]:
             f"argument {name!r}: expected a 1-D array, got {arr.ndim}-D with shape "
             f"{tuple(arr.shape)}{hint}"
         )
-    if arr.dtype == object:
+    if arr.dtype == object and text.kind_of(arr) is None:  # text and bytes stay objects
         raise InvalidInput(
             f"argument {name!r}: got an array of Python objects (dtype object); "
             "pass numbers, text, bytes or timestamps of one type"

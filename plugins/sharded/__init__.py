@@ -38,7 +38,9 @@ Decisions
 * [AMBIG] Updates are not offered (a moved key may change shards); build again.
 * [AMBIG] A lost worker: the lookup raises :class:`ShardLost` (a ``DeviceUnavailable``) and
   returns nothing; later lookups raise it too until the index is built or loaded again. No
-  retry: the client keeps no copy of a shard's rows to rebuild it from.
+  retry: the client keeps no copy of a shard's rows to rebuild it from. A build, load or
+  save that loses a worker raises ShardLost too and publishes (or writes) nothing, whatever
+  Dask raised (``lost``).
 * [AMBIG] Saving and pickling gather every shard's saved form (the inner index's own) to the
   caller; loading sends them to the workers of the current client. So a sharded index saves
   and pickles like any other, at the cost of moving every shard once.
@@ -55,7 +57,8 @@ from typing import Any
 from indexzoo.hookspecs import hookimpl
 
 from .cluster import use_client
-from .index import ShardedIndex, ShardedParams, ShardLost
+from .index import ShardedIndex, ShardedParams
+from .lost import ShardLost
 
 __all__ = ["ShardLost", "ShardedIndex", "ShardedParams", "use_client"]
 

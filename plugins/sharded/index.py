@@ -13,21 +13,16 @@ from pydantic import Field, create_model, field_validator
 from indexzoo.config import IndexParams, IndexSpec, validate_params
 from indexzoo.contract import BuildState, Capabilities, Footprint, GpuIndex, NullPolicy
 from indexzoo.devices import to_device, to_numpy
-from indexzoo.errors import ConfigError, DeviceUnavailable, IndexZooError, InvalidInput
+from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
 from indexzoo.registry import lookup
 from indexzoo.results import Out
 
 from . import cluster, partition, sources, worker
+from .lost import ShardLost, losing_workers, raised_by_a_task
 
 __all__ = ["ShardLost", "ShardedIndex", "ShardedParams", "ShardedState"]
 
 Partitioning = Literal["auto", "range", "hash", "rows"]
-
-
-class ShardLost(DeviceUnavailable):
-    """A shard of a sharded index is gone (its worker died or left): the lookup that met it
-    returned nothing, and every later lookup raises this too until the index is built (or
-    loaded) again."""
 
 
 class ShardedParams(IndexParams):
@@ -205,24 +200,33 @@ class ShardedIndex(GpuIndex[ShardedState]):
                 heavy = partition.heavy_keys(sample, shards)
                 where = partition.hash_shard(host, rowids, shards, heavy)
             parts = partition.shard_rows(where, shards)
-        client, workers = self._client, _workers(self._client)
-        futures = []
-        for s, rows in enumerate(parts):
-            piece = (host[rows], rows, None if values is None else values[rows])
-            at = [workers[s % len(workers)]]
-            data = client.scatter([piece], workers=at, hash=False)[0]
-            futures.append(client.submit(worker.build_shard, self._inner_spec(), self.device,
-                                         data, workers=at, pure=False))
-        # the client keeps no copy of the keys or values: the shards hold them
-        st.values = None
-        self._place(st, futures, scheme, split, heavy)
+        client = self._client
+        futures: list[Any] = []
+        with losing_workers("the build", futures):
+            workers = _workers(client)
+            for s, rows in enumerate(parts):
+                piece = (host[rows], rows, None if values is None else values[rows])
+                at = [workers[s % len(workers)]]
+                data = client.scatter([piece], workers=at, hash=False)[0]
+                futures.append(client.submit(worker.build_shard, self._inner_spec(),
+                                             self.device, data, workers=at, pure=False))
+            # the client keeps no copy of the keys or values: the shards hold them
+            st.values = None
+            self._place(st, futures, scheme, split, heavy)
 
     def _build_distributed(self, src: sources.Source) -> None:
+        futures: list[Any] = []
+        with losing_workers("the build", futures):
+            self._build_on_workers(src, futures)
+
+    def _build_on_workers(self, src: sources.Source, futures: list[Any]) -> None:
+        """:meth:`_build_distributed`, each future it makes added to ``futures``."""
         client, shards = self._client, self.params.shards
         keymap = src.keymap.with_target(self._native_dtype(src.keymap))
         key_parts = client.compute(src.key_parts)
         encoded = [client.submit(worker.encode_part, p, keymap, "keys", pure=False)
                    for p in key_parts]
+        futures += [*key_parts, *encoded]
         lengths = client.gather([client.submit(len, e, pure=False) for e in encoded])
         n = int(sum(lengths))
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -240,15 +244,17 @@ class ShardedIndex(GpuIndex[ShardedState]):
         cut = [client.submit(worker.split_part, e, v, int(off), scheme, shards, sample, heavy,
                              pure=False)
                for e, v, off in zip(encoded, vals, offsets[:-1], strict=True)]
+        futures += [*(v for v in vals if v is not None), *cut]
         workers = _workers(client)
-        futures = []
+        built = []
         for s in range(shards):
             pieces = [client.submit(worker.piece, c, s, pure=False) for c in cut]
-            futures.append(client.submit(worker.build_shard, self._inner_spec(), self.device,
-                                         *pieces, workers=[workers[s % len(workers)]],
-                                         pure=False))
+            built.append(client.submit(worker.build_shard, self._inner_spec(), self.device,
+                                       *pieces, workers=[workers[s % len(workers)]],
+                                       pure=False))
+        futures += built
         st = self._new_state(keymap, n, None, rows=None, n_rows=n, nulls="refuse", names=None)
-        self._place(st, futures, scheme, split, heavy)
+        self._place(st, built, scheme, split, heavy)
         self._publish(st)
 
     def _inner_spec(self) -> dict[str, Any]:
@@ -325,17 +331,19 @@ class ShardedIndex(GpuIndex[ShardedState]):
         if st.lost:
             raise ShardLost(_lost_message(st.lost))
         client = st.client
-        futures = []
+        futures: list[Any] = []
         dt = str(st.rowid_dtype)
-        for s, idx in asked:
-            part = [a[idx] for a in host]
-            futures.append(client.submit(worker.lookup_shard, st.shards[s], kind, out, dt,
-                                         *part, pure=False))
         try:
+            for s, idx in asked:
+                part = [a[idx] for a in host]
+                futures.append(client.submit(worker.lookup_shard, st.shards[s], kind, out, dt,
+                                             *part, pure=False))
             return list(client.gather(futures))
         except IndexZooError:
             raise
         except Exception as exc:
+            if raised_by_a_task(exc, futures):
+                raise
             lost = [f"shard {s} (on {st.summaries[s].worker})" for s, _ in asked
                     if st.shards[s].status != "finished"] or \
                    [f"a shard ({type(exc).__name__}: {exc})"]
@@ -369,11 +377,9 @@ class ShardedIndex(GpuIndex[ShardedState]):
         """Every shard gathered from its worker in saved form (the inner index's own saved
         form and its global rowIDs), and the routing arrays."""
         client = st.client
-        try:
+        with losing_workers("the save", st.shards):
             saved = client.gather([client.submit(worker.save_shard, f, pure=False)
                                    for f in st.shards])
-        except Exception as exc:
-            raise ShardLost(f"cannot save: {exc}") from exc
         return {"scheme": st.scheme, "lo": st.lo, "hi": st.hi, "split": st.split,
                 "heavy": st.heavy,
                 "shards": [{"meta": m, "arrays": a, "rows": r,
@@ -382,21 +388,23 @@ class ShardedIndex(GpuIndex[ShardedState]):
 
     def _load_state(self, st: ShardedState, saved: dict[str, Any]) -> None:
         """Each saved shard sent to a worker and loaded there."""
-        client, workers = self._client, _workers(self._client)
-        futures = []
-        for s, shard in enumerate(saved["shards"]):
-            at = [workers[s % len(workers)]]
-            # the arrays travel as host arrays (a load onto the GPU reads them onto the
-            # device here; each worker puts its shard on its own device)
-            arrays = {k: to_numpy(a) for k, a in shard["arrays"].items()}
-            rows = None if shard["rows"] is None else to_numpy(shard["rows"])
-            data = client.scatter([(shard["meta"], arrays, rows, shard["bounds"])],
-                                  workers=at, hash=False)[0]
-            futures.append(client.submit(_load_one, data, self.device, workers=at,
-                                         pure=False))
-        dt = np.dtype(st.keymap.target)
-        self._place(st, futures, saved["scheme"], to_numpy(saved["split"]).astype(dt),
-                    to_numpy(saved["heavy"]).astype(dt))
+        client = self._client
+        futures: list[Any] = []
+        with losing_workers("the load", futures):
+            workers = _workers(client)
+            for s, shard in enumerate(saved["shards"]):
+                at = [workers[s % len(workers)]]
+                # the arrays travel as host arrays (a load onto the GPU reads them onto the
+                # device here; each worker puts its shard on its own device)
+                arrays = {k: to_numpy(a) for k, a in shard["arrays"].items()}
+                rows = None if shard["rows"] is None else to_numpy(shard["rows"])
+                data = client.scatter([(shard["meta"], arrays, rows, shard["bounds"])],
+                                      workers=at, hash=False)[0]
+                futures.append(client.submit(_load_one, data, self.device, workers=at,
+                                             pure=False))
+            dt = np.dtype(st.keymap.target)
+            self._place(st, futures, saved["scheme"], to_numpy(saved["split"]).astype(dt),
+                        to_numpy(saved["heavy"]).astype(dt))
 
 
 def _load_one(data: tuple[Any, ...], device: str) -> worker.Shard:

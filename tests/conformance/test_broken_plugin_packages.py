@@ -113,7 +113,7 @@ def test_a_malformed_time_limit_is_a_named_error(monkeypatch: pytest.MonkeyPatch
     registry.reset()
     try:
         with pytest.raises(indexzoo.ConfigError, match="INDEXZOO_PLUGIN_TIMEOUT='soon' must be "
-                                                       "a positive number of seconds"):
+                                                       "a number of seconds above 0"):
             indexzoo.available()
     finally:
         monkeypatch.delenv("INDEXZOO_PLUGIN_TIMEOUT")

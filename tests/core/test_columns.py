@@ -153,10 +153,10 @@ def test_sorted_probes_sort_by_the_first_column() -> None:
 
 def test_bitmaps_that_cannot_fit_raise_resource_error_before_any_work(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from indexzoo import ResourceError, contract
+    from indexzoo import ResourceError, contract, result_memory
 
     idx = ColumnScan().build([A, B])
-    monkeypatch.setattr(contract, "available_memory", lambda device: (64, "a test's 64 B"))
+    monkeypatch.setattr(result_memory, "available_memory", lambda device: (64, "a test's 64 B"))
     monkeypatch.setattr(contract, "BITMAP_CHECK_FROM", 0)  # check even this small request
     with pytest.raises(ResourceError, match="out='bitmap' for 100 lookups over 8 rows"):
         idx.range([np.zeros(100, np.uint32), None], [None, np.zeros(100, np.int64)],
@@ -167,13 +167,13 @@ def test_bitmaps_that_cannot_fit_raise_resource_error_before_any_work(
 
 def test_small_bitmaps_skip_the_free_memory_query(monkeypatch: pytest.MonkeyPatch) -> None:
     # reading the free memory costs a file read (host) or a driver call (GPU) per call
-    from indexzoo import contract
+    from indexzoo import result_memory
 
     def no_query(device: str) -> None:
         raise AssertionError("available_memory was queried for a small bitmap")
 
     idx = ColumnScan().build([A, B])
-    monkeypatch.setattr(contract, "available_memory", no_query)
+    monkeypatch.setattr(result_memory, "available_memory", no_query)
     res = idx.range([np.zeros(3, np.uint32), None], [None, np.zeros(3, np.int64)], out="bitmap")
     assert res.bitmap.shape[0] == 3
 

@@ -257,3 +257,40 @@ def test_float_parameters_must_be_finite(value: float) -> None:
             f"parameter 'ray_interval' = {value!r} is invalid: Input should be a finite number "
             "(allowed: > 0.0, <= 1.0)")):
         indexzoo.create("rtscan", device="cpu", ray_interval=value)
+
+
+DUPLICATES = {
+    "yaml top level": (".yaml", "index: btree\nparams: {}\nindex: sorted-array\n", 3, "'index'"),
+    "yaml nested": (".yaml", "index: btree\nparams:\n  node_width: 8\n  node_width: 16\n", 4,
+                    "'node_width'"),
+    "yaml flow": (".yml", "index: btree\nparams: {node_width: 8, node_width: 16}\n", 2,
+                  "'node_width'"),
+    "json top level": (".json", '{"index": "btree",\n "index": "sorted-array"}', 2, "'index'"),
+    "json nested": (".json", '{"index": "btree",\n "params": {"node_width": 8,\n'
+                    '   "node_width": 16}}', 3, "'node_width'"),
+    "json escaped": (".json", '{"index": "btree",\n\n "\\u0069ndex": "x"}', 3, "'index'"),
+    "toml top level": (".toml", 'index = "btree"\nindex = "sorted-array"\n', 2, "'index'"),
+    "toml table": (".toml", 'index = "btree"\n[params]\nnode_width = 8\nnode_width = 16\n', 4,
+                   "'node_width'"),
+    "toml table twice": (".toml", 'index = "btree"\n[params]\nnode_width = 8\n[params]\n', 4,
+                         "'params'"),
+}
+
+
+@pytest.mark.parametrize("case", list(DUPLICATES))
+def test_a_key_given_twice_names_the_key_and_its_line(tmp_path: Path, case: str) -> None:
+    suffix, text, line, key = DUPLICATES[case]
+    path = tmp_path / f"spec{suffix}"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as got:
+        indexzoo.load_spec(path)
+    assert f"line {line}: the key {key} is given twice in one mapping" in str(got.value)
+
+
+def test_keys_repeated_in_different_mappings_are_fine(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text('{"index": "btree", "params": {"index": 1}, "x": [{"a": 1},'
+                                     ' {"a": 2}]}')
+    with pytest.raises(ConfigError, match="unknown top-level entries"):  # not a duplicate
+        indexzoo.load_spec(tmp_path / "s.json")
+    (tmp_path / "s.yaml").write_text("index: btree\nparams: {node_width: 8}\n")
+    assert indexzoo.load_spec(tmp_path / "s.yaml").params == {"node_width": 8}

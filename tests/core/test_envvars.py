@@ -104,3 +104,63 @@ def test_a_malformed_variable_read_at_import_stops_create_and_list_with_its_name
     line = f"environment variable {name}={MALFORMED[name]!r} must be {var.form}"
     assert res.stdout.splitlines() == [f"create: {line}", "list exits 2"]
     assert res.stderr.strip() == f"indexzoo: error: {line}"
+
+
+#: Values out of each bounded variable's bounds (the others take one of a few words).
+OUT_OF_BOUNDS = {
+    "INDEXZOO_SHARDED_WORKERS": ["99999999999", str(envvars.MOST_WORKERS + 1)],
+    "INDEXZOO_PLUGIN_TIMEOUT": ["3601", "1e308", "0"],
+    "INDEXZOO_CPU_SERIAL_BELOW": [str((1 << 40) + 1), str(1 << 63)],
+    "INDEXZOO_CPU_SERIAL_BELOW_RAYS": [str((1 << 40) + 1)],
+    "INDEXZOO_RANK_BUDGET": ["86401", "inf"],
+    "INDEXZOO_CACHE_DIR": ["/" + "d" * 5000],
+    "INDEXZOO_KERNEL_CACHE": ["/" + "d" * 5000],
+    "INDEXZOO_COMMIT": ["c" * 101, "abc\x1b[31m"],
+}
+ENUMERATED = {"INDEXZOO_DEVICE", "INDEXZOO_MEMORY_CHECK", "INDEXZOO_PROGRESS",
+              "INDEXZOO_NUMBA_LAUNCH"}
+
+
+def test_every_variable_is_bounded() -> None:
+    assert {v.name for v in VARIABLES} == set(OUT_OF_BOUNDS) | ENUMERATED
+
+
+@pytest.mark.parametrize(("name", "text"), [(n, t) for n, ts in OUT_OF_BOUNDS.items() for t in ts])
+def test_a_value_out_of_bounds_names_the_variable_the_value_and_the_bounds(
+        name: str, text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    var = next(v for v in VARIABLES if v.name == name)
+    monkeypatch.setenv(name, text)
+    with pytest.raises(ConfigError) as got:
+        var.value()
+    message = str(got.value)
+    assert message.startswith(f"environment variable {name}={repr(text)[:10]}")
+    assert message.endswith(f"must be {var.form}")
+    assert any(word in var.form for word in ("at most", " to ")), var.form
+
+
+def test_the_bounds_themselves_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var, text, value in ((envvars.SHARDED_WORKERS, str(envvars.MOST_WORKERS),
+                              envvars.MOST_WORKERS), (envvars.SHARDED_WORKERS, "1", 1),
+                             (envvars.PLUGIN_TIMEOUT, "3600", 3600.0),
+                             (envvars.CPU_SERIAL_BELOW, str(1 << 40), 1 << 40),
+                             (envvars.RANK_BUDGET, "86400", 86400.0),
+                             (envvars.COMMIT, "c" * 100, "c" * 100)):
+        monkeypatch.setenv(var.name, text)
+        assert var.value() == value
+
+
+def test_sharded_workers_beyond_the_cpus_start_no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    distributed = pytest.importorskip("distributed")
+    import indexzoo
+    from indexzoo.plugins.sharded import cluster
+
+    cluster.close_local()
+
+    def no_cluster(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a local cluster was started")
+
+    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    monkeypatch.setenv("INDEXZOO_SHARDED_WORKERS", "99999999999")
+    with pytest.raises(ConfigError, match=r"INDEXZOO_SHARDED_WORKERS='99999999999' must be a "
+                                          r"whole number from 1 to \d+"):
+        indexzoo.create("sharded", device="cpu")

@@ -166,6 +166,20 @@ def test_join_on_a_sharded_index_equals_join_on_its_inner_index() -> None:
         sorted(zip(want.left.tolist(), want.right.tolist(), strict=True))
 
 
+@pytest.mark.parametrize("inner", ["sorted-array", "warpcore-hash"])
+def test_text_keys_that_differ_only_in_nuls_are_distinct_keys(inner: str) -> None:
+    keys = ["", "\x00", "a", "a\x00", "a\x00b", "a\x00\x00", "é", "\U0001F600", "a"]
+    queries = [*keys, "a\x00\x00\x00", "\x00\x00", "b"]
+    index = indexzoo.create("sharded", inner=inner, shards=3, device="cpu").build(keys)
+    got = index.point(queries, out="count").to_host().count.tolist()
+    assert got == [sum(k == q for k in keys) for q in queries]
+    pairs = indexzoo.join(keys, ["a\x00", "a"], index={"index": "sharded",
+                                                      "params": {"inner": inner}},
+                          device="cpu").to_host()
+    assert sorted(zip(pairs.left.tolist(), pairs.right.tolist(), strict=True)) == \
+        [(2, 1), (3, 0), (8, 1)]
+
+
 def test_the_footprint_is_broken_down_per_shard_and_adds_up() -> None:
     keys = np.arange(9000, dtype=np.uint32)
     index = indexzoo.create("sharded", inner="sorted-array", shards=3, device="cpu").build(keys)

@@ -1,6 +1,7 @@
 """A worker lost while a batch is in flight: the lookup raises ShardLost and returns nothing
 (never a partial answer), later lookups say the same, and a build publishes a working index
-again. Runs on a cluster of its own, since it kills one of its workers."""
+again. A worker lost during a build: ShardLost, whatever Dask raised, and nothing published.
+Runs on a cluster of its own, since it kills one of its workers."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import numpy as np
 import pytest
 
 import indexzoo
+from indexzoo import InvalidInput
 from indexzoo.plugins.sharded import ShardedIndex, ShardLost
+from indexzoo.plugins.sharded.lost import losing_workers
 
 
 @pytest.fixture
@@ -76,3 +79,89 @@ def test_a_worker_killed_mid_batch_gives_shard_lost_never_a_partial_answer(
     doomed_client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker
     index.build(keys)
     assert np.array_equal(index.point(q, out="count").count, want)
+
+
+class KillsOnBuild:
+    """A client that SIGKILLs the worker the first shard's build goes to, ``when`` its data
+    has been scattered there (``"scatter"``) or just before its build is submitted
+    (``"submit"``): a worker lost in the middle of a build, at a point fixed in advance."""
+
+    def __init__(self, client: Any, when: str) -> None:
+        self._client, self._when, self.killed = client, when, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _kill(self, workers: list[str]) -> None:
+        pids = self._client.run(os.getpid, workers=workers)
+        os.kill(next(iter(pids.values())), signal.SIGKILL)
+        self.killed = True
+        deadline = time.monotonic() + 60  # until the scheduler has noticed
+        while time.monotonic() < deadline and workers[0] in \
+                self._client.scheduler_info()["workers"]:
+            time.sleep(0.05)
+
+    def scatter(self, data: Any, workers: list[str], **kwargs: Any) -> Any:
+        got = self._client.scatter(data, workers=workers, **kwargs)
+        if self._when == "scatter" and not self.killed:
+            self._kill(workers)
+        return got
+
+    def submit(self, fn: Any, *args: Any, workers: list[str] | None = None,
+               **kwargs: Any) -> Any:
+        if (self._when == "submit" and not self.killed and workers
+                and getattr(fn, "__name__", "") == "build_shard"):
+            self._kill(workers)
+        return self._client.submit(fn, *args, workers=workers, **kwargs)
+
+
+@pytest.mark.parametrize("when", ["scatter", "submit"])
+def test_a_worker_killed_during_a_build_gives_shard_lost_and_publishes_nothing(
+        doomed_client: Any, when: str) -> None:
+    keys = np.random.default_rng(1).integers(0, 1 << 20, 100_000).astype(np.uint32)
+    killer = KillsOnBuild(doomed_client, when)
+    index = ShardedIndex({"inner": "sorted-array", "shards": 2}, device="cpu", client=killer)
+    with pytest.raises(ShardLost, match="the build lost a worker of the sharded index"):
+        index.build(keys)
+    assert killer.killed and not index.is_built
+
+    doomed_client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker
+    want = indexzoo.create("sorted-array", device="cpu").build(keys).point(keys[:500],
+                                                                            out="count")
+    got = index.build(keys).point(keys[:500], out="count")
+    assert np.array_equal(got.count, want.count)
+
+
+@pytest.mark.parametrize("error", [KeyError("shard-0"), TimeoutError("no answer"),
+                                   ConnectionResetError("reset"), RuntimeError("Dask said so")])
+def test_whatever_dask_raises_for_a_lost_worker_is_shard_lost(error: Exception) -> None:
+    from distributed.client import FutureCancelledError
+    from distributed.comm.core import CommClosedError
+
+    for raised in (error, CommClosedError("in <TCP ...>: Stream is closed"),
+                   FutureCancelledError("build_shard-1", "lost dependencies")):
+        lost = pytest.raises(ShardLost, match=f"the load lost a worker .*{type(raised).__name__}")
+        with lost, losing_workers("the load"):
+            raise raised
+
+
+class _Erred:
+    """A future whose task raised ``exc`` itself."""
+
+    status = "error"
+
+    def __init__(self, exc: BaseException) -> None:
+        self._exc = exc
+
+    def exception(self, timeout: float | None = None) -> BaseException:
+        return self._exc
+
+
+def test_errors_of_the_index_or_of_a_task_itself_pass_unchanged() -> None:
+    refused = pytest.raises(InvalidInput, match="a partition holds null keys")
+    with refused, losing_workers("the build"):
+        raise InvalidInput("a partition holds null keys")
+    bug = ValueError("a bug in the inner index")
+    passed = pytest.raises(ValueError, match="a bug in the inner index")
+    with passed, losing_workers("the build", [_Erred(bug)]):
+        raise ValueError("a bug in the inner index")
