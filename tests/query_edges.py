@@ -2,7 +2,7 @@
 an engine's answer with DuckDB's (the judge; never our own reference).
 
 Tables: int64 at its ends and near 2^62, uint64 at and above 2^63, int32/int16/int8/uint32
-at theirs, booleans, text with quotes and accents, dates, floats, columns named like SQL
+at theirs, booleans, text with quotes, accents and NULs, dates, floats, columns named like SQL
 keywords and with quotes; each column NULL-able; 0 to 200 rows; given as a dict of NumPy
 (masked) arrays, pandas (nullable dtypes), Arrow or Polars. Queries: conjunctions of every
 filter kind with literals drawn from the column's values, its type's ends and beyond; GROUP BY
@@ -42,7 +42,7 @@ EDGES: dict[str, list[int]] = {
 }
 SMALL = {"int64": 1000, "uint64": 1000, "int32": 1000, "uint32": 1000, "int16": 100,
          "int8": 20, "uint8": 20}
-TEXT = ["a", "b'c", 'q"uote', "", " lead", "ünï", "Zz", "a b"]
+TEXT = ["a", "b'c", 'q"uote', "", " lead", "ünï", "Zz", "a b", "a\x00", "\x00", "a\x00b"]
 DATES = [np.datetime64(d) for d in ("1969-12-31", "1970-01-01", "1994-01-01", "1998-12-31",
                                     "2024-02-29")]
 FLOATS = [-1.5, 0.0, 0.25, 2.0, 1e300, -7.0]

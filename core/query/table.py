@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import text
 from ..columns import table_columns, table_names
 from ..errors import InvalidInput
 from ..reading import read_column
@@ -123,7 +124,11 @@ def code_column(name: str, raw: Any) -> tuple[np.ndarray, ColumnInfo, tuple[int,
     else:
         kind = _kind(v)
     try:
-        uniq, inverse = np.unique(valid, return_inverse=True)
+        if v.dtype == object and valid.size and text.kind_of(valid) is not None:
+            uniq = text.distinct(valid)  # Python's sort and a dict: faster on str objects
+            inverse = text.Ranks(uniq).points(valid)
+        else:
+            uniq, inverse = np.unique(valid, return_inverse=True)
     except TypeError as exc:
         raise InvalidInput(f"column {name!r} holds values that do not compare with each "
                            f"other ({exc})") from None
@@ -144,7 +149,8 @@ def _dates(v: np.ndarray, nulls: np.ndarray | None) -> np.ndarray:
     """An object column of ``datetime.date`` (or naive ``datetime``) values as datetime64
     (days, or microseconds); any other object column as it is."""
     kept = v if nulls is None else v[~nulls]
-    if not kept.size or not all(isinstance(x, datetime.date) for x in kept):
+    if not kept.size or not isinstance(kept[0], datetime.date) \
+            or not all(isinstance(x, datetime.date) for x in kept):
         return v
     unit = "us" if any(isinstance(x, datetime.datetime) for x in kept) else "D"
     if unit == "us" and any(getattr(x, "tzinfo", None) is not None for x in kept):
