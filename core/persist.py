@@ -45,7 +45,7 @@ from .files import remove_stale_temporaries, replace_file
 from .flatten import Flattener, class_hints
 from .metadata import MAX_META_BYTES, check_top_level, parse_json
 from .npyheader import MAX_HEADER, NpyHeader, parse_header
-from .schema import Array, Check, LoadContext, Nested, Scope, StateSchema, Value
+from .schema import Array, Check, LoadContext, Nested, Scope, StateSchema, Value, view_at
 from .sinks import Sink, sink_for
 from .unflatten import unflatten
 
@@ -66,6 +66,7 @@ __all__ = [
     "read",
     "to_target",
     "unflatten",
+    "view_at",
     "write",
 ]
 

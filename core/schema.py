@@ -51,7 +51,8 @@ from .flatten import is_record, record_fields
 from .schema_paths import MISSING, Expr, resolve, split_path
 from .schema_types import mismatch
 
-__all__ = ["Array", "Check", "LoadContext", "Nested", "Scope", "Spec", "StateSchema", "Value"]
+__all__ = ["Array", "Check", "LoadContext", "Nested", "Scope", "Spec", "StateSchema", "Value",
+           "view_at"]
 
 Bound = str | int | None
 Order = Literal["nondecreasing", "increasing"]
@@ -221,6 +222,19 @@ class Scope:
 
     def nested(self, here: Any, where: str) -> Scope:
         return Scope(self.root, here, where, self.ctx)
+
+
+def _address(a: Any) -> int:
+    return int(a.__array_interface__["data"][0]) if isinstance(a, np.ndarray) else int(a.data.ptr)
+
+
+def view_at(view: Any, base: Any, offset_items: int, step: int = 1) -> bool:
+    """Whether ``view`` is ``base[offset_items::step]`` in memory (both 1-D; a check of an
+    array saved as a view of another, e.g. the values of a pair table from its second word)."""
+    return (_is_array(view) and _is_array(base) and type(view) is type(base)
+            and view.ndim == 1 and base.ndim == 1 and view.dtype == base.dtype
+            and view.strides[0] == base.strides[0] * step
+            and _address(view) == _address(base) + offset_items * base.strides[0])
 
 
 def _is_array(v: Any) -> bool:

@@ -60,10 +60,10 @@ def split_path(path: str) -> list[tuple[str, bool]]:
 def _child(obj: Any, name: str) -> Any:
     if isinstance(obj, dict):
         return obj.get(name, MISSING)
-    if obj is None or obj is MISSING or isinstance(obj, (list, tuple, int, float, str)):
+    if obj is None or obj is MISSING or name not in _fields(obj):
         return MISSING
     try:
-        return getattr(obj, name) if name in _fields(obj) else MISSING
+        return getattr(obj, name)
     except AttributeError:
         return MISSING
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from indexzoo.devices import xp_of
 from indexzoo.native.hashing import RUN_COUNT, RUN_ROWS, next_prime, value_flag
-from indexzoo.persist import Array, Check, Nested, Scope, StateSchema, Value
+from indexzoo.persist import Array, Check, Nested, Scope, StateSchema, Value, view_at
 
 __all__ = ["hash_schema"]
 
@@ -49,7 +49,7 @@ def _layout(scope: Scope, word_dtype: Callable[[int, Any], np.dtype]) -> str | N
         if ht.table is None or ht.stride != 2 or ht.tkeys is not ht.table:
             return "is not the aos layout the params say"
         want = {"table": (key_dt, (2 * cap,)), "tvals": (word_dt, (2 * cap - 1,))}
-        if (ht.tvals.strides != ht.table.strides or not _shares(ht.tvals, ht.table, 1)):
+        if not view_at(ht.tvals, ht.table, 1):
             raise scope.problem("tvals", "is not the table's view from its second word")
     else:
         if ht.table is not None or ht.stride != 1:
@@ -70,14 +70,6 @@ def _layout(scope: Scope, word_dtype: Callable[[int, Any], np.dtype]) -> str | N
         raise scope.problem("n_windows", f"is {ht.n_windows}, not a prime: a probe sequence "
                                          "would not visit every window")
     return None
-
-
-def _shares(view: Any, base: Any, offset_items: int) -> bool:
-    """Whether ``view`` starts ``offset_items`` elements into ``base``'s memory."""
-    def address(a: Any) -> int:
-        return int(a.__array_interface__["data"][0]) if isinstance(a, np.ndarray) \
-            else int(a.data.ptr)
-    return address(view) == address(base) + offset_items * base.itemsize
 
 
 def _slots(scope: Scope) -> str | None:
