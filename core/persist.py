@@ -45,7 +45,7 @@ from .files import remove_stale_temporaries, replace_file
 from .flatten import Flattener, class_hints
 from .metadata import MAX_META_BYTES, check_top_level, parse_json
 from .npyheader import MAX_HEADER, NpyHeader, parse_header
-from .schema import Array, Check, LoadContext, Nested, Scope, StateSchema, Value, view_at
+from .schema import Array, Check, LoadContext, Nested, Scope, Spec, StateSchema, Value, view_at
 from .sinks import Sink, sink_for
 from .unflatten import unflatten
 
@@ -60,6 +60,7 @@ __all__ = [
     "Nested",
     "SavedIndex",
     "Scope",
+    "Spec",
     "StateSchema",
     "Value",
     "class_hints",
