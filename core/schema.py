@@ -22,7 +22,10 @@ The specs (paths and expressions: :mod:`indexzoo.schema_paths`):
   ``order`` (``"nondecreasing"`` or ``"increasing"`` along the first axis), ``permutation``
   (each of ``0 .. len - 1`` once), ``first``/``last`` (the first or last element equals an
   expression: offsets that start at 0 and end at their array's length), ``finite`` floats;
-* :class:`Value`: a scalar: its type, bounds, an expression it ``equals``, ``choices``;
+* :class:`Value`: a scalar or a record: its type (a record class: its fields' types too),
+  bounds, an expression it ``equals``, ``choices``; on a top-level name it replaces the type
+  the state's annotation declares (for a part ``_save_state`` saves in another form, e.g. None
+  for a scene built again on load);
 * :class:`Nested`: specs relative to a record, for each item of a ``[*]`` path, or for a part
   that may be None (``optional=True``);
 * :class:`Check`: a function for what the declarative specs cannot say (a tree's links, a hash
@@ -297,7 +300,10 @@ class StateSchema:
         missing = sorted(self._required() - set(saved))
         if missing:
             raise top.problem(missing[0], "is missing")
+        typed = {s.path for s in self.specs if isinstance(s, Value)}
         for name, value in saved.items():
+            if name in typed:  # the schema says what the saved form of this name is
+                continue
             got = mismatch(value, (hints or {}).get(name, Any), name)
             if got is not None:
                 raise top.problem(got[0], f"is {got[1]}")
@@ -467,7 +473,7 @@ _KIND_OK: dict[type, Callable[[Any], bool]] = {
 def _check_value(spec: Value, outer: Scope, scope: Scope, v: Any) -> None:
     fail = scope.problem
     kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
-    if not any(_KIND_OK.get(k, lambda x, k=k: isinstance(x, k))(v) for k in kinds):
+    if not any(_KIND_OK[k](v) if k in _KIND_OK else mismatch(v, k, "") is None for k in kinds):
         raise fail("", f"is {_shown(v)}, not a {' or '.join(k.__name__ for k in kinds)}")
     if spec.choices is not None and v not in spec.choices:
         raise fail("", f"is {str(v)[:40]!r}, not one of {list(spec.choices)}")

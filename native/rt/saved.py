@@ -25,13 +25,18 @@ from indexzoo.persist import Array, Check, Nested, Scope, Spec, Value
 
 from .bvh import MAX_LEAF_SIZE, Bvh
 from .geometry import AABBS, SPHERES, TRIANGLES
+from .keymap import KeyCoder
+from .keyprims import primitives
 from .trace import Gas, Ias
 
-__all__ = ["MAX_DEPTH", "WIDTH", "bvh_problem", "bvh_specs", "gas_specs", "ias_problem"]
+__all__ = ["CHUNK", "MAX_DEPTH", "WIDTH", "bvh_problem", "bvh_specs", "gas_specs", "ias_problem",
+           "primitives_match"]
 
 #: The deepest BVH a file may hold (the builder's trees over 63-bit codes and positions stay
 #: far below; a deeper one would make a refit's level pass run as long as the file wants).
 MAX_DEPTH = 512
+#: Primitives made again and compared at once (bounds :func:`primitives_match`'s memory).
+CHUNK = 1 << 20
 #: Floats per stored primitive of each kind.
 WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
 
@@ -179,3 +184,16 @@ def ias_problem(ias: Ias, slices: list[tuple[int, int]]) -> str | None:
     if node_base != int(ias.nodes.shape[0]):
         return f"pools {int(ias.nodes.shape[0])} records; its instances use {node_base}"
     return None
+
+
+def primitives_match(coder: KeyCoder, primitive: str, keys: Any, positions: Any,
+                     data: Any) -> bool:
+    """Whether ``data[i]`` (stored geometry) is the primitive of ``keys[positions[i]]`` for
+    every ``i``: the scene holds the keys it says, made again a chunk at a time. (The
+    primitives of keys the coder holds are exact in float32, so both devices make the same.)"""
+    xp = xp_of(data)
+    for s in range(0, int(positions.shape[0]), CHUNK):
+        want = primitives(coder, primitive, keys[positions[s:s + CHUNK].astype(np.int64)])
+        if not bool(xp.array_equal(data[s:s + CHUNK], want)):
+            return False
+    return True

@@ -12,35 +12,18 @@ it again from ``own_keys``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt import SPHERE_RADIUS, KeyCoder, key_primitives
+from indexzoo.native.rt import SPHERE_RADIUS, KeyCoder
 from indexzoo.native.rt.keyprims import KIND
-from indexzoo.native.rt.saved import WIDTH, gas_specs
+from indexzoo.native.rt.saved import WIDTH, gas_specs, primitives_match
+from indexzoo.native.rt.trace import Gas
 from indexzoo.persist import Array, Check, Scope, StateSchema, Value
 
 from .rays import distinct_highs
 
-__all__ = ["CHUNK", "RX_SCHEMA", "check_primitives"]
-
-#: Primitives made again and compared at once (bounds the check's memory).
-CHUNK = 1 << 20
-
-
-def check_primitives(coder: KeyCoder, primitive: str, keys: Any, order: Any,
-                     data: Any) -> bool:
-    """Whether ``data[i]`` is the primitive of ``keys[order[i]]`` for every ``i`` (stored
-    geometry), made again a chunk at a time."""
-    xp = xp_of(data)
-    for s in range(0, int(order.shape[0]), CHUNK):
-        want = key_primitives(coder, primitive, keys[order[s:s + CHUNK].astype(np.int64)])
-        if not bool(xp.array_equal(data[s:s + CHUNK], want)):
-            return False
-    return True
-
+__all__ = ["RX_SCHEMA"]
 
 def _check(scope: Scope) -> str | None:
     ctx, root = scope.ctx, scope.root
@@ -77,7 +60,7 @@ def _check(scope: Scope) -> str | None:
                             f"({coder.limit_text()})")
     if generated and own is not None and not bool(xp.array_equal(data, own[order])):
         raise scope.problem("gas.data", "is not the keys in the BVH's order")
-    if not generated and not check_primitives(coder, p.primitive, keys, order, data):
+    if not generated and not primitives_match(coder, p.primitive, keys, order, data):
         raise scope.problem("gas.data", "is not the primitives of the keys")
     if generated:
         return None if highs is None else "high_parts: held, which generated geometry does not keep"
@@ -93,6 +76,7 @@ RX_SCHEMA = StateSchema(
     Array("high_parts", dtype="uint64", shape=(None,), optional=True),
     Array("no_keys", dtype="uint64", shape=(1,)),
     Value("peak", int, at_least=0),
+    Value("gas", Gas, optional=True),  # None: saved from OptiX, built again on load
     gas_specs("gas", optional=True),
     Array("gas.data", shape=None, optional=True),
     Check(_check),
