@@ -100,7 +100,7 @@ class Value:
     of ``choices``."""
 
     path: str
-    kind: type | tuple[type, ...] = int
+    kind: Any = int  # a type, a typing form (tuple[int, ...], a union), or a tuple of them
     at_least: Bound = None
     below: Bound = None
     equals: Bound = None
@@ -474,7 +474,8 @@ def _check_value(spec: Value, outer: Scope, scope: Scope, v: Any) -> None:
     fail = scope.problem
     kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
     if not any(_KIND_OK[k](v) if k in _KIND_OK else mismatch(v, k, "") is None for k in kinds):
-        raise fail("", f"is {_shown(v)}, not a {' or '.join(k.__name__ for k in kinds)}")
+        names = " or ".join(getattr(k, "__name__", str(k)) for k in kinds)
+        raise fail("", f"is {_shown(v)}, not a {names}")
     if spec.choices is not None and v not in spec.choices:
         raise fail("", f"is {str(v)[:40]!r}, not one of {list(spec.choices)}")
     exprs = spec._exprs
