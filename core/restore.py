@@ -35,17 +35,12 @@ from .schema import LoadContext, StateSchema
 from .schema_types import mismatch
 from .state import BASE_FIELDS, BuildState, rowid_dtype_for
 
-__all__ = ["index_from_saved", "restore_state"]
+__all__ = ["check_saved", "index_from_saved", "params_from_saved", "restore_state"]
 
 #: Errors a plugin's ``_params_for_load`` or ``_load_state`` may raise on data from a file;
 #: they become an IndexFileError (anything else, e.g. MemoryError, goes on as it is).
 _DATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError,
                 AssertionError, InvalidInput)
-
-
-#: Whether files of a plugin without a schema are refused (not yet: the built-in plugins are
-#: getting theirs one by one).
-_REFUSE_WITHOUT_SCHEMA = False
 
 
 def _one_line(exc: BaseException) -> str:
@@ -81,13 +76,43 @@ def params_from_saved(cls: Any, saved: SavedIndex, device: str) -> Any:
 def restore_state(index: Any, saved: SavedIndex) -> BuildState:
     """The build state ``saved`` holds, on the index's device, checked (see the module
     docstring) and sealed."""
+    st, attrs = _checked_state(index, saved)
+    try:
+        index._load_state(st, attrs)
+    except IndexFileError:
+        raise
+    except _DATA_ERRORS as exc:
+        raise saved.problem(f"the {index.name} plugin cannot rebuild its state from the file "
+                            f"({_one_line(exc)})") from exc
+    st.seal()
+    return st
+
+
+def check_saved(cls: Any, saved: SavedIndex) -> BuildState | None:
+    """Check ``saved`` as :func:`index_from_saved` would for index class ``cls``, on the host
+    and without loading it (no ``_load_state``, no kernel): for an index that holds others'
+    saved forms (the sharded index's shards) before it sends them anywhere. Returns the fresh
+    state with the base's fields (``n``, the key maps), or None for an unbuilt index or a
+    class that does not run on the CPU (checked up to its params)."""
+    meta = check_top_level(saved.meta, saved.source)
+    if meta.get("index") != cls.name:
+        raise saved.problem(f"holds index {str(meta.get('index'))[:80]!r}, not {cls.name!r}")
+    params = params_from_saved(cls, saved, "cpu")
+    if not meta.get("built") or "cpu" not in cls.capabilities.devices:
+        return None
+    return _checked_state(cls(params, device="cpu"), saved)[0]
+
+
+def _checked_state(index: Any, saved: SavedIndex) -> tuple[BuildState, dict[str, Any]]:
+    """A fresh state with the base's fields and the plugin's saved attributes, every one
+    checked (steps 1 and 2 of the module docstring)."""
     meta, cls = saved.meta, type(index)
     if meta.get("state_version") != index.state_version:
         raise saved.problem(
             f"its {index.name} state has layout version {str(meta.get('state_version'))[:20]}; "
             f"this {index.name} reads version {index.state_version}: build the index again")
     schema: StateSchema | None = getattr(cls, "state_schema", None)
-    if schema is None and not saved.trusted and _REFUSE_WITHOUT_SCHEMA:
+    if schema is None and not saved.trusted:
         raise saved.problem(
             f"index {index.name!r} declares no state schema (StateSchema), so its files are not "
             "loaded: nothing would check them before its kernels read them (see "
@@ -106,7 +131,7 @@ def restore_state(index: Any, saved: SavedIndex) -> BuildState:
     ctx = LoadContext(source=saved.source, n=n,
                       n_rows=n_rows if isinstance(n_rows, int) else n, dims=len(keymaps),
                       native=keymaps[0].target, rowid=rowid_dtype_for(n), params=index.params,
-                      device=index.device, label="base", origins=origins)
+                      device=index.device, keymaps=keymaps, label="base", origins=origins)
     BASE_SCHEMA.check(base, ctx, BASE_HINTS)
     st = index._new_state(keymaps[0], n, base.get("values"), keymaps, rows=base.get("rows"),
                           n_rows=base["n_rows"], nulls=base["nulls"], names=base.get("names"))
@@ -115,15 +140,7 @@ def restore_state(index: Any, saved: SavedIndex) -> BuildState:
                       origins)
     ctx.label = "state"
     _check_state(attrs, hints, schema, ctx)
-    try:
-        index._load_state(st, attrs)
-    except IndexFileError:
-        raise
-    except _DATA_ERRORS as exc:
-        raise saved.problem(f"the {index.name} plugin cannot rebuild its state from the file "
-                            f"({_one_line(exc)})") from exc
-    st.seal()
-    return st
+    return st, attrs
 
 
 def _check_state(attrs: dict[str, Any], hints: dict[str, Any], schema: StateSchema | None,

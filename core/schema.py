@@ -158,6 +158,7 @@ class LoadContext:
     rowid: np.dtype
     params: Any
     device: str
+    keymaps: tuple[Any, ...] = ()
     label: str = "state"
     origins: dict[int, str] = field(default_factory=dict)
     #: extra names expressions may use (a plugin's check can add derived ones)
