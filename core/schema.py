@@ -218,7 +218,10 @@ class Scope:
     def problem(self, path: str, text: str) -> IndexFileError:
         """The one-line IndexFileError about the value at ``path`` (relative to the scope)."""
         full = ".".join(p for p in (self.where, path) if p)
-        value = self.get(path) if path else self.here
+        try:
+            value = self.get(path) if path else self.here
+        except ValueError:  # a concrete path (``shards[3].rows``): no member to name
+            value = None
         member = self.ctx.origins.get(id(value)) if _is_array(value) else None
         at = f"{self.ctx.label}.{full}" if full else self.ctx.label
         return IndexFileError(" ".join(

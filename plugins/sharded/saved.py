@@ -4,7 +4,7 @@ Each shard is another index's saved form (its metadata as JSON text, its arrays)
 global rowID of each of its rows. Before any shard goes to a worker, the client checks every
 one as a file of its inner index would be checked (:func:`indexzoo.restore.check_saved`: the
 metadata within its bounds, the params, the base's fields, the inner plugin's schema), that
-there is one per configured shard, that each holds the key maps of the sharded index, and that
+there is one per configured shard, that each holds the sharded index's native keys, and that
 the shards' global rowIDs together are each of ``0 .. n - 1`` once (lookups answer with them).
 The routing keys are checked for their dtype and order; each shard's key range is made again
 on load from the loaded shards.
@@ -46,8 +46,10 @@ def _check_shards(scope: Scope) -> str | None:
         if got.shape != (held,):
             raise scope.problem(f"shards[{s}].rows", f"holds {got.shape[0]} rowIDs for the "
                                                      f"shard's {held} rows")
-        if st is not None and st.keymaps != ctx.keymaps:
-            raise scope.problem(f"shards[{s}]", "holds keys of other key maps than the index")
+        if st is not None and (st.dims != ctx.dims or any(
+                km.source != ctx.native for km in st.keymaps)):
+            raise scope.problem(f"shards[{s}]", f"holds keys other than {ctx.dims} columns of "
+                                                f"the index's native {ctx.native}")
         rows.append(got)
     every = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     n = ctx.n
