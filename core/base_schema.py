@@ -14,6 +14,7 @@ import numpy as np
 from .errors import InvalidInput
 from .keys import KeyMap
 from .schema import Array, Check, Scope, StateSchema, Value
+from .schema_types import mismatch
 
 __all__ = ["BASE_HINTS", "BASE_SCHEMA", "keymaps_problem"]
 
@@ -56,8 +57,11 @@ def _keymap_problem(km: KeyMap) -> str | None:
 def keymaps_problem(maps: Any, max_dims: int, key_dtypes: tuple[np.dtype, ...]) -> str | None:
     """What is wrong with the key maps of a file for an index of at most ``max_dims`` columns
     and native dtypes ``key_dtypes``, or None (they then say ``dims`` and the native dtype)."""
-    if not isinstance(maps, tuple) or not maps or not all(isinstance(k, KeyMap) for k in maps):
+    if not isinstance(maps, tuple) or not maps:
         return "is not a tuple of key maps"
+    typed = mismatch(maps, tuple[KeyMap, ...], "keymaps")
+    if typed:
+        return f"{typed[0][len('keymaps'):]} is {typed[1]}"
     if len(maps) > max_dims:
         return f"holds {len(maps)} key maps; the index takes at most {max_dims} columns"
     for j, km in enumerate(maps):

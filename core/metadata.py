@@ -133,6 +133,9 @@ def check_top_level(meta: Any, what: str) -> dict[str, Any]:
     missing = [k for k in required if k not in meta]
     if missing:
         raise IndexFileError(f"{what}: its metadata lacks {', '.join(map(repr, missing))}")
+    if meta.get("built") is False and (any(k in meta for k in _BUILT) or meta.get("arrays")):
+        raise IndexFileError(f"{what}: its metadata says the index is not built, and holds a "
+                             "built index's state")
     return meta
 
 

@@ -31,6 +31,10 @@ The specs (paths and expressions: :mod:`indexzoo.schema_paths`):
 * :class:`Check`: a function for what the declarative specs cannot say (a tree's links, a hash
   table's probe sequences), given the :class:`Scope` and returning a one-line problem or None.
 
+Every spec but :class:`Check` takes ``optional`` (the value may be None; inside a
+:class:`Nested` spec, a field that a record of another kind lacks is skipped too) and
+``absent`` (a top-level name that older files of the plugin do not have).
+
 Specs run in the order given (a :class:`Check` after the fields it relies on). Beyond them the
 loader refuses a state that has a top-level name the schema does not mention, lacks one it
 requires, holds a value of another type than its annotation declares
@@ -81,6 +85,7 @@ class Array:
     last: Bound = None
     finite: bool = False
     optional: bool = False
+    absent: bool = False
     _exprs: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -106,6 +111,7 @@ class Value:
     equals: Bound = None
     choices: tuple[Any, ...] | None = None
     optional: bool = False
+    absent: bool = False
     _exprs: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -124,12 +130,15 @@ class Nested:
     prefix: str
     specs: tuple[Spec, ...]
     optional: bool
+    absent: bool
 
-    def __init__(self, prefix: str, *specs: Spec, optional: bool = False) -> None:
+    def __init__(self, prefix: str, *specs: Spec, optional: bool = False,
+                 absent: bool = False) -> None:
         split_path(prefix)
         object.__setattr__(self, "prefix", prefix)
         object.__setattr__(self, "specs", tuple(specs))
         object.__setattr__(self, "optional", optional)
+        object.__setattr__(self, "absent", absent)
 
 
 @dataclass(frozen=True)
@@ -284,11 +293,11 @@ class StateSchema:
                          for s in self.specs if not isinstance(s, Check))
 
     def _required(self) -> set[str]:
-        out = set()
-        for s in self.specs:
-            if not isinstance(s, Check) and not s.optional:
-                out.add(split_path(s.prefix if isinstance(s, Nested) else s.path)[0][0])
-        return out
+        """Top-level names a state must have (None where a spec allows it): all it mentions
+        but those a spec lets be absent (a part older files lack)."""
+        absent = {split_path(s.prefix if isinstance(s, Nested) else s.path)[0][0]
+                  for s in self.specs if not isinstance(s, Check) and s.absent}
+        return set(self.names) - absent
 
     # ------------------------------------------------------------------ checking
     def check(self, saved: Mapping[str, Any], ctx: LoadContext,
@@ -345,18 +354,29 @@ def _array_leaves(saved: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
             stack.extend((f"{at}[{i}]", v) for i, v in enumerate(value))
 
 
+#: What a check function may raise on a state it cannot read: the file's problem, not the
+#: check's (an IndexFileError then names the check's place).
+_CHECK_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError)
+
+
 def _run(specs: Sequence[Spec], scope: Scope) -> None:
     for spec in specs:
         if isinstance(spec, Check):
-            text = spec.fn(scope)
+            try:
+                text = spec.fn(scope)
+            except IndexFileError:
+                raise
+            except _CHECK_ERRORS as exc:  # a state too malformed for the check to read
+                text = f"cannot be checked ({type(exc).__name__}: {exc})"
             if text:
                 raise scope.problem(spec.path, text)
             continue
         path = spec.prefix if isinstance(spec, Nested) else spec.path
         for at, value in resolve(scope.here, path, scope.where):
-            absent = value is MISSING or value is None
-            if absent and spec.optional:
+            if (value is None and spec.optional) or (value is MISSING and spec.absent):
                 continue
+            if value is MISSING and spec.optional and "." in at:
+                continue  # a field of a record of another kind (a GAS's, in an IAS)
             if value is MISSING:
                 raise scope.nested(scope.root, "").problem(at, "is missing")
             if isinstance(spec, Nested):

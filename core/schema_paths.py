@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 __all__ = ["MISSING", "Expr", "Names", "resolve", "split_path"]
 
-_SEGMENT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<each>\[\*\])?")
+_SEGMENT = re.compile(r"(?P<name>[A-Za-z][A-Za-z0-9_]*)(?P<each>\[\*\])?")
 _FUNCTIONS = frozenset({"len", "size", "shape", "min", "max", "cdiv"})
 _BINARY: dict[type, Any] = {
     ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
@@ -139,7 +139,9 @@ class Expr:
     def _check(self, node: ast.AST) -> None:
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return
-        if _dotted(node) is not None:
+        dotted = _dotted(node)
+        if dotted is not None:
+            split_path(dotted)  # plain names only: no private or special attribute
             return
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             self._check(node.left)

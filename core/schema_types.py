@@ -45,8 +45,13 @@ _SIMPLE: dict[Any, Any] = {
 }
 
 
+def _a(name: str) -> str:
+    """``an int``, ``a list``: ``name`` with its article."""
+    return f"{'an' if name[:1] in 'aeiouAEIOU' else 'a'} {name}"
+
+
 def _kind(v: Any) -> str:
-    return type(v).__name__
+    return _a(type(v).__name__)
 
 
 def mismatch(value: Any, hint: Any, where: str) -> tuple[str, str] | None:
@@ -56,19 +61,19 @@ def mismatch(value: Any, hint: Any, where: str) -> tuple[str, str] | None:
         return None
     check = _SIMPLE.get(hint)
     if check is not None:
-        return None if check(value) else (where, f"a {_kind(value)}, not a {_hint_name(hint)}")
+        return None if check(value) else (where, f"{_kind(value)}, not {_a(_hint_name(hint))}")
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
         if any(mismatch(value, a, where) is None for a in args):
             return None
-        return where, f"a {_kind(value)}, not any of {_hint_name(hint)}"
+        return where, f"{_kind(value)}, not any of {_hint_name(hint)}"
     if origin is typing.Literal:
         return None if value in args else (where, f"{str(value)[:40]!r}, not one of {list(args)}")
     if origin in (tuple, list, set, frozenset):
         return _items(value, origin, args, where)
     if origin is dict:
         if not isinstance(value, dict):
-            return where, f"a {_kind(value)}, not a dict"
+            return where, f"{_kind(value)}, not a dict"
         kh, vh = args if len(args) == 2 else (Any, Any)
         for k, v in list(value.items())[:_MAX_ITEMS]:
             got = mismatch(k, kh, f"{where}.key") or mismatch(v, vh, f"{where}[{k!r}]")
@@ -77,7 +82,7 @@ def mismatch(value: Any, hint: Any, where: str) -> tuple[str, str] | None:
         return None
     if isinstance(hint, type):
         if not isinstance(value, hint):
-            return where, f"a {_kind(value)}, not a {hint.__qualname__}"
+            return where, f"{_kind(value)}, not {_a(hint.__qualname__)}"
         if is_record(hint):
             return _record(value, where)
         return None
@@ -86,7 +91,7 @@ def mismatch(value: Any, hint: Any, where: str) -> tuple[str, str] | None:
 
 def _items(value: Any, origin: Any, args: tuple[Any, ...], where: str) -> tuple[str, str] | None:
     if not isinstance(value, origin):
-        return where, f"a {_kind(value)}, not a {origin.__name__}"
+        return where, f"{_kind(value)}, not {_a(origin.__name__)}"
     items = list(value)[:_MAX_ITEMS]
     if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
         if args == ((),):

@@ -136,9 +136,10 @@ def _check_gas(scope: Scope) -> str | None:
 
 
 def gas_specs(prefix: str, *, optional: bool = False) -> Nested:
-    """The specs of a software GAS at ``prefix`` (the primitives ``data`` are the plugin's to
-    declare: their dtype and width depend on its geometry)."""
+    """The specs of a software GAS at ``prefix`` (the dtype and shape of the primitives
+    ``data`` are the plugin's to check: they depend on its geometry)."""
     return Nested(prefix,
+                  Array("data"),
                   Value("kind", int, choices=tuple(WIDTH)),
                   Value("radius", float),
                   Nested("bvh", *bvh_specs()),

@@ -126,7 +126,7 @@ def _coords(root: Mapping[str, Any], j: int) -> Any:
 def _check_groups(scope: Scope) -> str | None:
     ctx, root = scope.ctx, scope.root
     p, n = ctx.params, ctx.n
-    refine = root["refine"]
+    refine = root.get("refine", "rt" if p.refine == "auto" else p.refine)
     if p.refine != "auto" and refine != p.refine:
         raise scope.problem("refine", f"is {refine!r}; the params say {p.refine!r}")
     expected = group_columns(ctx.dims, p.group_size)
@@ -197,7 +197,7 @@ RTSCAN_SCHEMA = StateSchema(
            Array("vector_base", dtype="int64", shape=("dims",)),
            optional=True),
     Check(_check_sieve),
-    Value("refine", str, choices=("rt", "direct")),
+    Value("refine", str, choices=("rt", "direct"), absent=True),  # absent: saved before auto
     Nested("groups[*]", gas_specs("gas", optional=True),
            Array("gas.data", shape=(None, None), optional=True)),
     Nested("plan_args",

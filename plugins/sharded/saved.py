@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from indexzoo.devices import to_numpy
 from indexzoo.errors import ConfigError
 from indexzoo.metadata import parse_metadata
 from indexzoo.persist import Array, Check, Nested, SavedIndex, Scope, StateSchema, Value
@@ -40,8 +41,9 @@ def _check_shards(scope: Scope) -> str | None:
     for s, shard in enumerate(shards):
         where = f"{ctx.source} (shard {s})"
         meta = parse_metadata(shard["meta"].encode("utf-8", "replace"), where)
-        st = check_saved(inner, SavedIndex(meta, dict(shard["arrays"]), source=where))
-        got = shard["rows"]
+        arrays = {k: to_numpy(a) for k, a in shard["arrays"].items()}
+        st = check_saved(inner, SavedIndex(meta, arrays, source=where))
+        got = to_numpy(shard["rows"])  # host arrays: the client checks on the host
         held = 0 if st is None else st.n
         if got.shape != (held,):
             raise scope.problem(f"shards[{s}].rows", f"holds {got.shape[0]} rowIDs for the "
