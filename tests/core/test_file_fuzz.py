@@ -1,0 +1,49 @@
+"""Fuzzing the files of every built-in index (issue 52): structure-aware mutations of a saved
+file (lying shapes and values with valid checksums, bit flips with and without their
+checksums made again, truncations, zip tricks: compressed and duplicated members, a
+decompression bomb, huge declared sizes), each loaded and looked up in a child process
+(tests/file_fuzz.py says how, and what each outcome means). No case may crash, hang, raise
+anything but IndexFileError, or answer from a file that lied unless its answers are the
+original's (or, for a change that makes another well-formed file, consistent ones).
+
+The default run is short and seeded (a dozen cases per index, a few hundred in all); the
+exhaustive tier (``pytest -m exhaustive``) runs tens of thousands, over more layouts, with
+numba's bounds checks on in the child so that a read past an array raises instead of
+returning whatever lies there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import file_fuzz  # tests/file_fuzz.py (tests/conftest.py puts tests/ on the path)
+import pytest
+
+#: A hang guard for one child's batch (kernels of every index may compile in it first), not a
+#: timing check: a child that runs past it is reported as hung in the case it was running.
+CHILD_LIMIT_S = 3600
+
+
+def fuzz(tmp_path: Path, configs: dict[str, tuple[str, dict[str, object]]], per_config: int,
+         seed: int, **env: str) -> file_fuzz.Report:
+    corpus = file_fuzz.build_corpus(configs)
+    report = file_fuzz.run_cases(tmp_path, corpus, per_config, seed,
+                                 {**os.environ, **env}, CHILD_LIMIT_S)
+    print(f"\nfuzzed files ({per_config} cases per index, seed {seed}):\n{report.table()}")
+    return report
+
+
+def test_mutated_files_of_every_builtin_index_are_refused_or_answer_soundly(
+        tmp_path: Path) -> None:
+    report = fuzz(tmp_path, file_fuzz.CONFIGS, 12, seed=52)
+    assert sum(r["cases"] for r in report.counts.values()) == 12 * len(file_fuzz.CONFIGS)
+    assert report.failures == []
+
+
+@pytest.mark.exhaustive
+def test_many_mutated_files_of_every_builtin_layout_are_refused_or_answer_soundly(
+        tmp_path: Path) -> None:
+    configs = {**file_fuzz.CONFIGS, **file_fuzz.EXTRA_CONFIGS}
+    report = fuzz(tmp_path, configs, 800, seed=20_520, NUMBA_BOUNDSCHECK="1")
+    assert report.failures == [], "\n".join(report.failures[:50])
