@@ -7,6 +7,8 @@
 * the text is UTF-8 JSON with at most :data:`MAX_NODES` values (counted from the bytes before
   parsing, so a small file cannot expand into millions of objects), nested at most
   :data:`MAX_DEPTH` deep, without NaN or infinities and without an object key given twice;
+* it names this format and a version this code reads (:func:`check_format`: a newer one says
+  to upgrade indexzoo);
 * the top level has exactly the keys a saved index has, each of its type
   (:func:`check_top_level`): unknown keys are refused, so a file of a layout this code does
   not know is never read as if it were one it does.
@@ -17,12 +19,19 @@ through :func:`parse_metadata` too.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from typing import Any
 
 from .errors import IndexFileError
 
-__all__ = ["MAX_DEPTH", "MAX_META_BYTES", "MAX_NODES", "check_top_level", "parse_metadata"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_DEPTH", "MAX_META_BYTES", "MAX_NODES",
+           "check_format", "check_top_level", "indexzoo_version", "parse_metadata"]
+
+#: The format's name, as the metadata's ``format``.
+FORMAT = "indexzoo-index"
+#: The newest format version this code writes and reads; a file of a newer one is refused.
+FORMAT_VERSION = 1
 
 #: The largest metadata member read (the metadata holds no array data: a sharded index of
 #: 4096 shards stays far below this).
@@ -106,13 +115,36 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
 
 
-def check_top_level(meta: Any, what: str) -> dict[str, Any]:
-    """``meta`` if it is a dict with the keys and types of a saved index's metadata (see
-    ``_TOP``), else IndexFileError. (The reader checks the format version before this, so a
-    file of a newer format says so rather than what it lacks.)"""
-    if not isinstance(meta, dict) or meta.get("format") != "indexzoo-index":
+def indexzoo_version() -> str:
+    """The installed indexzoo's version (recorded in every file, for the reader's messages)."""
+    try:
+        return importlib.metadata.version("indexzoo")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def check_format(meta: Any, what: str) -> dict[str, Any]:
+    """``meta`` if it names this format and a version this code reads, else IndexFileError
+    (a newer version: naming both and saying to upgrade)."""
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         found = meta.get("format") if isinstance(meta, dict) else None
         raise IndexFileError(f"{what}: not a saved indexzoo index (format {str(found)[:40]!r})")
+    version = meta.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise IndexFileError(f"{what}: format version {str(version)[:20]!r} is not valid")
+    if version > FORMAT_VERSION:
+        raise IndexFileError(
+            f"{what}: written in format version {version} by indexzoo "
+            f"{str(meta.get('indexzoo_version', '?'))[:40]}; this indexzoo ({indexzoo_version()}) "
+            f"reads format versions up to {FORMAT_VERSION}: upgrade indexzoo to load it")
+    return meta
+
+
+def check_top_level(meta: Any, what: str) -> dict[str, Any]:
+    """``meta`` if it is metadata of this format (:func:`check_format`, first: a file of a
+    newer format says so rather than what it lacks) with the keys and types of a saved
+    index's (see ``_TOP``), else IndexFileError."""
+    check_format(meta, what)
     for key, value in meta.items():
         spec = _TOP.get(key)
         if spec is None:

@@ -24,7 +24,6 @@ too) are :mod:`indexzoo.flatten` (save) and :mod:`indexzoo.unflatten` (load).
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import zipfile
@@ -43,7 +42,14 @@ from .devices import to_device
 from .errors import IndexFileError
 from .files import remove_stale_temporaries, replace_file
 from .flatten import Flattener, class_hints
-from .metadata import MAX_META_BYTES, check_top_level, parse_json
+from .metadata import (
+    FORMAT,
+    FORMAT_VERSION,
+    MAX_META_BYTES,
+    check_top_level,
+    indexzoo_version,
+    parse_json,
+)
 from .npyheader import MAX_HEADER, NpyHeader, parse_header
 from .schema import Array, Check, LoadContext, Nested, Scope, Spec, StateSchema, Value, view_at
 from .sinks import Sink, sink_for
@@ -64,6 +70,7 @@ __all__ = [
     "StateSchema",
     "Value",
     "class_hints",
+    "indexzoo_version",
     "read",
     "to_target",
     "unflatten",
@@ -71,20 +78,8 @@ __all__ = [
     "write",
 ]
 
-#: The format's name, as the metadata's ``format``.
-FORMAT = "indexzoo-index"
-#: The newest format version this code writes and reads; a file of a newer one is refused.
-FORMAT_VERSION = 1
 _ARRAY_DIR = "arrays/"
 _CHUNK = 1 << 22  # bytes read at once (the previous chunk is checksummed meanwhile)
-
-
-def indexzoo_version() -> str:
-    """The installed indexzoo's version (recorded in every file, for the reader's messages)."""
-    try:
-        return importlib.metadata.version("indexzoo")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 @dataclass
@@ -176,17 +171,6 @@ def read(path: str | os.PathLike[str],
 def _read_meta(archive: Archive) -> dict[str, Any]:
     src = archive.source
     meta = parse_json(archive.read_small(META_MEMBER, MAX_META_BYTES), f"{src}: its metadata")
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise IndexFileError(f"{src}: not a saved indexzoo index (format "
-                             f"{str(meta.get('format') if isinstance(meta, dict) else None)[:40]!r})")
-    version = meta.get("format_version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise IndexFileError(f"{src}: format version {str(version)[:20]!r} is not valid")
-    if version > FORMAT_VERSION:
-        raise IndexFileError(
-            f"{src}: written in format version {version} by indexzoo "
-            f"{str(meta.get('indexzoo_version', '?'))[:40]}; this indexzoo ({indexzoo_version()}) "
-            f"reads format versions up to {FORMAT_VERSION}: upgrade indexzoo to load it")
     return check_top_level(meta, src)
 
 
