@@ -29,9 +29,11 @@ import io
 import json
 import os
 import pickle
+import queue
 import random
 import subprocess
 import sys
+import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -501,9 +503,10 @@ class Report:
 
 
 def run_cases(folder: Path, corpus: list[Original], per_config: int, seed: int,
-              env: dict[str, str], timeout: float) -> Report:
+              env: dict[str, str], case_limit: float) -> Report:
     """Every case of every original, in one child at a time (started again after a crash or
-    a hang, from the case after the one that failed)."""
+    a hang, from the case after the one that failed). ``case_limit``: the seconds one case
+    may run (its first lookups may compile kernels) before it counts as a hang."""
     corpus_path = folder / "corpus.pickle"
     with open(corpus_path, "wb") as f:
         pickle.dump([vars(o) for o in corpus], f)
@@ -513,7 +516,7 @@ def run_cases(folder: Path, corpus: list[Original], per_config: int, seed: int,
         plan = folder / "plan.json"
         plan.write_text(json.dumps({"corpus": str(corpus_path), "folder": str(folder),
                                     "seed": seed, "cases": todo}))
-        out, code = _run_child(plan, env, timeout)
+        out, code = _run_child(plan, env, case_limit)
         running: list[Any] | None = None
         done = 0
         for line in out.splitlines():
@@ -539,17 +542,33 @@ def run_cases(folder: Path, corpus: list[Original], per_config: int, seed: int,
     return report
 
 
-def _run_child(plan: Path, env: dict[str, str], timeout: float) -> tuple[str, str]:
+def _run_child(plan: Path, env: dict[str, str], limit: float) -> tuple[str, str]:
+    """The child's output and how it ended; a child that prints nothing for ``limit``
+    seconds (one case that long: a hang) is killed."""
     proc = subprocess.Popen([sys.executable, __file__, str(plan)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        return out, f"hung (killed after {timeout:.0f} s)"
-    code = proc.returncode
-    return out, ("exited" if code == 0 else f"died with exit status {code}")
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    out: list[str] = []
+    while True:
+        try:
+            line = lines.get(timeout=limit)
+        except queue.Empty:
+            proc.kill()
+            proc.wait()
+            return "".join(out), f"hung (no progress for {limit:.0f} s; killed)"
+        if line is None:
+            break
+        out.append(line)
+    code = proc.wait()
+    return "".join(out), ("exited" if code == 0 else f"died with exit status {code}")
 
 
 if __name__ == "__main__":

@@ -150,7 +150,8 @@ def gas_specs(prefix: str, *, optional: bool = False) -> Nested:
 def ias_problem(ias: Ias, slices: list[tuple[int, int]]) -> str | None:
     """What is wrong with ``ias`` as an IAS of one GAS per slice ``(start, count)`` of its
     pooled primitives, instance ``i`` (identity transform, id ``i``) over slice ``i``, each
-    GAS's records pooled after the one before (as ``build_sliced_ias`` makes it), or None."""
+    GAS's records pooled after the one before (as ``build_sliced_ias`` makes it), or None.
+    The top-level BVH must be compact: the IAS walk runs over every record of its buffer."""
     if ias.geometry is not None or ias.kind not in WIDTH:
         return "is not an IAS a file holds (a geometry function, or no primitive kind)"
     n_inst = len(slices)
@@ -160,6 +161,9 @@ def ias_problem(ias: Ias, slices: list[tuple[int, int]]) -> str | None:
     wrong = bvh_problem(ias.top, n_inst)
     if wrong:
         return f"top-level BVH: {wrong}"
+    if int(ias.top.nodes.shape[0]) != ias.top.n_nodes:  # its walk runs over every record
+        return (f"top-level BVH: a buffer of {int(ias.top.nodes.shape[0])} records for "
+                f"{ias.top.n_nodes}")
     total = sum(c for _, c in slices)
     if int(ias.data.shape[0]) != total or tuple(ias.order.shape) != (total,) \
             or ias.order.dtype != np.int64 or ias.nodes.ndim != 2 or ias.nodes.shape[1] != 8 \

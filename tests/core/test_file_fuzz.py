@@ -15,22 +15,26 @@ returning whatever lies there.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import file_fuzz  # tests/file_fuzz.py (tests/conftest.py puts tests/ on the path)
 import pytest
 
-#: A hang guard for one child's batch (kernels of every index may compile in it first), not a
-#: timing check: a child that runs past it is reported as hung in the case it was running.
-CHILD_LIMIT_S = 3600
+#: A hang guard, not a timing check: a case that runs this long (its first lookups may compile
+#: kernels) is reported as hung.
+CASE_LIMIT_S = 900
 
 
 def fuzz(tmp_path: Path, configs: dict[str, tuple[str, dict[str, object]]], per_config: int,
          seed: int, **env: str) -> file_fuzz.Report:
     corpus = file_fuzz.build_corpus(configs)
+    started = time.perf_counter()
     report = file_fuzz.run_cases(tmp_path, corpus, per_config, seed,
-                                 {**os.environ, **env}, CHILD_LIMIT_S)
-    print(f"\nfuzzed files ({per_config} cases per index, seed {seed}):\n{report.table()}")
+                                 {**os.environ, **env}, CASE_LIMIT_S)
+    wall = time.perf_counter() - started
+    print(f"\nfuzzed files ({per_config} cases per index, seed {seed}; the cases took "
+          f"{wall:.0f} s):\n{report.table()}")  # for the record, never asserted
     return report
 
 
