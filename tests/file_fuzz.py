@@ -432,6 +432,10 @@ def mutate(original: Original, i: int, seed: int) -> tuple[str, str, bytes]:
 
 
 # ---------------------------------------------------------------------- the child
+#: ``CONFIG:I``: the child aborts (or hangs) in that case (how the harness's tests make one).
+CRASH_AT, HANG_AT = "FILE_FUZZ_CRASH_AT", "FILE_FUZZ_HANG_AT"
+
+
 def _child(plan_path: str) -> None:
     """Run the cases of a plan, one line of JSON per case on stdout (``begin`` first, so a
     crash names its case)."""
@@ -441,10 +445,15 @@ def _child(plan_path: str) -> None:
     import indexzoo
 
     path = Path(plan["folder"]) / f"case-{os.getpid()}.izo"
+    crash, hang = os.environ.get(CRASH_AT), os.environ.get(HANG_AT)  # the harness's own tests
     for config, i in plan["cases"]:
         original = corpus[config]
         name, kind, data = mutate(original, i, plan["seed"])
         print(json.dumps({"begin": [config, i]}), flush=True)
+        if crash == f"{config}:{i}":
+            os.abort()
+        if hang == f"{config}:{i}":
+            threading.Event().wait()
         path.write_bytes(data)
         print(json.dumps({"case": [config, i], "mutation": name,
                           **_outcome(indexzoo, path, original, kind)}), flush=True)
@@ -542,9 +551,13 @@ def run_cases(folder: Path, corpus: list[Original], per_config: int, seed: int,
     return report
 
 
+#: The seconds a child may take to start (import, kernels loaded) before its first case.
+START_LIMIT = 900
+
+
 def _run_child(plan: Path, env: dict[str, str], limit: float) -> tuple[str, str]:
-    """The child's output and how it ended; a child that prints nothing for ``limit``
-    seconds (one case that long: a hang) is killed."""
+    """The child's output and how it ended; a child whose case runs for ``limit`` seconds (a
+    hang) is killed."""
     proc = subprocess.Popen([sys.executable, __file__, str(plan)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
     lines: queue.Queue[str | None] = queue.Queue()
@@ -557,15 +570,17 @@ def _run_child(plan: Path, env: dict[str, str], limit: float) -> tuple[str, str]
 
     threading.Thread(target=pump, daemon=True).start()
     out: list[str] = []
+    in_case = False
     while True:
         try:
-            line = lines.get(timeout=limit)
+            line = lines.get(timeout=limit if in_case else max(limit, START_LIMIT))
         except queue.Empty:
             proc.kill()
             proc.wait()
             return "".join(out), f"hung (no progress for {limit:.0f} s; killed)"
         if line is None:
             break
+        in_case = line.startswith('{"begin"')
         out.append(line)
     code = proc.wait()
     return "".join(out), ("exited" if code == 0 else f"died with exit status {code}")

@@ -38,6 +38,22 @@ def fuzz(tmp_path: Path, configs: dict[str, tuple[str, dict[str, object]]], per_
     return report
 
 
+@pytest.mark.parametrize("how,why", [
+    (file_fuzz.CRASH_AT, "the child died"),
+    pytest.param(file_fuzz.HANG_AT, "the child hung", marks=pytest.mark.slow)])
+def test_a_case_that_kills_or_hangs_the_child_is_a_failure_and_the_rest_still_run(
+        tmp_path: Path, how: str, why: str) -> None:
+    """The harness itself: a segfault (here an abort) or a hang in one case is that case's
+    failure, seen by the parent; a new child runs the cases after it. (The hang's 30 s are
+    how long the parent waits for it: a case here takes milliseconds.)"""
+    corpus = file_fuzz.build_corpus({"sorted-array": file_fuzz.CONFIGS["sorted-array"]})
+    report = file_fuzz.run_cases(tmp_path, corpus, 6, 52, {**os.environ, how: "sorted-array:2"},
+                                 case_limit=30 if how == file_fuzz.HANG_AT else CASE_LIMIT_S)
+    assert report.counts["sorted-array"]["cases"] == 6
+    assert len(report.failures) == 1 and "case 2" in report.failures[0]
+    assert why in report.failures[0]
+
+
 def test_mutated_files_of_every_builtin_index_are_refused_or_answer_soundly(
         tmp_path: Path) -> None:
     report = fuzz(tmp_path, file_fuzz.CONFIGS, 12, seed=52)
