@@ -53,7 +53,7 @@ def index_from_saved(cls: Any, saved: SavedIndex, device: str | None) -> Any:
     if meta.get("index") != cls.name:
         raise saved.problem(f"holds index {str(meta.get('index'))[:80]!r}, not {cls.name!r}")
     onto = cls._load_device(saved, device)
-    index = cls(params_from_saved(cls, saved, onto), device=onto)
+    index = _made(cls, saved, params_from_saved(cls, saved, onto), onto)
     if meta.get("built"):
         index._state = restore_state(index, saved)
     return index
@@ -100,7 +100,18 @@ def check_saved(cls: Any, saved: SavedIndex) -> BuildState | None:
     params = params_from_saved(cls, saved, "cpu")
     if not meta.get("built") or "cpu" not in cls.capabilities.devices:
         return None
-    return _checked_state(cls(params, device="cpu"), saved)[0]
+    return _checked_state(_made(cls, saved, params, "cpu"), saved)[0]
+
+
+def _made(cls: Any, saved: SavedIndex, params: Any, device: str) -> Any:
+    """``cls(params, device=device)``; a ConfigError its constructor raises on the file's
+    params (an index the sharded index's params name that is not installed) is the file's."""
+    try:
+        return cls(params, device=device)
+    except IndexFileError:
+        raise
+    except ConfigError as exc:
+        raise saved.problem(f"its params are refused: {_one_line(exc)}") from None
 
 
 def _checked_state(index: Any, saved: SavedIndex) -> tuple[BuildState, dict[str, Any]]:
