@@ -100,9 +100,9 @@ class Array:
 
 @dataclass(frozen=True)
 class Value:
-    """A scalar of the saved state: of type ``kind`` (``int`` takes NumPy integers too,
-    ``float`` any real number), optionally None, within bounds, equal to an expression, or one
-    of ``choices``."""
+    """A scalar or a record of the saved state: of type ``kind`` (``int`` takes NumPy integers
+    too, ``float`` any real number; a record class or a typing form is checked field by
+    field), within bounds, equal to an expression, or one of ``choices``."""
 
     path: str
     kind: Any = int  # a type, a typing form (tuple[int, ...], a union), or a tuple of them
@@ -125,7 +125,7 @@ class Value:
 class Nested:
     """Specs whose paths (and the names in their expressions) are relative to the value at
     ``prefix``, checked once per item of a ``[*]`` prefix; ``optional``: the value may be None
-    or absent (then nothing inside is checked)."""
+    (then nothing inside is checked)."""
 
     prefix: str
     specs: tuple[Spec, ...]
