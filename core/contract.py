@@ -43,7 +43,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import columns as columns_module
-from . import persist, pipeline, result_memory, results
+from . import persist, pipeline, restore, result_memory, results
+from .base_schema import BASE_HINTS
 from .config import IndexParams, validate_params
 from .devices import array_module, cuda_status, device_of, resolve_device, to_device
 from .display import shown
@@ -52,6 +53,7 @@ from .hooks import Resolution, resolve
 from .keys import KeyMap
 from .operations import Operation, operation
 from .results import OUT_MODES, LookupResult, Out
+from .schema import StateSchema
 from .state import BASE_FIELDS, BuildState, describe_columns, rowid_dtype_for
 from .validation import as_1d, check_out, null_error, prepare_values, read_1d, same_length
 
@@ -207,6 +209,10 @@ class GpuIndex(abc.ABC, Generic[S]):
     #: something else, and files saved with the old layout are refused (never loaded into code
     #: that would read them differently). See docs/persistence.md.
     state_version: ClassVar[int] = 1
+    #: The shape of the plugin's saved state (:class:`~indexzoo.schema.StateSchema`): every
+    #: load checks a file's state against it before any kernel reads it. None: the plugin's
+    #: files are refused (its pickles still load). See docs/plugin-authors.md.
+    state_schema: ClassVar[StateSchema | None] = None
     #: False for an index that wraps others (``sharded``): the ``builtin`` and ``all``
     #: selections of ``indexzoo bench`` and ``recommend`` leave it out; naming it runs it.
     selected_by_default: ClassVar[bool] = True
@@ -711,7 +717,7 @@ class GpuIndex(abc.ABC, Generic[S]):
         keymaps = tuple(k.packed() for k in st.keymaps)  # text dictionaries as plain bytes
         meta["base"] = flat.flatten({"keymaps": keymaps, "values": st.values, "rows": st.rows,
                                      "n_rows": st.n_rows, "nulls": st.nulls, "names": st.names},
-                                    _BASE_HINTS, "the base state")
+                                    BASE_HINTS, "the base state")
         meta["state"] = flat.flatten(self._save_state(st), persist.class_hints(type(st)),
                                      f"the {self.name} state")
         return persist.SavedIndex(meta, flat.arrays())
@@ -719,15 +725,10 @@ class GpuIndex(abc.ABC, Generic[S]):
     @classmethod
     def from_saved(cls, saved: persist.SavedIndex, device: str | None = None) -> GpuIndex[S]:
         """The index ``saved`` holds, on ``device`` (default: the device it was saved from if
-        the index runs there and it is usable here, else the CPU)."""
-        meta = saved.meta
-        if meta.get("index") != cls.name:
-            raise saved.problem(f"holds index {meta.get('index')!r}, not {cls.name!r}")
-        onto = cls._load_device(saved, device)
-        index = cls(cls._params_for_load(meta.get("params"), onto), device=onto)
-        if meta.get("built"):
-            index._state = index._restore(saved)
-        return index
+        the index runs there and it is usable here, else the CPU), its state checked against
+        the plugin's ``state_schema`` before any kernel reads it (:mod:`indexzoo.restore`);
+        IndexFileError for anything the file gets wrong."""
+        return typing.cast(GpuIndex[S], restore.index_from_saved(cls, saved, device))
 
     @classmethod
     def _params_for_load(cls, params: Any, device: str) -> Any:
@@ -746,33 +747,8 @@ class GpuIndex(abc.ABC, Generic[S]):
         return "cpu" if "cpu" in devices else "auto"
 
     def _restore(self, saved: persist.SavedIndex) -> S:
-        """The build state ``saved`` holds, on this index's device, sealed."""
-        meta = saved.meta
-        if meta.get("state_version") != self.state_version:
-            raise saved.problem(
-                f"its {self.name} state has layout version {meta.get('state_version')}; this "
-                f"{self.name} reads version {self.state_version}: build the index again")
-        arrays = persist.to_target(saved.arrays, self.device)
-        base = persist.unflatten(meta.get("base", {}), _BASE_HINTS, arrays,
-                                 f"{saved.source}: the base state")
-        keymaps = base.get("keymaps")
-        n = meta.get("n")
-        if (not isinstance(keymaps, tuple) or not keymaps or not isinstance(n, int) or n < 0
-                or not all(isinstance(k, KeyMap) for k in keymaps)
-                or len(keymaps) > self.capabilities.dims):
-            raise saved.problem(f"its key maps and size do not fit index {self.name!r}")
-        try:
-            keymaps = tuple(k.unpacked() for k in keymaps)
-        except ValueError as exc:
-            raise saved.problem(f"its key map's dictionary cannot be read ({exc})") from None
-        st = self._new_state(keymaps[0], n, base.get("values"), keymaps, rows=base.get("rows"),
-                             n_rows=base.get("n_rows"), nulls=base.get("nulls", "refuse"),
-                             names=base.get("names"))
-        attrs = persist.unflatten(meta.get("state", {}), persist.class_hints(type(st)), arrays,
-                                  f"{saved.source}: the {self.name} state")
-        self._load_state(st, attrs)
-        st.seal()
-        return st
+        """The build state ``saved`` holds, on this index's device, checked and sealed."""
+        return typing.cast(S, restore.restore_state(self, saved))
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickling (and ``copy.deepcopy``): the saved form, plus a subclass's own instance
@@ -782,10 +758,10 @@ class GpuIndex(abc.ABC, Generic[S]):
         return {"meta": saved.meta, "arrays": saved.arrays, "extra": extra}
 
     def __setstate__(self, data: dict[str, Any]) -> None:
-        saved = persist.SavedIndex(data["meta"], data["arrays"], source="a pickled index")
+        saved = persist.SavedIndex(data["meta"], data["arrays"], source="a pickled index",
+                                   trusted=True)
         onto = self._load_device(saved, None)
-        GpuIndex.__init__(self, self._params_for_load(saved.meta.get("params"), onto),
-                          device=onto)
+        GpuIndex.__init__(self, restore.params_from_saved(type(self), saved, onto), device=onto)
         self.__dict__.update(data.get("extra", {}))
         if saved.meta.get("built"):
             self._state = self._restore(saved)
@@ -841,10 +817,6 @@ class GpuIndex(abc.ABC, Generic[S]):
         return None
 
 
-#: The annotations of the base's fields of a state, as saved (the key maps' class among them).
-_BASE_HINTS: dict[str, Any] = {"keymaps": tuple[KeyMap, ...], "values": Any, "rows": Any,
-                               "n_rows": int, "nulls": str, "names": tuple[str, ...] | None}
-
 #: The instance attributes of every index that pickling makes again (not carried as they are).
 _INDEX_FIELDS = frozenset({"params", "device", "_state", "_writing", "_resolution"})
 
@@ -861,6 +833,8 @@ def check_plugin_class(cls: Any) -> Resolution:
         problems.append("capabilities must be a Capabilities instance")
     if not (isinstance(cls.Params, type) and issubclass(cls.Params, IndexParams)):
         problems.append("Params must subclass indexzoo.IndexParams")
+    if not isinstance(getattr(cls, "state_schema", None), (StateSchema, type(None))):
+        problems.append("state_schema must be an indexzoo.persist.StateSchema or None")
     if problems:
         raise PluginError(f"index class {cls.__module__}.{cls.__qualname__} breaks the plugin "
                           f"contract: {'; '.join(problems)}")

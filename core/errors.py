@@ -22,6 +22,7 @@ __all__ = [
     "OutOfRange",
     "PluginError",
     "ResourceError",
+    "UnknownIndexInFile",
     "Unsupported",
 ]
 
@@ -64,6 +65,12 @@ class PluginError(ConfigError):
     it registers breaks the plugin contract (a misspelled hook, a hook with the wrong
     signature, a plugin API this indexzoo cannot take). The message names the plugin or the
     class and every problem; the other plugins stay usable."""
+
+
+class UnknownIndexInFile(IndexFileError, ConfigError):
+    """A saved index names an index that cannot be used here (not installed, or registered
+    twice): refused as a file (an IndexFileError) and, as the registry's own error for that
+    name, a ConfigError. The message names the file, the index and the registry's reason."""
 
 
 class DuplicatePlugin(PluginError):

@@ -1,5 +1,4 @@
-"""Saved indexes: the file format of ``index.save(path)`` / ``indexzoo.load(path)``, and the
-flattening of a build state into JSON metadata and arrays that pickling uses too.
+"""Saved indexes: the file format of ``index.save(path)`` / ``indexzoo.load(path)``.
 
 The file is an uncompressed zip archive (NumPy's ``.npz`` layout): the member
 ``indexzoo.json`` first (the metadata), then one ``arrays/<id>.npy`` member per array, written
@@ -9,80 +8,78 @@ JSON, and the classes of the objects inside a state are found only among the cla
 index's own code declares (its state's annotations), never by a name or a path read from the
 file. See ``docs/persistence.md``.
 
-Reading checks, before any index exists: the archive is complete (a truncated file has no
-central directory), the metadata names this format and a version this code reads, every member
-is stored uncompressed and its bytes match the archive's CRC-32, and each array's dtype and
-shape match the metadata. Arrays are read straight from their offset in the file into one
-buffer each (the speed of ``np.fromfile``), not through ``zipfile``'s chunked reader.
+A file is untrusted input. Reading (:func:`read`) opens regular files only and checks the
+container before it allocates anything it declares (:mod:`indexzoo.archive`), reads the
+metadata within a fixed size, depth and value count (:mod:`indexzoo.metadata`), checks each
+array's header against the metadata and its size against the member's bytes
+(:mod:`indexzoo.npyheader`), and its bytes against the archive's CRC-32. Arrays are read
+straight from their offset in the file into one buffer each (the speed of ``np.fromfile``),
+not through ``zipfile``'s chunked reader. The state those arrays make up is then checked
+against the schema its plugin declares (:class:`StateSchema`, :mod:`indexzoo.schema`) before
+any kernel reads it (``GpuIndex.from_saved``).
 
-A state is flattened by walking its attributes (:class:`Flattener`): arrays (NumPy or CuPy)
-become members (moved to the host; an array that is a view of another is saved as a view of
-it), ``None``/bool/int/float/str and NumPy scalars and dtypes become JSON, tuples, lists, sets
-and dicts are walked, and dataclasses and named tuples are walked field by field. Anything else
-(a module, a function, a compiled kernel, a lock) stops the save with an error that points to
-the plugin hooks ``_save_state``/``_load_state``, through which a plugin saves such parts in
-another form and rebuilds them on load.
+The walks between a build state and the JSON nodes and arrays of the file (which pickling uses
+too) are :mod:`indexzoo.flatten` (save) and :mod:`indexzoo.unflatten` (load).
 """
 
 from __future__ import annotations
 
-import builtins
-import dataclasses
-import importlib.metadata
-import io
 import json
 import os
-import struct
-import sys
-import typing
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, BinaryIO
 
 import numpy as np
 
+from .archive import META_MEMBER, Archive, Member, open_archive
 from .config import as_path
-from .devices import device_of, import_cupy, to_device, to_numpy
+from .devices import to_device
 from .errors import IndexFileError
-from .files import replace_file
+from .files import remove_stale_temporaries, replace_file
+from .flatten import Flattener, class_hints
+from .metadata import (
+    FORMAT,
+    FORMAT_VERSION,
+    MAX_META_BYTES,
+    check_top_level,
+    indexzoo_version,
+    parse_json,
+)
+from .npyheader import MAX_HEADER, NpyHeader, parse_header
+from .schema import Array, Check, LoadContext, Nested, Scope, Spec, StateSchema, Value, view_at
 from .sinks import Sink, sink_for
+from .unflatten import unflatten
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "META_MEMBER",
+    "Array",
+    "Check",
     "Flattener",
+    "LoadContext",
+    "Nested",
     "SavedIndex",
+    "Scope",
+    "Spec",
+    "StateSchema",
+    "Value",
     "class_hints",
+    "indexzoo_version",
     "read",
     "to_target",
     "unflatten",
+    "view_at",
     "write",
 ]
 
-#: The format's name, as the metadata's ``format``.
-FORMAT = "indexzoo-index"
-#: The newest format version this code writes and reads; a file of a newer one is refused.
-FORMAT_VERSION = 1
-#: The metadata member, the archive's first.
-META_MEMBER = "indexzoo.json"
 _ARRAY_DIR = "arrays/"
-_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # a zip local file header (30 bytes)
-_LOCAL_MAGIC = b"PK\x03\x04"
 _CHUNK = 1 << 22  # bytes read at once (the previous chunk is checksummed meanwhile)
-
-
-def indexzoo_version() -> str:
-    """The installed indexzoo's version (recorded in every file, for the reader's messages)."""
-    try:
-        return importlib.metadata.version("indexzoo")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 @dataclass
@@ -91,12 +88,15 @@ class SavedIndex:
 
     ``meta`` holds the format and its version, the index name and params, the device it was
     saved from, the key maps, and the flattened state (``meta["state"]``), whose array nodes
-    name members of ``arrays``.
+    name members of ``arrays``. ``trusted``: made in memory by indexzoo (a pickle), not read
+    from a file; only a trusted saved index of a plugin without a :class:`StateSchema` is
+    loaded (docs/plugin-authors.md).
     """
 
     meta: dict[str, Any]
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     source: str = "this index"  # the file it came from, for messages
+    trusted: bool = False
 
     @property
     def index(self) -> str:
@@ -107,340 +107,30 @@ class SavedIndex:
         return IndexFileError(f"{self.source}: {text}")
 
 
-# ---------------------------------------------------------------------- flattening
-def class_hints(cls: type) -> dict[str, Any]:
-    """The annotations of ``cls`` and its bases, evaluated in their modules. A name that
-    cannot be found (one imported only for type checkers) stands for a class of its own that
-    nothing saved is an instance of, so ``Gas | OptixGas`` still declares ``Gas``."""
-    try:
-        return typing.get_type_hints(cls)
-    except Exception:  # a name that only exists for type checkers: evaluate leniently
-        pass
-    out: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__):
-        module = sys.modules.get(klass.__module__)
-        space = _Names(vars(klass), vars(module) if module else {})
-        for name, ann in vars(klass).get("__annotations__", {}).items():
-            if isinstance(ann, str):
-                try:  # the annotation as written in the class's own source
-                    ann = eval(ann, {"__builtins__": {}}, space)
-                except Exception:
-                    continue
-            out[name] = ann
-    return out
-
-
-class _Names(dict[str, Any]):
-    """Names for evaluating an annotation: the class's, its module's, the builtins', and an
-    empty stand-in class for any other name."""
-
-    def __init__(self, own: Mapping[str, Any], module: Mapping[str, Any]) -> None:
-        super().__init__()
-        self.own, self.module = own, module
-
-    def __missing__(self, name: str) -> Any:
-        for space in (self.own, self.module, vars(builtins)):
-            if name in space:
-                return space[name]
-        return type(name, (), {"__module__": "<unresolved>"})
-
-
-def _classes(hint: Any) -> list[type]:
-    """Every class a type hint names (``A | None``, ``tuple[B, ...]``, ``dict[str, C]``)."""
-    out: list[type] = []
-    origin = typing.get_origin(hint)
-    if isinstance(hint, type) and origin is None:
-        out.append(hint)
-    elif isinstance(origin, type) and origin not in (tuple, list, dict, set, frozenset):
-        out.append(origin)
-    for arg in typing.get_args(hint):
-        out.extend(_classes(arg))
-    return out
-
-
-def _is_record(cls: type) -> bool:
-    """A dataclass or a named tuple: walked field by field."""
-    return dataclasses.is_dataclass(cls) or (issubclass(cls, tuple) and hasattr(cls, "_fields"))
-
-
-def _record_fields(obj: Any) -> list[str]:
-    if dataclasses.is_dataclass(obj):
-        return [f.name for f in dataclasses.fields(obj)]
-    return list(type(obj)._fields)
-
-
-def _is_array(obj: Any) -> bool:
-    return isinstance(obj, np.ndarray) or type(obj).__module__.startswith("cupy")
-
-
-def _address(arr: Any) -> int:
-    if isinstance(arr, np.ndarray):
-        return int(arr.__array_interface__["data"][0])
-    return int(arr.data.ptr)
-
-
-def _extent(arr: Any) -> tuple[int, int]:
-    """The first and one-past-the-last byte an array reads."""
-    lo = hi = _address(arr)
-    for size, stride in zip(arr.shape, arr.strides, strict=True):
-        span = (size - 1) * stride
-        lo, hi = (lo + span, hi) if span < 0 else (lo, hi + span)
-    return lo, hi + arr.itemsize
-
-
-def _contiguous(arr: Any) -> bool:
-    return bool(arr.flags.c_contiguous or arr.flags.f_contiguous)
-
-
-_SCALARS = (bool, int, float, str, type(None))
-
-
-class Flattener:
-    """Turns the values of a state into JSON nodes and a table of arrays.
-
-    ``device``: the state's device; a NumPy array in a state on ``cuda`` is kept on the host
-    when loaded (a plugin's deliberate host copy), every other array goes to the device the
-    index is loaded onto. Arrays that share memory are saved once: the largest contiguous one,
-    and the others as views of it (offset, shape and strides), so a loaded state shares memory
-    the way the saved one did.
-    """
-
-    def __init__(self, device: str) -> None:
-        self.device = device
-        self._seen: dict[int, Any] = {}  # id -> array, in the order met
-        self._nodes: list[tuple[dict[str, Any], Any]] = []  # array nodes to fill in
-
-    def flatten(self, values: Mapping[str, Any], hints: Mapping[str, Any],
-                where: str) -> dict[str, Any]:
-        """A JSON node of attribute -> value; ``hints`` are the annotations of their owner."""
-        return {name: self._node(v, hints.get(name, Any), f"{where}.{name}")
-                for name, v in values.items()}
-
-    def _node(self, v: Any, hint: Any, where: str) -> Any:
-        if isinstance(v, _SCALARS) and type(v) in _SCALARS:
-            return v if not isinstance(v, float) else {"$float": float.hex(v)}
-        if _is_array(v):
-            node: dict[str, Any] = {}
-            self._seen.setdefault(id(v), v)
-            self._nodes.append((node, v))
-            return node
-        if isinstance(v, np.generic):
-            if v.dtype.kind not in "biuf":
-                raise _unsaveable(where, f"a NumPy scalar of dtype {v.dtype}")
-            item = v.item()
-            return {"$scalar": v.dtype.str,
-                    "v": float.hex(item) if isinstance(item, float) else item}
-        if isinstance(v, np.dtype):
-            if v.hasobject or v.fields is not None:
-                raise _unsaveable(where, f"the dtype {v}")
-            return {"$dtype": v.str}
-        cls = type(v)
-        if _is_record(cls):
-            owners = _classes(hint)
-            if cls not in owners:
-                declared = ", ".join(c.__qualname__ for c in owners) or "no class"
-                raise _unsaveable(where, f"a {cls.__qualname__}, where its owner's annotation "
-                                         f"declares {declared}")
-            hints = class_hints(cls)
-            fields = {n: getattr(v, n) for n in _record_fields(v)}
-            return {"$record": _class_key(cls), "fields": self.flatten(fields, hints, where)}
-        args = typing.get_args(hint)
-        if cls in (tuple, list, set, frozenset):
-            inner = [self._node(x, _item_hint(hint, args, i), f"{where}[{i}]")
-                     for i, x in enumerate(v)]
-            return inner if cls is list else {f"${cls.__name__}": inner}
-        if cls is dict:
-            kh, vh = (args if len(args) == 2 else (Any, Any))
-            return {"$dict": [[self._node(k, kh, f"{where}.key"),
-                               self._node(x, vh, f"{where}[{k!r}]")] for k, x in v.items()]}
-        what = ("a module" if isinstance(v, ModuleType) else
-                "a function" if callable(v) else f"an object of type {cls.__qualname__}")
-        raise _unsaveable(where, what)
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Fill the array nodes met so far and return the arrays to save (id -> host array)."""
-        roots: list[tuple[str, Any, tuple[int, int]]] = []
-        out: dict[str, np.ndarray] = {}
-        placed: dict[int, dict[str, Any]] = {}
-        # the largest contiguous arrays first: each one that lies inside none before is a root
-        order = sorted(self._seen.values(), key=lambda a: -int(a.nbytes))
-        for arr in order:
-            if arr.size == 0 or not _contiguous(arr):
-                continue
-            lo, hi = _extent(arr)
-            if any(rlo <= lo and hi <= rhi and type(r) is type(arr) for _, r, (rlo, rhi) in roots):
-                continue
-            name = f"a{len(roots)}"
-            roots.append((name, arr, (lo, hi)))
-            out[name] = to_numpy(arr)
-            placed[id(arr)] = {"$array": name}
-        for arr in order:
-            if id(arr) in placed:
-                continue
-            node = None
-            if arr.size:
-                lo, hi = _extent(arr)
-                for name, r, (rlo, rhi) in roots:
-                    if rlo <= lo and hi <= rhi and type(r) is type(arr):
-                        node = {"$view": name, "offset": _address(arr) - rlo,
-                                "shape": list(arr.shape), "strides": list(arr.strides),
-                                "dtype": arr.dtype.str}
-                        break
-            if node is None:  # empty, or not contiguous and inside no other array: a copy
-                name = f"a{len(out)}"
-                out[name] = np.ascontiguousarray(to_numpy(arr))
-                node = {"$array": name}
-            placed[id(arr)] = node
-        for node, arr in self._nodes:
-            node.update(placed[id(arr)])
-            if self.device != "cpu" and device_of(arr) == "cpu":
-                node["host"] = True
-        for name, host in out.items():
-            if host.dtype.hasobject or host.dtype.fields is not None:
-                raise IndexFileError(f"array {name} has dtype {host.dtype}, which is not saved "
-                                     "(plain numeric dtypes only)")
-        return out
-
-
-def _item_hint(hint: Any, args: tuple[Any, ...], i: int) -> Any:
-    if not args:
-        return Any
-    if len(args) == 2 and args[1] is Ellipsis:
-        return args[0]
-    return args[i] if i < len(args) else Any
-
-
-def _class_key(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _unsaveable(where: str, what: str) -> IndexFileError:
-    return IndexFileError(
-        f"cannot save {where}: it holds {what}, which the generic format does not store; the "
-        "index's plugin implements _save_state(st) and _load_state(st, saved) to save it in "
-        "another form and rebuild it on load (see docs/persistence.md)")
-
-
-def unflatten(node: Mapping[str, Any], hints: Mapping[str, Any], arrays: Mapping[str, Any],
-              where: str) -> dict[str, Any]:
-    """The inverse of :meth:`Flattener.flatten`: attribute -> value, with ``arrays`` (id ->
-    array on the target device, or on the host for nodes marked ``host``) in place of the
-    array nodes. Classes come from ``hints`` alone; a record of any other class is an error."""
-    if not isinstance(node, Mapping):
-        raise IndexFileError(f"{where}: malformed state (expected a mapping)")
-    return {name: _value(v, hints.get(name, Any), arrays, f"{where}.{name}")
-            for name, v in node.items()}
-
-
-def _value(node: Any, hint: Any, arrays: Mapping[str, Any], where: str) -> Any:
-    if node is None or isinstance(node, (bool, int, str)):
-        return node
-    if isinstance(node, list):
-        return [_value(x, _item_hint(hint, typing.get_args(hint), i), arrays, f"{where}[{i}]")
-                for i, x in enumerate(node)]
-    if not isinstance(node, dict):
-        raise IndexFileError(f"{where}: malformed state node {type(node).__name__}")
-    try:
-        if "$float" in node:
-            return float.fromhex(node["$float"])
-        # NumPy arrays on the host: those a GPU state held there, and those annotated as
-        # np.ndarray (a key map's dictionary), wherever the index is loaded
-        host = bool(node.get("host")) or np.ndarray in _classes(hint)
-        if "$array" in node:
-            return _pick(arrays, node["$array"], host)
-        if "$view" in node:
-            root = _pick(arrays, node["$view"], host)
-            return _view(root, node)
-        if "$scalar" in node:
-            dt = _plain_dtype(node["$scalar"])
-            v = node["v"]
-            return dt.type(float.fromhex(v) if isinstance(v, str) else v)
-        if "$dtype" in node:
-            return _plain_dtype(node["$dtype"])
-        if "$record" in node:
-            return _record(node, hint, arrays, where)
-        if "$dict" in node:
-            args = typing.get_args(hint)
-            kh, vh = (args if len(args) == 2 else (Any, Any))
-            return {_value(k, kh, arrays, where): _value(v, vh, arrays, where)
-                    for k, v in node["$dict"]}
-        for kind, make in (("$tuple", tuple), ("$set", set), ("$frozenset", frozenset)):
-            if kind in node:
-                args = typing.get_args(hint)
-                return make(_value(x, _item_hint(hint, args, i), arrays, f"{where}[{i}]")
-                            for i, x in enumerate(node[kind]))
-    except (KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, IndexFileError):
-            raise
-        raise IndexFileError(f"{where}: malformed state node ({type(exc).__name__}: {exc})"
-                             ) from None
-    raise IndexFileError(f"{where}: malformed state node with keys {sorted(node)[:4]}")
-
-
-def _pick(arrays: Mapping[str, Any], name: str, host: bool) -> Any:
-    arr = arrays[name]
-    return to_numpy(arr) if host else arr
-
-
-def _view(root: Any, node: Mapping[str, Any]) -> Any:
-    dt = _plain_dtype(node["dtype"])
-    shape = tuple(int(s) for s in node["shape"])
-    strides = tuple(int(s) for s in node["strides"])
-    offset = int(node["offset"])
-    flat = root.reshape(-1, order="A").view(np.uint8)  # the root's bytes in memory order
-    lo = offset + sum(min(0, (s - 1) * st) for s, st in zip(shape, strides, strict=True))
-    hi = offset + sum(max(0, (s - 1) * st) for s, st in zip(shape, strides, strict=True))
-    if lo < 0 or hi + dt.itemsize > int(flat.shape[0]):
-        raise IndexFileError(f"a view reaches outside its array ({offset} + {shape})")
-    if isinstance(root, np.ndarray):
-        return np.ndarray(shape, dt, buffer=flat, offset=offset, strides=strides)
-    cp = import_cupy("a saved index on the GPU")
-    return cp.ndarray(shape, dt, memptr=flat.data + offset, strides=strides)
-
-
-def _record(node: Mapping[str, Any], hint: Any, arrays: Mapping[str, Any], where: str) -> Any:
-    key = node["$record"]
-    match = [c for c in _classes(hint) if _class_key(c) == key and _is_record(c)]
-    if not match:
-        raise IndexFileError(f"{where}: the file holds a {key!r}, which the index's code does "
-                             "not declare there (a file of another version of the plugin?)")
-    cls = match[0]
-    values = unflatten(node["fields"], class_hints(cls), arrays, where)
-    names = [f.name for f in dataclasses.fields(cls)] if dataclasses.is_dataclass(cls) \
-        else list(cls._fields)  # type: ignore[attr-defined]
-    if sorted(values) != sorted(names):
-        raise IndexFileError(f"{where}: the file's {cls.__qualname__} has the fields "
-                             f"{sorted(values)}, the code's {sorted(names)}")
-    if not dataclasses.is_dataclass(cls):
-        return cls(*(values[n] for n in names))
-    obj = cls.__new__(cls)  # fields as saved; caches the class computes are made again
-    for name in names:
-        object.__setattr__(obj, name, values[name])
-    return obj
-
-
-def _plain_dtype(text: Any) -> np.dtype:
-    try:
-        dt = np.dtype(str(text))
-    except TypeError:
-        raise IndexFileError(f"unknown dtype {text!r}") from None
-    if dt.hasobject or dt.fields is not None:
-        raise IndexFileError(f"dtype {text!r} is refused (plain numeric dtypes only)")
-    return dt
-
-
-# ---------------------------------------------------------------------- the file
+# ---------------------------------------------------------------------- writing
 def write(path: str | os.PathLike[str], saved: SavedIndex) -> Path:
     """Write ``saved`` to ``path`` through a temporary file in the same folder, flushed to
-    disk and renamed over ``path``: a reader sees the old file or the whole new one."""
-    return replace_file(as_path(path, "index.save"), lambda raw: _write_zip(raw, saved))
+    disk and renamed over ``path``: a reader sees the old file or the whole new one. The
+    temporaries of saves into that folder that were killed are removed first
+    (:func:`indexzoo.files.remove_stale_temporaries`)."""
+    dest = as_path(path, "index.save")
+    remove_stale_temporaries(dest.parent)
+    text = _meta_text(saved)
+    return replace_file(dest, lambda raw: _write_zip(raw, text, saved))
 
 
-def _write_zip(raw: BinaryIO, saved: SavedIndex) -> None:
+def _meta_text(saved: SavedIndex) -> bytes:
     meta = dict(saved.meta)
     meta["arrays"] = {name: {"dtype": a.dtype.str, "shape": list(a.shape)}
                       for name, a in saved.arrays.items()}
     text = json.dumps(meta, separators=(",", ":"), allow_nan=False).encode()
+    if len(text) > MAX_META_BYTES:
+        raise IndexFileError(f"cannot save: the index's metadata takes {len(text)} bytes, more "
+                             f"than the {MAX_META_BYTES} a reader accepts")
+    return text
+
+
+def _write_zip(raw: BinaryIO, text: bytes, saved: SavedIndex) -> None:
     with zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         zf.writestr(META_MEMBER, text)
         for name, arr in saved.arrays.items():
@@ -448,6 +138,7 @@ def _write_zip(raw: BinaryIO, saved: SavedIndex) -> None:
                 np.lib.format.write_array(member, arr, allow_pickle=False)
 
 
+# ---------------------------------------------------------------------- reading
 def read(path: str | os.PathLike[str],
          device: str | Callable[[SavedIndex], str] = "cpu") -> SavedIndex:
     """Read and check a saved index (see the module docstring).
@@ -457,114 +148,86 @@ def read(path: str | os.PathLike[str],
     NumPy arrays; or a function given the metadata (``SavedIndex`` with no arrays yet) that
     returns the device, for a caller that decides it from what the file holds.
 
-    Raises :class:`~indexzoo.errors.IndexFileError` for a file that is not a saved index, is
-    truncated or corrupted, or has a newer format version; ConfigError for anything but a
-    ``str`` or ``os.PathLike`` (an int would be read as an open file descriptor)."""
+    Raises :class:`~indexzoo.errors.IndexFileError` for a file that is not a saved index (a
+    FIFO, a device or a folder among them), is truncated or corrupted, or has a newer format
+    version; ConfigError for anything but a ``str`` or ``os.PathLike`` (an int would be read as
+    an open file descriptor). The temporaries of saves into the file's folder that were
+    killed are removed first."""
     path = as_path(path, "indexzoo.load")
     src = str(path)
-    with open(path, "rb", buffering=0) as raw:  # arrays are read straight into their buffers
-        head = raw.read(4)
-        if head != _LOCAL_MAGIC:
-            raise IndexFileError(f"{src}: not a saved indexzoo index (it does not start like "
-                                 "one: indexzoo writes a zip archive with indexzoo.json first)")
-        raw.seek(0)
+    remove_stale_temporaries(path.parent)
+    with open_archive(path, src) as archive:
+        saved = SavedIndex(_read_meta(archive), source=src)
+        table = _array_table(archive, saved)
+        target = device(saved) if callable(device) else device
+        sink = sink_for(target, _CHUNK)
         try:
-            zf = zipfile.ZipFile(raw)
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
-            raise IndexFileError(f"{src}: the file is truncated or damaged ({exc}); save the "
-                                 "index again") from None
-        with zf:
-            saved = SavedIndex(_read_meta(zf, src), source=src)
-            target = device(saved) if callable(device) else device
-            sink = sink_for(target, _CHUNK)
-            try:
-                saved.arrays = dict(_read_arrays(raw, zf, saved, sink))
-            finally:
-                sink.close()  # no copy to the device is left running, error or not
+            saved.arrays = dict(_read_arrays(archive, table, saved, sink))
+        finally:
+            sink.close()  # no copy to the device is left running, error or not
     return saved
 
 
-def _read_meta(zf: zipfile.ZipFile, src: str) -> dict[str, Any]:
-    names = zf.namelist()
-    if not names or names[0] != META_MEMBER:
-        raise IndexFileError(f"{src}: not a saved indexzoo index (a zip archive without "
-                             f"{META_MEMBER} as its first member)")
-    try:
-        meta = json.loads(zf.read(META_MEMBER))
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise IndexFileError(f"{src}: its metadata is damaged ({exc})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise IndexFileError(f"{src}: not a saved indexzoo index (format "
-                             f"{meta.get('format') if isinstance(meta, dict) else None!r})")
-    version = meta.get("format_version")
-    if not isinstance(version, int) or version < 1:
-        raise IndexFileError(f"{src}: format version {version!r} is not valid")
-    if version > FORMAT_VERSION:
-        raise IndexFileError(
-            f"{src}: written in format version {version} by indexzoo "
-            f"{meta.get('indexzoo_version', '?')}; this indexzoo ({indexzoo_version()}) reads "
-            f"format versions up to {FORMAT_VERSION}: upgrade indexzoo to load it")
-    return meta
+def _read_meta(archive: Archive) -> dict[str, Any]:
+    src = archive.source
+    meta = parse_json(archive.read_small(META_MEMBER, MAX_META_BYTES), f"{src}: its metadata")
+    return check_top_level(meta, src)
 
 
-def _read_arrays(raw: BinaryIO, zf: zipfile.ZipFile, saved: SavedIndex,
-                 sink: Sink) -> Iterator[tuple[str, Any]]:
+def _array_table(archive: Archive, saved: SavedIndex) -> dict[str, tuple[Member, str, list[int]]]:
+    """The metadata's array table matched with the archive's members: name -> (member, dtype,
+    shape); every array has its member and every member but the metadata is an array."""
     table = saved.meta.get("arrays")
     if not isinstance(table, dict):
         raise saved.problem("its metadata has no array table")
-    members = {i.filename: i for i in zf.infolist()}
+    out: dict[str, tuple[Member, str, list[int]]] = {}
+    for name, spec in table.items():
+        member = archive.members.get(f"{_ARRAY_DIR}{name}.npy")
+        if member is None:
+            raise saved.problem(f"array {name[:40]!r} is missing")
+        if (not isinstance(spec, dict) or set(spec) != {"dtype", "shape"}
+                or not isinstance(spec["dtype"], str) or not isinstance(spec["shape"], list)):
+            raise saved.problem(f"array {name}: malformed entry in the array table")
+        out[name] = (member, spec["dtype"], spec["shape"])
+    if len(out) + 1 != len(archive.members):
+        extra = sorted(set(archive.members) - {META_MEMBER}
+                       - {f"{_ARRAY_DIR}{n}.npy" for n in out})
+        raise saved.problem(f"member {extra[0] if extra else '?'} is not in its array table")
+    return out
+
+
+def _read_arrays(archive: Archive, table: Mapping[str, tuple[Member, str, list[int]]],
+                 saved: SavedIndex, sink: Sink) -> Iterator[tuple[str, Any]]:
     with ThreadPoolExecutor(1, thread_name_prefix="indexzoo-crc") as pool:
-        for name, spec in table.items():
-            info = members.get(f"{_ARRAY_DIR}{name}.npy")
-            if info is None:
-                raise saved.problem(f"array {name} is missing")
-            yield name, _checked(_read_member(raw, info, saved, pool, sink), name, spec, saved)
+        for name, (member, dtype, shape) in table.items():
+            head = _header(archive, member, saved)
+            if head.dtype.str != dtype or list(head.shape) != shape:
+                raise saved.problem(f"array {name} is {head.dtype.str} {list(head.shape)}, the "
+                                    f"metadata says {dtype[:20]} {str(shape)[:60]}")
+            yield name, _read_member(archive, member, head, saved, pool, sink)
 
 
-def _checked(arr: Any, name: str, spec: Any, saved: SavedIndex) -> Any:
-    if not isinstance(spec, dict):
-        raise saved.problem(f"array {name}: malformed entry in the array table")
-    if arr.dtype.str != spec.get("dtype") or list(arr.shape) != spec.get("shape"):
-        raise saved.problem(f"array {name} is {arr.dtype.str} {list(arr.shape)}, the "
-                            f"metadata says {spec.get('dtype')} {spec.get('shape')}")
-    return arr
+def _header(archive: Archive, member: Member, saved: SavedIndex) -> NpyHeader:
+    """The member's ``.npy`` header, whose array must fill the member exactly (so the array
+    the reader allocates is never larger than the bytes the file holds)."""
+    archive.raw.seek(member.start)
+    got = parse_header(archive.raw.read(min(member.size, MAX_HEADER + 12)))
+    if isinstance(got, str):
+        raise saved.problem(f"{member.name}: damaged array header ({got})")
+    if got.length + got.nbytes != member.size:
+        raise saved.problem(f"{member.name}: {member.size} bytes, its header describes "
+                            f"{got.length + got.nbytes}")
+    return got
 
 
-def _read_member(raw: BinaryIO, info: zipfile.ZipInfo, saved: SavedIndex,
+def _read_member(archive: Archive, member: Member, head: NpyHeader, saved: SavedIndex,
                  pool: ThreadPoolExecutor, sink: Sink) -> Any:
     """One ``.npy`` member read straight from its offset into ``sink``, its CRC-32 checked."""
-    what = info.filename
-    if info.compress_type != zipfile.ZIP_STORED:
-        raise saved.problem(f"{what} is compressed; indexzoo writes stored members only")
-    raw.seek(info.header_offset)
-    local = raw.read(_LOCAL_HEADER.size)
-    if len(local) != _LOCAL_HEADER.size or local[:4] != _LOCAL_MAGIC:
-        raise saved.problem(f"{what}: damaged member header")
-    fields = _LOCAL_HEADER.unpack(local)
-    start = info.header_offset + _LOCAL_HEADER.size + fields[9] + fields[10]
-    raw.seek(start)
-    head = io.BytesIO(raw.read(min(info.file_size, 1 << 16)))
-    try:
-        major, minor = np.lib.format.read_magic(head)
-        reader = {(1, 0): np.lib.format.read_array_header_1_0,
-                  (2, 0): np.lib.format.read_array_header_2_0}.get((major, minor))
-        if reader is None:
-            raise ValueError(f"npy format version {major}.{minor}")
-        shape, fortran, dtype = reader(head, max_header_size=1 << 16)
-    except (ValueError, SyntaxError) as exc:
-        raise saved.problem(f"{what}: damaged array header ({exc})") from None
-    if dtype.hasobject or dtype.fields is not None:
-        raise saved.problem(f"{what}: dtype {dtype} is refused (plain numeric dtypes only; "
-                            "nothing in a saved index is unpickled)")
-    header_len = head.tell()
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    nbytes = count * dtype.itemsize
-    if header_len + nbytes != info.file_size:
-        raise saved.problem(f"{what}: {info.file_size} bytes, its header describes "
-                            f"{header_len + nbytes}")
-    raw.seek(start)
-    crc = zlib.crc32(raw.read(header_len))
-    sink.start(count, dtype)
+    raw, what = archive.raw, member.name
+    raw.seek(member.start)
+    crc = zlib.crc32(raw.read(head.length))
+    nbytes = head.nbytes
+    sink.start(head.count, head.dtype)
     # read chunk i + 1 while chunk i is checksummed on a thread (zlib releases the GIL)
     pending: Future[int] | None = None
     done = 0
@@ -580,10 +243,10 @@ def _read_member(raw: BinaryIO, info: zipfile.ZipInfo, saved: SavedIndex,
         done += got
     if pending is not None:
         crc = pending.result()
-    if crc != info.CRC:
+    if crc != member.crc:
         raise saved.problem(f"{what}: checksum mismatch (the file is corrupted); save the "
                             "index again")
-    return sink.result().reshape(shape, order="F" if fortran else "C")
+    return sink.result().reshape(head.shape, order="F" if head.fortran else "C")
 
 
 def to_target(arrays: Mapping[str, np.ndarray], device: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import re
 __all__ = ["CHANGES", "PLUGIN_API", "SUPPORTED", "Compatibility", "compatibility", "parse"]
 
 #: The plugin API this indexzoo provides (``MAJOR.MINOR``).
-PLUGIN_API = "2.1"
+PLUGIN_API = "2.2"
 
 #: Major versions whose plugins still load (the current one, and older ones with warnings).
 SUPPORTED = (1, 2)
@@ -44,6 +44,11 @@ CHANGES: dict[str, tuple[str, ...]] = {
     "2.1": (
         "new: the optional hook _prepared_range(st, op), range lookups prepared once per "
         "build (as _prepared_point for points); plugins written for 2.0 load unchanged",
+    ),
+    "2.2": (
+        "new: state_schema (indexzoo.persist.StateSchema), the shape of the saved state, "
+        "checked on every load before a kernel reads it; the files of a class without one "
+        "are refused (its pickles still load)",
     ),
 }
 

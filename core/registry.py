@@ -35,7 +35,7 @@ from .config import IndexSpec, spec_from_data
 from .contract import GpuIndex, check_plugin_class
 from .devices import cuda_status
 from .display import one_line, shown
-from .errors import ConfigError, DuplicatePlugin, PluginError
+from .errors import ConfigError, DuplicatePlugin, PluginError, UnknownIndexInFile
 from .hookspecs import Suggestion, SuggestQuestion
 from .query import EngineSpec, QueryEngine
 
@@ -385,9 +385,12 @@ def load(path: str | os.PathLike[str], *, device: str | None = None) -> GpuIndex
     device it was saved from where the index runs there and it is usable here, else the CPU).
 
     Its class is found by the index name the file holds, through the registry (never by a
-    class path read from the file). Raises :class:`~indexzoo.errors.IndexFileError` for a
-    file that is not a saved index, is truncated, corrupted, or of a newer format version,
-    and ConfigError when the index it holds is not installed."""
+    class path read from the file). The file is untrusted input: every way it can be wrong
+    (not a saved index, not a regular file, truncated, corrupted, of a newer format version,
+    a state its plugin's schema refuses) is an :class:`~indexzoo.errors.IndexFileError`
+    naming the file and what is wrong (docs/persistence.md); an index it names that is not
+    installed is :class:`~indexzoo.errors.UnknownIndexInFile`, an IndexFileError that is also
+    a ConfigError."""
     found: dict[str, Any] = {}
 
     def target(saved: persist.SavedIndex) -> str:
@@ -396,8 +399,8 @@ def load(path: str | os.PathLike[str], *, device: str | None = None) -> GpuIndex
         try:
             cls = lookup(saved.index)
         except ConfigError as exc:
-            raise type(exc)(f"{saved.source}: holds index {saved.index!r}, which cannot be "
-                            f"used here: {exc}") from None
+            raise UnknownIndexInFile(f"{saved.source}: holds index {saved.index[:80]!r}, which "
+                                     f"cannot be used here: {exc}") from None
         found["cls"], found["device"] = cls, cls._load_device(saved, device)
         onto_gpu = (found["device"] == "cuda" and "cuda" in cls.capabilities.devices
                     and cuda_status()[0])

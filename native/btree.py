@@ -43,7 +43,8 @@ from .btree_nodes import LEAF_LAYOUTS, first_slot, leaf_indexing
 from .targets import GroupKernel
 
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "LEAF_LAYOUTS", "SUM", "BTree", "Operations",
-           "TreeRecord", "build_btree", "leaf_indexing", "operations"]
+           "TreeRecord", "block_counts", "build_btree", "leaf_fill_count", "leaf_indexing",
+           "operations", "padded_blocks"]
 
 
 class TreeRecord(NamedTuple):
@@ -102,7 +103,7 @@ class BTree:
         }
 
 
-def _blocks(values: Any, per: int, width: int, fill_value: Any) -> Any:
+def padded_blocks(values: Any, per: int, width: int, fill_value: Any) -> Any:
     """``values`` cut into rows of ``per`` entries, each padded to ``width`` slots."""
     xp = xp_of(values)
     rows = -(-int(values.shape[0]) // per)
@@ -113,7 +114,7 @@ def _blocks(values: Any, per: int, width: int, fill_value: Any) -> Any:
     return out
 
 
-def _counts(total: int, per: int, xp: Any) -> Any:
+def block_counts(total: int, per: int, xp: Any) -> Any:
     rows = -(-total // per)
     c = xp.full(rows, per, dtype=np.int32)
     if rows:
@@ -140,6 +141,11 @@ def _records(leaf_keys: Any, leaf_rowids: Any, leaf_layout: str) -> Any:
     return out.ravel()
 
 
+def leaf_fill_count(width: int, leaf_fill: float) -> int:
+    """Entries per leaf (``m``): ``width`` at 100% fill, half of it at 50%."""
+    return width if leaf_fill >= 1.0 else max(width // 2, 1)
+
+
 def build_btree(sorted_keys: Any, sorted_rowids: Any, width: int, leaf_fill: float,
                 leaf_layout: str = "split") -> BTree:
     """Bulk-load a B+-tree from sorted pairs, bottom-up, level by level (array operations)."""
@@ -147,12 +153,12 @@ def build_btree(sorted_keys: Any, sorted_rowids: Any, width: int, leaf_fill: flo
         raise ValueError(f"unknown leaf layout {leaf_layout!r}; one of {sorted(LEAF_LAYOUTS)}")
     xp = xp_of(sorted_keys)
     n = int(sorted_keys.shape[0])
-    m = width if leaf_fill >= 1.0 else max(width // 2, 1)
+    m = leaf_fill_count(width, leaf_fill)
     top = sorted_keys.dtype.type(np.iinfo(sorted_keys.dtype).max)  # padding; counts rule
-    leaf_keys = _blocks(sorted_keys, m, width, top)
-    leaf_rowids = _blocks(sorted_rowids, m, width, sorted_rowids.dtype.type(0))
+    leaf_keys = padded_blocks(sorted_keys, m, width, top)
+    leaf_rowids = padded_blocks(sorted_rowids, m, width, sorted_rowids.dtype.type(0))
     n_leaves = int(leaf_keys.shape[0])
-    leaf_count = _counts(n, m, xp)
+    leaf_count = block_counts(n, m, xp)
     leaf_next = xp.arange(1, n_leaves + 1, dtype=np.int32)
     if n_leaves:
         leaf_next[-1] = -1
@@ -163,9 +169,9 @@ def build_btree(sorted_keys: Any, sorted_rowids: Any, width: int, leaf_fill: flo
               else leaf_keys[:0, 0])
     below = n_leaves
     while below > 1:
-        levels_keys.append(_blocks(maxima, width, width, top))
-        levels_child.append(_blocks(xp.arange(below, dtype=np.int32), width, width, np.int32(-1)))
-        counts = _counts(below, width, xp)
+        levels_keys.append(padded_blocks(maxima, width, width, top))
+        levels_child.append(padded_blocks(xp.arange(below, dtype=np.int32), width, width, np.int32(-1)))
+        counts = block_counts(below, width, xp)
         levels_count.append(counts)
         keys_l = levels_keys[-1]
         maxima = keys_l[xp.arange(keys_l.shape[0]), counts.astype(np.int64) - 1]

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from indexzoo import Footprint
+from indexzoo.persist import Array, Nested, Value
 
-__all__ = ["SortedPairs", "sort_pairs"]
+__all__ = ["SortedPairs", "pairs_schema", "sort_pairs"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,16 @@ class SortedPairs:
         return Footprint(breakdown={"keys": int(self.keys.nbytes),
                                     "rowids": int(self.rowids.nbytes)},
                          peak_build_bytes=self.peak_bytes)
+
+
+def pairs_schema(prefix: str) -> Nested:
+    """The saved form of :class:`SortedPairs` at ``prefix`` of a state, for the plugin's
+    ``state_schema``: ``n`` keys of the native dtype in order, their rowIDs each of ``0 ..
+    n - 1`` once (a lookup reads ``values[rowid]`` with what it finds there)."""
+    return Nested(prefix,
+                  Array("keys", dtype="native", shape=("n",), order="nondecreasing"),
+                  Array("rowids", dtype="rowid", shape=("n",), permutation=True),
+                  Value("peak_bytes", int, at_least=0))
 
 
 def sort_pairs(keys: Any, rowid_dtype: Any) -> SortedPairs:

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
+from indexzoo.persist import Array, StateSchema
 from indexzoo.plugins.sorted_array import SortedArrayIndex
 from indexzoo.results import bitmap_words
 
@@ -33,6 +34,8 @@ class ColumnScan(GpuIndex[ScanState]):
     name: ClassVar[str] = "test-column-scan"
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=5)
     plugin_api: ClassVar[str] = "2.0"
+    state_schema: ClassVar[StateSchema] = StateSchema(
+        Array("keys", dtype="native", shape=("n", "dims")))
 
     def _build(self, st: ScanState, keys: Any) -> None:
         assert keys.ndim == 2 and keys.shape[1] == st.dims and keys.flags.f_contiguous

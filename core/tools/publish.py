@@ -5,9 +5,10 @@ folders that others may write to as well (``/tmp``, a shared results folder). :f
 writes a group of files in two steps:
 
 1. **Write**: each file goes to a temporary of its own in the target folder, created with
-   ``O_CREAT | O_EXCL | O_NOFOLLOW`` under an unpredictable name (``.NAME.<random>.tmp``):
-   nothing already there (a file, a planted symbolic link) is opened or written through. It
-   is flushed to disk (``fsync``) before step 2.
+   ``O_CREAT | O_EXCL | O_NOFOLLOW`` under an unpredictable name
+   (``.NAME.indexzoo-HOST-PID-<random>.tmp``, see :mod:`indexzoo.files`): nothing already
+   there (a file, a planted symbolic link) is opened or written through. It is flushed to
+   disk (``fsync``) before step 2.
 2. **Name**: every temporary gets its final name, ``NAME + suffix`` for each member:
 
    * ``replace=False``: by ``os.link``, which fails if anything has the name (a file, a

@@ -16,7 +16,9 @@ from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
 from indexzoo.devices import xp_of
 from indexzoo.native.rt import query
 from indexzoo.native.rt.geometry import AABBS
+from indexzoo.native.rt.saved import gas_specs
 from indexzoo.native.rt.trace import Gas, build_gas
+from indexzoo.persist import Array, StateSchema, Value
 
 
 def points(keys: Any) -> Any:
@@ -66,7 +68,12 @@ class RtBoxIndex(GpuIndex[BoxState]):
 
     name: ClassVar[str] = "rt-boxes"
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False)
-    plugin_api: ClassVar[str] = "2.0"
+    plugin_api: ClassVar[str] = "2.2"
+    # a saved GAS: a BVH over n boxes whose order holds each rowID once (section 1)
+    state_schema: ClassVar[StateSchema] = StateSchema(
+        gas_specs("gas"),
+        Array("gas.data", dtype="float32", shape=("n", 6)),
+        Value("gas.bvh.n_prims", int, equals="n"))
 
     def _build(self, st: BoxState, keys: Any) -> None:
         c = points(keys)

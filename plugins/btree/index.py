@@ -55,9 +55,11 @@ from pydantic import Field
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native import btree
+from indexzoo.native.btree_schema import tree_schema
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import KernelParams, Slot, one_per_item, values_arg
+from indexzoo.persist import StateSchema, Value
 
 __all__ = ["BTreeIndex", "BTreeState"]
 
@@ -107,6 +109,9 @@ class BTreeIndex(GpuIndex[BTreeState]):
     plugin_api: ClassVar[str] = "2.0"
     #: a point lookup q is the range [q, q]: the descent to the first key >= q serves both
     points_as_ranges: ClassVar[bool] = True
+    #: the tree, its links made again from n and the params (see native/btree_schema.py)
+    state_schema: ClassVar[StateSchema] = StateSchema(tree_schema("tree"),
+                                                      Value("peak", int, at_least=0))
     params: BTreeParams
 
     def _build(self, st: BTreeState, keys: Any) -> None:

@@ -78,12 +78,14 @@ from indexzoo.native.rt import select_engine
 from indexzoo.native.runs import answer_runs, prepared_run_rowids
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot
+from indexzoo.persist import StateSchema
 from indexzoo.validation import as_1d
 
 from .coords import CgCoder
 from .launched import runs as launched_runs
 from .params import CgrxParams
 from .programs import PROGRAMS, CgRecord
+from .saved import CGRX_SCHEMA
 from .scene import CgScene, build_scene, triangle_function
 from .search import PATH_WIDTH, lookup_kernel
 
@@ -112,6 +114,8 @@ class CgrxIndex(GpuIndex[CgrxState]):
     plugin_api: ClassVar[str] = "2.0"
     #: a point lookup q is the range [q, q]: the successor search of q finds its run
     points_as_ranges: ClassVar[bool] = True
+    #: the sorted pairs and the scene they make (see saved.py)
+    state_schema: ClassVar[StateSchema] = CGRX_SCHEMA
     params: CgrxParams
 
     @classmethod

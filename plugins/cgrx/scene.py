@@ -56,7 +56,8 @@ from indexzoo.native.targets import Kernel
 
 from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
 
-__all__ = ["CgScene", "build_scene", "moved_flipped", "rep_of", "triangle_function"]
+__all__ = ["CgScene", "SceneParts", "build_scene", "moved_flipped", "rep_of", "scene_parts",
+           "stored_triangles", "triangle_function"]
 
 _U64 = np.uint64
 
@@ -177,13 +178,21 @@ _SCENE_KINDS = Kernel(_scene_kinds_item, name="cgrx_scene_kinds")
 _SCENE_EMIT = Kernel(_scene_emit_item, name="cgrx_scene_emit")
 
 
-def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact: bool,
-                geometry: str = "generated", engine: Engine | None = None) -> CgScene:
-    """The scene of the sorted ``keys`` (at least one) with buckets of ``bucket`` keys on
-    ``engine`` (default: the software engine); ``geometry``: ``generated`` (records, the
-    default) or ``stored`` (vertex rows, as OptiX's GAS holds them; an engine without
-    generated geometry always stores them)."""
-    engine = engine or engine_named("software")
+@dataclass(frozen=True)
+class SceneParts:
+    """What a scene is built from, before its BVH: per triangle (in build order) its record
+    (position code), cgRX id and flip; per bucket its kinds; and the counts they make."""
+
+    records: Any
+    ids: Any
+    flip: Any
+    n_buckets: int
+    counts: dict[str, int]
+
+
+def scene_parts(coder: CgCoder, keys: Any, bucket: int) -> SceneParts:
+    """The triangles of the sorted ``keys`` (at least one) with buckets of ``bucket`` keys:
+    two kernels over the buckets, no sort (see the module docstring)."""
     xp = xp_of(keys)
     n = int(keys.shape[0])
     p = -(-n // bucket)
@@ -207,25 +216,42 @@ def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact:
     flip = xp.empty(total, dtype=np.bool_)
     _SCENE_EMIT(dev, p, keys, np.int64(bucket), np.int64(p), xb, np.int64(coder.y_bits), kinds,
                 offsets, records, ids, flip)
-    del emitted, offsets
-    if geometry == "generated" and engine.generated_geometry:
-        gas = engine.build_gas(TRIANGLES, records, leaf_size=leaf_size, compact=compact,
-                               geometry=triangle_function(coder))
-    else:
-        xs, ys, zs = coder.fields(records)
-        cx, cy, cz = coder.x_coord(xs), coder.y_coord(ys), coder.z_coord(zs)
-        ex, ey, ez = np.float32(EX), np.float32(EY), np.float32(EZ)
-        v0 = [cx + ex, cy - ey, cz]
-        v1 = [cx, cy + ey, cz - ez]
-        v2 = [cx - ex, cy, cz + ez]
-        f = flip[:, None]
-        second = xp.where(f, xp.stack(v2, 1), xp.stack(v1, 1))  # flipped: v1 and v2 swap
-        third = xp.where(f, xp.stack(v1, 1), xp.stack(v2, 1))
-        tris = xp.ascontiguousarray(xp.concatenate([xp.stack(v0, 1), second, third], axis=1))
-        gas = engine.build_gas(TRIANGLES, tris, leaf_size=leaf_size, compact=compact)
     sums = ((kinds[:, None] >> xp.arange(5, dtype=np.int8)) & np.int8(1)).sum(axis=0)
     sums = sums.tolist() if xp is np else sums.get().tolist()  # one transfer
     counts = dict(zip(("representatives", "moved", "flipped", "end_of_row", "end_of_plane"),
                       (int(c) for c in sums), strict=True))
     id_dtype = np.int32 if 3 * p < (1 << 31) else np.int64
-    return CgScene(gas, ids.astype(id_dtype), p, counts)
+    return SceneParts(records, ids.astype(id_dtype), flip, p, counts)
+
+
+def stored_triangles(coder: CgCoder, records: Any, flip: Any) -> Any:
+    """The vertex rows (float32 (N, 9)) of the triangles at ``records``, ``flip`` swapping
+    their second and third vertices (stored geometry, as OptiX's GAS holds them)."""
+    xp = xp_of(records)
+    xs, ys, zs = coder.fields(records)
+    cx, cy, cz = coder.x_coord(xs), coder.y_coord(ys), coder.z_coord(zs)
+    ex, ey, ez = np.float32(EX), np.float32(EY), np.float32(EZ)
+    v0 = [cx + ex, cy - ey, cz]
+    v1 = [cx, cy + ey, cz - ez]
+    v2 = [cx - ex, cy, cz + ez]
+    f = flip[:, None]
+    second = xp.where(f, xp.stack(v2, 1), xp.stack(v1, 1))  # flipped: v1 and v2 swap
+    third = xp.where(f, xp.stack(v1, 1), xp.stack(v2, 1))
+    return xp.ascontiguousarray(xp.concatenate([xp.stack(v0, 1), second, third], axis=1))
+
+
+def build_scene(coder: CgCoder, keys: Any, bucket: int, leaf_size: int, compact: bool,
+                geometry: str = "generated", engine: Engine | None = None) -> CgScene:
+    """The scene of the sorted ``keys`` (at least one) with buckets of ``bucket`` keys on
+    ``engine`` (default: the software engine); ``geometry``: ``generated`` (records, the
+    default) or ``stored`` (vertex rows, as OptiX's GAS holds them; an engine without
+    generated geometry always stores them)."""
+    engine = engine or engine_named("software")
+    parts = scene_parts(coder, keys, bucket)
+    if geometry == "generated" and engine.generated_geometry:
+        gas = engine.build_gas(TRIANGLES, parts.records, leaf_size=leaf_size, compact=compact,
+                               geometry=triangle_function(coder))
+    else:
+        gas = engine.build_gas(TRIANGLES, stored_triangles(coder, parts.records, parts.flip),
+                               leaf_size=leaf_size, compact=compact)
+    return CgScene(gas, parts.ids, parts.n_buckets, parts.counts)

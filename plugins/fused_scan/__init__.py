@@ -18,6 +18,7 @@ from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, Operation
 from indexzoo.hookspecs import hookimpl
 from indexzoo.native.scan import bind_scan, scan_bitmaps
 from indexzoo.native.targets import KernelParams
+from indexzoo.persist import Array, StateSchema
 
 __all__ = ["FusedScanIndex", "FusedScanParams"]
 
@@ -52,6 +53,9 @@ class FusedScanIndex(GpuIndex[ScanState]):
     Params: ClassVar[type[FusedScanParams]] = FusedScanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=64)
     plugin_api: ClassVar[str] = "2.0"
+    #: the columns the scan reads: n rows of ``dims`` native keys
+    state_schema: ClassVar[StateSchema] = StateSchema(
+        Array("keys", dtype="native", shape=("n", "dims")))
     params: FusedScanParams
 
     def _build(self, st: ScanState, keys: Any) -> None:

@@ -80,18 +80,19 @@ import numpy as np
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native import lightweight as lw
 from indexzoo.native.csr import offsets_from_counts
-from indexzoo.native.eytzinger import EO_GATHER, eo_shape
-from indexzoo.native.pivots import PB_GATHER, PivotPlan, chunk_for_levels, full_chunk, pb_plan
+from indexzoo.native.eytzinger import EO_GATHER
+from indexzoo.native.pivots import PivotPlan
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot, one_per_item, values_arg
+from indexzoo.persist import StateSchema
 
 from .hardware import hardware
+from .layout import layout_shape, pivot_buffer
 from .params import PRESET_PARAMS, LightweightParams, preset_params
+from .saved import LIGHTWEIGHT_SCHEMA
 
 __all__ = ["PRESETS", "AoBs", "AoPbBs", "AoPbKs", "EoBs", "EoKs", "LightweightIndex"]
 
-#: A coarse pivot buffer's default chunk: one cache line of keys (SoA) or pairs (AoS) [§4.5].
-CACHE_LINE_BYTES = 128
 #: Shared memory per block left unpinned below the device's opt-in maximum.
 PIN_HEADROOM_BYTES = 1024
 _REORDER = {"none": lw.NO_REORDER, "single": lw.REORDER_SINGLE, "double": lw.REORDER_DOUBLE}
@@ -119,6 +120,8 @@ class LightweightIndex(GpuIndex[LightweightState]):
     plugin_api: ClassVar[str] = "2.0"
     #: a point lookup q is the range [q, q], but for rowid (one search for the key itself)
     points_as_ranges: ClassVar[bool] = True
+    #: the layout, exactly what its options make for n keys (see saved.py)
+    state_schema: ClassVar[StateSchema] = LIGHTWEIGHT_SCHEMA
     params: LightweightParams
 
     # -------------------------------------------------------------- build
@@ -151,84 +154,55 @@ class LightweightIndex(GpuIndex[LightweightState]):
     def _load_state(self, st: LightweightState, saved: dict[str, Any]) -> None:
         super()._load_state(st, saved)
         st.options = LightweightParams.model_validate_json(st.config)
+        self._drive(st)
 
     def _build(self, st: LightweightState, keys: Any) -> None:
         xp = st.xp
         n = int(keys.shape[0])
         p = st.options = self._decide(n, keys.dtype)
         st.config = p.model_dump_json()
-        kdt = keys.dtype
         pairs = sort_pairs(keys, st.rowid_dtype)
-        k = p.arity
-        pad = 1 if (p.layout == "eo" and p.search == "binary") else 0
-        wide = kdt == np.uint64 or st.rowid_dtype == np.uint64
-        wdt = np.dtype(np.uint64 if wide else np.uint32)
-        slots = n + pad
-        stride = 1 if p.memory_layout == "soa" else 2
-        h, b = eo_shape(n, k) if p.layout == "eo" else (0, 0)
-        step0 = 1 << (n.bit_length() - 1) if n else 0
-        if p.layout == "eo":
-            if stride == 1:
-                keys_w = xp.zeros(slots, dtype=kdt)
-                rowids = xp.zeros(slots, dtype=st.rowid_dtype)
-            else:
-                keys_w = xp.zeros(2 * slots, dtype=wdt)
-                rowids = keys_w[1:]
+        shape = layout_shape(p, n, keys.dtype, st.rowid_dtype)
+        k, pad, stride = shape.k, shape.pad, shape.stride
+        if shape.eo:
+            keys_w = xp.zeros(shape.keys_length, dtype=shape.keys_dtype)
+            rowids = keys_w[1:] if stride == 2 else xp.zeros(shape.rowids_length,
+                                                              dtype=shape.rowids_dtype)
             if n:
                 EO_GATHER(self.device, n, pairs.keys, pairs.rowids, keys_w, rowids, stride, pad,
-                          n, k, h, b, threads_per_block=p.threads_per_block)
+                          n, k, shape.h, shape.b, threads_per_block=p.threads_per_block)
         elif stride == 1:
             keys_w, rowids = pairs.keys, pairs.rowids
         else:
-            keys_w = xp.empty(2 * n, dtype=wdt)
+            keys_w = xp.empty(shape.keys_length, dtype=shape.keys_dtype)
             keys_w[0::2] = pairs.keys
             keys_w[1::2] = pairs.rowids
             rowids = keys_w[1:]
-        pb, pbo, levels, chunk = self._pivots(st, pairs.keys, n, k, keys_w.dtype.itemsize * stride)
+        st.pivot_plan = shape.pivots
+        pb, pbo = pivot_buffer(self.device, shape, pairs.keys, p.threads_per_block)
         i64 = np.int64
-        st.layout = lw.LayoutRecord(keys_w, rowids, i64(stride), i64(n), pb, pbo, i64(levels),
-                                    i64(k), i64(chunk), i64(pad), i64(step0), i64(h), i64(b))
+        st.layout = lw.LayoutRecord(keys_w, rowids, i64(stride), i64(n), pb, pbo,
+                                    i64(shape.pivots.levels if shape.pivots else 0), i64(k),
+                                    i64(shape.chunk), i64(pad), i64(shape.step0), i64(shape.h),
+                                    i64(shape.b))
         layout_bytes = int(keys_w.nbytes) + (0 if stride == 2 else int(rowids.nbytes))
-        st.peak = pairs.peak_bytes + (layout_bytes if (p.layout == "eo" or stride == 2)
+        st.peak = pairs.peak_bytes + (layout_bytes if (shape.eo or stride == 2)
                                          else 0) + int(pb.nbytes)
-        # the GPU driver's configuration and pinning (also on the CPU, where the simulator
-        # tests run the driver)
+        self._drive(st)
+
+    def _drive(self, st: LightweightState) -> None:
+        """The GPU driver's configuration and pinning for this device (also on the CPU, where
+        the simulator tests run the driver): made at build, and again at load (they depend on
+        the device's multiprocessors and shared memory, not on the file)."""
+        p, lay = st.options, st.layout
         static = p.schedule == "static"
         st.plan = lw.DriverPlan(
-            scheme=p.scheme, group=k - 1 if p.search == "kary" else 1,
+            scheme=p.scheme, group=int(lay.k) - 1 if p.search == "kary" else 1,
             per_thread=p.lookups_per_thread, reorder=_REORDER[p.reorder],
             threads_per_block=p.threads_per_block,
             max_blocks=hardware(self.device).sm_count * p.blocks_per_sm if static else 0,
-            pin_dtype=str(pb.dtype if p.pivot_buffer != "none" else keys_w.dtype))
+            pin_dtype=str(lay.pb.dtype if p.pivot_buffer != "none" else lay.keys.dtype))
         st.pins = lw.NO_PINNING if p.pinning == "none" else self._pinning(st, st.plan.sort_bytes)
-
-    def _pivots(self, st: LightweightState, sorted_keys: Any, n: int, k: int,
-                entry_bytes: int) -> tuple[Any, Any, int, int]:
-        """(pivot buffer, level offsets, levels, chunk); ``st.pivot_plan``."""
-        xp, p = st.xp, st.options
-        st.pivot_plan = None
-        stand_in = (xp.zeros(1, dtype=sorted_keys.dtype),  # kernels take them anyway
-                    xp.zeros(1, dtype=np.int64), 0, max(n, 1))
-        if p.pivot_buffer == "none":
-            return stand_in
-        if p.pivot_buffer == "full":
-            chunk = full_chunk(k)
-        elif p.pb_levels is None:  # chunks of one cache line: keys (SoA) or pairs (AoS)
-            chunk = full_chunk(k)
-            while chunk * k * entry_bytes <= CACHE_LINE_BYTES:
-                chunk *= k
-        else:
-            chunk = chunk_for_levels(n, k, p.pb_levels)
-        plan = pb_plan(n, k, chunk)
-        st.pivot_plan = plan
-        if not plan.slots:
-            return stand_in[0], stand_in[1], plan.levels, plan.chunk
-        pb = xp.empty(plan.slots, dtype=sorted_keys.dtype)
-        pbo = xp.asarray(plan.offsets())
-        sentinel = sorted_keys.dtype.type(np.iinfo(sorted_keys.dtype).max)
-        PB_GATHER(self.device, plan.slots, sorted_keys, pb, pbo, plan.levels, n, k, plan.chunk,
-                  sentinel, threads_per_block=p.threads_per_block)
-        return pb, pbo, plan.levels, plan.chunk
 
     def _footprint(self, st: LightweightState) -> Footprint:
         lay = st.layout

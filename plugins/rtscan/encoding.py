@@ -32,7 +32,8 @@ import numpy as np
 
 from indexzoo.devices import xp_of
 
-__all__ = ["ColumnTables", "build_tables", "rank_bounds", "rank_dtype"]
+__all__ = ["ColumnTables", "build_tables", "coordinate_shifts", "group_columns", "rank_bounds",
+           "rank_dtype"]
 
 
 def rank_dtype(n: int) -> np.dtype:
@@ -108,6 +109,21 @@ def build_tables(keys: Any, keep_ranks: bool) -> ColumnTables:
     views_s = tuple(flat_starts[offs[j] + j:offs[j + 1] + j + 1] for j in range(d))
     return ColumnTables(order, ranks, views_u, views_s, peak, values, flat_starts,
                         xp.asarray(offs))
+
+
+def coordinate_shifts(tables: ColumnTables, encoding: bool) -> tuple[int, ...]:
+    """Per column: the right shift that brings its scene coordinates below 2^32 (0 with
+    encoding, whose coordinates are ranks, and for values that fit)."""
+    shifts = []
+    for u in tables.uniq:
+        top = 0 if tables.n == 0 or encoding else int(u[-1])
+        shifts.append(max(0, top.bit_length() - 32))
+    return tuple(shifts)
+
+
+def group_columns(d: int, size: int) -> list[tuple[int, ...]]:
+    """The columns of each group: ``size`` at a time, the last group the rest."""
+    return [tuple(range(s, min(s + size, d))) for s in range(0, d, size)]
 
 
 def rank_bounds(uniq: Any, starts: Any, lo: Any, hi: Any) -> tuple[Any, Any]:

@@ -108,9 +108,10 @@ from indexzoo.devices import to_numpy, xp_of
 from indexzoo.native import rt
 from indexzoo.native.csr import gather_runs_xp
 from indexzoo.native.rt import select_engine
+from indexzoo.persist import StateSchema
 
 from .bits import words_for
-from .encoding import ColumnTables, build_tables, rank_bounds
+from .encoding import ColumnTables, build_tables, coordinate_shifts, group_columns, rank_bounds
 from .layout import PLAN_COLUMNS, RAYS, too_many_rays
 from .params import RtscanParams
 from .plan import (
@@ -124,10 +125,12 @@ from .plan import (
     SLOTS,
     Plan,
     PlanArgs,
+    plan_args,
 )
 from .prepared import prepared_direct
 from .profile import StageTimer
 from .refine import GroupScene, build_group, direct_plan, direct_strided, trace_plan
+from .saved import RTSCAN_SCHEMA
 from .sieve import Sieve, approximate_sel, build_sieve
 
 __all__ = ["MAX_COLUMNS", "RtscanIndex", "RtscanState"]
@@ -178,6 +181,8 @@ class RtscanIndex(GpuIndex[RtscanState]):
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True,
                                                         duplicates=True, dims=MAX_COLUMNS)
     plugin_api: ClassVar[str] = "2.0"
+    #: the tables checked, everything else made again from them and compared (saved.py)
+    state_schema: ClassVar[StateSchema] = RTSCAN_SCHEMA
     params: RtscanParams
 
     @classmethod
@@ -209,11 +214,7 @@ class RtscanIndex(GpuIndex[RtscanState]):
         st.lc = tables.ranks if p.encoding else keys
         held = own + sum(tables.nbytes().values())
         peak = own + tables.peak_bytes
-        shifts = []
-        for j in range(d):
-            top = 0 if n == 0 or p.encoding else int(tables.uniq[j][-1])
-            shifts.append(max(0, top.bit_length() - 32))
-        st.shifts = tuple(shifts)
+        st.shifts = coordinate_shifts(tables, p.encoding)
         st.sieve = None
         with self._stage("build_sieve"):
             if p.sieve_vectors and n:
@@ -278,19 +279,10 @@ class RtscanIndex(GpuIndex[RtscanState]):
             for g in st.groups)
 
     def _plan_args(self, st: RtscanState) -> PlanArgs:
-        xp = st.xp
-        cols = np.full((len(st.groups), 3), -1, dtype=np.int64)
-        geo = np.zeros((len(st.groups), 2), dtype=np.int64)
-        for gi, g in enumerate(st.groups):
-            cols[gi, :len(g.cols)] = g.cols
-            geo[gi] = (g.geom.interval, g.geom.period)
-        return PlanArgs(xp.asarray(cols), xp.asarray(geo),
-                        xp.asarray(np.asarray(st.shifts, dtype=np.int64)),
-                        xp.zeros(1, dtype=np.int64), xp.zeros((1, 1), dtype=np.uint32))
+        return plan_args(st.xp, st.groups, st.shifts)
 
     def _group_columns(self, d: int) -> list[tuple[int, ...]]:
-        size = self.params.group_size
-        return [tuple(range(s, min(s + size, d))) for s in range(0, d, size)]
+        return group_columns(d, self.params.group_size)
 
     @staticmethod
     def _ranks(tables: ColumnTables) -> Any:

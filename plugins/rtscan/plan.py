@@ -27,6 +27,7 @@ when no query of the chunk had a predicate on it, and refined all rows otherwise
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +41,7 @@ from .layout import PLAN_COLUMNS, RAYS, box_plan
 
 __all__ = ["CLEAR", "DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_MODE", "D_QUERY", "D_START",
            "NO_UNSET", "PLAN", "RANKS", "RK_COLUMNS", "SELECTION_CODES", "SEL_COLUMNS",
-           "SKIP_COL", "SLOTS", "Plan", "PlanArgs"]
+           "SKIP_COL", "SLOTS", "Plan", "PlanArgs", "plan_args"]
 
 #: Box slots per query and group: two per column of a group of at most three.
 SLOTS = 6
@@ -81,6 +82,19 @@ class PlanArgs:
         return {"plan_args": sum(int(a.nbytes) for a in (self.group_cols, self.geo,
                                                          self.shifts, self.no_borders,
                                                          self.no_vectors))}
+
+
+def plan_args(xp: Any, groups: Sequence[Any], shifts: Sequence[int]) -> PlanArgs:
+    """The plan kernel's inputs for ``groups`` (each with ``cols`` and ``geom``) and the
+    columns' coordinate ``shifts``, on the device of ``xp``."""
+    cols = np.full((len(groups), 3), -1, dtype=np.int64)
+    geo = np.zeros((len(groups), 2), dtype=np.int64)
+    for gi, g in enumerate(groups):
+        cols[gi, :len(g.cols)] = g.cols
+        geo[gi] = (g.geom.interval, g.geom.period)
+    return PlanArgs(xp.asarray(cols), xp.asarray(geo),
+                    xp.asarray(np.asarray(shifts, dtype=np.int64)),
+                    xp.zeros(1, dtype=np.int64), xp.zeros((1, 1), dtype=np.uint32))
 
 
 @dataclass(frozen=True)

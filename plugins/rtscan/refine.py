@@ -62,7 +62,7 @@ from .plan import (
 from .programs import CUDA
 
 __all__ = ["GroupScene", "TraceRecord", "build_group", "cube_intersection", "direct_plan",
-           "direct_strided", "mark_plan", "plan_raygen", "refine_direct",
+           "direct_strided", "group_geometry", "mark_plan", "plan_raygen", "refine_direct",
            "refine_rt", "strided_kernel", "trace_plan"]
 
 
@@ -174,9 +174,7 @@ def build_group(coords: list[Any], cols: tuple[int, ...], n: int, params: Any,
                 with_scene: bool, engine: Engine | None = None) -> GroupScene:
     """The group of ``cols`` whose rows sit at ``coords`` (one integer array per column), its
     scene built by ``engine`` (default: the software engine)."""
-    top = max(int(c.max()) for c in coords) if n else 0
-    extent = max(int(c.max()) - int(c.min()) + 1 for c in coords) if n else 1
-    geom = _geometry(top, extent, n, len(cols), params)
+    geom = group_geometry(coords, n, params)
     gas = None
     if with_scene and n:
         padded: list[Any | None] = [*coords, *([None] * (3 - len(coords)))]
@@ -187,8 +185,12 @@ def build_group(coords: list[Any], cols: tuple[int, ...], n: int, params: Any,
     return GroupScene(tuple(cols), geom, gas)
 
 
-def _geometry(top: int, extent: int, n: int, g: int, p: Any) -> Geometry:
-    return geometry(top, extent, n, g, width=p.cube_width, interval=p.ray_interval,
+def group_geometry(coords: list[Any], n: int, p: Any) -> Geometry:
+    """The refine geometry of a group whose rows sit at ``coords`` (one integer array per
+    column) under params ``p``."""
+    top = max(int(c.max()) for c in coords) if n else 0
+    extent = max(int(c.max()) - int(c.min()) + 1 for c in coords) if n else 1
+    return geometry(top, extent, n, len(coords), width=p.cube_width, interval=p.ray_interval,
                     spacing=p.ray_spacing, length=p.ray_length)
 
 

@@ -39,7 +39,7 @@ from indexzoo.native.targets import Kernel
 from .bits import pack_rows
 
 __all__ = ["SIEVE", "Choice", "Sieve", "approximate", "approximate_sel", "build_sieve",
-           "choose", "run_borders"]
+           "choose", "run_borders", "sieve_borders"]
 
 Selection = Literal["auto", "positive", "negative"]
 
@@ -86,18 +86,26 @@ def run_borders(starts: Any, n: int, k: int) -> Any:
     return b[(b > 0) & (b < n)]
 
 
+def sieve_borders(starts: tuple[Any, ...], n: int,
+                  k: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, tuple[int, ...]]:
+    """The stored borders of every column (host int64), and on the host the flat bounds
+    (each column's ``0, borders, n``), their offsets and each column's first vector index."""
+    borders = [to_numpy(run_borders(s, n, k)) if k else np.zeros(0, dtype=np.int64)
+               for s in starts]
+    flat = np.concatenate([np.concatenate([[0], b, [n]]) for b in borders]).astype(np.int64)
+    offs = np.cumsum([0] + [int(b.shape[0]) + 2 for b in borders]).astype(np.int64)
+    base = tuple(int(x) for x in np.cumsum([0] + [int(b.shape[0]) for b in borders])[:-1])
+    return borders, flat, offs, base
+
+
 def build_sieve(ranks: list[Any], starts: tuple[Any, ...], n: int, k: int) -> tuple[Sieve, int]:
     """The vectors of every column (``ranks[j]``: the rank of each row) and the build's peak
     extra bytes (one boolean mask and its packing at a time). ``k = 0``: no vectors."""
     xp = xp_of(starts[0])
     words = (n + 31) // 32
-    borders = [to_numpy(run_borders(s, n, k)) if k else np.zeros(0, dtype=np.int64)
-               for s in starts]
-    flat = np.concatenate([np.concatenate([[0], b, [n]]) for b in borders]).astype(np.int64)
-    offs = np.cumsum([0] + [int(b.shape[0]) + 2 for b in borders]).astype(np.int64)
+    borders, flat, offs, base = sieve_borders(starts, n, k)
     dflat = xp.asarray(flat)  # on the CPU the same array: ``bounds`` are views of it
     bounds = tuple(flat[offs[j]:offs[j + 1]] for j in range(len(borders)))
-    base = tuple(int(x) for x in np.cumsum([0] + [int(b.shape[0]) for b in borders])[:-1])
     total = sum(int(b.shape[0]) for b in borders)
     vectors = xp.empty((total, words), dtype=np.uint32)
     for j, rk in enumerate(ranks):

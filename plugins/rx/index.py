@@ -123,10 +123,12 @@ from indexzoo.native.rt import (
     query,
     select_engine,
 )
+from indexzoo.persist import StateSchema
 
 from .params import RxParams
 from .programs import PROGRAMS, RxRecord
-from .rays import Plan, perpendicular_plan, range_plan
+from .rays import Plan, distinct_highs, perpendicular_plan, range_plan
+from .saved import RX_SCHEMA
 
 __all__ = ["RxIndex", "RxState"]
 
@@ -173,6 +175,8 @@ class RxIndex(GpuIndex[RxState]):
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True,
                                                         updates=True)
     plugin_api: ClassVar[str] = "2.0"
+    #: the scene, its BVH and primitives checked against the keys (see saved.py)
+    state_schema: ClassVar[StateSchema] = RX_SCHEMA
     params: RxParams
 
     @classmethod
@@ -226,10 +230,7 @@ class RxIndex(GpuIndex[RxState]):
         st.no_keys = xp.zeros(1, dtype=_U64)
 
     def _distinct_highs(self, xp: Any, keys: Any) -> Any:
-        if self.coder.mode == "3d":
-            _, high = self.coder.parts(keys)
-            return xp.unique(high)  # sorts a copy of the high parts
-        return xp.zeros(min(int(keys.shape[0]), 1), dtype=_U64)  # naive/extended: all 0
+        return distinct_highs(self.coder, keys)
 
     @staticmethod
     def _keys(st: RxState) -> Any:

@@ -39,7 +39,7 @@ from indexzoo.native.rt import (
 
 from .programs import RxRecord
 
-__all__ = ["Plan", "perpendicular_plan", "range_plan"]
+__all__ = ["Plan", "distinct_highs", "perpendicular_plan", "range_plan"]
 
 _U64 = np.uint64
 
@@ -123,3 +123,13 @@ def range_plan(coder: KeyCoder, lo: Any, hi: Any, highs: Any, zero: bool) -> Pla
     n = int(lo.shape[0])
     one_each = int(starts[-1]) == n and bool((casts <= 1).all())
     return Plan(n, starts, coder, "range", zero, lo, hi, first, highs, one_each)
+
+
+def distinct_highs(coder: KeyCoder, keys: Any) -> Any:
+    """The sorted distinct high parts of ``keys``: the rows a range casts its rays along (in
+    naive and extended mode every key's high part is 0: one row)."""
+    xp = xp_of(keys)
+    if coder.mode == "3d":
+        _, high = coder.parts(keys)
+        return xp.unique(high)  # sorts a copy of the high parts
+    return xp.zeros(min(int(keys.shape[0]), 1), dtype=np.uint64)

@@ -105,11 +105,14 @@ from indexzoo.native.rt import (
 from indexzoo.native.runs import answer_runs, prepared_run_rowids
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot
+from indexzoo.persist import StateSchema
 from indexzoo.validation import as_1d
 
 from .launched import range_batch, runs_from_hits
+from .layout import run_starts, slice_cuts
 from .params import RxOptParams
 from .programs import PROGRAMS, OptRxRecord
+from .saved import RX_OPT_SCHEMA
 from .search import lookup_kernel
 
 __all__ = ["OptRxState", "RxOptIndex"]
@@ -142,6 +145,8 @@ class RxOptIndex(GpuIndex[OptRxState]):
     plugin_api: ClassVar[str] = "2.0"
     #: [AMBIG] sorted probes order point batches only (see the module docstring)
     sorted_probe_kinds: ClassVar[frozenset[str]] = frozenset({"point"})
+    #: the sorted pairs and what they make, the scene checked against them (see saved.py)
+    state_schema: ClassVar[StateSchema] = RX_OPT_SCHEMA
     params: RxOptParams
 
     @classmethod
@@ -163,14 +168,14 @@ class RxOptIndex(GpuIndex[OptRxState]):
         st.keys, st.rowids = pairs.keys, pairs.rowids
         n = int(keys.shape[0])
         if p.compress_duplicates:
-            starts = _run_starts(xp, st.keys)
+            starts = run_starts(xp, st.keys)
             st.first = xp.concatenate([starts, xp.asarray([n], dtype=np.int64)])
             st.pkeys = st.keys[starts]
         else:
             st.first = None
             st.pkeys = st.keys
         _, high = coder.parts(st.pkeys)
-        st.highs = high[_run_starts(xp, high)] if n else high
+        st.highs = high[run_starts(xp, high)] if n else high
         st.no_keys = xp.zeros(1, dtype=_U64)
         st.no_rays = xp.zeros(1, dtype=np.int8)
         held = int(st.keys.nbytes + st.rowids.nbytes + st.highs.nbytes) + (
@@ -194,14 +199,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
     def _cuts(self, pkeys: Any) -> list[int]:
         """Contiguous slices of the primitive keys (Alg. 5), moved to run starts without
         compression."""
-        m, parts = int(pkeys.shape[0]), self.params.partitions
-        size = -(-m // parts) if m else 1
-        cuts = [*range(0, m, size), m]
-        if not self.params.compress_duplicates and len(cuts) > 2:
-            xp = xp_of(pkeys)
-            inner = xp.searchsorted(pkeys, pkeys[xp.asarray(cuts[1:-1])], side="left")
-            cuts = [0, *sorted({int(c) for c in inner.tolist()} - {0}), m]
-        return cuts
+        return slice_cuts(pkeys, self.params.partitions, self.params.compress_duplicates)
 
     def _scene(self, engine: rt.Engine, pkeys: Any, held: int) -> tuple[Scene, Any, int]:
         p, coder = self.params, self.coder
@@ -333,7 +331,7 @@ class RxOptIndex(GpuIndex[OptRxState]):
         gas = key_gas(coder, p.primitive, p.geometry, probes, leaf_size=p.leaf_size,
                       compact=p.compact, engine=st.scene.engine).gas
         if st.first is None:
-            starts = _run_starts(xp, st.keys)
+            starts = run_starts(xp, st.keys)
             keys = st.keys[starts]
             stops = xp.concatenate([starts[1:], xp.asarray([st.n], dtype=np.int64)])
         else:
@@ -539,12 +537,3 @@ class RxOptIndex(GpuIndex[OptRxState]):
         return prefix[offsets[1:]] - prefix[offsets[:-1]]
 
 
-def _run_starts(xp: Any, sorted_values: Any) -> Any:
-    """Positions where a run of equal values starts in a sorted array (int64)."""
-    n = int(sorted_values.shape[0])
-    if n == 0:
-        return xp.zeros(0, dtype=np.int64)
-    change = xp.empty(n, dtype=bool)
-    change[0] = True
-    change[1:] = sorted_values[1:] != sorted_values[:-1]
-    return xp.nonzero(change)[0].astype(np.int64)

@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
 from indexzoo.native.csr import gather_runs_xp
-from indexzoo.native.sort import SortedPairs, sort_pairs
+from indexzoo.native.sort import SortedPairs, pairs_schema, sort_pairs
+from indexzoo.persist import StateSchema
 
 __all__ = ["SearchsortedIndex", "SearchsortedState"]
 
@@ -35,6 +36,8 @@ class SearchsortedIndex(GpuIndex[SearchsortedState]):
     Params: ClassVar[type[IndexParams]] = IndexParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"
+    #: the sorted pairs (see :func:`~indexzoo.native.sort.pairs_schema`)
+    state_schema: ClassVar[StateSchema] = StateSchema(pairs_schema("pairs"))
 
     def _build(self, st: SearchsortedState, keys: Any) -> None:
         st.pairs = sort_pairs(keys, st.rowid_dtype)

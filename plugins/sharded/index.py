@@ -14,11 +14,13 @@ from indexzoo.config import IndexParams, IndexSpec, validate_params
 from indexzoo.contract import BuildState, Capabilities, Footprint, GpuIndex, NullPolicy
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
+from indexzoo.persist import StateSchema
 from indexzoo.registry import lookup
 from indexzoo.results import Out
 
 from . import cluster, partition, sources, worker
 from .lost import ShardLost, losing_workers, raised_by_a_task
+from .saved import SHARDED_SCHEMA
 
 __all__ = ["ShardLost", "ShardedIndex", "ShardedParams", "ShardedState"]
 
@@ -83,6 +85,8 @@ class ShardedIndex(GpuIndex[ShardedState]):
     plugin_api: ClassVar[str] = "2.0"
     # bench and recommend over "builtin" leave it out: it wraps the others and needs a cluster
     selected_by_default: ClassVar[bool] = False
+    #: each shard checked as a file of its inner index before it goes to a worker (saved.py)
+    state_schema: ClassVar[StateSchema] = SHARDED_SCHEMA
     #: the inner index class this (sub)class was made for; None on the registered class
     inner_class: ClassVar[type[GpuIndex] | None] = None
     #: the arguments of ``over`` that made this class (None: not made by ``over``)

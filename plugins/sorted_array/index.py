@@ -32,8 +32,9 @@ from typing import Any, ClassVar
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
-from indexzoo.native.sort import SortedPairs, sort_pairs
+from indexzoo.native.sort import SortedPairs, pairs_schema, sort_pairs
 from indexzoo.native.targets import KernelParams, Slot, one_per_item, values_arg
+from indexzoo.persist import StateSchema
 
 __all__ = ["SortedArrayIndex", "SortedArrayState"]
 
@@ -55,6 +56,8 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
     Params: ClassVar[type[IndexParams]] = SortedArrayParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"
+    #: the sorted pairs (see :func:`~indexzoo.native.sort.pairs_schema`)
+    state_schema: ClassVar[StateSchema] = StateSchema(pairs_schema("pairs"))
     #: a point lookup q is the range [q, q], but for rowid (one search, not two)
     points_as_ranges: ClassVar[bool] = True
     params: SortedArrayParams

@@ -102,6 +102,9 @@ from indexzoo.native.targets import (
     one_per_item,
     values_arg,
 )
+from indexzoo.persist import StateSchema
+
+from .saved import hash_schema
 
 __all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_table",
            "next_prime_windows", "value_word_dtype"]
@@ -308,6 +311,8 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
     Params: ClassVar[type[IndexParams]] = WarpcoreHashParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"
+    #: the table, each probe's end and each value word checked (see saved.py)
+    state_schema: ClassVar[StateSchema] = hash_schema(value_word_dtype)
     params: WarpcoreHashParams
 
     # -------------------------------------------------------------- build

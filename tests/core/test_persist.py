@@ -269,6 +269,10 @@ class HookIndex(GpuIndex[HookState]):
 
 
 class HookedIndex(HookIndex):
+    #: its files load: what it saves is declared (docs/plugin-authors.md, "Saved state")
+    state_schema: ClassVar[persist.StateSchema] = persist.StateSchema(
+        persist.Array("keys", dtype="native", shape=("n",)))
+
     def _save_state(self, st: HookState) -> dict[str, Any]:
         return {"keys": st.keys}
 

@@ -281,14 +281,14 @@ def test_the_table_has_every_kind_and_mode_with_one_hook_each() -> None:
 
 # ---------------------------------------------------------------- plugin API versions
 @pytest.mark.parametrize("declared,why", [
-    ("2.2", "it targets indexzoo plugin API 2.2, newer than this indexzoo's 2.1"),
-    ("3.0", "it targets indexzoo plugin API 3.0, newer than this indexzoo's 2.1"),
-    ("0.9", "it targets indexzoo plugin API 0.9, which this indexzoo (2.1) no longer supports"),
-    ("two", "plugin_api must be a 'MAJOR.MINOR' string such as '2.1', got 'two'"),
+    ("2.3", "it targets indexzoo plugin API 2.3, newer than this indexzoo's 2.2"),
+    ("3.0", "it targets indexzoo plugin API 3.0, newer than this indexzoo's 2.2"),
+    ("0.9", "it targets indexzoo plugin API 0.9, which this indexzoo (2.2) no longer supports"),
+    ("two", "plugin_api must be a 'MAJOR.MINOR' string such as '2.2', got 'two'"),
 ])
 def test_an_incompatible_plugin_api_is_refused_naming_both_versions(declared: str,
                                                                     why: str) -> None:
-    assert PLUGIN_API == "2.1"
+    assert PLUGIN_API == "2.2"
     text = _problems(_variant(f"Api{declared.replace('.', '_')}", {"plugin_api": declared}))
     assert why in text
 
@@ -327,7 +327,7 @@ def test_an_older_plugin_works_with_a_deprecation_warning_for_what_changed() -> 
     text = " ".join(str(w.message) for w in caught)
     assert resolution.api == "1.0"
     assert "declares no plugin_api and is taken as 1.0" in text
-    assert "_point_hits is not an operation hook" in text and "under plugin API 2.1 this is " \
+    assert "_point_hits is not an operation hook" in text and "under plugin API 2.2 this is " \
                                                                 "an error" in text
     assert "_prepared_point(st, out) of plugin API 1.0 receives the out mode" in text
     index = OldStyle(device="cpu").build(KEYS)

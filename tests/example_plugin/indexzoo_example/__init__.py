@@ -13,6 +13,7 @@ from pydantic import Field
 
 import indexzoo
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
+from indexzoo.persist import Array, StateSchema
 
 __all__ = ["LinearScanIndex"]
 
@@ -36,6 +37,10 @@ class LinearScanIndex(GpuIndex[LinearScanState]):
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
     plugin_api: ClassVar[str] = "2.0"   # the indexzoo plugin API this class is written for
     points_as_ranges: ClassVar[bool] = True  # a point lookup q is the range [q, q]
+    # what a saved index holds, checked on every load before a lookup reads it: the keys, one
+    # per row, of the native dtype (docs/plugin-authors.md, "Saved state")
+    state_schema: ClassVar[StateSchema] = StateSchema(
+        Array("keys", dtype="native", shape=("n",)))
     params: LinearScanParams
 
     def _build(self, st: LinearScanState, keys: Any) -> None:
