@@ -460,9 +460,17 @@ def _child(plan_path: str) -> None:
     path.unlink(missing_ok=True)
 
 
+#: ``cuda``: the child loads each file onto the GPU (indexes that run there), so that the
+#: checks run on device arrays and the GPU kernels answer.
+DEVICE = "FILE_FUZZ_DEVICE"
+
+
 def _outcome(indexzoo: Any, path: Path, original: Original, kind: str) -> dict[str, Any]:
+    device = os.environ.get(DEVICE)
+    if device and device not in indexzoo.available()[original.index].capabilities.devices:
+        device = None
     try:
-        index = indexzoo.load(path)
+        index = indexzoo.load(path, device=device)
     except indexzoo.IndexFileError as exc:
         return {"outcome": "refused", "why": str(exc)[-160:]}
     except BaseException as exc:  # the load may raise nothing else

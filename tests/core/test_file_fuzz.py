@@ -61,6 +61,18 @@ def test_mutated_files_of_every_builtin_index_are_refused_or_answer_soundly(
     assert report.failures == []
 
 
+@pytest.mark.gpu
+def test_mutated_files_loaded_onto_the_gpu_are_refused_or_answer_soundly(
+        tmp_path: Path) -> None:
+    """The same cases with every file loaded onto the GPU: the checks run on device arrays,
+    and the GPU kernels answer from whatever passed them. (The sharded index is left out: its
+    workers need Dask on the GPU machine.)"""
+    configs = {k: v for k, v in file_fuzz.CONFIGS.items() if k != "sharded"}
+    report = fuzz(tmp_path, configs, 12, seed=53, **{file_fuzz.DEVICE: "cuda"})
+    assert sum(r["cases"] for r in report.counts.values()) == 12 * len(configs)
+    assert report.failures == []
+
+
 @pytest.mark.exhaustive
 def test_many_mutated_files_of_every_builtin_layout_are_refused_or_answer_soundly(
         tmp_path: Path) -> None:
