@@ -460,6 +460,8 @@ def _child(plan_path: str) -> None:
     path.unlink(missing_ok=True)
 
 
+#: The exhaustive tier's cases per configuration (default 300).
+CASES = "FILE_FUZZ_CASES"
 #: ``cuda``: the child loads each file onto the GPU (indexes that run there), so that the
 #: checks run on device arrays and the GPU kernels answer.
 DEVICE = "FILE_FUZZ_DEVICE"

@@ -393,17 +393,18 @@ class ShardedIndex(GpuIndex[ShardedState]):
     def _load_state(self, st: ShardedState, saved: dict[str, Any]) -> None:
         """Each saved shard sent to a worker and loaded there."""
         client = self._client
+        # the file's fields are read here, before any worker is involved: an error in them is
+        # the file's, never a lost worker. The arrays travel as host arrays (a load onto the
+        # GPU read them onto the device; each worker puts its shard on its own device).
+        payloads = [(shard["meta"], {k: to_numpy(a) for k, a in shard["arrays"].items()},
+                     None if shard["rows"] is None else to_numpy(shard["rows"]),
+                     shard["bounds"]) for shard in saved["shards"]]
         futures: list[Any] = []
         with losing_workers("the load", futures):
             workers = _workers(client)
-            for s, shard in enumerate(saved["shards"]):
+            for s, payload in enumerate(payloads):
                 at = [workers[s % len(workers)]]
-                # the arrays travel as host arrays (a load onto the GPU reads them onto the
-                # device here; each worker puts its shard on its own device)
-                arrays = {k: to_numpy(a) for k, a in shard["arrays"].items()}
-                rows = None if shard["rows"] is None else to_numpy(shard["rows"])
-                data = client.scatter([(shard["meta"], arrays, rows, shard["bounds"])],
-                                      workers=at, hash=False)[0]
+                data = client.scatter([payload], workers=at, hash=False)[0]
                 futures.append(client.submit(_load_one, data, self.device, workers=at,
                                              pure=False))
             dt = np.dtype(st.keymap.target)

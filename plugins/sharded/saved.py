@@ -6,8 +6,10 @@ one as a file of its inner index would be checked (:func:`indexzoo.restore.check
 metadata within its bounds, the params, the base's fields, the inner plugin's schema), that
 there is one per configured shard, that each holds the sharded index's native keys, and that
 the shards' global rowIDs together are each of ``0 .. n - 1`` once (lookups answer with them).
-The routing keys are checked for their dtype and order; each shard's key range is made again
-on load from the loaded shards.
+The routing keys are checked for their dtype and order, each shard's key bounds for their
+form (two native keys, the smaller first, for a non-empty one-column shard; none otherwise).
+Bounds narrower than the shard's keys make lookups miss those keys, as an index that holds
+fewer keys would: a value a load cannot know (docs/persistence.md).
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ def _check_shards(scope: Scope) -> str | None:
                 km.source != ctx.native for km in st.keymaps)):
             raise scope.problem(f"shards[{s}]", f"holds keys other than {ctx.dims} columns of "
                                                 f"the index's native {ctx.native}")
+        wrong = _bounds_problem(shard["bounds"], held, ctx.dims, ctx.native)
+        if wrong:
+            raise scope.problem(f"shards[{s}].bounds", wrong)
         rows.append(got)
     every = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     n = ctx.n
@@ -62,6 +67,17 @@ def _check_shards(scope: Scope) -> str | None:
     seen = np.zeros(n, dtype=bool)
     seen[every] = True
     return None if bool(seen.all()) else "shards: hold a global rowID twice"
+
+
+def _bounds_problem(bounds: Any, held: int, dims: int, native: np.dtype) -> str | None:
+    """What is wrong with a shard's saved key bounds (the smallest and largest native key of
+    a non-empty one-column shard, None otherwise), or None."""
+    if dims > 1 or held == 0:
+        return None if bounds is None else "holds key bounds for a shard that has none"
+    top = int(np.iinfo(native).max)
+    if bounds is None or len(bounds) != 2 or not 0 <= bounds[0] <= bounds[1] <= top:
+        return f"is {str(bounds)[:60]}, not two native keys lo <= hi for {held} rows"
+    return None
 
 
 #: The state of ``sharded`` (see the module docstring).
@@ -77,6 +93,6 @@ SHARDED_SCHEMA = StateSchema(
            Value("arrays", dict[str, Any]),
            Array("arrays[*]"),
            Array("rows", dtype="int64", shape=(None,)),
-           Value("bounds", list[int] | None, optional=True)),
+           Value("bounds", list[int] | None)),
     Check(_check_shards),
 )

@@ -202,6 +202,50 @@ def test_a_saved_sharded_index_loads_onto_the_cluster_with_the_same_answers(tmp_
             assert _same(copy.point(q, out=out), index.point(q, out=out))
 
 
+@pytest.mark.parametrize("bounds,says", [
+    ("missing", "bounds: is missing"), ([5], "not two native keys"), ([9, 3], "lo <= hi"),
+    ([0, 1 << 40], "not two native keys")])
+def test_a_saved_shard_whose_key_bounds_lie_is_refused_before_a_worker_sees_it(
+        tmp_path: Any, bounds: Any, says: str) -> None:
+    """Found by the exhaustive fuzzing: a file without a shard's bounds made the load raise
+    ShardLost (a KeyError read as a lost worker); bounds of the wrong form reached the
+    worker."""
+    from file_fuzz import Saved, pack  # tests/file_fuzz.py
+
+    keys = np.arange(40, dtype=np.uint32)
+    path = indexzoo.create("sharded", shards=2, device="cpu").build(keys).save(
+        tmp_path / "s.izo")
+    s = Saved.parse(path.read_bytes())
+    held = _shard_nodes(s.meta)
+    assert len(held) == 2 and dict(held[1])["bounds"] == [20, 39]
+    held[1][:] = [(k, v) for k, v in held[1] if k != "bounds"]
+    if bounds != "missing":
+        held[1].append(["bounds", bounds])
+    (tmp_path / "lie.izo").write_bytes(pack(s.members()))
+    with pytest.raises(indexzoo.IndexFileError, match=says):
+        indexzoo.load(tmp_path / "lie.izo")
+
+
+def _shard_nodes(meta: dict[str, Any]) -> list[list[Any]]:
+    """The saved shards' mappings as the saved state holds them (``{"$dict": [[key, value],
+    ...]}``; each with ``meta``, ``arrays``, ``rows`` and ``bounds``), in order."""
+    found: list[list[Any]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            pairs = node.get("$dict")
+            if isinstance(pairs, list) and "bounds" in [p[0] for p in pairs]:
+                found.append(pairs)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(meta["state"])
+    return found
+
+
 # ---------------------------------------------------------------------- distributed builds
 @pytest.fixture
 def column() -> tuple[np.ndarray, np.ndarray]:
