@@ -12,6 +12,7 @@ import numpy as np
 from helpers import assert_identical, rowid_sets
 
 import indexzoo
+from indexzoo.persist import Array, StateSchema, Value
 from indexzoo.plugins.rx import RxIndex
 from indexzoo.plugins.rx.index import RxState
 
@@ -28,6 +29,10 @@ class InDomain(RxIndex):
     """``rx`` for the conformance suite in naive and extended mode (see the module docstring)."""
 
     State = InDomainState
+    #: rx's saved state and the image (a file's image is only read by this test wrapper).
+    state_schema = StateSchema(*RxIndex.state_schema.specs,
+                               Value("image", tuple, optional=True),
+                               Array("image[*]", dtype="uint64", shape=(None,)))
 
     def _build(self, st: Any, keys: Any) -> None:
         xp, limit = st.xp, LIMIT[self.params.key_mode]
