@@ -130,8 +130,8 @@ def test_the_warp_bodies_agree_with_the_scalar_body_in_the_simulator() -> None:
 
 
 def test_the_scan_floor_benchmark_runs_small_on_the_cpu(tmp_path: Path) -> None:
-    """benchmarks/scan_floor.py: the floor, the fused scan and an index, answers checked."""
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    """benchmarks/studies/scan_floor.py: the floor, the fused scan and an index, answers checked."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks" / "studies"))
     import scan_floor
 
     out = tmp_path / "floor.json"

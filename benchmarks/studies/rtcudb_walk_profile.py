@@ -1,10 +1,10 @@
 """What a ray of the faithful ``rtcudb`` costs the software tracer, counted per order of the
 BVH: node records tested, leaves reached, primitives tested and hits, per ray of an SSB query
 (the rays the engine casts: an XY grid over each Z-interval, along +Z). Run on the CPU: it
-replays the GPU kernel's walk over the view's BVH (benchmarks/rt_walk_profile.py's replay)
+replays the GPU kernel's walk over the view's BVH (benchmarks/studies/rt_walk_profile.py's replay)
 and counts instead of timing, so the figures hold for either device.
 
-    python benchmarks/rtcudb_walk_profile.py --sf 1 --queries q1.1,q3.1,q4.1 --grid 512
+    python benchmarks/studies/rtcudb_walk_profile.py --sf 1 --queries q1.1,q3.1,q4.1 --grid 512
 
 Each query's view (one per query, as the benchmark prepares them) is replayed over the BVH
 the engine builds and over the same triangles ordered by the other orders of ``bvh_order``.

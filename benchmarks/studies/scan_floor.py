@@ -1,9 +1,9 @@
 """The scan floor: how fast the device reads the columns of a selection, and how close the fused
 scan (and, optionally, RTScan's indexes) come to it, in one run.
 
-    python benchmarks/scan_floor.py --device cuda --rows 100000000 [--indexes rtscan,rtscan-direct]
+    python benchmarks/studies/scan_floor.py --device cuda --rows 100000000 [--indexes rtscan,rtscan-direct]
         [--repeats 7] [--json scan_floor.json]
-    python benchmarks/scan_floor.py --rows 100000 --device cpu     # small, on the CPU
+    python benchmarks/studies/scan_floor.py --rows 100000 --device cpu     # small, on the CPU
 
 A table of ``d`` uniform uint32 columns (3 by default; the RTScan paper's uniform workload).
 

@@ -1,8 +1,8 @@
 """The fixed cost of one ``rtscan`` range call: wall time per one-query call (median of many)
 and the Python function calls it makes (cProfile: the total per call and the top functions).
 
-    python benchmarks/rtscan_overhead.py                       # 2^16 x 3 rows, on the CPU
-    python benchmarks/rtscan_overhead.py --rows 20 --calls 200 --out overhead.json
+    python benchmarks/studies/rtscan_overhead.py                       # 2^16 x 3 rows, on the CPU
+    python benchmarks/studies/rtscan_overhead.py --rows 20 --calls 200 --out overhead.json
 
 Columns: three uniform uint32 columns (seed 1). Queries: ``x_j < 0.3 * 2^32`` on every column
 (``--query lt``, as ``benchmarks/profile_calls.py --scan-rows``) or ``a_j <= x_j <= b_j`` with

@@ -3,7 +3,7 @@ one (median of ``--repeats`` after a warm-up), for the scenes of cgRX (the repre
 2^scale uniform uint64 keys) and for uniform random boxes, with the tree's depth and the host
 calls of one build (cProfile).
 
-    python benchmarks/bvh_build_profile.py --device cuda [--scale 26] [--json out.json]
+    python benchmarks/studies/bvh_build_profile.py --device cuda [--scale 26] [--json out.json]
 """
 
 from __future__ import annotations

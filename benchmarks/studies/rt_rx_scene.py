@@ -6,7 +6,7 @@ Keys: uniform unique 64-bit, split 23/23/18 bits into x, y, z (RX's 3D mode). Tr
 key's point c with e = 0.5: (x-e, y+e, z-e), (x-e, y-e, z-e), (x+e, y, z+e) (RX's artifact
 triangle); point ray: origin (x, y, z - 0.5), direction (0, 0, 1), t in (0, 1).
 
-    python benchmarks/rt_rx_scene.py [--keys 26] [--rays 27] [--leaf 4] [--device cuda] [--generated]
+    python benchmarks/studies/rt_rx_scene.py [--keys 26] [--rays 27] [--leaf 4] [--device cuda] [--generated]
 
 ``--generated``: the GAS keeps the 8-byte keys and makes each triangle from its key during
 traversal (geometry generated on the fly) instead of storing 36 bytes of vertices.

@@ -4,7 +4,7 @@ fully sorted) batch, and each step of the order and the two permutations, CuPy's
 expressions beside what ``indexzoo.probes`` runs (a fused elementwise kernel for the bucket
 ids, ``take`` and an indexed assignment for the permutations).
 
-    python benchmarks/probes_parts.py probes_parts.json [--keys 26 --lookups 27]
+    python benchmarks/studies/probes_parts.py probes_parts.json [--keys 26 --lookups 27]
 
 Uniform uint64 keys, random hits; CUDA-event medians of 5 after a warm-up. Prints one line
 per step and writes the figures (ms) as JSON.

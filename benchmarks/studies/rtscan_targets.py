@@ -1,10 +1,10 @@
 """RTScan's measurements (the RTScan paper's §5) on one GPU, in one run: the best
 ``rtscan`` variants against the fused CUDA-core scan, every answer checked against NumPy.
 
-    python benchmarks/rtscan_targets.py --device cuda --out rtscan.json [--rows 100000000]
+    python benchmarks/studies/rtscan_targets.py --device cuda --out rtscan.json [--rows 100000000]
         [--repeats 5] [--only uniform,skew,small,selection,vectors,spacing,predicates,tpch]
         [--tpch /data/sf10/lineitem.parquet]
-    python benchmarks/rtscan_targets.py --small            # tiny sizes on the CPU (the test)
+    python benchmarks/studies/rtscan_targets.py --small            # tiny sizes on the CPU (the test)
 
 Sections (``--only``):
 

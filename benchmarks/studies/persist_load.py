@@ -1,7 +1,7 @@
 """Loading saved indexes: how long ``indexzoo.load`` takes next to reading the same bytes with
 NumPy, and next to building the index again.
 
-    python benchmarks/persist_load.py --device cpu|cuda --log2-keys 26 [--json out.json]
+    python benchmarks/studies/persist_load.py --device cpu|cuda --log2-keys 26 [--json out.json]
 
 1. ``sorted-array`` over 2^k uint64 keys is saved; then, from the same file (in the page cache,
    read once before timing), ``indexzoo.load`` is timed against ``np.fromfile`` of the file's

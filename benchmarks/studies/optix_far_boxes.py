@@ -2,7 +2,7 @@
 x coordinate anywhere in [0.5, 1.7e38]; on an H100 OptiX missed its boxes from x = 2^41 up, and
 found them all scaled under one instance (the engine now builds far AABB scenes that way).
 
-    python benchmarks/optix_far_boxes.py
+    python benchmarks/studies/optix_far_boxes.py
 
 For each centre X (powers of two from 2^20 to 2^126) and box half-width (one ulp of X, X/4096,
 X/4), one box per X, traced by rays along z, along y and along x through the box's centre,

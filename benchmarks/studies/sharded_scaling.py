@@ -15,8 +15,8 @@ timed (median of ``--repeats``, after a warm-up) on the same keys and lookups:
 
 Writes ``scaling.md`` (the table) and ``scaling.json`` under ``--output``.
 
-    python benchmarks/sharded_scaling.py --keys 22 --lookups 21 --output benchmarks/results/cpu/X
-    python benchmarks/sharded_scaling.py --device cuda --workers 1,2,4,8 --keys 30 --lookups 27 \
+    python benchmarks/studies/sharded_scaling.py --keys 22 --lookups 21 --output benchmarks/results/cpu/X
+    python benchmarks/studies/sharded_scaling.py --device cuda --workers 1,2,4,8 --keys 30 --lookups 27 \
         --output benchmarks/results/h100/X      # on a multi-GPU machine (pip install dask-cuda)
 """
 

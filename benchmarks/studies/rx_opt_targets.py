@@ -1,7 +1,7 @@
 """The measurements behind ``rx-opt``'s targets (``docs/plugins/rx-opt.md``), each ratio from one
 run on one GPU.
 
-    python benchmarks/rx_opt_targets.py --json out.json [--scale 26] [--only ranges,points]
+    python benchmarks/studies/rx_opt_targets.py --json out.json [--scale 26] [--only ranges,points]
 
 Targets (2^26 uniform uint64 keys unless stated):
   ranges      2^16 ranges with exactly 2^10 hits each (dense keys), out="sum":

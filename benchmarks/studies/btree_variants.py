@@ -2,7 +2,7 @@
 ``searchsorted``, in one run on one device (the B+-tree's target: point lookups >= 2.0x the
 raw ``cupy.searchsorted``).
 
-    python benchmarks/btree_variants.py --device cuda [--preset paper] [--repeats 7]
+    python benchmarks/studies/btree_variants.py --device cuda [--preset paper] [--repeats 7]
         [--variants default,interleaved,paired]
         [--out-mode rowid] [--json out.json]
 

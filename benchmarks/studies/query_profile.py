@@ -4,7 +4,7 @@ after each), and a host profile (cProfile), against the query's read floor: the 
 columns it needs over the device's copy bandwidth, measured in the same run (a
 device-to-device copy of 1 GiB, read plus write).
 
-    python benchmarks/query_profile.py --engine rtcudb-sorted --sf 10 --queries q1.1,q3.4
+    python benchmarks/studies/query_profile.py --engine rtcudb-sorted --sf 10 --queries q1.1,q3.4
 
 The wall time is what `indexzoo bench --preset ssb` reports (the ORDER BY removed). The stages
 are the prepared query's launches (``crystal``: the query's kernel and the compaction;

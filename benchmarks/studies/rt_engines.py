@@ -1,7 +1,7 @@
 """``rx`` on its two engines, side by side on one GPU: indexzoo's software ray tracer and NVIDIA
 OptiX (``engine="optix"``; on a GPU without RT cores the driver traverses in software).
 
-    python benchmarks/rt_engines.py rt_engines.json [--keys 26 --lookups 27 --ranges 22]
+    python benchmarks/studies/rt_engines.py rt_engines.json [--keys 26 --lookups 27 --ranges 22]
 
 Per configuration (the paper's: 3D, triangles, compacted; and AABBs, spheres, uncompacted
 triangles; generated geometry, the software engine's fastest scene, on the software engine

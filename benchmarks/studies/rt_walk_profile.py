@@ -5,7 +5,7 @@ keys, triangles), for point rays that stop at the first hit (``rowid``), point r
 GPU kernel's walk (the same stackless depth-first order with escape indices, the same box and
 triangle tests) over the BVH rx builds, and counts instead of timing.
 
-    python benchmarks/rt_walk_profile.py --preset quick --sample 4096 [--json out.json]
+    python benchmarks/studies/rt_walk_profile.py --preset quick --sample 4096 [--json out.json]
 
 Each workload is replayed on two trees over the same primitives: the one rx builds (sorted by
 the keys: rows before x, :func:`indexzoo.native.rt.key_codes`) and one sorted by the Morton

@@ -2,7 +2,7 @@
 points, Zipf points and ranges against ``sorted-array`` and ``rx-opt``), each ratio from one
 run on one device.
 
-    python benchmarks/cgrx_targets.py --device cuda --json out.json [--scale 26] [--only ...]
+    python benchmarks/studies/cgrx_targets.py --device cuda --json out.json [--scale 26] [--only ...]
 
 Steps (2^scale uniform uint64 keys, 2^(scale+1) random hit lookups unless stated):
   points     build time, resident bytes and point lookups of sorted-array, rx-opt, cgrx-5x4 and

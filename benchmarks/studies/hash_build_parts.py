@@ -2,8 +2,8 @@
 and layouts, each step of the default build alone, and the device's floors for the same
 table (one random 8-byte read, one random 8-byte write per key).
 
-    python benchmarks/hash_build_parts.py hash_build.json [--keys 26]
-    ncu --profile-from-start off ... python benchmarks/hash_build_parts.py x.json --ncu
+    python benchmarks/studies/hash_build_parts.py hash_build.json [--keys 26]
+    ncu --profile-from-start off ... python benchmarks/studies/hash_build_parts.py x.json --ncu
 
 Unique uniform uint64 keys, load factor 0.8; CUDA-event medians of 5 after a warm-up. Prints
 one line per step (ms, and G keys/s for the builds) and writes the figures as JSON. With
