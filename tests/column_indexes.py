@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from support.toy_index import csr
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
 from indexzoo.persist import Array, StateSchema
@@ -53,11 +54,7 @@ class ColumnScan(GpuIndex[ScanState]):
         return pack_rows(self._mask(st, lo, hi))
 
     def _point_rowids(self, st: ScanState, q: Any) -> tuple[Any, Any]:
-        xp = st.xp
-        qi, r = xp.nonzero(self._mask(st, q, q))
-        offsets = xp.zeros(q.shape[0] + 1, dtype=np.int64)
-        xp.cumsum(xp.bincount(qi, minlength=q.shape[0]), out=offsets[1:])
-        return offsets, r.astype(st.rowid_dtype)
+        return csr(st, self._mask(st, q, q))
 
     def _footprint(self, st: ScanState) -> Footprint:
         return Footprint(breakdown={"keys": int(st.keys.nbytes)},
