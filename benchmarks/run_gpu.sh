@@ -40,7 +40,7 @@
 #                                 tpchgen-cli; pyarrow, if installed, reads the file faster),
 #                                 then the tpch section
 #   optix-tests                   the OptiX engine's tests: tests/native/test_rt_optix.py and
-#                                 tests/plugins/test_rx_optix.py on cuda (about 6 minutes)
+#                                 tests/plugins/rx/test_rx_optix.py on cuda (about 6 minutes)
 #   rt-engines                    benchmarks/studies/rt_engines.py: rx on the software engine and OptiX
 # The OptiX steps need what the README's "OptiX" section describes: pyoptix built against the
 # OptiX SDK headers of the driver's OptiX version, and OptiX_INSTALL_DIR naming the SDK folder
@@ -211,7 +211,7 @@ for step in "$@"; do
       done | tee -a "$out/ncu.txt" ;;
     optix-tests)
       python3 -m pytest -q -p no:cacheprovider tests/native/test_rt_optix.py \
-        tests/plugins/test_rx_optix.py --indexzoo-device cuda -W ignore::DeprecationWarning \
+        tests/plugins/rx/test_rx_optix.py --indexzoo-device cuda -W ignore::DeprecationWarning \
         > "$out/pytest-optix.txt" 2>&1
       echo "exit $?" >> "$out/pytest-optix.txt"; tail -n 3 "$out/pytest-optix.txt" ;;
     rt-engines)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from helpers import assert_matches, reference
+from support.helpers import assert_matches, reference
 from support.toy_index import Brute, KeysState
 
 import indexzoo

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from file_fuzz import Saved, pack  # tests/file_fuzz.py (tests/conftest.py puts tests/ on the path)
+from support.file_fuzz import Saved, pack
 from support.toy_index import Brute
 
 import indexzoo

@@ -10,7 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from helpers import agrees_in_the_simulator
+from support.helpers import agrees_in_the_simulator
 
 import indexzoo
 from indexzoo import query as q

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import add_broken_entry_point
+from support.helpers import add_broken_entry_point
 
 import indexzoo
 from indexzoo import devices

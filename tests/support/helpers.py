@@ -111,10 +111,10 @@ def skip_without_cuda_simulator() -> None:
 
 def agrees_in_the_simulator(script: str, marker: str = "simulator agrees") -> None:
     """Run ``script`` in a fresh interpreter with numba's CUDA simulator switched on (the tests
-    folder importable, for ``cudasim_warp``); it must exit 0 and print ``marker``. Skips where
+    folder importable, for ``support.cudasim_warp``); it must exit 0 and print ``marker``. Skips where
     there is no simulator (:func:`skip_without_cuda_simulator`)."""
     skip_without_cuda_simulator()
-    tests = str(Path(__file__).parent)
+    tests = str(Path(__file__).parents[1])
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")]))}
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rx_cases import _same
+from support.rx_cases import _same
 
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError, DeviceUnavailable
@@ -275,7 +275,7 @@ def test_the_engine_of_an_index_built_with_software_is_software() -> None:
 
 # ============================================================================ with OptiX
 #: The conformance suite on OptiX for every RT index the acceptance names (rx has its own,
-#: tests/plugins/test_rx_optix.py).
+#: tests/plugins/rx/test_rx_optix.py).
 OPTIX_SUITES = ["rx-opt", "cgrx-5x4", "cgrx-8x4", *RTSCAN]
 
 for _name in OPTIX_SUITES:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import agrees_in_the_simulator, assert_matches, reference
+from support.helpers import agrees_in_the_simulator, assert_matches, reference
 
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import assert_matches, reference
-from rx_cases import LIMIT, SUITE_CONFIGS, VALID, InDomain, _label, _same, _workload
+from support.helpers import assert_matches, reference
+from support.rx_cases import LIMIT, SUITE_CONFIGS, VALID, InDomain, _label, _same, _workload
 
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError, InvalidInput

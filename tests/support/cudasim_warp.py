@@ -10,7 +10,7 @@ outside the mask are not reported (``indexzoo.native.coop.vote`` masks them anyw
 
 Usage, in a process started with ``NUMBA_ENABLE_CUDASIM=1`` before any kernel runs::
 
-    import cudasim_warp; cudasim_warp.install()
+    from support import cudasim_warp; cudasim_warp.install()
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from rx_cases import LIMIT, SUITE_CONFIGS, VALID, InDomain, _label, _same, _workload
+from support.rx_cases import LIMIT, SUITE_CONFIGS, VALID, InDomain, _label, _same, _workload
 
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError, DeviceUnavailable

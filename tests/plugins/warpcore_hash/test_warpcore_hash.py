@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import assert_matches, reference
+from support.helpers import assert_matches, reference
 
 import indexzoo
 from indexzoo import OUT_MODES, Unsupported

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import skip_without_cuda_simulator
+from support.helpers import skip_without_cuda_simulator
 
 import indexzoo
 from indexzoo import ConfigError, ResourceError
@@ -45,7 +45,7 @@ from indexzoo.plugins.rtscan.sieve import approximate_sel, choose
 
 U32 = np.uint32
 TOP32 = 2**32 - 1
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 
 
 # ============================================================================ helpers

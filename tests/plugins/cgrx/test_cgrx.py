@@ -10,8 +10,8 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import pytest
-from helpers import agrees_in_the_simulator, assert_matches, reference
 from numba.extending import register_jitable
+from support.helpers import agrees_in_the_simulator, assert_matches, reference
 
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError

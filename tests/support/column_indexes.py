@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from support.toy_index import csr
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
 from indexzoo.persist import Array, StateSchema
 from indexzoo.plugins.sorted_array import SortedArrayIndex
 from indexzoo.results import bitmap_words
+
+from .toy_index import csr
 
 
 class ScanState(BuildState):

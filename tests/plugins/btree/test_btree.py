@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import agrees_in_the_simulator, assert_identical, assert_matches, reference
+from support.helpers import agrees_in_the_simulator, assert_identical, assert_matches, reference
 
 import indexzoo
 from indexzoo import OUT_MODES
@@ -242,7 +242,7 @@ def test_record_layout_footprint_counts_the_records_once() -> None:
 
 
 SIM_SCRIPT = textwrap.dedent("""
-    import cudasim_warp
+    from support import cudasim_warp
     cudasim_warp.install()
     import numpy as np
     from indexzoo.native import btree

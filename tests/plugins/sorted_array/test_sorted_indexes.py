@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import assert_identical, assert_matches, reference
+from support.helpers import assert_identical, assert_matches, reference
 
 import indexzoo
 from indexzoo import OUT_MODES

@@ -10,7 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from helpers import (
+from support.helpers import (
     agrees_in_the_simulator,
     assert_identical,
     assert_matches,
@@ -247,7 +247,7 @@ def test_every_driver_configuration_agrees_with_the_cpu_under_the_cuda_simulator
     and AoS/SoA of the GPU driver, each configuration on every binary-search scheme and both
     key widths (the K-ary groups and the multi-threaded scans need warp votes:
     ``tests/native/test_lightweight_coop.py`` runs them with the simulator's intrinsics from
-    ``tests/cudasim_warp.py``)."""
+    ``tests/support/cudasim_warp.py``)."""
     agrees_in_the_simulator(SIMULATOR, "driver agrees")
 
 

@@ -1,4 +1,4 @@
-"""Shared cases of the ``rx`` tests (tests/plugins/test_rx.py, test_rx_optix.py): the index
+"""Shared cases of the ``rx`` tests (tests/plugins/rx/test_rx.py, test_rx_optix.py): the index
 wrapper that runs the conformance suite in naive and extended mode (see test_rx.py's docstring),
 the configurations the suite runs, every valid lookup configuration, and a workload per key mode.
 """
@@ -9,11 +9,12 @@ import itertools
 from typing import Any
 
 import numpy as np
-from helpers import assert_identical, rowid_sets
 
 import indexzoo
 from indexzoo.plugins.rx import RxIndex
 from indexzoo.plugins.rx.index import RxState
+
+from .helpers import assert_identical, rowid_sets
 
 __all__ = ["LIMIT", "SUITE_CONFIGS", "VALID", "InDomain", "_label", "_same", "_workload"]
 

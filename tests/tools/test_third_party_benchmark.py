@@ -16,7 +16,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-DOCS = Path(__file__).parents[1] / "docs"
+DOCS = Path(__file__).parents[2] / "docs"
 EXAMPLE = DOCS / "examples" / "test_linear_scan_speed.py"
 
 
