@@ -10,7 +10,7 @@
 #                        (CONF_TIMEOUT seconds each; CONF_GPU_TESTS=0 leaves the GPU tests out)
 #                        (CONF_K: a pytest -k selection of checks; CONF_GPU_TESTS_PATH:
 #                        where the GPU tests are looked for, default tests)
-#   persist:N            benchmarks/persist_load.py on cuda and cpu, 2^N keys (PERSIST_DEVICES:
+#   persist:N            benchmarks/studies/persist_load.py on cuda and cpu, 2^N keys (PERSIST_DEVICES:
 #                        the devices, default "cuda cpu")
 #   check:NAME           indexzoo check NAME --device cuda --size large
 #   bench:PRESET         indexzoo bench --preset PRESET --device cuda
@@ -27,7 +27,7 @@
 #                                 unpacked with `git archive`), for before/after in one run
 #   overhead:LOOKUPS[:INDEXES]    benchmarks/host_overhead.py on cuda (and in .gpu/before with
 #                                 before-overhead:LOOKUPS:INDEXES)
-#   rtscan:ROWS[:SECTIONS]        benchmarks/rtscan_targets.py on cuda (sections comma-separated;
+#   rtscan:ROWS[:SECTIONS]        benchmarks/studies/rtscan_targets.py on cuda (sections comma-separated;
 #                                 default all but tpch)
 #   recommend                     indexzoo recommend --workload quick --device cuda (its YAML kept)
 #   profile:INDEXES[:scanN|:keysN|:keysNxM]  benchmarks/profile_calls.py on cuda: wall and
@@ -40,8 +40,8 @@
 #                                 tpchgen-cli; pyarrow, if installed, reads the file faster),
 #                                 then the tpch section
 #   optix-tests                   the OptiX engine's tests: tests/native/test_rt_optix.py and
-#                                 tests/plugins/test_rx_optix.py on cuda (about 6 minutes)
-#   rt-engines                    benchmarks/rt_engines.py: rx on the software engine and OptiX
+#                                 tests/plugins/rx/test_rx_optix.py on cuda (about 6 minutes)
+#   rt-engines                    benchmarks/studies/rt_engines.py: rx on the software engine and OptiX
 # The OptiX steps need what the README's "OptiX" section describes: pyoptix built against the
 # OptiX SDK headers of the driver's OptiX version, and OptiX_INSTALL_DIR naming the SDK folder
 # (the one holding include/optix.h). Either set them up before running the script, or put
@@ -104,11 +104,11 @@ for step in "$@"; do
         echo "--- $(basename "$f")"; grep -E "^(FAILED|ERROR)|passed|failed|error" "$f" | tail -n 12
       done | tee "$out/conformance-cuda.txt" ;;
     persist:*)
-      # benchmarks/persist_load.py: load against NumPy's read and against a build, 2^N keys
+      # benchmarks/studies/persist_load.py: load against NumPy's read and against a build, 2^N keys
       n=${step#persist:}
       for dev in ${PERSIST_DEVICES:-cuda cpu}; do
         only=""; [ "$dev" = cpu ] && only="--indexes="  # the builds on the GPU only
-        timeout "${PERSIST_TIMEOUT:-300}" python3 benchmarks/persist_load.py --device "$dev" $only \
+        timeout "${PERSIST_TIMEOUT:-300}" python3 benchmarks/studies/persist_load.py --device "$dev" $only \
           --log2-keys "$n" --json "$out/persist-load-$dev-2e$n.json" \
           > "$out/persist-load-$dev-2e$n.txt" 2>&1
         echo "exit $?" >> "$out/persist-load-$dev-2e$n.txt"
@@ -176,14 +176,14 @@ for step in "$@"; do
       rest=${step#rtscan:}; rows=${rest%%:*}; sections=${rest#*:}
       [ "$sections" = "$rest" ] && \
         sections="uniform,skew,small,selection,vectors,spacing,predicates"
-      python3 benchmarks/rtscan_targets.py --device cuda --rows "$rows" --only "$sections" \
+      python3 benchmarks/studies/rtscan_targets.py --device cuda --rows "$rows" --only "$sections" \
         --out "$out/rtscan-$rows.json" 2>&1 | tee -a "$out/rtscan.txt" ;;
     tpch:*)
       sf=${step#tpch:}; dir="/tmp/tpch-sf$sf"; mkdir -p "$dir"
       python3 -m tpchgen_cli -s "$sf" -T lineitem -o "$dir" 2>/dev/null \
         || tpchgen-cli -s "$sf" -T lineitem -o "$dir" 2>&1 | tail -n 3
       ls -la "$dir" | tee "$out/tpch-files.txt"
-      python3 benchmarks/rtscan_targets.py --device cuda --only tpch --tpch "$dir/lineitem.tbl" \
+      python3 benchmarks/studies/rtscan_targets.py --device cuda --only tpch --tpch "$dir/lineitem.tbl" \
         --out "$out/rtscan-tpch-sf$sf.json" 2>&1 | tee -a "$out/rtscan-tpch.txt" ;;
     recommend)
       python3 -m indexzoo.tools.cli recommend --workload quick --device cuda \
@@ -211,11 +211,11 @@ for step in "$@"; do
       done | tee -a "$out/ncu.txt" ;;
     optix-tests)
       python3 -m pytest -q -p no:cacheprovider tests/native/test_rt_optix.py \
-        tests/plugins/test_rx_optix.py --indexzoo-device cuda -W ignore::DeprecationWarning \
+        tests/plugins/rx/test_rx_optix.py --indexzoo-device cuda -W ignore::DeprecationWarning \
         > "$out/pytest-optix.txt" 2>&1
       echo "exit $?" >> "$out/pytest-optix.txt"; tail -n 3 "$out/pytest-optix.txt" ;;
     rt-engines)
-      python3 benchmarks/rt_engines.py "$out/rt_engines.json" 2>&1 | tee "$out/rt_engines.txt" ;;
+      python3 benchmarks/studies/rt_engines.py "$out/rt_engines.json" 2>&1 | tee "$out/rt_engines.txt" ;;
     *)
       echo "unknown step $step" ;;
   esac

@@ -28,17 +28,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 Kind = Literal["point", "range"]
 KINDS: tuple[Kind, ...] = ("point", "range")
 
-_RETURNS: dict[str, str] = {
-    "rowid": "one matching rowID per lookup, or st.miss (st.rowid_dtype)",
-    "count": "matches per lookup (st.rowid_dtype)",
-    "sum": "per lookup the sum of st.values[rowID] over its matches (of the rowIDs when "
-           "st.values is None), uint64 wrapping modulo 2^64",
-    "rowids": "(offsets, rowids): int64 CSR offsets of length Q+1 and the matching rowIDs "
-              "(st.rowid_dtype), in any order within a lookup",
-    "bitmap": "a (Q, ceil(N/32)) uint32 array: rowID r is bit r % 32 of word r // 32, the "
-              "bits past row N-1 zero",
-}
-
 
 class Operation(NamedTuple):
     """One lookup kind with one out mode, e.g. ``Operation("range", "count")``."""
@@ -60,11 +49,6 @@ class Operation(NamedTuple):
     def signature(self) -> str:
         """``_range_count(self, st, lo, hi)``."""
         return f"{self.hook}(self, st, {', '.join(self.arguments)})"
-
-    @property
-    def returns(self) -> str:
-        """What the hook returns, in words."""
-        return _RETURNS[self.out]
 
     def __str__(self) -> str:
         return f"{self.kind} lookups with out={self.out!r}"

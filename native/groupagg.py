@@ -5,7 +5,8 @@ source for both devices.
   integer arrays, for ``device`` ("cpu": LLVM ``atomicrmw``, since numba has no CPU atomics and
   its parallel loops race without; "cuda": ``numba.cuda.atomic``, imported only then).
 * :func:`passes`: does row ``i`` satisfy every column's intervals (columns as a homogeneous
-  tuple of arrays, intervals as CSR ``starts``/``lo``/``hi``)?
+  tuple of arrays, intervals as CSR ``starts``/``lo``/``hi``)? :func:`in_intervals` tests
+  one value against one column's intervals.
 * :func:`expr_value`: an expression (rows ``terms[s:e]`` of ``(coef, a, b)``, column indexes
   into a tuple of arrays, -1 for none) at row ``i``.
 * :func:`accumulate`: COUNT, and per expression SUM/MIN/MAX, of one row into group ``g``.
@@ -27,7 +28,7 @@ from numba.extending import register_jitable
 from .cpu_atomics import atomic_rmw
 
 __all__ = ["NEED_MAX", "NEED_MIN", "NEED_SUM", "accumulate", "atomics", "expr_value", "host_buffer",
-           "passes", "read_packed", "zero_prefix"]
+           "in_intervals", "passes", "read_packed", "zero_prefix"]
 
 NEED_SUM, NEED_MIN, NEED_MAX = 1, 2, 4
 
@@ -90,17 +91,25 @@ def _simulated_atomics() -> tuple[Any, Any, Any, Any]:
 
 
 @register_jitable
+def in_intervals(v, j, starts, lo, hi):
+    """Whether ``v`` lies in one of constraint ``j``'s intervals ``[lo[k], hi[k]]``, k in
+    ``starts[j]..starts[j+1]``."""
+    found = False
+    for k in range(starts[j], starts[j + 1]):
+        if lo[k] <= v and v <= hi[k]:
+            found = True
+            break
+    return found
+
+
+@register_jitable
 def passes(i, cols, starts, lo, hi):
+    ok = True
     for j in range(len(cols)):
-        v = np.int64(cols[j][i])
-        ok = False
-        for k in range(starts[j], starts[j + 1]):
-            if lo[k] <= v and v <= hi[k]:
-                ok = True
-                break
-        if not ok:
-            return False
-    return True
+        if not in_intervals(np.int64(cols[j][i]), j, starts, lo, hi):
+            ok = False
+            break
+    return ok
 
 
 @register_jitable

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 # prange; tests/native/test_parallel_trace.py runs it at the production threshold.
 os.environ.setdefault("INDEXZOO_CPU_SERIAL_BELOW_RAYS", str(1 << 15))
 # Bench runs in tests time exactly --repeats rounds unless a test asks for more: the extra
-# rounds that establish a ranking (tests/test_bench_ranking.py) would only add minutes here.
+# rounds that establish a ranking (tests/tools/test_bench_ranking.py) would only add minutes here.
 os.environ.setdefault("INDEXZOO_RANK_BUDGET", "0")
 # The processes of a run (this one, and the interpreters and Dask workers its tests start) share
 # the CPU kernels they compile through one folder, instead of each compiling them again: an
@@ -31,7 +31,7 @@ if not os.environ.get("INDEXZOO_KERNEL_CACHE", "").strip():
 
 from indexzoo.devices import cuda_status
 
-sys.path.insert(0, str(Path(__file__).parent))  # for `import helpers`
+sys.path.insert(0, str(Path(__file__).parent))  # for `from support.helpers import ...`
 
 settings.register_profile(
     "ci", max_examples=40, deadline=None,

@@ -16,6 +16,7 @@ is exported here, engine-neutral; docs/rt-engine.md documents it.
 * The RX family: :class:`KeyCoder` (key -> coordinates), key primitives and rays,
   :func:`key_gas`, and the parameter models :class:`EngineParams`, :class:`SceneParams`,
   :class:`KeySceneParams`.
+* Index mixins: :class:`EngineIndex` (every RT index), :class:`KeySceneIndex` (the RX family).
 
 The engines' own modules (:mod:`.trace` and :mod:`.bvh` of the software tracer, :mod:`.optix`)
 stay importable for the engine's tests and benchmarks; indexes use what is exported here.
@@ -28,6 +29,7 @@ from . import software as _software  # registers the software engine
 from .bvh import slab_box
 from .engine import ENGINES, Engine, engine_named, rt_core_generation
 from .geometry import AABBS, SPHERES, TRIANGLES, pick
+from .indexes import EngineIndex, KeySceneIndex
 from .keymap import PART_LIMIT, KeyCoder, gaps_of_x
 from .keyprims import (
     KIND,
@@ -76,8 +78,8 @@ __all__ = [
     "AABBS", "ACCEPT", "CULL_BACK_FACING", "CULL_FRONT_FACING", "DISABLE_ANYHIT",
     "DISABLE_CLOSESTHIT", "ENGINES", "IGNORE", "KIND", "MISS", "NO_MATCH", "PART_LIMIT",
     "RAYS_SERIAL_BELOW", "SPHERES", "SPHERE_RADIUS", "TERMINATE", "TERMINATE_ON_FIRST_HIT",
-    "TRIANGLES", "AutoChoice", "Engine", "EngineName", "EngineParams", "FunctionBatch",
-    "Generated", "HitOp", "Instance", "KeyCoder", "KeyGas", "KeySceneParams", "Programs",
+    "TRIANGLES", "AutoChoice", "Engine", "EngineIndex", "EngineName", "EngineParams", "FunctionBatch",
+    "Generated", "HitOp", "Instance", "KeyCoder", "KeyGas", "KeySceneIndex", "KeySceneParams", "Programs",
     "QueryPrograms", "RayBatch", "Rays", "Scene", "SceneParams", "auto_engine",
     "bit_writers", "clear_bit", "current_gpu", "engine_named", "exact_key_box", "gaps_of_x",
     "geometry_function", "key_codes", "key_gas", "key_primitives", "occupied_row_rays", "occupied_rows",

@@ -21,6 +21,7 @@ keys as the engine's records and makes each primitive from its key during traver
 from __future__ import annotations
 
 import functools
+import importlib.resources
 from typing import Any
 
 import numpy as np
@@ -38,9 +39,11 @@ from .keymap import (
     x_of_gap_below,
     x_of_point,
 )
+from .query import QueryPrograms
 
-__all__ = ["KIND", "SPHERE_RADIUS", "exact_key_box", "geometry_function", "perpendicular_raygen",
-           "point_function", "primitives"]
+__all__ = ["KIND", "PERPENDICULAR_RAYGEN_CUDA", "SPHERE_RADIUS", "exact_key_box",
+           "geometry_function", "key_programs", "perpendicular_raygen", "point_function",
+           "primitives"]
 
 SPHERE_RADIUS = 0.25
 KIND = {"triangle": geo.TRIANGLES, "sphere": geo.SPHERES, "aabb": geo.AABBS}
@@ -106,6 +109,21 @@ def perpendicular_raygen(coder: KeyCoder) -> Any:
         return x, y, z - half, zero, zero, one, zero, one
 
     return raygen
+
+
+#: :func:`perpendicular_raygen`'s twin for the OptiX engine, ``iz_raygen`` (``keyprims.cu``):
+#: :func:`key_programs` appends it to an RX-family index's own CUDA programs.
+PERPENDICULAR_RAYGEN_CUDA = importlib.resources.files(__package__).joinpath("keyprims.cu").read_text()
+
+
+def key_programs(match: Any, intersection: Any, cuda: str) -> dict[str, QueryPrograms]:
+    """The programs of an RX-family index per primitive kind: ``match`` for every kind, the
+    exact-key ``intersection`` (:func:`exact_key_box`) for AABBs, and for the OptiX engine the
+    index's CUDA C++ twins ``cuda`` followed by :data:`PERPENDICULAR_RAYGEN_CUDA`."""
+    cuda = cuda + "\n" + PERPENDICULAR_RAYGEN_CUDA
+    return {"triangle": QueryPrograms(match=match, cuda=cuda),
+            "sphere": QueryPrograms(match=match, cuda=cuda),
+            "aabb": QueryPrograms(match=match, intersection=intersection, cuda=cuda)}
 
 
 @functools.cache

@@ -30,7 +30,7 @@ def key_codes(keys: Any) -> Any:
     order, then x: the tree splits rows before x, and a ray along one row (RX's ranges, optimized
     RX's closest-hit rays) enters only the subtrees of that row. Morton codes of the same points
     split x near the root, and such a ray enters both children of every x split (measured:
-    ``docs/rt-engine.md``, ``benchmarks/rt_walk_profile.py``)."""
+    ``docs/rt-engine.md``, ``benchmarks/studies/rt_walk_profile.py``)."""
     return keys if keys.dtype == np.uint64 else keys.astype(np.uint64)
 
 

@@ -40,8 +40,10 @@ class SceneParams(EngineParams):
                     "dimension: OptiX's BVH is opaque).")
     compact: bool = Field(
         default=True,
-        description="Compact the acceleration structure after the build: cut the BVH's "
-                    "worst-case node buffer to the records used (optixAccelCompact).")
+        description="Compact the acceleration structure after the build [RX §3.5]: cut the "
+                    "BVH's worst-case node buffer to the records used (optixAccelCompact). An "
+                    "index that refits its scene in place (RX's update='refit') needs "
+                    "compact=False [RX §3.6].")
     probe_sort_bits: int = Field(
         default=32, ge=1, le=64,
         description="With sort_probes: top bits of the batch's key span that order it. 32 by "
@@ -88,11 +90,6 @@ class KeySceneParams(SceneParams):
         default="offset",
         description="Range rays along x [§3.3, Table 2]: from an origin at the range's start "
                     "(t in (0, u - l + 1)), or from x = 0 with tmin = the start.")
-    compact: bool = Field(
-        default=True,
-        description="Compact the acceleration structure after the build [§3.5]: cut the "
-                    "BVH's worst-case node buffer to the records used (optixAccelCompact). "
-                    "update='refit' needs compact=False [§3.6].")
     geometry: Literal["stored", "generated"] = Field(
         default="stored",
         description="stored: the scene keeps its primitives (OptiX's GAS holds its own copy; "

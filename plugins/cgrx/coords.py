@@ -18,11 +18,11 @@ hold the markers of the successor search. Every coordinate is a float32 exactly:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["EX", "EY", "EZ", "Y_SCALE", "Z_SCALE", "CgCoder"]
+__all__ = ["EX", "EY", "EZ", "Y_SCALE", "Z_SCALE", "CgCoder", "KernelConstants"]
 
 Y_SCALE = float(1 << 15)
 Z_SCALE = float(1 << 25)
@@ -30,6 +30,24 @@ Z_SCALE = float(1 << 25)
 EX, EY, EZ = 0.5, 0.5 * Y_SCALE, 0.5 * Z_SCALE
 
 _U64 = np.uint64
+
+
+class KernelConstants(NamedTuple):
+    """The coordinate constants a kernel of one key width closes over, typed as numba wants
+    them (see :meth:`CgCoder.kernel_constants`)."""
+
+    xb: np.uint64              # x bits: the high part of a key is ``key >> xb``
+    zb_shift: np.uint64        # x bits + y bits: the z field is ``key >> zb_shift``
+    xm: np.uint64              # largest x field
+    ym: np.uint64              # largest y field
+    half: np.float32
+    ys: np.float32             # Y_SCALE
+    zs: np.float32             # Z_SCALE
+    ex: np.float32             # EX, EY, EZ: a triangle's half-extents
+    ey: np.float32
+    ez: np.float32
+    row_marker_x: np.float32
+    plane_marker_y: np.float32
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,14 @@ class CgCoder:
     @staticmethod
     def z_coord(z: Any) -> Any:
         return (z.astype(np.float32) + np.float32(0.5)) * np.float32(Z_SCALE)
+
+    def kernel_constants(self) -> KernelConstants:
+        """The constants the search kernels close over (:class:`KernelConstants`)."""
+        return KernelConstants(
+            _U64(self.x_bits), _U64(self.x_bits + self.y_bits), _U64(self.x_max),
+            _U64(self.y_max), np.float32(0.5), np.float32(Y_SCALE), np.float32(Z_SCALE),
+            np.float32(EX), np.float32(EY), np.float32(EZ), np.float32(self.row_marker_x),
+            np.float32(self.plane_marker_y))
 
     @property
     def row_marker_x(self) -> np.float32:

@@ -104,7 +104,7 @@ class CgrxState(BuildState):
     no_path: Any  # the lookup kernel's ``path`` when it records nothing (one row)
 
 
-class CgrxIndex(GpuIndex[CgrxState]):
+class CgrxIndex(rt.EngineIndex, GpuIndex[CgrxState]):
     """Coarse-granular RX: one triangle per bucket of sorted keys, at most five closest-hit rays
     per lookup, a search and scan in the bucket."""
 
@@ -117,12 +117,6 @@ class CgrxIndex(GpuIndex[CgrxState]):
     #: the sorted pairs and the scene they make (see saved.py)
     state_schema: ClassVar[StateSchema] = CGRX_SCHEMA
     params: CgrxParams
-
-    @classmethod
-    def _params_for_load(cls, params: Any, device: str) -> Any:
-        """``engine="optix"`` loaded onto the CPU becomes ``"auto"`` (see
-        :func:`indexzoo.native.rt.params_for_load`)."""
-        return rt.params_for_load(params, device)
 
     # -------------------------------------------------------------- build
     def _build(self, st: CgrxState, keys: Any) -> None:

@@ -37,7 +37,7 @@ from indexzoo.native.rt import Rays, query
 from indexzoo.native.runs import RUN_BOUNDS
 from indexzoo.native.targets import Kernel
 
-from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
+from .coords import CgCoder
 from .search import search_parts
 
 __all__ = ["MAX_LINKS", "runs", "step_kernel"]
@@ -55,14 +55,8 @@ def step_kernel(coder: CgCoder) -> Kernel:
     keeps the z of the plane the last rays run in."""
     parts = search_parts(coder)
     bucket_of_id, flipped, row_plane = parts.bucket_of_id, parts.flipped, parts.row_plane
-    xb = np.uint64(coder.x_bits)
-    zb_shift = np.uint64(coder.x_bits + coder.y_bits)
-    xm, ym = np.uint64(coder.x_max), np.uint64(coder.y_max)
-    half = np.float32(0.5)
-    ys, zs = np.float32(Y_SCALE), np.float32(Z_SCALE)
-    ex, ey, ez = np.float32(EX), np.float32(EY), np.float32(EZ)
-    row_marker_x = np.float32(coder.row_marker_x)
-    plane_marker_y = np.float32(coder.plane_marker_y)
+    (xb, zb_shift, xm, ym, half, ys, zs, ex, ey, ez, row_marker_x,
+     plane_marker_y) = coder.kernel_constants()
     zero = np.float32(0)
 
     @register_jitable

@@ -39,7 +39,7 @@ from indexzoo.native.rt import RAYS_SERIAL_BELOW, TRIANGLES, Engine, engine_name
 from indexzoo.native.runs import run_from
 from indexzoo.native.targets import Kernel
 
-from .coords import EX, EY, EZ, Y_SCALE, Z_SCALE, CgCoder
+from .coords import CgCoder
 from .scene import moved_flipped, rep_of
 
 __all__ = ["PATH_WIDTH", "SearchParts", "lookup_kernel", "search_parts"]
@@ -115,14 +115,8 @@ def lookup_kernel(coder: CgCoder, geometry: Any, record: bool = False,
     otherwise ``path`` is never touched (a one-element stand-in) and the recording is compiled
     out."""
     closest = (engine or engine_named("software")).closest_hit_query(TRIANGLES, geometry)
-    xb = np.uint64(coder.x_bits)
-    zb_shift = np.uint64(coder.x_bits + coder.y_bits)
-    xm, ym = np.uint64(coder.x_max), np.uint64(coder.y_max)
-    half = np.float32(0.5)
-    ys, zs = np.float32(Y_SCALE), np.float32(Z_SCALE)
-    ex, ey, ez = np.float32(EX), np.float32(EY), np.float32(EZ)
-    row_marker_x = np.float32(coder.row_marker_x)
-    plane_marker_y = np.float32(coder.plane_marker_y)
+    (xb, zb_shift, xm, ym, half, ys, zs, ex, ey, ez, row_marker_x,
+     plane_marker_y) = coder.kernel_constants()
     zero, one = np.float32(0), np.float32(1)
     inf = np.float32(np.inf)
     _, bucket_of_id, flipped, row_plane = search_parts(coder)

@@ -255,14 +255,6 @@ class LightweightIndex(GpuIndex[LightweightState]):
         pbb = min(cap - pa, 1 << m) if (p.pinning == "full" and ps > 0) else 0
         return _pins(pa, pbb, ps) if m >= 1 else lw.NO_PINNING
 
-    def pinned_keys(self) -> int:
-        """How many keys the GPU lookups pin to shared memory per block (0 on the CPU)."""
-        st = self._live()
-        if self.device == "cpu" or st.options.pinning == "none":
-            return 0
-        pins = st.pins
-        return int(pins.pa + pins.pbb)
-
     @property
     def pivot_plan(self) -> Any:
         """The pivot buffer's plan (levels, chunk, slots), or None without a pivot buffer."""

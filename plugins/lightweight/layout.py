@@ -43,11 +43,6 @@ class LayoutShape:
     chunk: int      # keys per chunk under the pivot buffer (n, at least 1, without one)
     pivots: PivotPlan | None  # the pivot buffer's plan, None without one
 
-    @property
-    def pb_slots(self) -> int:
-        """Pivot slots the buffer holds (0: a one-slot stand-in)."""
-        return self.pivots.slots if self.pivots is not None else 0
-
 
 def layout_shape(p: LightweightParams, n: int, key_dtype: Any, rowid_dtype: Any) -> LayoutShape:
     """The shape of a build of ``n`` keys of ``key_dtype`` with options ``p``."""

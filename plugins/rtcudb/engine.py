@@ -256,25 +256,16 @@ class RtcudbEngine(QueryEngine):
         if self.params.backend == "sorted":
             with view.lock:
                 return self._run_sorted(view, self._sorted_query(view, p))
-        pr = self.params
         xp = array_module(self.device)
         enc = view.encoder
-        ivs, recheck = enc.intervals({c: p.filters[c] for c in enc.names if c in p.filters},
-                                     pr.max_intervals)
-        recheck += [c for c in view.spilled_scan if c in p.filters]
-        rcsr = _recheck(view, p, recheck, xp)
+        ivs, recheck, rcsr, vidx, spill_of, need = _filters_and_values(
+            view, p, self.params.max_intervals, xp)
         rbytes = len(recheck) * int(view.arrays["scan"].itemsize)
-        assert view.values is not None
-        vidx = [view.values.index(e) for e in p.values]
-        spill_of = np.cumsum([0, *(0 if pk else 1 for pk in view.packer.packed)])
         pk = view.packer
         vshift = np.array([pk.shift[i] for i in vidx] or [0], dtype=np.int64)
         vmask = np.array([pk.mask(i) for i in vidx] or [0], dtype=np.int64)
         voff = np.array([pk.offset[i] for i in vidx] or [0], dtype=np.int64)
         vspill = np.array([spill_of[i] for i in vidx] or [0], dtype=np.int64)
-        need = np.zeros(max(1, len(vidx)), dtype=np.int64)
-        for op, vi in p.aggs:
-            need[vi] |= _NEED[op]
         spills = view.spills
         e = len(vidx)
         k = view.groups.size
@@ -371,20 +362,10 @@ class RtcudbEngine(QueryEngine):
         hit = view.queries.get(p.query) if _hashable(p.query) else None
         if hit is not None and hit.plan is p:
             return hit
-        pr = self.params
         xp = array_module(self.device)
-        enc = view.encoder
-        ivs, recheck = enc.intervals({c: p.filters[c] for c in enc.names if c in p.filters},
-                                     pr.max_intervals)
-        recheck += [c for c in view.spilled_scan if c in p.filters]
-        rcsr = _recheck(view, p, recheck, xp)
-        assert view.values is not None
-        vidx = [view.values.index(e) for e in p.values]
-        spill_of = np.cumsum([0, *(0 if pk else 1 for pk in view.packer.packed)])
+        ivs, recheck, rcsr, vidx, spill_of, need = _filters_and_values(
+            view, p, self.params.max_intervals, xp)
         pk = view.packer
-        need = np.zeros(max(1, len(vidx)), dtype=np.int64)
-        for op, vi in p.aggs:
-            need[vi] |= _NEED[op]
         minmax = bool(np.any(need & 6))
         e, k = len(vidx), view.groups.size
         width = k * max(e, 1)
@@ -405,7 +386,7 @@ class RtcudbEngine(QueryEngine):
         hi = xp.asarray(np.array([b for _, b in ivs] or [-1], dtype=np.int64))
         starts = xp.zeros(max(n_iv, 1), dtype=np.int64)
         offs = xp.zeros(max(n_iv, 1) + 1, dtype=np.int64)
-        tpb = pr.threads_per_block
+        tpb = self.params.threads_per_block
         q = _SortedQuery(
             plan=p, n_intervals=n_iv, recheck=recheck, buf=buf, n_zero=int(cuts[3]),
             minmax=(int(cuts[3]), int(cuts[5])) if minmax else (0, 0), e=e, rec=rec,
@@ -541,6 +522,27 @@ def _recheck(view: RtcudbView, p: Plan, names: list[str], xp: Any) -> tuple[Any,
         starts.append(len(lo))
     ridx = [view.scan_rows[c] for c in names]
     return tuple(xp.asarray(np.array(a, dtype=np.int64)) for a in (ridx, starts, lo, hi))
+
+
+def _filters_and_values(view: RtcudbView, p: Plan, max_intervals: int, xp: Any
+                        ) -> tuple[list[tuple[int, int]], list[str], tuple[Any, ...], list[int],
+                                   np.ndarray, np.ndarray]:
+    """What both back ends make of ``p`` first: its Z-intervals, the attributes left to a
+    re-check and their intervals (:func:`_recheck`), the positions of its value expressions in
+    the view, each value's spill row (``spill_of``), and per value the aggregates asked
+    (``need``, ``NEED_*`` bits)."""
+    enc = view.encoder
+    ivs, recheck = enc.intervals({c: p.filters[c] for c in enc.names if c in p.filters},
+                                 max_intervals)
+    recheck += [c for c in view.spilled_scan if c in p.filters]
+    rcsr = _recheck(view, p, recheck, xp)
+    assert view.values is not None
+    vidx = [view.values.index(e) for e in p.values]
+    spill_of = np.cumsum([0, *(0 if pk else 1 for pk in view.packer.packed)])
+    need = np.zeros(max(1, len(vidx)), dtype=np.int64)
+    for op, vi in p.aggs:
+        need[vi] |= _NEED[op]
+    return ivs, recheck, rcsr, vidx, spill_of, need
 
 
 def _regroup(view: RtcudbView, p: Plan, present: np.ndarray, cnt: np.ndarray,

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.groupagg import accumulate, atomics
+from indexzoo.native.groupagg import accumulate, atomics, in_intervals
 from indexzoo.native.search import range_bounds
 from indexzoo.native.targets import Kernel
 
@@ -58,16 +58,12 @@ def group_of(prim, tri, ycol):
 def passes(row, scan, ridx, starts, lo, hi):
     """Row ``row`` of the spilled scan attributes ``scan[ridx[j]]`` within the intervals
     ``starts[j]..starts[j+1]`` for every j."""
+    ok = True
     for j in range(len(ridx)):
-        v = np.int64(scan[ridx[j], row])
-        ok = False
-        for k in range(starts[j], starts[j + 1]):
-            if lo[k] <= v and v <= hi[k]:
-                ok = True
-                break
-        if not ok:
-            return False
-    return True
+        if not in_intervals(np.int64(scan[ridx[j], row]), j, starts, lo, hi):
+            ok = False
+            break
+    return ok
 
 
 @functools.cache

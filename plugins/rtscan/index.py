@@ -170,7 +170,7 @@ class RtscanState(BuildState):
     peak: int
 
 
-class RtscanIndex(GpuIndex[RtscanState]):
+class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
     """RTScan: encoding, sieving and RT refine of conjunctive ranges, bitmaps as answers.
 
     Uniform encoding, data sieving and Matrix RT Refine over groups of three columns (up to
@@ -185,11 +185,6 @@ class RtscanIndex(GpuIndex[RtscanState]):
     state_schema: ClassVar[StateSchema] = RTSCAN_SCHEMA
     params: RtscanParams
 
-    @classmethod
-    def _params_for_load(cls, params: Any, device: str) -> Any:
-        """``engine="optix"`` loaded onto the CPU becomes ``"auto"`` (see
-        :func:`indexzoo.native.rt.params_for_load`)."""
-        return rt.params_for_load(params, device)
     #: Attach a :class:`~.profile.StageTimes` to time the stages (None: nothing is timed).
     stage_timer: StageTimer | None = None
 

@@ -64,11 +64,6 @@ class Sieve:
                 + int(self.vector_base.nbytes)}
 
     @property
-    def host_bytes(self) -> int:
-        """Host bytes of the per-column ``bounds`` (views of the flat borders on the CPU)."""
-        return sum(int(b.nbytes) for b in self.bounds)
-
-    @property
     def n_vectors(self) -> tuple[int, ...]:
         return tuple(int(b.shape[0]) - 2 for b in self.bounds)
 

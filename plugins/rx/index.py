@@ -115,7 +115,6 @@ from indexzoo import (
 from indexzoo.devices import to_numpy
 from indexzoo.native import rt
 from indexzoo.native.rt import (
-    KeyCoder,
     Scene,
     geometry_function,
     key_gas,
@@ -165,7 +164,7 @@ class RxState(BuildState):
     no_keys: Any         # a one-element stand-in for the keys where the programs need none
 
 
-class RxIndex(GpuIndex[RxState]):
+class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
     """RTIndeX (RX): keys as primitives of a ray-traced scene, lookups as rays.
 
     Every configuration of the paper: key modes, primitives, ray kinds, compaction, updates."""
@@ -178,17 +177,6 @@ class RxIndex(GpuIndex[RxState]):
     #: the scene, its BVH and primitives checked against the keys (see saved.py)
     state_schema: ClassVar[StateSchema] = RX_SCHEMA
     params: RxParams
-
-    @classmethod
-    def _params_for_load(cls, params: Any, device: str) -> Any:
-        """``engine="optix"`` loaded onto the CPU becomes ``"auto"`` (see
-        :func:`indexzoo.native.rt.params_for_load`)."""
-        return rt.params_for_load(params, device)
-
-    @property
-    def coder(self) -> KeyCoder:
-        p = self.params
-        return KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
 
     # -------------------------------------------------------------- build
     def _build(self, st: RxState, keys: Any) -> None:

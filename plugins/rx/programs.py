@@ -22,8 +22,9 @@ so float rounding can never admit a neighbour.
 ``programs.cu`` holds their twins for the OptiX engine (:data:`CUDA`): ``iz_match`` is
 ``rx_match``; the AABB intersection program there reads the ray's integer bounds from the
 record (``ray_lo``, ``ray_hi``, which rx's plans fill for AABB scenes on OptiX) instead of
-recovering them from the ray, since OptiX hands programs the launch index; and ``iz_raygen``
-is :func:`~indexzoo.native.rt.keyprims.perpendicular_raygen`.
+recovering them from the ray, since OptiX hands programs the launch index; ``iz_raygen``,
+the twin of :func:`~indexzoo.native.rt.keyprims.perpendicular_raygen`, is the family's
+(``keyprims.cu``, appended by :func:`~indexzoo.native.rt.keyprims.key_programs`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.rt import NO_MATCH, QueryPrograms, exact_key_box
+from indexzoo.native.rt import NO_MATCH, exact_key_box
+from indexzoo.native.rt.keyprims import key_programs
 
 __all__ = ["CUDA", "PROGRAMS", "RxRecord", "rx_intersect", "rx_match"]
 
@@ -71,7 +73,5 @@ rx_intersect = exact_key_box(_key_of)
 #: The same programs in CUDA C++ for the OptiX engine (``programs.cu``).
 CUDA = importlib.resources.files(__package__).joinpath("programs.cu").read_text()
 
-#: The programs of each primitive kind.
-PROGRAMS = {"triangle": QueryPrograms(match=rx_match, cuda=CUDA),
-            "sphere": QueryPrograms(match=rx_match, cuda=CUDA),
-            "aabb": QueryPrograms(match=rx_match, intersection=rx_intersect, cuda=CUDA)}
+#: The programs of each primitive kind (with the family's ray generation for OptiX).
+PROGRAMS = key_programs(rx_match, rx_intersect, CUDA)

@@ -89,7 +89,6 @@ from indexzoo.native.csr import gather_runs, offsets_from_counts
 from indexzoo.native.rt import (
     KIND,
     SPHERE_RADIUS,
-    KeyCoder,
     Scene,
     geometry_function,
     key_codes,
@@ -135,7 +134,7 @@ class OptRxState(BuildState):
     peak: int
 
 
-class RxOptIndex(GpuIndex[OptRxState]):
+class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
     """Optimized RX: sorted keys, closest hit + scan, compressed duplicates, sub-BVHs, sorted
     probes, inverse mapping."""
 
@@ -148,17 +147,6 @@ class RxOptIndex(GpuIndex[OptRxState]):
     #: the sorted pairs and what they make, the scene checked against them (see saved.py)
     state_schema: ClassVar[StateSchema] = RX_OPT_SCHEMA
     params: RxOptParams
-
-    @classmethod
-    def _params_for_load(cls, params: Any, device: str) -> Any:
-        """``engine="optix"`` loaded onto the CPU becomes ``"auto"`` (see
-        :func:`indexzoo.native.rt.params_for_load`)."""
-        return rt.params_for_load(params, device)
-
-    @property
-    def coder(self) -> KeyCoder:
-        p = self.params
-        return KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
 
     # -------------------------------------------------------------- build
     def _build(self, st: OptRxState, keys: Any) -> None:

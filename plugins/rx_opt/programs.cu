@@ -1,6 +1,7 @@
 // rx-opt's programs for the OptiX engine (indexzoo.native.rt.optix), the twins of
-// programs.py's optrx_match and optrx_intersect and of keyprims.perpendicular_raygen. They
-// read rx-opt's launch record (OptRxRecord) by name: part_offsets, keys, x_kind, x_bits,
+// programs.py's optrx_match and optrx_intersect (the ray-generation program, twin of
+// keyprims.perpendicular_raygen, is native/rt/keyprims.cu, appended by programs.py). They read
+// rx-opt's launch record (OptRxRecord) by name: part_offsets, keys, x_kind, x_bits,
 // y_bits, ray_lo, ray_hi, confirm; ray_data holds the keys of generated perpendicular rays.
 
 // A hit names a position in the sorted primitive keys: its partition's (instance's) first
@@ -52,25 +53,4 @@ extern "C" __global__ void __intersection__iz() {
     t = (X - optixGetWorldRayOrigin().x) / optixGetWorldRayDirection().x;
   }
   optixReportIntersection(t, 0);
-}
-
-// Perpendicular point rays, made from the lookup key: from the key's point minus 0.5 in z,
-// along z, for t in (0, 1). The key's point: x part -> X (float(x), or in extended mode the
-// float with bit pattern 2x + 0x3F000000), high part -> (y, z).
-#define IZ_HAS_RAYGEN 1
-static __forceinline__ __device__ void iz_raygen(unsigned int i, float3& o, float3& d,
-                                                 float& tmin, float& tmax) {
-  const unsigned long long k = (unsigned long long)params.ray_data[i];
-  const unsigned long long xb = (unsigned long long)params.x_bits;
-  const unsigned long long yb = (unsigned long long)params.y_bits;
-  const unsigned long long x = k & ((1ull << xb) - 1ull);
-  const unsigned long long h = k >> xb;
-  const float y = __ull2float_rn(h & ((1ull << yb) - 1ull));
-  const float z = __ull2float_rn(h >> yb);
-  const float X = params.x_kind == 1 ? __uint_as_float((unsigned int)(2ull * x + 0x3F000000ull))
-                                     : __ull2float_rn(x);
-  o = make_float3(X, y, z - 0.5f);
-  d = make_float3(0.0f, 0.0f, 1.0f);
-  tmin = 0.0f;
-  tmax = 1.0f;
 }

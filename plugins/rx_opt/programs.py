@@ -11,8 +11,9 @@ instance (the partition, thesis Alg. 5) and the primitive index within it.
 ``programs.cu`` holds their twins for the OptiX engine (:data:`CUDA`): ``iz_match`` is
 ``optrx_match``; the AABB intersection program reads the ray's integer bounds from the record
 (``ray_lo``, ``ray_hi``, filled for AABB scenes on an engine with conservative bounds) and
-checks the ray's row, since OptiX may hand it boxes near the ray; ``iz_raygen`` is
-:func:`~indexzoo.native.rt.keyprims.perpendicular_raygen`.
+checks the ray's row, since OptiX may hand it boxes near the ray; ``iz_raygen``, the twin of
+:func:`~indexzoo.native.rt.keyprims.perpendicular_raygen`, is the family's (``keyprims.cu``,
+appended by :func:`~indexzoo.native.rt.keyprims.key_programs`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.rt import NO_MATCH, QueryPrograms, exact_key_box
+from indexzoo.native.rt import NO_MATCH, exact_key_box
+from indexzoo.native.rt.keyprims import key_programs
 
 __all__ = ["CUDA", "PROGRAMS", "OptRxRecord", "optrx_intersect", "optrx_match"]
 
@@ -66,7 +68,5 @@ optrx_intersect = exact_key_box(_key_of)
 #: The same programs in CUDA C++ for the OptiX engine (``programs.cu``).
 CUDA = importlib.resources.files(__package__).joinpath("programs.cu").read_text()
 
-#: The programs of each primitive kind.
-PROGRAMS = {"triangle": QueryPrograms(match=optrx_match, cuda=CUDA),
-            "sphere": QueryPrograms(match=optrx_match, cuda=CUDA),
-            "aabb": QueryPrograms(match=optrx_match, intersection=optrx_intersect, cuda=CUDA)}
+#: The programs of each primitive kind (with the family's ray generation for OptiX).
+PROGRAMS = key_programs(optrx_match, optrx_intersect, CUDA)

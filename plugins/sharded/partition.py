@@ -19,8 +19,6 @@ Three schemes:
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 __all__ = ["SAMPLE_PER_SHARD", "hash_shard", "heavy_keys", "range_shard", "route_points",
@@ -144,10 +142,3 @@ def shard_rows(assignment: np.ndarray, shards: int) -> list[np.ndarray]:
     order = np.argsort(assignment, kind="stable")
     bounds = np.searchsorted(assignment[order], np.arange(shards + 1))
     return [order[bounds[s]:bounds[s + 1]] for s in range(shards)]
-
-
-def key_bounds(keys: Any) -> tuple[int, int] | None:
-    """(smallest, largest) key of a shard, or None when it is empty."""
-    if keys.shape[0] == 0:
-        return None
-    return int(keys.min()), int(keys.max())

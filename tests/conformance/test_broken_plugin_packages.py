@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import fake_distribution
+from support.helpers import fake_distribution
 
 import indexzoo
 from indexzoo import registry

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from broken_indexes import EXPECTED_FAILURE
+from support.broken_indexes import EXPECTED_FAILURE
 
 from indexzoo.conformance import make_context, run_checks, summary
 from indexzoo.plugins.sorted_array import SortedArrayIndex
@@ -114,7 +114,7 @@ def test_run_checks_runs_only_the_checks_it_is_given_by_label() -> None:
 
 
 PYTEST_SUITE = """
-from broken_indexes import OffByOneRangeBound
+from support.broken_indexes import OffByOneRangeBound
 from indexzoo.conformance import ConformanceSuite
 
 

@@ -5,7 +5,7 @@ variant is reported by the check that guards the promise it breaks."""
 from __future__ import annotations
 
 import pytest
-from column_indexes import EXPECTED_FAILURE, ColumnScan
+from support.column_indexes import EXPECTED_FAILURE, ColumnScan
 
 from indexzoo.conformance import make_context, run_checks, summary
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from column_indexes import ColumnScan
+from support.column_indexes import ColumnScan
 
 from indexzoo import InvalidInput, Unsupported
 from indexzoo.results import (

@@ -9,14 +9,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from helpers import assert_matches, reference
+from support.helpers import assert_matches, reference
+from support.toy_index import Brute, KeysState
 
 import indexzoo
 from indexzoo import (
     OUT_MODES,
     BuildState,
     Capabilities,
-    Footprint,
     GpuIndex,
     InvalidInput,
     NotBuilt,
@@ -27,31 +27,11 @@ from indexzoo.state import rowid_dtype_for
 ORDERED = ["sorted-array", "searchsorted"]
 
 
-class KeysState(BuildState):
-    keys: Any
-
-
-class RowidsOnly(GpuIndex[KeysState]):
+class RowidsOnly(Brute):
     """A minimal plugin with only the rowids hooks: the base derives every other mode."""
 
     name: ClassVar[str] = "rowids-only"
-    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
-    plugin_api: ClassVar[str] = "2.0"
-
-    def _build(self, st: KeysState, keys: Any) -> None:
-        st.keys = keys
-
-    def _footprint(self, st: KeysState) -> Footprint:
-        return Footprint(breakdown={"keys": int(st.keys.nbytes)},
-                         peak_build_bytes=int(st.keys.nbytes))
-
-    def _range_rowids(self, st: KeysState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        xp = st.xp
-        hit = (st.keys[None, :] >= lo[:, None]) & (st.keys[None, :] <= hi[:, None])
-        q, r = xp.nonzero(hit)
-        offsets = xp.zeros(lo.shape[0] + 1, dtype="int64")
-        xp.cumsum(xp.bincount(q, minlength=lo.shape[0]), out=offsets[1:])
-        return offsets, r.astype(st.rowid_dtype)
+    points_as_ranges: ClassVar[bool] = False
 
     def _point_rowids(self, st: KeysState, q: Any) -> tuple[Any, Any]:
         return self._range_rowids(st, q, q)

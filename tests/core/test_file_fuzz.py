@@ -2,7 +2,7 @@
 file (lying shapes and values with valid checksums, bit flips with and without their
 checksums made again, truncations, zip tricks: compressed and duplicated members, a
 decompression bomb, huge declared sizes), each loaded and looked up in a child process
-(tests/file_fuzz.py says how, and what each outcome means). No case may crash, hang, raise
+(tests/support/file_fuzz.py says how, and what each outcome means). No case may crash, hang, raise
 anything but IndexFileError, or answer from a file that lied unless its answers are the
 original's (or, for a change that makes another well-formed file, consistent ones).
 
@@ -19,8 +19,8 @@ import os
 import time
 from pathlib import Path
 
-import file_fuzz  # tests/file_fuzz.py (tests/conftest.py puts tests/ on the path)
 import pytest
+from support import file_fuzz
 
 #: A hang guard, not a timing check: a case that runs this long (its first lookups may compile
 #: kernels) is reported as hung.

@@ -11,11 +11,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from support.toy_index import Brute, KeysState, csr
 
 import indexzoo
 from indexzoo import (
     PLUGIN_API,
-    BuildState,
     Capabilities,
     Footprint,
     GpuIndex,
@@ -28,37 +28,6 @@ from indexzoo.conformance import make_context, run_checks
 from indexzoo.contract import check_plugin_class
 from indexzoo.operations import OPERATIONS, operation
 from indexzoo.tools.cli import main
-
-
-class KeysState(BuildState):
-    keys: Any
-
-
-def _csr(st: KeysState, hit: Any) -> tuple[Any, Any]:
-    xp = st.xp
-    q, r = xp.nonzero(hit)
-    offsets = xp.zeros(hit.shape[0] + 1, dtype=np.int64)
-    xp.cumsum(xp.bincount(q, minlength=hit.shape[0]), out=offsets[1:])
-    return offsets, r.astype(st.rowid_dtype)
-
-
-class Brute(GpuIndex[KeysState]):
-    """Every lookup compared with every key; points are the ranges [q, q]."""
-
-    name: ClassVar[str] = "test-brute"
-    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
-    plugin_api: ClassVar[str] = "2.0"
-    points_as_ranges: ClassVar[bool] = True
-
-    def _build(self, st: KeysState, keys: Any) -> None:
-        st.keys = keys
-
-    def _footprint(self, st: KeysState) -> Footprint:
-        return Footprint(breakdown={"keys": int(st.keys.nbytes)},
-                         peak_build_bytes=int(st.keys.nbytes))
-
-    def _range_rowids(self, st: KeysState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        return _csr(st, (st.keys[None, :] >= lo[:, None]) & (st.keys[None, :] <= hi[:, None]))
 
 
 def _variant(name: str, body: dict[str, Any], base: type = Brute) -> type:
@@ -225,7 +194,7 @@ class Marked(GpuIndex[KeysState]):
         hit = (st.keys[None, :] >= lo[:, None]) & (st.keys[None, :] <= hi[:, None])
         if op.out == "count":
             return hit.sum(axis=1).astype(st.rowid_dtype)
-        return _csr(st, hit)
+        return csr(st, hit)
 
 
 def test_a_marked_method_answers_its_operations_and_the_base_derives_the_rest() -> None:
@@ -314,7 +283,7 @@ class OldStyle(GpuIndex[KeysState]):
         return self._point_hits(st, q).sum(axis=1).astype(st.rowid_dtype)
 
     def _point_rowids(self, st: KeysState, q: Any) -> tuple[Any, Any]:
-        return _csr(st, self._point_hits(st, q))
+        return csr(st, self._point_hits(st, q))
 
     def _prepared_point(self, st: KeysState, out: Any) -> Any:
         self.prepared_with.append(out)

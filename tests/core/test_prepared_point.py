@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import general_path_calls
+from support.helpers import general_path_calls
 
 import indexzoo
 from indexzoo import InvalidInput, NotBuilt

@@ -1,13 +1,13 @@
 """Query engines exact on every value a user holds, judged by DuckDB: int64 and uint64 at
 their ends, sums past 2^63, products that overflow (refused where DuckDB refuses), NULLs
 with SQL's semantics, tables of every library, quoted identifiers; then seeded random tables
-and queries that reach the edges (tests/query_edges.py), every engine against DuckDB."""
+and queries that reach the edges (tests/support/query_edges.py), every engine against DuckDB."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from query_edges import ENGINES, agree, run_case
+from support.query_edges import ENGINES, agree, run_case
 
 import indexzoo
 from indexzoo import query as q

@@ -9,7 +9,7 @@ import decimal
 
 import numpy as np
 import pytest
-from query_edges import draw_query, draw_table
+from support.query_edges import draw_query, draw_table
 
 import indexzoo
 from indexzoo import Unsupported, ssb

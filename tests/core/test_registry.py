@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import add_broken_entry_point, fake_distribution
+from support.helpers import add_broken_entry_point, fake_distribution
 
 import indexzoo
 from indexzoo import registry

@@ -22,16 +22,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from file_fuzz import Saved, pack  # tests/file_fuzz.py (tests/conftest.py puts tests/ on the path)
+from support.file_fuzz import Saved, pack
+from support.toy_index import Brute
 
 import indexzoo
 from indexzoo import (
-    BuildState,
-    Capabilities,
-    Footprint,
-    GpuIndex,
     IndexFileError,
-    IndexParams,
     persist,
 )
 from indexzoo.files import temporary_owner
@@ -417,30 +413,10 @@ def test_a_save_killed_with_sigkill_leaves_a_temporary_the_next_save_or_load_rem
 
 
 # ---------------------------------------------------------------------- the schema rule
-class NoSchemaState(BuildState):
-    keys: Any
-
-
-class NoSchemaIndex(GpuIndex[NoSchemaState]):
+class NoSchemaIndex(Brute):
     """A third-party index that declares no state schema."""
 
     name: ClassVar[str] = "no-schema"
-    Params: ClassVar[type[IndexParams]] = IndexParams
-    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
-    plugin_api: ClassVar[str] = "2.0"
-    points_as_ranges: ClassVar[bool] = True
-
-    def _build(self, st: NoSchemaState, keys: Any) -> None:
-        st.keys = keys
-
-    def _footprint(self, st: NoSchemaState) -> Footprint:
-        return Footprint(breakdown={"keys": int(st.keys.nbytes)})
-
-    def _range_rowids(self, st: NoSchemaState, lo: Any, hi: Any) -> Any:
-        hit = (st.keys[None, :] >= lo[:, None]) & (st.keys[None, :] <= hi[:, None])
-        counts = hit.sum(axis=1)
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        return offsets, np.nonzero(hit)[1].astype(st.rowid_dtype)
 
 
 def test_files_of_a_plugin_without_a_schema_are_refused_but_its_pickles_load(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from helpers import agrees_in_the_simulator
+from support.helpers import agrees_in_the_simulator
 
 SCRIPT = textwrap.dedent("""
     import numpy as np
@@ -113,7 +113,7 @@ HASH_SCRIPT = textwrap.dedent('''
     import time
     import warnings
 
-    import cudasim_warp
+    from support import cudasim_warp
     import numpy as np
     from numba import cuda
     from numba.cuda.simulator import kernelapi
@@ -230,7 +230,7 @@ HASH_SCRIPT = textwrap.dedent('''
 @pytest.mark.exhaustive  # about 40 s of simulated threads: CI runs it after the README's tests
 def test_cooperative_hash_kernels_agree_with_the_cpu_twin_in_the_simulator() -> None:
     """warpcore-hash: both build passes and the four lookups of the cooperative kernels (warp
-    intrinsics from ``tests/cudasim_warp.py``) against the CPU twin, for G = 1, 4, 8, 32, both
+    intrinsics from ``tests/support/cudasim_warp.py``) against the CPU twin, for G = 1, 4, 8, 32, both
     layouts, with and without the move to a table for the distinct keys; the build's
     compare-and-swap races are widened so both lost-race paths run."""
     agrees_in_the_simulator(HASH_SCRIPT)

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import agrees_in_the_simulator
 from numba.extending import register_jitable
+from support.helpers import agrees_in_the_simulator
 
 from indexzoo.native.targets import GroupKernel, Kernel
 
 SCRIPT = textwrap.dedent("""
-    import cudasim_warp
+    from support import cudasim_warp
     cudasim_warp.install()
     import numpy as np
     from indexzoo.native import btree
@@ -65,7 +65,7 @@ def test_btree_group_kernels_agree_with_their_scalar_bodies_in_the_simulator() -
 
 
 RUNS_SCRIPT = textwrap.dedent("""
-    import cudasim_warp
+    from support import cudasim_warp
     cudasim_warp.install()
     import numpy as np
     from indexzoo.native.runs import RUN_SUM

@@ -1,19 +1,19 @@
 """The lightweight family's cooperative GPU code under numba's CUDA simulator, with the warp
-intrinsics of ``tests/cudasim_warp.py``: the K-ary searches (EO+KS, AO+PB+KS: groups of K-1
+intrinsics of ``tests/support/cudasim_warp.py``: the K-ary searches (EO+KS, AO+PB+KS: groups of K-1
 threads voting, inside the lookup driver) through ``lightweight.locate`` with device "cuda",
 and the multi-threaded range scans (one lane per range, the warp finishing long ranges) through
 their ``GroupKernel``\\ s with ``group=WARP``; each against the CPU twin, which
-``tests/plugins/test_lightweight.py`` checks against a brute-force reference."""
+``tests/plugins/lightweight/test_lightweight.py`` checks against a brute-force reference."""
 
 from __future__ import annotations
 
 import textwrap
 
 import pytest
-from helpers import agrees_in_the_simulator
+from support.helpers import agrees_in_the_simulator
 
 SCRIPT = textwrap.dedent("""
-    import cudasim_warp
+    from support import cudasim_warp
     cudasim_warp.install()
     import numpy as np
     import indexzoo

@@ -7,8 +7,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from helpers import agrees_in_the_simulator
 from numba import njit
+from support.helpers import agrees_in_the_simulator
 
 from indexzoo import InvalidInput
 from indexzoo.native.rt.bvh import MORTON_BITS, Bvh, build_bvh, morton_codes, refit, slab

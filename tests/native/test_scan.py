@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import agrees_in_the_simulator
+from support.helpers import agrees_in_the_simulator
 
 from indexzoo import InvalidInput
 from indexzoo.native.scan import scan_bitmap, scan_bitmaps
@@ -80,7 +80,7 @@ def test_items_is_one_of_the_warp_bodies_and_more_than_one_only_on_warps() -> No
 # every GPU thread as a Python thread. Every warp body: 1, 4, 8 and 16 words per warp, the
 # column loop and the bodies written out for the column count.
 SCRIPT = textwrap.dedent("""
-    import cudasim_warp
+    from support import cudasim_warp
     cudasim_warp.install()
     import numpy as np
     from indexzoo.native.scan import bind_scan, scan_bitmaps
@@ -130,8 +130,8 @@ def test_the_warp_bodies_agree_with_the_scalar_body_in_the_simulator() -> None:
 
 
 def test_the_scan_floor_benchmark_runs_small_on_the_cpu(tmp_path: Path) -> None:
-    """benchmarks/scan_floor.py: the floor, the fused scan and an index, answers checked."""
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
+    """benchmarks/studies/scan_floor.py: the floor, the fused scan and an index, answers checked."""
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks" / "studies"))
     import scan_floor
 
     out = tmp_path / "floor.json"

@@ -15,7 +15,7 @@ OptiX reports.
 
 Far custom primitives: OptiX's traversal missed every custom-primitive box with a coordinate
 of magnitude 2^41 or more (boxes one ulp to X/4 wide, rays along each axis; triangles at the
-same coordinates are found: ``benchmarks/optix_far_boxes.py``; the GPU, driver and OptiX
+same coordinates are found: ``benchmarks/studies/optix_far_boxes.py``; the GPU, driver and OptiX
 version it was seen on are in ``docs/rt-engine.md``). rx's extended mode puts keys there (x up to 1.7e38). An
 AABB scene with a coordinate beyond :data:`FAR` is therefore built scaled down per axis by a
 power of two (exact for normal floats) and traced through one instance whose transform scales
