@@ -210,7 +210,7 @@ def test_a_saved_shard_whose_key_bounds_lie_is_refused_before_a_worker_sees_it(
     """Found by the exhaustive fuzzing: a file without a shard's bounds made the load raise
     ShardLost (a KeyError read as a lost worker); bounds of the wrong form reached the
     worker."""
-    from file_fuzz import Saved, pack  # tests/file_fuzz.py
+    from support.file_fuzz import Saved, pack
 
     keys = np.arange(40, dtype=np.uint32)
     path = indexzoo.create("sharded", shards=2, device="cpu").build(keys).save(
