@@ -2,7 +2,7 @@
 
 The CUDA-core baseline of RTScan's paper and of a GPU database's selection (Crystal's fused
 kernels): every lookup reads every row of every column once, tests its conjunction of range
-predicates and writes one packed bitmap (:mod:`indexzoo.native.scan`). Registered as an index
+predicates and writes one packed bitmap (:mod:`indexzoo.plugins.fused_scan.kernels`). Registered as an index
 so that it answers through the same contract as the indexes it is compared with, in
 ``indexzoo bench`` and in the benchmark scripts, and is certified by the same suite.
 """
@@ -16,9 +16,10 @@ from pydantic import Field
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, Operation
 from indexzoo.hookspecs import hookimpl
-from indexzoo.native.scan import bind_scan, scan_bitmaps
 from indexzoo.native.targets import KernelParams
 from indexzoo.persist import Array, StateSchema
+
+from .kernels import bind_scan, scan_bitmaps
 
 __all__ = ["FusedScanIndex", "FusedScanParams"]
 

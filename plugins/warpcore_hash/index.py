@@ -6,11 +6,11 @@ Paper / WarpCore -> code
 ------------------------
 * "Cooperative probing: a group of threads probes neighbouring slots" (group size 8 in both
   papers): ``group_size`` G in {1, 2, 4, 8, 16, 32}; a window of G slots is read by G adjacent
-  threads, which vote with ``ballot_sync`` (:mod:`indexzoo.native.hashing_cuda`).
+  threads, which vote with ``ballot_sync`` (:mod:`indexzoo.plugins.warpcore_hash.kernels_cuda`).
 * "Target load factor 0.8": ``load_factor``; the table has ``next_prime(k / (lf * G))``
   windows for ``k`` pairs (or, after a move, distinct keys; see below), so the realised load
   factor of unique keys is just under the target.
-* Windows advance by double hashing (:mod:`indexzoo.native.hashing`): MurmurHash3's fmix64;
+* Windows advance by double hashing (:mod:`indexzoo.plugins.warpcore_hash.kernels`): MurmurHash3's fmix64;
   its upper half picks the first window, its lower half the step, both by multiply-shift range
   reduction; a prime number of windows makes every step visit all.
 * Multi-value: the table holds each distinct key once with one value word: the rowID of a key
@@ -93,7 +93,6 @@ from indexzoo import (
     InvalidInput,
     Operation,
 )
-from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.targets import (
     DEFAULT_THREADS_PER_BLOCK,
@@ -104,6 +103,7 @@ from indexzoo.native.targets import (
 )
 from indexzoo.persist import StateSchema
 
+from . import kernels as hashing
 from .saved import hash_schema
 
 __all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_table",
@@ -144,7 +144,7 @@ class WarpcoreHashParams(KernelParams):
 
 @dataclass(frozen=True, eq=False)
 class HashTable:
-    """A built table (see :mod:`indexzoo.native.hashing` for the layout)."""
+    """A built table (see :mod:`indexzoo.plugins.warpcore_hash.kernels` for the layout)."""
 
     tkeys: Any          # key slots (the whole aos array, read with stride 2)
     tvals: Any          # value words (a view of the aos array from its second word)
