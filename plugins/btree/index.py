@@ -48,50 +48,21 @@ Decisions
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import KernelParams, Slot, one_per_item, values_arg
+from indexzoo.native.targets import Slot, one_per_item, values_arg
 from indexzoo.persist import StateSchema, Value
 
 from . import kernels as btree
-from .schema import tree_schema
+from .params import BTreeParams
+from .saved import tree_schema
 
 __all__ = ["BTreeIndex", "BTreeState"]
-
-
-class BTreeParams(KernelParams):
-    """Parameters of ``btree``."""
-
-    node_width: Literal[8, 16, 32] = Field(
-        default=16, description="Slots per node, and threads searching one node together."
-    )
-    cooperative: bool = Field(
-        default=False,
-        description="On the GPU, search each node with a group of node_width threads (the "
-                    "paper's traversal). False (the default) runs one thread per lookup, a "
-                    "binary search in each node reading keys only, which is faster on GPUs "
-                    "where the group's node search is issue-bound; True keeps the paper's "
-                    "groups.",
-    )
-    leaf_fill: Literal[0.5, 1.0] = Field(  # type: ignore[valid-type]  # float Literal: pydantic
-        default=1.0, description="Share of each leaf's slots filled by the bulk load."
-    )
-    leaf_layout: Literal["split", "interleaved", "paired"] = Field(
-        default="split",
-        description="Where a leaf's rowIDs lie: 'split' (the default), separate key and rowID "
-                    "arrays; 'interleaved', one record per leaf, its B keys then their B "
-                    "rowIDs (the rowID in the line after the keys' line); 'paired', (key, "
-                    "rowID) side by side (the rowID in the sector of its key, which the leaf "
-                    "search has already read). Records widen keys and rowIDs to the wider "
-                    "dtype, so they take more memory; choose 'paired' for faster point "
-                    "lookups when memory allows.",
-    )
 
 
 class BTreeState(BuildState):
@@ -113,7 +84,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
     state_version: ClassVar[int] = 2
     #: a point lookup q is the range [q, q]: the descent to the first key >= q serves both
     points_as_ranges: ClassVar[bool] = True
-    #: the tree, its links made again from n and the params (see plugins/btree/schema.py)
+    #: the tree, its links made again from n and the params (see plugins/btree/saved.py)
     state_schema: ClassVar[StateSchema] = StateSchema(tree_schema("tree"),
                                                       Value("peak", int, at_least=0))
     params: BTreeParams

@@ -32,16 +32,13 @@ from typing import Any, ClassVar
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.native.csr import gather_runs
 from indexzoo.native.sort import SortedPairs, pairs_schema, sort_pairs
-from indexzoo.native.targets import KernelParams, Slot, one_per_item, values_arg
+from indexzoo.native.targets import Slot, one_per_item, values_arg
 from indexzoo.persist import StateSchema
 
 from . import kernels as k
+from .params import SortedArrayParams
 
 __all__ = ["SortedArrayIndex", "SortedArrayState"]
-
-
-class SortedArrayParams(KernelParams):
-    """Parameters of ``sorted-array``."""
 
 
 class SortedArrayState(BuildState):

@@ -79,10 +79,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field
 
 from indexzoo import (
     BuildState,
@@ -96,7 +95,6 @@ from indexzoo import (
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.targets import (
     DEFAULT_THREADS_PER_BLOCK,
-    KernelParams,
     Slot,
     one_per_item,
     values_arg,
@@ -104,6 +102,7 @@ from indexzoo.native.targets import (
 from indexzoo.persist import StateSchema
 
 from . import kernels as hashing
+from .params import WarpcoreHashParams
 from .saved import hash_schema
 
 __all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_table",
@@ -117,29 +116,6 @@ REHASH_MIN_MULTIPLICITY = 2
 NARROW_VALUE_WORDS = 1 << 31
 #: Words of a run beyond its rows: the row count.
 RUN_HEADER = hashing.RUN_ROWS
-
-
-class WarpcoreHashParams(KernelParams):
-    """Parameters of ``warpcore-hash``."""
-
-    group_size: Literal[1, 2, 4, 8, 16, 32] = Field(
-        default=4, description="Threads probing one key together (slots per window). 4 (the "
-                               "default) issues fewer instructions per lookup, which is faster "
-                               "where most lookups end in their first window; 8 is both "
-                               "papers' setting."
-    )
-    load_factor: float = Field(
-        default=0.8, ge=0.05, le=0.95,
-        description="Target share of occupied slots: the table has keys / load_factor slots "
-                    "(pairs in the first build pass, distinct keys after a move).",
-    )
-    layout: Literal["soa", "aos"] = Field(
-        default="aos",
-        description="aos (the default, WarpCore's): (key, value) pairs in one array, so a hit "
-                    "reads and an insert writes one sector, which is faster for lookups and "
-                    "builds; soa: keys and value words in two arrays, less memory for uint64 "
-                    "keys with uint32 value words.",
-    )
 
 
 @dataclass(frozen=True, eq=False)
