@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
+from indexzoo.errors import InvalidInput
 from indexzoo.native.targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel, Slot
 
 __all__ = ["ITEMS", "ITEMS_CHOICES", "SCAN", "UNROLLED_COLUMNS", "WARP", "bind_scan",
