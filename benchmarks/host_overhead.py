@@ -62,7 +62,7 @@ def set_launch_mode(mode: str | None) -> None:
 
 def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
     """The pieces of one sorted-array call, each timed alone the same way as whole calls."""
-    from indexzoo.native import sorted_lookup as kernels
+    from indexzoo.plugins.sorted_array import kernels
 
     index = indexzoo.create("sorted-array", device=args.device).build(keys)
     st = index._live()

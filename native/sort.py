@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from indexzoo import Footprint
+from indexzoo.contract import Footprint
 from indexzoo.persist import Array, Nested, Value
 
 __all__ = ["SortedPairs", "pairs_schema", "sort_pairs"]

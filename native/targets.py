@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from indexzoo import IndexParams
+from indexzoo.config import IndexParams
 from indexzoo.envvars import CPU_SERIAL_BELOW, NUMBA_LAUNCH
 from indexzoo.native import jitcache
 

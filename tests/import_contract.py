@@ -3,16 +3,33 @@
 The layers, bottom to top (a module may import its own layer and those below it, never one
 above):
 
-1. ``contract`` - ``indexzoo.<module>``: the contract (``GpuIndex``, ``Capabilities``, the
-   operation table, the plugin API version), keys and key maps, devices, config, errors,
-   results;
-2. ``registry`` - ``indexzoo`` itself (the public names), ``indexzoo.registry`` (the pluggy
-   registry) and ``indexzoo.join``;
-3. ``kernels`` - ``indexzoo.native`` (numba kernels for the CPU and the GPU);
-4. ``rt`` - ``indexzoo.native.rt`` (the ray-tracing engine, software and OptiX);
-5. ``plugins`` - ``indexzoo.plugins.*`` (the built-in indexes);
-6. ``conformance`` - ``indexzoo.conformance`` (the shared suite);
-7. ``tools`` - ``indexzoo.tools`` (the command line, bench, plots, recommend, doctor).
+1. ``contract`` - the modules of :data:`CONTRACT_MODULES`, ``indexzoo.<module>``: the contract
+   (``GpuIndex``, ``Capabilities``, the operation table, the plugin API version), keys and key
+   maps, devices, config, errors, results, saved files;
+2. ``kernels`` - ``indexzoo.native`` (the numba kernels and primitives several families share,
+   the kernel cache);
+3. ``rt`` - ``indexzoo.native.rt`` (the ray-tracing engine, software and OptiX);
+4. ``query`` - ``indexzoo.query`` (the query engines' API: expressions, plans, tables, SQL,
+   the SSB benchmark) and the alias ``indexzoo.ssb``;
+5. ``registry`` - ``indexzoo`` itself (the public names), ``indexzoo.registry`` (the pluggy
+   registry of indexes and query engines) and ``indexzoo.join``;
+6. ``plugins`` - ``indexzoo.plugins.*`` (the built-in indexes and query engines, each family
+   with its own kernels);
+7. ``conformance`` - ``indexzoo.conformance`` (the shared suite);
+8. ``tools`` - ``indexzoo.tools`` (the command line, bench, plots, recommend, doctor).
+
+The order is the one the imports make, kept as strict as they allow: the kernels and the
+ray-tracing engine import only the contract's modules (``indexzoo.errors``,
+``indexzoo.devices``, ...), never the public ``indexzoo`` package, so they sit right above
+the contract and a kernel cannot reach the registry; the query API imports only the
+contract's modules and is imported by the registry (which registers query engines) and by the
+query-engine plugins (crystal, rtcudb), so it sits below the registry; nothing below the
+registry imports it, so the public names and plugin discovery sit on top of every library
+layer and below the plugins they find.
+
+Every module has a layer declared here: by its package (:data:`PACKAGE_LAYERS`) or by name
+(:data:`CONTRACT_MODULES`, :data:`QUERY_MODULES`, :data:`REGISTRY_MODULES`); a module of the
+top-level package that none of them names has no layer, and that is itself a violation.
 
 Rules, each over every import statement (at module level, inside functions, and under
 ``TYPE_CHECKING``):
@@ -25,7 +42,8 @@ Rules, each over every import statement (at module level, inside functions, and 
   one as ``module._x``;
 * **plugins**: a plugin's modules are imported by that plugin alone: the core, the kernels,
   the conformance suite, the tools and the other plugins know no plugin by module (they find
-  plugins through the registry and its hooks).
+  plugins through the registry and its hooks);
+* **undeclared**: every module has a layer in this contract.
 
 :func:`violations` returns every broken rule as a line that names the modules, the line and
 the rule; ``tests/test_import_contract.py`` runs it over the source tree.
@@ -39,23 +57,42 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-LAYERS = ("contract", "registry", "kernels", "rt", "plugins", "conformance", "tools")
+LAYERS = ("contract", "kernels", "rt", "query", "registry", "plugins", "conformance", "tools")
 
 #: The source folders and the packages they are installed as (pyproject's package-dir).
 ROOTS = {"core": "indexzoo", "native": "indexzoo.native", "plugins": "indexzoo.plugins",
          "conformance": "indexzoo.conformance"}
 
+#: Packages whose every module is of one layer (the most specific package wins).
+PACKAGE_LAYERS = (("indexzoo.tools", "tools"), ("indexzoo.conformance", "conformance"),
+                  ("indexzoo.plugins", "plugins"), ("indexzoo.query", "query"),
+                  ("indexzoo.native.rt", "rt"), ("indexzoo.native", "kernels"))
+
+#: The modules of the top-level package ``indexzoo`` (``core/*.py``) that form the contract.
+CONTRACT_MODULES = frozenset(f"indexzoo.{m}" for m in (
+    "archive", "base_schema", "columns", "config", "contract", "devices", "display",
+    "duplicate_keys", "envvars", "errors", "files", "flatten", "hooks", "hookspecs", "keys",
+    "metadata", "npyheader", "operations", "persist", "pipeline", "plugin_api", "presets",
+    "probes", "reading", "resources", "restore", "result_memory", "results", "schema",
+    "schema_paths", "schema_types", "sinks", "state", "text", "unflatten", "validation"))
+
+#: Top-level modules of the query layer: ``indexzoo.ssb``, the documented name of
+#: :mod:`indexzoo.query.ssb` (it re-exports it).
+QUERY_MODULES = frozenset({"indexzoo.ssb"})
+
 REGISTRY_MODULES = frozenset({"indexzoo", "indexzoo.registry", "indexzoo.join"})
 
 
-def layer(module: str) -> str:
-    """The layer of an ``indexzoo`` module."""
-    for prefix, name in (("indexzoo.tools", "tools"), ("indexzoo.conformance", "conformance"),
-                         ("indexzoo.plugins", "plugins"), ("indexzoo.native.rt", "rt"),
-                         ("indexzoo.native", "kernels")):
+def layer(module: str) -> str | None:
+    """The layer of an ``indexzoo`` module; None for a module the contract does not declare."""
+    for prefix, name in PACKAGE_LAYERS:
         if module == prefix or module.startswith(prefix + "."):
             return name
-    return "registry" if module in REGISTRY_MODULES else "contract"
+    for names, name in ((CONTRACT_MODULES, "contract"), (QUERY_MODULES, "query"),
+                        (REGISTRY_MODULES, "registry")):
+        if module in names:
+            return name
+    return None
 
 
 def plugin_of(module: str) -> str | None:
@@ -219,6 +256,9 @@ def violations(modules: Mapping[str, str], packages: Iterable[str]) -> list[str]
     rank = {name: i for i, name in enumerate(LAYERS)}
     names = frozenset(modules)
     for name, source in modules.items():
+        home_layer = layer(name)
+        if home_layer is None:
+            problems.append(f"module {name} has no layer in the import contract [undeclared]")
         imps, private = _facts(name, source, names, pkgs)
         for imp in imps:
             target = imp.target
@@ -226,8 +266,10 @@ def violations(modules: Mapping[str, str], packages: Iterable[str]) -> list[str]
                 continue
             graph[name].add(target)
             where = f"{name}:{imp.line}"
-            if rank[layer(target)] > rank[layer(name)]:
-                problems.append(f"{where} ({layer(name)}) imports {target} ({layer(target)}), a "
+            target_layer = layer(target)
+            if (home_layer is not None and target_layer is not None
+                    and rank[target_layer] > rank[home_layer]):
+                problems.append(f"{where} ({home_layer}) imports {target} ({target_layer}), a "
                                 f"higher layer [layers]")
             home, other = plugin_of(name), plugin_of(target)
             if other is not None and home != other:

@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from indexzoo import query_engine, ssb
-from indexzoo.query import floor_bytes
+from indexzoo import query_engine
+from indexzoo.query import floor_bytes, ssb
 from indexzoo.tools.ssb_bench import copy_bandwidth
 
 #: Per engine: the module whose helpers are timed, the helpers, and the prepared query's launches.

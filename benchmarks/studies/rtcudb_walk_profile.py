@@ -21,11 +21,10 @@ import numpy as np
 from rt_walk_profile import FIELDS, profile
 
 import indexzoo
-from indexzoo import ssb
 from indexzoo.native.rt.geometry import TRIANGLES
 from indexzoo.native.rt.trace import build_gas
 from indexzoo.plugins.rtcudb.engine import ORDERS, bvh_codes
-from indexzoo.query import plan
+from indexzoo.query import plan, ssb
 
 
 class _Rays:

@@ -50,7 +50,7 @@ import rtscan_workloads as wl
 
 import indexzoo
 from indexzoo.devices import to_device, to_numpy
-from indexzoo.native.scan import ITEMS, scan_bitmaps
+from indexzoo.plugins.fused_scan.kernels import ITEMS, scan_bitmaps
 from indexzoo.plugins.rtscan import StageTimes
 from indexzoo.tools.timing import synchronize, time_call
 

@@ -11,7 +11,7 @@ A table of ``d`` uniform uint32 columns (3 by default; the RTScan paper's unifor
   once and writing almost nothing: CuPy's (CUB's) max and sum reductions of each column and
   ``cupy.count_nonzero`` of the whole table. The fastest is the scan floor, in bytes/s; a
   scan that must read every row of every column can not beat it.
-* The fused scan (``indexzoo.native.scan``) with each warp body (1, 4, 8, 16 words per warp;
+* The fused scan (``indexzoo.plugins.fused_scan.kernels``) with each warp body (1, 4, 8, 16 words per warp;
   the column loop and the written-out body), one query per call, as the paper times
   RTScan: ``x_j < c_j`` at per-predicate selectivity 0.01 .. 0.9, and windows
   ``a_j <= x_j <= b_j`` of the same widths.
@@ -43,7 +43,7 @@ import rtscan_workloads as wl
 
 import indexzoo
 from indexzoo.devices import array_module, to_device, to_numpy
-from indexzoo.native.scan import ITEMS_CHOICES, scan_bitmaps
+from indexzoo.plugins.fused_scan.kernels import ITEMS_CHOICES, scan_bitmaps
 from indexzoo.tools.timing import synchronize, time_call
 
 SELECTIVITIES = (0.01, 0.1, 0.2, 0.5, 0.9)

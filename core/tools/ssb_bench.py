@@ -2,7 +2,7 @@
 DuckDB side by side.
 
 Per scale factor (default: 1 on the CPU, 10 and 20 on a GPU; ``--sf``) the flat table is
-generated (:mod:`indexzoo.ssb`), each engine prepares one view per query (the paper's BVH per
+generated (:mod:`indexzoo.query.ssb`), each engine prepares one view per query (the paper's BVH per
 query template; build time reported apart) and every answer, ORDER BY kept, is checked
 against DuckDB's. Then each query without ORDER BY (as the paper timed it) is timed
 ``--repeats`` times after warm-up runs (:data:`WARM_UP_SECONDS` of them, one at least: after
@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from indexzoo import query_engine, query_engines, ssb
-from indexzoo.query import QueryResult, Table, floor_bytes
+from indexzoo import query_engine, query_engines
+from indexzoo.query import QueryResult, Table, floor_bytes, ssb
 
 from .environment import environment
 

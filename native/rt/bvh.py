@@ -82,8 +82,8 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
+from indexzoo.errors import InvalidInput
 
 from ..targets import Kernel
 

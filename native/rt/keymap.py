@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
+from indexzoo.errors import InvalidInput
 
 __all__ = ["EXTENDED_OFFSET", "PART_LIMIT", "X_BITCAST", "X_LINEAR", "KeyCoder", "bits_float",
            "float_bits", "gaps_of_x", "point_of_x", "x_of_gap_above", "x_of_gap_below",

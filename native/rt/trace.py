@@ -63,9 +63,10 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo import Footprint, InvalidInput
+from indexzoo.contract import Footprint
 from indexzoo.devices import xp_of
 from indexzoo.envvars import CPU_SERIAL_BELOW_RAYS
+from indexzoo.errors import InvalidInput
 
 from ..targets import Kernel, Slot
 from .bvh import Bvh, build_bvh, refit, slab, slab_walk

@@ -4,12 +4,12 @@
 Paper -> code
 -------------
 * "Bulk-loaded via CUB DeviceRadixSort": :func:`indexzoo.native.sort.sort_pairs`, then
-  :func:`indexzoo.native.btree.build_btree` builds the leaves and every inner level bottom-up
+  :func:`indexzoo.plugins.btree.kernels.build_btree` builds the leaves and every inner level bottom-up
   with array operations (parallel on the GPU).
 * "Traverses in groups of 16 threads, using warp intrinsics for the in-node search": one lookup
   per group of ``node_width`` threads (8, 16 or 32; default 16); each lane reads one slot of
   the node, the group votes with ``ballot_sync`` and takes the first child whose largest key is
-  ``>= x`` (:mod:`indexzoo.native.btree_cuda`).
+  ``>= x`` (:mod:`indexzoo.plugins.btree.kernels_cuda`).
 * "Leaves are linked for range scans": ``leaf_next``; a range lookup descends to the lower bound
   of ``lo`` and scans leaves, one leaf per group step, while keys are ``<= hi`` (``sum``,
   ``rowids``).
@@ -48,49 +48,21 @@ Decisions
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
-from indexzoo.native import btree
-from indexzoo.native.btree_schema import tree_schema
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.sort import sort_pairs
-from indexzoo.native.targets import KernelParams, Slot, one_per_item, values_arg
+from indexzoo.native.targets import Slot, one_per_item, values_arg
 from indexzoo.persist import StateSchema, Value
 
+from . import kernels as btree
+from .params import BTreeParams
+from .saved import tree_schema
+
 __all__ = ["BTreeIndex", "BTreeState"]
-
-
-class BTreeParams(KernelParams):
-    """Parameters of ``btree``."""
-
-    node_width: Literal[8, 16, 32] = Field(
-        default=16, description="Slots per node, and threads searching one node together."
-    )
-    cooperative: bool = Field(
-        default=False,
-        description="On the GPU, search each node with a group of node_width threads (the "
-                    "paper's traversal). False (the default) runs one thread per lookup, a "
-                    "binary search in each node reading keys only, which is faster on GPUs "
-                    "where the group's node search is issue-bound; True keeps the paper's "
-                    "groups.",
-    )
-    leaf_fill: Literal[0.5, 1.0] = Field(  # type: ignore[valid-type]  # float Literal: pydantic
-        default=1.0, description="Share of each leaf's slots filled by the bulk load."
-    )
-    leaf_layout: Literal["split", "interleaved", "paired"] = Field(
-        default="split",
-        description="Where a leaf's rowIDs lie: 'split' (the default), separate key and rowID "
-                    "arrays; 'interleaved', one record per leaf, its B keys then their B "
-                    "rowIDs (the rowID in the line after the keys' line); 'paired', (key, "
-                    "rowID) side by side (the rowID in the sector of its key, which the leaf "
-                    "search has already read). Records widen keys and rowIDs to the wider "
-                    "dtype, so they take more memory; choose 'paired' for faster point "
-                    "lookups when memory allows.",
-    )
 
 
 class BTreeState(BuildState):
@@ -107,9 +79,12 @@ class BTreeIndex(GpuIndex[BTreeState]):
     Params: ClassVar[type[IndexParams]] = BTreeParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"
+    #: 2: the kernels moved from indexzoo.native into this plugin, and a saved file names its
+    #: records (BTree) by module, so files of version 1 are built again
+    state_version: ClassVar[int] = 2
     #: a point lookup q is the range [q, q]: the descent to the first key >= q serves both
     points_as_ranges: ClassVar[bool] = True
-    #: the tree, its links made again from n and the params (see native/btree_schema.py)
+    #: the tree, its links made again from n and the params (see plugins/btree/saved.py)
     state_schema: ClassVar[StateSchema] = StateSchema(tree_schema("tree"),
                                                       Value("peak", int, at_least=0))
     params: BTreeParams
@@ -136,7 +111,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
         return btree.operations(self.params.leaf_layout)
 
     def _launch(self, name: str, q: int, *args: Any) -> None:
-        """Run a tree operation (a field of :class:`~indexzoo.native.btree.Operations`): one
+        """Run a tree operation (a field of :class:`~indexzoo.plugins.btree.kernels.Operations`): one
         thread per lookup on the CPU, a group of ``node_width`` threads on the GPU if
         ``cooperative``."""
         op = getattr(self._ops, name)

@@ -1,89 +1,21 @@
-"""Plugin ``fused-scan``: no index at all, a fused full scan of the key columns per lookup.
+"""Plugin ``fused-scan``: no index at all, one fused full scan of the key columns per lookup
+(the CUDA-core baseline of RTScan's paper; Crystal's fused selection kernels).
 
-The CUDA-core baseline of RTScan's paper and of a GPU database's selection (Crystal's fused
-kernels): every lookup reads every row of every column once, tests its conjunction of range
-predicates and writes one packed bitmap (:mod:`indexzoo.native.scan`). Registered as an index
-so that it answers through the same contract as the indexes it is compared with, in
-``indexzoo bench`` and in the benchmark scripts, and is certified by the same suite.
+Paper -> code: :mod:`.index` (the index: build is a copy, a lookup is a scan),
+:mod:`.kernels` (Crystal's items-per-thread scan: one pass over every column, one packed bitmap
+per lookup, CPU and GPU), :mod:`.params` (the GPU body: items per lane, unrolling).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import Field
-
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, Operation
 from indexzoo.hookspecs import hookimpl
-from indexzoo.native.scan import bind_scan, scan_bitmaps
-from indexzoo.native.targets import KernelParams
-from indexzoo.persist import Array, StateSchema
+
+from .index import FusedScanIndex
+from .params import FusedScanParams
 
 __all__ = ["FusedScanIndex", "FusedScanParams"]
-
-
-class FusedScanParams(KernelParams):
-    """The GPU body of the scan (the CPU runs one thread per output word either way). The
-    defaults are the fastest body measured against a plain read of the same columns
-    (``docs/plugins/fused-scan.md``)."""
-
-    threads_per_block: int = Field(
-        default=128, ge=32, le=1024, multiple_of=32,
-        description="CUDA threads per block of the scan (ignored on the CPU).")
-    items: Literal[1, 2, 4, 8, 16] = Field(
-        default=4, description="Output words per warp: each lane holds this many rows of "
-        "each column, their loads in flight together (1: one row per lane).")
-    unroll: bool = Field(
-        default=True, description="With up to four columns, a body written out for the "
-        "column count: every column's loads first, no early exit (more loads in flight, "
-        "nothing skipped); else a loop over the columns that stops once every row of a lane "
-        "has failed.")
-
-
-class ScanState(BuildState):
-    keys: Any  # (N, d) native keys, Fortran order
-
-
-class FusedScanIndex(GpuIndex[ScanState]):
-    """Full scan per lookup: one fused kernel tests every row of every column and writes a
-    bitmap (the CUDA-core peer of RTScan; Crystal-style selection). No build work but a copy."""
-
-    name: ClassVar[str] = "fused-scan"
-    Params: ClassVar[type[FusedScanParams]] = FusedScanParams
-    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=64)
-    plugin_api: ClassVar[str] = "2.0"
-    #: the columns the scan reads: n rows of ``dims`` native keys
-    state_schema: ClassVar[StateSchema] = StateSchema(
-        Array("keys", dtype="native", shape=("n", "dims")))
-    params: FusedScanParams
-
-    def _build(self, st: ScanState, keys: Any) -> None:
-        st.keys = keys
-
-    def _footprint(self, st: ScanState) -> Footprint:
-        return Footprint(breakdown={"keys": int(st.keys.nbytes)},
-                         peak_build_bytes=int(st.keys.nbytes))
-
-    def _range_bitmap(self, st: ScanState, lo: Any, hi: Any) -> Any:
-        p = self.params
-        if self.device == "cpu":
-            return scan_bitmaps(st.keys, lo, hi, device="cpu",
-                                threads_per_block=p.threads_per_block)
-        return scan_bitmaps(st.keys, lo, hi, device=self.device, items=p.items,
-                            unroll=p.unroll, threads_per_block=p.threads_per_block)
-
-    def _prepared_range(self, st: ScanState, op: Operation) -> Callable[[Any, Any], Any] | None:
-        """GPU bitmaps with the columns bound into the launch: a call allocates the bitmaps
-        and launches (the CPU calls the hook)."""
-        if op.out != "bitmap" or self.device == "cpu":
-            return None
-        p = self.params
-        return bind_scan(st.keys, items=p.items, unroll=p.unroll,
-                         threads_per_block=p.threads_per_block)
-
-    def _point_bitmap(self, st: ScanState, q: Any) -> Any:
-        return self._range_bitmap(st, q, q)
 
 
 @hookimpl

@@ -1,6 +1,20 @@
 """Plugin family ``lightweight``: the five schemes of "Is Binary Search Really All You Need?"
 as presets (``ao-bs``, ``eo-bs``, ``ao-pb-bs``, ``eo-ks``, ``ao-pb-ks``) and ``lightweight``
-with every option; :func:`recommend` is the paper's decision tree."""
+with every option; :func:`recommend` is the paper's decision tree.
+
+Paper -> code:
+
+* §3.1-3.5, the layouts: ascending order is the sorted array itself, K-ary Eytzinger order in
+  :mod:`.eytzinger`, the pivot buffer in :mod:`.pivots`; a build's shape from its options in
+  :mod:`.layout`;
+* §3.1-3.4, the searches (binary, K-ary) one thread at a time, and the records handed to the
+  kernels: :mod:`.search`; the operations both devices run: :mod:`.kernels`;
+* §3.4 and §4, the cooperative K-ary search and the driver's optimisations (scheduling, lookup
+  registers, pinning, reordering): :mod:`.kernels_cuda`; what it reads off the GPU:
+  :mod:`.hardware`;
+* the options and the five schemes' presets: :mod:`.params`; the index: :mod:`.index`;
+* §6.1, the decision tree: :mod:`.recommend`; the saved form: :mod:`.saved`.
+"""
 
 from __future__ import annotations
 

@@ -6,15 +6,15 @@ Paper -> code
 -------------
 * Build [§3.5]: radix sort of (key, rowID) pairs (:func:`indexzoo.native.sort.sort_pairs`, CUB
   radix sort through CuPy), then one gather kernel with one thread per output slot whose source
-  position is computed in closed form: EO (:data:`indexzoo.native.eytzinger.EO_GATHER`) and the
-  pivot buffer (:data:`indexzoo.native.pivots.PB_GATHER`). AO is the sorted array itself (AoS:
+  position is computed in closed form: EO (:data:`indexzoo.plugins.lightweight.eytzinger.EO_GATHER`) and the
+  pivot buffer (:data:`indexzoo.plugins.lightweight.pivots.PB_GATHER`). AO is the sorted array itself (AoS:
   interleaved by one strided copy).
 * M1 AO+BS [§3.1]: the offset-based back-to-front binary search of Listing 1
   (``ao_bs_search``), with the step halved on every iteration (as printed it loops forever for
   n = 2^k). M2 EO+BS [§3.2]: binary Eytzinger with the leading empty slot, early exit on a
   match. M3 AO+PB+BS [§3.3]: binary pivot buffer, then binary search in the chunk. M4 EO+KS and
   M5 AO+PB+KS [§3.4]: K-ary nodes searched by groups of K-1 threads voting with ``ballot_sync``
-  (:mod:`indexzoo.native.lightweight_cuda`); the CPU runs one-thread twins with the same results.
+  (:mod:`indexzoo.plugins.lightweight.kernels_cuda`); the CPU runs one-thread twins with the same results.
 * Ranges: AO/PB find the lower bound of ``lo`` and scan; EO runs the paper's level-scan algorithm
   (``eo_scan``); ``multi_thread_scan`` is §5.7's warp switch (the cooperative bodies of
   ``RUN_SUM``/``RUN_FILL``/``EO_SCAN_SUM``/``EO_SCAN_FILL``, run with ``group=WARP``).
@@ -25,10 +25,10 @@ Paper -> code
 
 Kernels and records
 -------------------
-``_build`` fills the state with three things the lookups hand to :mod:`indexzoo.native.lightweight`
-unchanged: the :class:`~indexzoo.native.lightweight_search.LayoutRecord` (the arrays and shapes,
-one kernel argument), the :class:`~indexzoo.native.lightweight_search.PinRecord` (the driver's
-pinning) and the :class:`~indexzoo.native.lightweight_search.DriverPlan` (scheme, group, R,
+``_build`` fills the state with three things the lookups hand to :mod:`indexzoo.plugins.lightweight.kernels`
+unchanged: the :class:`~indexzoo.plugins.lightweight.search.LayoutRecord` (the arrays and shapes,
+one kernel argument), the :class:`~indexzoo.plugins.lightweight.search.PinRecord` (the driver's
+pinning) and the :class:`~indexzoo.plugins.lightweight.search.DriverPlan` (scheme, group, R,
 reordering, grid cap).
 Every lookup is one device-agnostic call: ``lw.locate(device, plan, layout, pins, q, out, miss,
 mode)`` (the CPU twin or the GPU driver) and the scans ``OP(device, n, layout, ...,
@@ -78,17 +78,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
-from indexzoo.native import lightweight as lw
 from indexzoo.native.csr import offsets_from_counts
-from indexzoo.native.eytzinger import EO_GATHER
-from indexzoo.native.pivots import PivotPlan
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot, one_per_item, values_arg
 from indexzoo.persist import StateSchema
 
+from . import kernels as lw
+from .eytzinger import EO_GATHER
 from .hardware import hardware
 from .layout import layout_shape, pivot_buffer
 from .params import PRESET_PARAMS, LightweightParams, preset_params
+from .pivots import PivotPlan
 from .saved import LIGHTWEIGHT_SCHEMA
 
 __all__ = ["PRESETS", "AoBs", "AoPbBs", "AoPbKs", "EoBs", "EoKs", "LightweightIndex"]
@@ -118,6 +118,10 @@ class LightweightIndex(GpuIndex[LightweightState]):
     Params: ClassVar[type[IndexParams]] = LightweightParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"
+    #: 2: the kernels moved from indexzoo.native into this plugin, and a saved file names its
+    #: records (LayoutRecord, PinRecord, DriverPlan, PivotPlan) by module, so files of
+    #: version 1 are built again
+    state_version: ClassVar[int] = 2
     #: a point lookup q is the range [q, q], but for rowid (one search for the key itself)
     points_as_ranges: ClassVar[bool] = True
     #: the layout, exactly what its options make for n keys (see saved.py)
@@ -216,7 +220,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
 
     # -------------------------------------------------------------- locating
     def _locate(self, st: LightweightState, x: Any, mode: np.int64, dtype: Any) -> Any:
-        """The scheme's locate result for every key of ``x`` (see native/lightweight.py)."""
+        """The scheme's locate result for every key of ``x`` (see plugins/lightweight/kernels.py)."""
         out = st.xp.empty(x.shape[0], dtype=dtype)
         lw.locate(self.device, st.plan, st.layout, st.pins, x, out, st.miss, mode)
         return out

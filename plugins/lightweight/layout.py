@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from indexzoo.devices import xp_of
-from indexzoo.native.eytzinger import eo_shape
-from indexzoo.native.pivots import PB_GATHER, PivotPlan, chunk_for_levels, full_chunk, pb_plan
 
+from .eytzinger import eo_shape
 from .params import LightweightParams
+from .pivots import PB_GATHER, PivotPlan, chunk_for_levels, full_chunk, pb_plan
 
 __all__ = ["CACHE_LINE_BYTES", "LayoutShape", "layout_shape", "pivot_buffer"]
 

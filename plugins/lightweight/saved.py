@@ -18,13 +18,13 @@ import numpy as np
 import pydantic
 
 from indexzoo.devices import xp_of
-from indexzoo.native.eytzinger import EO_GATHER
-from indexzoo.native.lightweight import DriverPlan, PinRecord
-from indexzoo.native.pivots import PivotPlan
 from indexzoo.persist import Array, Check, Nested, Scope, StateSchema, Value, view_at
 
+from .eytzinger import EO_GATHER
+from .kernels import DriverPlan, PinRecord
 from .layout import LayoutShape, layout_shape, pivot_buffer
 from .params import LightweightParams
+from .pivots import PivotPlan
 
 __all__ = ["LIGHTWEIGHT_SCHEMA"]
 

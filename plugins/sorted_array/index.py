@@ -7,7 +7,7 @@ Paper -> code
   pairs with CuPy's argsort (CUB radix sort) on the GPU, NumPy's stable sort on the CPU.
   Stored: sorted keys and the sorted original offsets (= rowIDs), as in the artifact.
 * "Naive binary search": :func:`indexzoo.native.search.lower_bound`, one thread per lookup,
-  one numba source compiled for both devices (:mod:`indexzoo.native.sorted_lookup`).
+  one numba source compiled for both devices (:mod:`indexzoo.plugins.sorted_array.kernels`).
 * "Range lookups find the lower bound and then scan": ``range_bounds`` finds the lower bound
   of ``lo``; ``sum`` and ``rowids`` then scan the run of matches.
 
@@ -30,17 +30,15 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
-from indexzoo.native import sorted_lookup as k
 from indexzoo.native.csr import gather_runs
 from indexzoo.native.sort import SortedPairs, pairs_schema, sort_pairs
-from indexzoo.native.targets import KernelParams, Slot, one_per_item, values_arg
+from indexzoo.native.targets import Slot, one_per_item, values_arg
 from indexzoo.persist import StateSchema
 
+from . import kernels as k
+from .params import SortedArrayParams
+
 __all__ = ["SortedArrayIndex", "SortedArrayState"]
-
-
-class SortedArrayParams(KernelParams):
-    """Parameters of ``sorted-array``."""
 
 
 class SortedArrayState(BuildState):

@@ -6,11 +6,11 @@ Paper / WarpCore -> code
 ------------------------
 * "Cooperative probing: a group of threads probes neighbouring slots" (group size 8 in both
   papers): ``group_size`` G in {1, 2, 4, 8, 16, 32}; a window of G slots is read by G adjacent
-  threads, which vote with ``ballot_sync`` (:mod:`indexzoo.native.hashing_cuda`).
+  threads, which vote with ``ballot_sync`` (:mod:`indexzoo.plugins.warpcore_hash.kernels_cuda`).
 * "Target load factor 0.8": ``load_factor``; the table has ``next_prime(k / (lf * G))``
   windows for ``k`` pairs (or, after a move, distinct keys; see below), so the realised load
   factor of unique keys is just under the target.
-* Windows advance by double hashing (:mod:`indexzoo.native.hashing`): MurmurHash3's fmix64;
+* Windows advance by double hashing (:mod:`indexzoo.plugins.warpcore_hash.kernels`): MurmurHash3's fmix64;
   its upper half picks the first window, its lower half the step, both by multiply-shift range
   reduction; a prime number of windows makes every step visit all.
 * Multi-value: the table holds each distinct key once with one value word: the rowID of a key
@@ -79,10 +79,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field
 
 from indexzoo import (
     BuildState,
@@ -93,17 +92,17 @@ from indexzoo import (
     InvalidInput,
     Operation,
 )
-from indexzoo.native import hashing
 from indexzoo.native.csr import offsets_from_counts
 from indexzoo.native.targets import (
     DEFAULT_THREADS_PER_BLOCK,
-    KernelParams,
     Slot,
     one_per_item,
     values_arg,
 )
 from indexzoo.persist import StateSchema
 
+from . import kernels as hashing
+from .params import WarpcoreHashParams
 from .saved import hash_schema
 
 __all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_table",
@@ -119,32 +118,9 @@ NARROW_VALUE_WORDS = 1 << 31
 RUN_HEADER = hashing.RUN_ROWS
 
 
-class WarpcoreHashParams(KernelParams):
-    """Parameters of ``warpcore-hash``."""
-
-    group_size: Literal[1, 2, 4, 8, 16, 32] = Field(
-        default=4, description="Threads probing one key together (slots per window). 4 (the "
-                               "default) issues fewer instructions per lookup, which is faster "
-                               "where most lookups end in their first window; 8 is both "
-                               "papers' setting."
-    )
-    load_factor: float = Field(
-        default=0.8, ge=0.05, le=0.95,
-        description="Target share of occupied slots: the table has keys / load_factor slots "
-                    "(pairs in the first build pass, distinct keys after a move).",
-    )
-    layout: Literal["soa", "aos"] = Field(
-        default="aos",
-        description="aos (the default, WarpCore's): (key, value) pairs in one array, so a hit "
-                    "reads and an insert writes one sector, which is faster for lookups and "
-                    "builds; soa: keys and value words in two arrays, less memory for uint64 "
-                    "keys with uint32 value words.",
-    )
-
-
 @dataclass(frozen=True, eq=False)
 class HashTable:
-    """A built table (see :mod:`indexzoo.native.hashing` for the layout)."""
+    """A built table (see :mod:`indexzoo.plugins.warpcore_hash.kernels` for the layout)."""
 
     tkeys: Any          # key slots (the whole aos array, read with stride 2)
     tvals: Any          # value words (a view of the aos array from its second word)

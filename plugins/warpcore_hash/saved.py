@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from indexzoo.devices import xp_of
-from indexzoo.native.hashing import RUN_COUNT, RUN_ROWS, next_prime, value_flag
 from indexzoo.persist import Array, Check, Nested, Scope, StateSchema, Value, view_at
+
+from .kernels import RUN_COUNT, RUN_ROWS, next_prime, value_flag
 
 __all__ = ["hash_schema"]
 

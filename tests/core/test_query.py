@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import indexzoo
-from indexzoo import ConfigError, InvalidInput, Unsupported, ssb
+from indexzoo import ConfigError, InvalidInput, Unsupported
 from indexzoo import query as q
+from indexzoo.query import ssb
 
 
 def small() -> dict[str, np.ndarray]:

@@ -94,7 +94,7 @@ def test_aggregates_over_no_row_are_null_and_the_query_answers_one_row(device: s
 
 
 def test_ssb_q11_of_a_year_without_orders_answers_null() -> None:
-    from indexzoo import ssb
+    from indexzoo.query import ssb
 
     table = ssb.generate(0.001, seed=1)
     spec = q.Query(where=[q.col("d_year").eq(1999)],

@@ -12,8 +12,9 @@ import pytest
 from support.query_edges import draw_query, draw_table
 
 import indexzoo
-from indexzoo import Unsupported, ssb
+from indexzoo import Unsupported
 from indexzoo import query as q
+from indexzoo.query import ssb
 
 pytest.importorskip("sqlglot")
 

@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from indexzoo import InvalidInput, ssb
+from indexzoo import InvalidInput
+from indexzoo.query import ssb
 
 SF = 0.05
 
@@ -54,7 +55,7 @@ def test_the_specifications_selectivity_is_the_papers_table_1(name: str) -> None
 
 
 def test_q43_in_table_1_leaves_out_the_c_region_factor() -> None:
-    """[AMBIG] documented in indexzoo.ssb: Table 1's 0.04 % is Q4.3 without c_region."""
+    """[AMBIG] documented in indexzoo.query.ssb: Table 1's 0.04 % is Q4.3 without c_region."""
     assert ssb.EXPECTED["q4.3"] * 5 == pytest.approx(ssb.PAPER_SELECTIVITY["q4.3"], rel=0.1)
 
 

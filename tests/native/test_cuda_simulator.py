@@ -10,7 +10,7 @@ from support.helpers import agrees_in_the_simulator
 
 SCRIPT = textwrap.dedent("""
     import numpy as np
-    from indexzoo.native import sorted_lookup as k
+    from indexzoo.plugins.sorted_array import kernels as k
     from indexzoo.native.csr import GATHER_RUNS, offsets_from_counts
 
     rng = np.random.default_rng(5)
@@ -118,7 +118,7 @@ HASH_SCRIPT = textwrap.dedent('''
     from numba import cuda
     from numba.cuda.simulator import kernelapi
 
-    from indexzoo.native import hashing
+    from indexzoo.plugins.warpcore_hash import kernels as hashing
     from indexzoo.native.csr import offsets_from_counts
     from indexzoo.plugins.warpcore_hash.index import build_table
 

@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent("""
     from support import cudasim_warp
     cudasim_warp.install()
     import numpy as np
-    from indexzoo.native import btree
+    from indexzoo.plugins.btree import kernels as btree
     from indexzoo.native.csr import offsets_from_counts
     from indexzoo.native.sort import sort_pairs
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from indexzoo.native.eytzinger import (
+from indexzoo.plugins.lightweight.eytzinger import (
     EO_GATHER,
     eo_layout,
     eo_reference,
@@ -20,7 +20,7 @@ from indexzoo.native.eytzinger import (
     eo_source,
     eo_sources,
 )
-from indexzoo.native.pivots import (
+from indexzoo.plugins.lightweight.pivots import (
     PB_GATHER,
     chunk_for_levels,
     full_chunk,

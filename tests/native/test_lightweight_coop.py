@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     cudasim_warp.install()
     import numpy as np
     import indexzoo
-    from indexzoo.native import lightweight as lw
+    from indexzoo.plugins.lightweight import kernels as lw
     from indexzoo.native.csr import offsets_from_counts
     from indexzoo.native.targets import Slot
 

@@ -1,4 +1,4 @@
-"""The fused scan (``indexzoo.native.scan``), RTScan's CUDA-core peer: one pass over d columns
+"""The fused scan (``indexzoo.plugins.fused_scan.kernels``), RTScan's CUDA-core peer: one pass over d columns
 writes each query's packed bitmap; the same bits as NumPy for every row count around a word,
 both key widths, empty and full ranges; the warp bodies (four words per warp, and the earlier
 one word per warp) agree with the scalar body under numba's CUDA simulator."""
@@ -15,7 +15,7 @@ import pytest
 from support.helpers import agrees_in_the_simulator
 
 from indexzoo import InvalidInput
-from indexzoo.native.scan import scan_bitmap, scan_bitmaps
+from indexzoo.plugins.fused_scan.kernels import scan_bitmap, scan_bitmaps
 
 
 def reference(cols: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -83,7 +83,7 @@ SCRIPT = textwrap.dedent("""
     from support import cudasim_warp
     cudasim_warp.install()
     import numpy as np
-    from indexzoo.native.scan import bind_scan, scan_bitmaps
+    from indexzoo.plugins.fused_scan.kernels import bind_scan, scan_bitmaps
 
     empty = np.empty
 

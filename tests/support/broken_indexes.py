@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from indexzoo import InvalidInput
-from indexzoo.native import sorted_lookup as k
 from indexzoo.native.sort import SortedPairs
 from indexzoo.native.targets import values_arg
 from indexzoo.plugins.sorted_array import SortedArrayIndex
+from indexzoo.plugins.sorted_array import kernels as k
 
 
 def _minus_one(hi: Any) -> Any:

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from indexzoo import Footprint
+from indexzoo.contract import Footprint
 from indexzoo.errors import InvalidInput
 
 from ..geometry import AABBS, SPHERES, TRIANGLES

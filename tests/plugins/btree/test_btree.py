@@ -17,8 +17,8 @@ import indexzoo
 from indexzoo import OUT_MODES
 from indexzoo.conformance import ConformanceSuite
 from indexzoo.devices import to_numpy
-from indexzoo.native import btree
-from indexzoo.native.btree import build_btree
+from indexzoo.plugins.btree import kernels as btree
+from indexzoo.plugins.btree.kernels import build_btree
 
 
 def _workload(dtype: type, n: int, seed: int) -> tuple[np.ndarray, ...]:
@@ -245,7 +245,7 @@ SIM_SCRIPT = textwrap.dedent("""
     from support import cudasim_warp
     cudasim_warp.install()
     import numpy as np
-    from indexzoo.native import btree
+    from indexzoo.plugins.btree import kernels as btree
     from indexzoo.native.csr import offsets_from_counts
     from indexzoo.native.sort import sort_pairs
 

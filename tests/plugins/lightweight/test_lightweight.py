@@ -211,7 +211,7 @@ class TestRecommend:
 
 SIMULATOR = textwrap.dedent("""
     import numpy as np, indexzoo
-    from indexzoo.native import lightweight as lw
+    from indexzoo.plugins.lightweight import kernels as lw
     rng = np.random.default_rng(3)
     configs = [("dynamic", 1, "none", "none", "soa"), ("static", 2, "double", "steps", "aos"),
                ("dynamic", 4, "none", "none", "aos"), ("dynamic", 2, "single", "full", "soa"),

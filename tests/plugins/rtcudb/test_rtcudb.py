@@ -14,8 +14,8 @@ from support.helpers import agrees_in_the_simulator
 
 import indexzoo
 from indexzoo import query as q
-from indexzoo import ssb
 from indexzoo.plugins.rtcudb import BijectionEncoder, GroupDictionary, Packer, attribute_order
+from indexzoo.query import ssb
 
 ENGINES = ["crystal", "rtcudb", "rtcudb-sorted", "rtcudb-split", "rtcudb-per-operator"]
 FLIGHTS = {f: [n for n in ssb.QUERIES if n.startswith(f"q{f}")] for f in "1234"}

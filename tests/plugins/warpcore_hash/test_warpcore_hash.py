@@ -16,12 +16,12 @@ from support.helpers import assert_matches, reference
 
 import indexzoo
 from indexzoo import OUT_MODES, Unsupported
-from indexzoo.native.hashing import next_prime, probe_start
 from indexzoo.plugins.warpcore_hash.index import (
     REHASH_MIN_MULTIPLICITY,
     next_prime_windows,
     value_word_dtype,
 )
+from indexzoo.plugins.warpcore_hash.kernels import next_prime, probe_start
 
 GROUPS = [1, 2, 4, 8, 16, 32]
 

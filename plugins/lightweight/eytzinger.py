@@ -51,7 +51,7 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import register_jitable
 
-from .targets import Kernel
+from indexzoo.native.targets import Kernel
 
 __all__ = ["EO_GATHER", "eo_gather_item", "eo_layout", "eo_reference", "eo_shape", "eo_source",
            "eo_sources"]

@@ -1,4 +1,4 @@
-"""The saved form of a :class:`~indexzoo.native.btree.BTree`, as a plugin's ``state_schema``
+"""The saved form of a :class:`~indexzoo.plugins.btree.kernels.BTree`, as a plugin's ``state_schema``
 declares it (:func:`tree_schema`).
 
 A bulk-loaded tree's links are fixed by ``n``, the node width and the leaf fill: every leaf
@@ -20,7 +20,7 @@ import numpy as np
 from indexzoo.devices import xp_of
 from indexzoo.persist import Array, Check, Nested, Scope, Value
 
-from .btree import LEAF_LAYOUTS, block_counts, leaf_fill_count, padded_blocks
+from .kernels import LEAF_LAYOUTS, block_counts, leaf_fill_count, padded_blocks
 
 __all__ = ["tree_schema"]
 
@@ -130,7 +130,7 @@ def _check_entries(scope: Scope, t: Any, keys: Any, rowids: Any, leaf_keys: Any,
 
 
 def tree_schema(prefix: str) -> Nested:
-    """The saved :class:`~indexzoo.native.btree.BTree` at ``prefix`` of a state (see the module
+    """The saved :class:`~indexzoo.plugins.btree.kernels.BTree` at ``prefix`` of a state (see the module
     docstring); the params are the ``btree`` plugin's (``node_width``, ``leaf_fill``,
     ``leaf_layout``)."""
     return Nested(

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import register_jitable
 
-from .search import lower_bound, range_bounds
-from .targets import Kernel
+from indexzoo.native.search import lower_bound, range_bounds
+from indexzoo.native.targets import Kernel
 
 __all__ = ["BOUNDS", "COUNT", "POINT_ROWID", "RANGE_ROWID", "SUM"]
 

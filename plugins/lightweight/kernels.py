@@ -2,8 +2,8 @@
 Really All You Need?"): the range scans and the operations an index calls.
 
 The records the kernels read, the names of the locate modes and the one-thread searches (the
-CPU, and the binary schemes on the GPU) are in ``lightweight_search.py``, shared with the GPU
-side (``lightweight_cuda.py``); this module re-exports them.
+CPU, and the binary schemes on the GPU) are in ``search.py``, shared with the GPU
+side (``kernels_cuda.py``); this module re-exports them.
 
 Operations
 ----------
@@ -11,7 +11,7 @@ What an index calls: each takes the device, so the caller never picks a kernel p
 
 * :func:`locate` ``(device, plan, lay, pins, q, out, miss, mode)``: on the CPU the scheme's
   one-thread twin (:data:`LOCATE`, one thread per lookup; pinning and the plan's GPU options
-  change nothing), on the GPU the block kernel of ``lightweight_cuda.drive`` configured by the
+  change nothing), on the GPU the block kernel of ``kernels_cuda.drive`` configured by the
   :class:`DriverPlan` (scheduling, lookups per thread, pinning, reordering, groups of K-1
   threads for the K-ary schemes).
 * :data:`RUN_SUM`, :data:`RUN_FILL` (sorted runs of AO/PB) and :data:`EO_SCAN_SUM`,
@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from .lightweight_search import (
+from indexzoo.native.targets import GroupKernel, Kernel
+
+from .search import (
     FIRST,
     NO_PINNING,
     NO_REORDER,
@@ -54,7 +56,6 @@ from .lightweight_search import (
     pb_bs_locate,
     pb_ks_locate,
 )
-from .targets import GroupKernel, Kernel
 
 __all__ = [
     "EO_SCAN_FILL",
@@ -106,9 +107,9 @@ _NO_PIN: dict[str, np.ndarray] = {}
 
 
 def _cuda() -> Any:
-    from . import lightweight_cuda  # imports numba.cuda: only on the GPU path
+    from . import kernels_cuda  # imports numba.cuda: only on the GPU path
 
-    return lightweight_cuda
+    return kernels_cuda
 
 
 def locate(device: str, plan: DriverPlan, lay: LayoutRecord, pins: PinRecord, q: Any, out: Any,
@@ -218,7 +219,7 @@ def _whole_warps(n: int, group: int) -> int:
 
 
 # One thread per range on the CPU and with group=1; with a larger group the GPU runs §5.7's
-# multi-threaded scan (lightweight_cuda: the same arguments, the ranges counted from an array).
+# multi-threaded scan (kernels_cuda: the same arguments, the ranges counted from an array).
 RUN_SUM = GroupKernel(run_sum_item, lambda: _cuda().run_sum_warp, threads=_whole_warps)
 RUN_FILL = GroupKernel(run_fill_item, lambda: _cuda().run_fill_warp, threads=_whole_warps)
 EO_SCAN_SUM = GroupKernel(eo_scan_sum_item, lambda: _cuda().eo_scan_sum_warp,

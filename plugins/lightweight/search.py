@@ -1,8 +1,8 @@
 """The lightweight family's records and one-thread searches, shared by the CPU twins and the
-operations (``lightweight.py``) and the GPU driver (``lightweight_cuda.py``): the names of the
+operations (``kernels.py``) and the GPU driver (``kernels_cuda.py``): the names of the
 locate modes and of the driver's options, the records a build hands to the kernels, the key
 readers that see pinned keys, every scheme's locate function and :data:`SCHEMES`. It imports
-neither of the two, so the GPU module never imports ``lightweight.py``.
+neither of the two, so the GPU module never imports ``kernels.py``.
 
 Records
 -------
@@ -20,7 +20,7 @@ empty array on the CPU) holds the pinned keys, :class:`PinRecord` says which (``
 Locate
 ------
 Each scheme has a *locate* function with one signature (so the GPU driver in
-``lightweight_cuda.py`` can be generated for any of them)::
+``kernels_cuda.py`` can be generated for any of them)::
 
     locate(x, lane, mask, shift, mode, lay, pin, pins) -> int64
 
@@ -28,7 +28,7 @@ Each scheme has a *locate* function with one signature (so the GPU driver in
 position of the first key ``>= x`` (``n`` if none), which makes a range ``[lo, hi]`` the sorted
 positions ``rank(lo) .. rank(hi + 1) - 1``. :data:`FIRST`: the rowID of the first key ``>= x``,
 or :data:`NOT_FOUND`. ``lane/mask/shift`` are unused here (one thread per lookup); the
-cooperative K-ary versions in ``lightweight_cuda.py`` take them.
+cooperative K-ary versions in ``kernels_cuda.py`` take them.
 """
 
 from __future__ import annotations

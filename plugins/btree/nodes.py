@@ -1,6 +1,6 @@
 """Where a B+-tree's keys and rowIDs lie and how one node is searched: the leaf layouts and the
 in-node search, as scalar functions that the CPU twin and the one-thread GPU descent
-(``btree.py``) and the cooperative GPU kernels (``btree_cuda.py``) all compile in. It imports
+(``kernels.py``) and the cooperative GPU kernels (``kernels_cuda.py``) all compile in. It imports
 neither of them, so the GPU module never imports the CPU one.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from .search import bisect
+from indexzoo.native.search import bisect
 
 __all__ = ["LEAF_LAYOUTS", "first_slot", "first_slot_strided", "leaf_indexing"]
 

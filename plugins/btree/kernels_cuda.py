@@ -1,11 +1,11 @@
-"""Cooperative GPU search of the bulk-loaded B+-tree (layout and CPU twin: ``btree.py``; the
-leaf layouts' indexing: ``btree_nodes.py``).
+"""Cooperative GPU search of the bulk-loaded B+-tree (layout and CPU twin: ``kernels.py``; the
+leaf layouts' indexing: ``nodes.py``).
 
 One lookup per group of B threads (B = node width, 8, 16 or 32): in every node lane ``l``
 reads slot ``l`` (its pivot and its child reference in one coalesced step), the group votes on
 "pivot >= x", and the first such lane's child is shared with ``shfl_sync``. Leaves are scanned
 the same way, one leaf per step, following the leaf links. Thread ``th`` serves lookup
-``th // B`` as lane ``th % B``: these are the cooperative bodies of ``btree.py``'s
+``th // B`` as lane ``th % B``: these are the cooperative bodies of ``kernels.py``'s
 :class:`~indexzoo.native.targets.GroupKernel` operations (run with ``group=B``), one set per
 leaf layout (:func:`group_operations`; lane ``l`` reads slot ``l`` of a leaf wherever the
 layout puts it: ``interleaved`` keeps a leaf's keys contiguous, ``paired`` spreads them over
@@ -21,8 +21,9 @@ import numpy as np
 from numba import cuda
 from numba.extending import register_jitable
 
-from .btree_nodes import leaf_indexing
-from .coop import group_of, group_sum, vote
+from indexzoo.native.coop import group_of, group_sum, vote
+
+from .nodes import leaf_indexing
 
 __all__ = ["GroupOperations", "count_group", "fill_group", "find_rowid_group", "group_operations",
            "sum_group"]

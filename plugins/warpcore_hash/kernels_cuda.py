@@ -1,4 +1,4 @@
-"""The cooperative GPU kernels of the WarpCore-style hash table (see ``hashing.py`` for the
+"""The cooperative GPU kernels of the WarpCore-style hash table (see ``kernels.py`` for the
 table, the multi-value layout and the probing scheme; its CPU functions are these kernels'
 twins).
 
@@ -20,9 +20,9 @@ the first slot of its sequence that was empty when the first of its pairs came. 
 an atomic add on the run's count (rows of a run in any order).
 
 Thread ``th`` of these kernels serves key ``th // G`` as lane ``th % G``; the lookups are the
-cooperative bodies of ``hashing.py``'s GroupKernel operations, the build passes run through
+cooperative bodies of ``kernels.py``'s GroupKernel operations, the build passes run through
 ``hashing.insert_or_count`` and ``hashing.place_rows``. Every kernel takes the table as one
-:class:`~indexzoo.native.hashing.TableRecord`. Block sizes are multiples of 32. This module
+:class:`~indexzoo.plugins.warpcore_hash.kernels.TableRecord`. Block sizes are multiples of 32. This module
 imports ``numba.cuda`` and is only imported for indexes on the ``cuda`` device.
 """
 
@@ -32,9 +32,10 @@ import numpy as np
 from numba import cuda
 from numba.extending import register_jitable
 
-from .coop import group_of, group_sum, vote
-from .hash_probing import NO_SLOT, RUN_COUNT, RUN_ROWS, next_window, probe_start, row_value
-from .targets import Kernel
+from indexzoo.native.coop import group_of, group_sum, vote
+from indexzoo.native.targets import Kernel
+
+from .probing import NO_SLOT, RUN_COUNT, RUN_ROWS, next_window, probe_start, row_value
 
 __all__ = ["INSERT", "PLACE", "count_group", "fill_group", "find_rowid_group", "sum_group"]
 

@@ -59,8 +59,8 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from .search import lower_bound
-from .targets import Kernel
+from indexzoo.native.search import lower_bound
+from indexzoo.native.targets import Kernel
 
 __all__ = ["PB_GATHER", "PivotPlan", "chunk_for_levels", "full_chunk", "levels_for_chunk",
            "pb_chunk_of", "pb_gather_item", "pb_lower_bound", "pb_plan", "pb_reference",

@@ -1,7 +1,7 @@
 """A bulk-loaded B+-tree over sorted (key, rowID) pairs: the layout, the parallel bottom-up
 build (array operations only, so it runs on the GPU as it does on the CPU), and the CPU twin
-of the cooperative GPU search (``btree_cuda.py``). The leaf layouts' indexing and the in-node
-search, which both share, are in ``btree_nodes.py``.
+of the cooperative GPU search (``kernels_cuda.py``). The leaf layouts' indexing and the in-node
+search, which both share, are in ``nodes.py``.
 
 Layout (node width B):
 
@@ -38,9 +38,9 @@ import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.devices import xp_of
+from indexzoo.native.targets import GroupKernel
 
-from .btree_nodes import LEAF_LAYOUTS, first_slot, leaf_indexing
-from .targets import GroupKernel
+from .nodes import LEAF_LAYOUTS, first_slot, leaf_indexing
 
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "LEAF_LAYOUTS", "SUM", "BTree", "Operations",
            "TreeRecord", "block_counts", "build_btree", "leaf_fill_count", "leaf_indexing",
@@ -305,9 +305,9 @@ def operations(leaf_layout: str = "split") -> Operations:
 
 
 def _cooperative() -> Any:
-    from . import btree_cuda  # imports numba.cuda: only on the GPU path
+    from . import kernels_cuda  # imports numba.cuda: only on the GPU path
 
-    return btree_cuda
+    return kernels_cuda
 
 
 # One thread per lookup on the CPU, one group of B threads (the node width) on the GPU: the

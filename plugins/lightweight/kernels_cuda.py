@@ -1,17 +1,17 @@
 """The GPU side of the lightweight family: the cooperative K-ary searches (EO+KS, AO+PB+KS),
 the lookup driver that applies the paper's optimisations, and the multi-threaded range scans.
-Indexes reach all of it through ``lightweight.py``'s operations (:func:`~.lightweight.locate`
+Indexes reach all of it through ``kernels.py``'s operations (:func:`~.kernels.locate`
 and the scan :class:`~indexzoo.native.targets.GroupKernel`\\ s), never directly.
 
 * **K-ary search** [paper §3.4]: one lookup per group of K-1 adjacent threads; lane ``l`` loads
   pivot ``l`` of the node, the group votes (``ballot_sync``, masked to the group) on
   ``pivot < x`` and the popcount is the child. EO+KS descends to the lower bound without the
   early exit (one vote per node instead of two) and checks it. The CPU twins
-  (``eo_ks_locate``, ``pb_ks_locate`` in ``lightweight_search.py``) give the same results one
+  (``eo_ks_locate``, ``pb_ks_locate`` in ``search.py``) give the same results one
   thread at a time.
 * **Driver** (:func:`drive`, :func:`driver`): a block kernel generated per (scheme, group size
   G, lookups per thread R, reordering, pinning, key dtype), taking the build as its
-  :class:`~.lightweight_search.LayoutRecord` and :class:`~.lightweight_search.PinRecord` (the
+  :class:`~.search.LayoutRecord` and :class:`~.search.PinRecord` (the
   arity K replaced by the compile-time constant G+1, so index arithmetic folds):
 
   - *scheduling* [§4.1]: a grid-stride loop over tiles of ``(T/G)*R`` lookups; dynamic
@@ -26,7 +26,7 @@ and the scan :class:`~indexzoo.native.targets.GroupKernel`\\ s), never directly.
 * **Multi-threaded range scans** [§5.7]: the cooperative bodies of ``RUN_SUM``/``RUN_FILL``
   (sorted runs) and ``EO_SCAN_SUM``/``EO_SCAN_FILL`` (EO level scans), with the scalar bodies'
   arguments (the number of ranges is the length of ``start``/``lo``): each lane scans its own
-  range up to :data:`~.lightweight_search.WARP` entries, then the warp finishes every longer
+  range up to :data:`~.search.WARP` entries, then the warp finishes every longer
   range together, 32 entries per step. Launched on whole warps.
 
 This module imports ``numba.cuda``; only indexes on the ``cuda`` device import it.
@@ -43,8 +43,10 @@ import numpy as np
 from numba import cuda
 from numba.extending import register_jitable
 
-from .coop import group_of, group_sum, vote
-from .lightweight_search import (
+from indexzoo.native.coop import group_of, group_sum, vote
+from indexzoo.native.targets import BlockKernel
+
+from .search import (
     NO_REORDER,
     REORDER_DOUBLE,
     SCHEMES,
@@ -62,7 +64,6 @@ from .lightweight_search import (
     pb_finish,
     pb_key,
 )
-from .targets import BlockKernel
 
 __all__ = ["GROUP_LOCATE", "drive", "driver", "eo_scan_fill_warp", "eo_scan_sum_warp",
            "run_fill_warp", "run_sum_warp"]
@@ -391,9 +392,9 @@ def driver(scheme: str, group: int, per_thread: int, reorder: int, pin: bool,
 
         (nq, q, out, miss, mode, lay, pins, shm)
 
-    ``lay`` a :class:`~.lightweight_search.LayoutRecord`, ``pins`` a
-    :class:`~.lightweight_search.PinRecord`, ``shm`` the
-    :class:`~.lightweight_search.SharedOffsets` of the reordering buffers in the dynamic shared
+    ``lay`` a :class:`~.search.LayoutRecord`, ``pins`` a
+    :class:`~.search.PinRecord`, ``shm`` the
+    :class:`~.search.SharedOffsets` of the reordering buffers in the dynamic shared
     memory (key dtype, uint32, int64), after the ``pa + pbb`` pinned keys.
     """
     from numba import types

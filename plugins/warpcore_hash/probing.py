@@ -1,7 +1,7 @@
-"""The scalar pieces of the WarpCore-style hash table that its CPU twin (``hashing.py``) and its
-GPU kernels (``hashing_cuda.py``) both compile in: the hash, the probe sequence (first window
+"""The scalar pieces of the WarpCore-style hash table that its CPU twin (``kernels.py``) and its
+GPU kernels (``kernels_cuda.py``) both compile in: the hash, the probe sequence (first window
 and step, both by multiply-shift), the markers of the multi-value layout, and what ``sum``
-adds for a row. The table, the layout and the probing scheme are described in ``hashing.py``.
+adds for a row. The table, the layout and the probing scheme are described in ``kernels.py``.
 This module imports neither of the two, so the GPU module never imports the CPU one.
 """
 

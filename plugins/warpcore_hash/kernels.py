@@ -1,6 +1,6 @@
 """Open addressing with windows of G slots and double hashing, in the style of WarpCore: the
 hash function, the probing scheme, the multi-value layout, and the CPU twin of the cooperative
-GPU kernels (:mod:`indexzoo.native.hashing_cuda`).
+GPU kernels (:mod:`indexzoo.plugins.warpcore_hash.kernels_cuda`).
 
 Table: ``n_windows`` windows of ``group`` slots; slot ``s`` holds a key at ``tkeys[s * stride]``
 and its value word at ``tvals[s * stride]``. SoA: two arrays, stride 1. AoS: one array of
@@ -35,7 +35,7 @@ The CPU twin visits windows in the same order and lanes in lane order, so its lo
 exactly like the GPU kernels on the same table (the GPU build may put a key in another lane and
 the rows of a run in another order than the sequential CPU build; sets of rowIDs, counts and
 sums do not change). The hash, the probe sequence and the layout's markers, which both compile
-in, are in ``hash_probing.py``.
+in, are in ``probing.py``.
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba.extending import register_jitable
 
-from .hash_probing import NO_SLOT, RUN_COUNT, RUN_ROWS, fmix64, next_window, probe_start, row_value
-from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel, njit_cached
+from indexzoo.native.targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel, njit_cached
+
+from .probing import NO_SLOT, RUN_COUNT, RUN_ROWS, fmix64, next_window, probe_start, row_value
 
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "NO_SLOT", "RUN_COUNT", "RUN_ROWS", "SUM", "TableRecord",
            "find_slot", "fmix64", "insert_or_count", "insert_or_count_cpu", "next_prime",
@@ -149,7 +150,7 @@ def query_slot(t, x):
 # ---------------------------------------------------------------------- CPU build
 @njit_cached(nogil=True)
 def insert_or_count_cpu(tkeys, tvals, stride, counts, keys, vals, n_windows, group, empty):
-    """Build pass 1, sequentially (the twin of ``hashing_cuda.INSERT``): for each pair, add 1
+    """Build pass 1, sequentially (the twin of ``kernels_cuda.INSERT``): for each pair, add 1
     to ``counts[slot]`` when its key is in the table, else store the key in the lowest empty
     slot of the first window with one and ``vals[i]`` as its value word. Returns the windows
     probed."""
@@ -182,7 +183,7 @@ def insert_or_count_cpu(tkeys, tvals, stride, counts, keys, vals, n_windows, gro
 
 @njit_cached(nogil=True)
 def place_rows_cpu(tkeys, tvals, stride, overflow, flag, keys, rowids, n_windows, group, empty):
-    """Build pass 2, sequentially (the twin of ``hashing_cuda.PLACE``): append each pair's
+    """Build pass 2, sequentially (the twin of ``kernels_cuda.PLACE``): append each pair's
     rowID to its key's overflow run when the key has several rows; pairs in rowID order give
     runs in rowID order. Every key must be in the table. Returns the windows probed."""
     probes = 0
@@ -268,9 +269,9 @@ def fill_item(i, t, q, offsets, out):
 
 
 def _cooperative() -> Any:
-    from . import hashing_cuda  # imports numba.cuda: only on the GPU path
+    from . import kernels_cuda  # imports numba.cuda: only on the GPU path
 
-    return hashing_cuda
+    return kernels_cuda
 
 
 # One thread per lookup on the CPU, one group of G threads (the window) on the GPU.

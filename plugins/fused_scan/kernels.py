@@ -36,10 +36,9 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo import InvalidInput
 from indexzoo.devices import xp_of
-
-from .targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel, Slot
+from indexzoo.errors import InvalidInput
+from indexzoo.native.targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel, Slot
 
 __all__ = ["ITEMS", "ITEMS_CHOICES", "SCAN", "UNROLLED_COLUMNS", "WARP", "bind_scan",
            "scan_bitmap", "scan_bitmaps", "scan_kernel"]

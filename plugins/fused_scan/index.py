@@ -1,0 +1,66 @@
+"""``fused-scan``: no index at all, a fused full scan of the key columns per lookup.
+
+The CUDA-core baseline of RTScan's paper and of a GPU database's selection (Crystal's fused
+kernels): every lookup reads every row of every column once, tests its conjunction of range
+predicates and writes one packed bitmap (:mod:`indexzoo.plugins.fused_scan.kernels`). Registered as an index
+so that it answers through the same contract as the indexes it is compared with, in
+``indexzoo bench`` and in the benchmark scripts, and is certified by the same suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, Operation
+from indexzoo.persist import Array, StateSchema
+
+from .kernels import bind_scan, scan_bitmaps
+from .params import FusedScanParams
+
+__all__ = ["FusedScanIndex", "ScanState"]
+
+
+class ScanState(BuildState):
+    keys: Any  # (N, d) native keys, Fortran order
+
+
+class FusedScanIndex(GpuIndex[ScanState]):
+    """Full scan per lookup: one fused kernel tests every row of every column and writes a
+    bitmap (the CUDA-core peer of RTScan; Crystal-style selection). No build work but a copy."""
+
+    name: ClassVar[str] = "fused-scan"
+    Params: ClassVar[type[FusedScanParams]] = FusedScanParams
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=64)
+    plugin_api: ClassVar[str] = "2.0"
+    #: the columns the scan reads: n rows of ``dims`` native keys
+    state_schema: ClassVar[StateSchema] = StateSchema(
+        Array("keys", dtype="native", shape=("n", "dims")))
+    params: FusedScanParams
+
+    def _build(self, st: ScanState, keys: Any) -> None:
+        st.keys = keys
+
+    def _footprint(self, st: ScanState) -> Footprint:
+        return Footprint(breakdown={"keys": int(st.keys.nbytes)},
+                         peak_build_bytes=int(st.keys.nbytes))
+
+    def _range_bitmap(self, st: ScanState, lo: Any, hi: Any) -> Any:
+        p = self.params
+        if self.device == "cpu":
+            return scan_bitmaps(st.keys, lo, hi, device="cpu",
+                                threads_per_block=p.threads_per_block)
+        return scan_bitmaps(st.keys, lo, hi, device=self.device, items=p.items,
+                            unroll=p.unroll, threads_per_block=p.threads_per_block)
+
+    def _prepared_range(self, st: ScanState, op: Operation) -> Callable[[Any, Any], Any] | None:
+        """GPU bitmaps with the columns bound into the launch: a call allocates the bitmaps
+        and launches (the CPU calls the hook)."""
+        if op.out != "bitmap" or self.device == "cpu":
+            return None
+        p = self.params
+        return bind_scan(st.keys, items=p.items, unroll=p.unroll,
+                         threads_per_block=p.threads_per_block)
+
+    def _point_bitmap(self, st: ScanState, q: Any) -> Any:
+        return self._range_bitmap(st, q, q)
