@@ -199,8 +199,8 @@ class GpuIndex(abc.ABC, Generic[S]):
     #: index answers them; an index whose measurements show the grouping costing more than it
     #: saves for one kind leaves that kind out (and says so in its docs).
     sorted_probe_kinds: ClassVar[frozenset[str]] = frozenset({"point", "range"})
-    #: The plugin API the class is written against (``"2.0"``; see :mod:`indexzoo.plugin_api`).
-    #: A class that declares none is taken as 1.0, with a deprecation warning.
+    #: The plugin API the class is written against (:data:`~indexzoo.plugin_api.PLUGIN_API`);
+    #: a class that declares none is refused when it is registered.
     plugin_api: ClassVar[str]
     #: True: a point lookup ``q`` the class has no point hook for is answered by the range
     #: hook of the same out mode with the range ``[q, q]``.
@@ -583,12 +583,11 @@ class GpuIndex(abc.ABC, Generic[S]):
         if (route is not None and not route.derived and caps.dims == 1 and st.dims == 1
                 and st.n > 0 and keymap.source == keymap.target and st.rows is None
                 and st.device == self.device):
-            # plugin API 1.0's hook receives the out mode, 2.0's the operation; a subclass that
-            # overrode the operation's hook (and not _prepared_point) is answered by its hook
-            asked: Any = route.op if self._resolution.api != "1.0" else route.op.out
+            # a subclass that overrode the operation's hook (and not _prepared_point) is
+            # answered by its hook
             fn = None
             if route.op in self._resolution.prepared:
-                fn = self._prepared_point(st, asked)
+                fn = self._prepared_point(st, route.op)
             fn = fn or route.source.bind(self, st)
             prep = PreparedPoint(st.xp.ndarray, np.dtype(keymap.source), most,
                                  params, results.fast_result(route.op.out, fn))
@@ -705,7 +704,7 @@ class GpuIndex(abc.ABC, Generic[S]):
         meta: dict[str, Any] = {
             "format": persist.FORMAT, "format_version": persist.FORMAT_VERSION,
             "indexzoo_version": persist.indexzoo_version(), "index": self.name,
-            "plugin_api": getattr(type(self), "plugin_api", "1.0"),
+            "plugin_api": self._resolution.api,
             "state_version": self.state_version,
             "params": self.params.model_dump(mode="json"), "device": self.device,
             "built": st is not None,
