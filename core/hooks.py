@@ -169,7 +169,7 @@ def _resolve(cls: type, base: type) -> Resolution:
     if problems:
         raise PluginError(f"index class {_where(cls)} breaks the plugin contract (plugin API "
                           f"{PLUGIN_API}): " + "; ".join(problems))
-    return Resolution(routes, declared, _preparable(cls, base, routes))
+    return Resolution(routes, str(declared), _preparable(cls, base, routes))
 
 
 def _preparable(cls: type, base: type, routes: Mapping[Operation, Route]) -> frozenset[Operation]:
