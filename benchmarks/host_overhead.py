@@ -53,11 +53,11 @@ def per_call(fn: Any, device: str, calls: int, rounds: int = 5) -> dict[str, lis
 def set_launch_mode(mode: str | None) -> None:
     """Route GPU kernel launches through ``mode``: ``numba`` (numba-cuda's own launch), or
     ``packed`` or None (the default path)."""
-    from indexzoo.native import targets
+    from indexzoo.native import cudalaunch
 
     if mode not in (None, "packed", "numba"):
         raise SystemExit(f"unknown launch mode {mode!r}; one of packed, numba")
-    targets._FAST_LAUNCH = mode != "numba"
+    cudalaunch._FAST_LAUNCH = mode != "numba"
 
 
 def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -78,7 +78,7 @@ def stages(xp: Any, keys: Any, q: Any, args: argparse.Namespace) -> list[dict[st
     if args.device == "cuda":
         import cupy
 
-        from indexzoo.native.targets import _arg_key
+        from indexzoo.native.cudalaunch import _arg_key
 
         launch_args = (np.int64(n), st.pairs.keys, st.pairs.rowids, q, out, st.miss)
         pieces.update({

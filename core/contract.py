@@ -19,14 +19,14 @@ derives the operations a plugin has no hook for. The others::
                             loaded onto ``device`` takes them (default: unchanged)
 
 The base does everything that must behave the same for every index, as the stages of
-:mod:`indexzoo.pipeline`: validation (the specific error, nothing changed), the
-order-preserving key map (plugins only see uint32 or uint64 keys), lookups outside the key
-dtype's range and lookups on an empty index, sorted probes, chunking of batches larger than
-``params.max_batch``, and the out modes a plugin has no hook for. A multi-column plugin
-(``dims > 1``) gets ``keys`` of shape (N, d) in Fortran order (each column contiguous), ``q``,
-``lo`` and ``hi`` of shape (Q, d), all of one native dtype; an unconstrained column has
-``lo = 0`` and ``hi`` = the native maximum. A build that fails leaves the previous build in
-place.
+:mod:`indexzoo.pipeline`, routed by :mod:`indexzoo.lookup` (which also holds the prepared
+paths): validation (the specific error, nothing changed), the order-preserving key map (plugins
+only see uint32 or uint64 keys), lookups outside the key dtype's range and lookups on an empty
+index, sorted probes, chunking of batches larger than ``params.max_batch``, and the out modes a
+plugin has no hook for. A multi-column plugin (``dims > 1``) gets ``keys`` of shape (N, d) in
+Fortran order (each column contiguous), ``q``, ``lo`` and ``hi`` of shape (Q, d), all of one
+native dtype; an unconstrained column has ``lo = 0`` and ``hi`` = the native maximum. A build
+that fails leaves the previous build in place.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from . import columns as columns_module
-from . import persist, pipeline, restore, result_memory, results
+from . import lookup, persist, restore
 from .base_schema import BASE_HINTS
 from .config import IndexParams, validate_params
 from .devices import array_module, cuda_status, device_of, resolve_device, to_device
@@ -51,11 +51,11 @@ from .display import shown
 from .errors import InvalidInput, NotBuilt, PluginError, Unsupported
 from .hooks import Resolution, resolve
 from .keys import KeyMap
-from .operations import Operation, operation
+from .operations import Operation
 from .results import OUT_MODES, LookupResult, Out
 from .schema import StateSchema
 from .state import BASE_FIELDS, BuildState, describe_columns, rowid_dtype_for
-from .validation import as_1d, check_out, null_error, prepare_values, read_1d, same_length
+from .validation import as_1d, null_error, prepare_values, read_1d, same_length
 
 __all__ = ["NULL_POLICIES", "BuildState", "Capabilities", "Footprint", "GpuIndex", "NullPolicy"]
 
@@ -69,57 +69,7 @@ S = TypeVar("S", bound=BuildState)
 
 KeyDtypeName = Literal["uint32", "uint64"]
 
-#: out="bitmap" results from this many bytes are checked against the free memory before any
-#: work (a ResourceError that says what to ask for instead); smaller ones are not checked.
-BITMAP_CHECK_FROM = 1 << 28
 DeviceName = Literal["cpu", "cuda"]
-
-
-class PreparedPoint(typing.NamedTuple):
-    """Point lookups of one build and out mode, prepared (see ``GpuIndex.point``): the batches
-    it takes (``array_type``, ``dtype``, at most ``max_batch``, under ``params``) and the
-    function that answers one with a :class:`LookupResult`."""
-
-    array_type: type
-    dtype: np.dtype
-    max_batch: int
-    params: IndexParams
-    answer: Callable[[Any], LookupResult]
-
-
-class PreparedRange(typing.NamedTuple):
-    """Range lookups of one build and out mode, prepared (see ``GpuIndex.range``): the bounds
-    it takes (two C-contiguous arrays of ``array_type`` and ``dtype``, of shape (Q,) on a
-    one-column build or (Q, ``dims``), with ``0 < Q <= max_batch``, under ``params``) and the
-    function that answers them with a :class:`LookupResult`."""
-
-    array_type: type
-    dtype: np.dtype
-    ndim: int
-    dims: int
-    max_batch: int
-    params: IndexParams
-    answer: Callable[[Any, Any], LookupResult]
-
-
-_UNPREPARED: Any = object()
-
-#: The keys of the prepared range lookups in a build state's cache, per out mode (the prepared
-#: point lookups are kept under the out mode itself).
-_RANGE_KEYS = {out: f"range {out}" for out in ("rowid", "count", "sum", "bitmap")}
-
-
-def _c_contiguous(a: Any) -> bool:
-    """Whether array ``a`` (NumPy or CuPy) is C-contiguous; CuPy keeps the flag as an attribute
-    (its ``flags`` builds an object)."""
-    flag = getattr(a, "_c_contiguous", None)
-    return bool(a.flags.c_contiguous) if flag is None else bool(flag)
-
-#: With ``sort_probes``, point batches of at most this many lookups that the prepared path takes
-#: are answered in the caller's order: ordering them costs several array operations and
-#: launches a call, more than the locality it brings to so few lookups. Larger batches, and
-#: every batch the pipeline handles, are sorted.
-PREPARED_UNSORTED_UP_TO = 1 << 12
 
 
 class Capabilities(BaseModel):
@@ -199,8 +149,8 @@ class GpuIndex(abc.ABC, Generic[S]):
     #: index answers them; an index whose measurements show the grouping costing more than it
     #: saves for one kind leaves that kind out (and says so in its docs).
     sorted_probe_kinds: ClassVar[frozenset[str]] = frozenset({"point", "range"})
-    #: The plugin API the class is written against (``"2.0"``; see :mod:`indexzoo.plugin_api`).
-    #: A class that declares none is taken as 1.0, with a deprecation warning.
+    #: The plugin API the class is written against (:data:`~indexzoo.plugin_api.PLUGIN_API`);
+    #: a class that declares none is refused when it is registered.
     plugin_api: ClassVar[str]
     #: True: a point lookup ``q`` the class has no point hook for is answered by the range
     #: hook of the same out mode with the range ``[q, q]``.
@@ -442,19 +392,7 @@ class GpuIndex(abc.ABC, Generic[S]):
     # ------------------------------------------------------------------ lookups
     def point(self, queries: Any, *, out: Out = "rowid") -> LookupResult:
         """Look up each key in ``queries``; results in query order on the index's device."""
-        st = self._state
-        if st is not None and type(out) is str:
-            # the prepared path: a batch that every stage of the pipeline would pass unchanged
-            # (the device's array type, 1-D, keys of the index's native dtype, one chunk) goes
-            # straight to the plugin's answer, prepared once per build and out mode
-            prep = st._prepared.get(out, _UNPREPARED)
-            if prep is _UNPREPARED:
-                prep = self._prepare_point(st, out)
-            if (prep is not None and type(queries) is prep.array_type and queries.ndim == 1
-                    and queries.dtype is prep.dtype and 0 < queries.shape[0] <= prep.max_batch
-                    and self.params is prep.params):
-                return prep.answer(queries)
-        return self._lookup("point", out, (queries,))
+        return lookup.point(self, queries, out)
 
     def range(self, lo: Any, hi: Any = None, *, out: Out = "count") -> LookupResult:
         """Inclusive ranges ``[lo[i], hi[i]]``; ``lo > hi`` is an empty range, not an error.
@@ -463,169 +401,11 @@ class GpuIndex(abc.ABC, Generic[S]):
         out): a column is a name of :attr:`column_names` or a position; a column not named is
         unconstrained, and so is a side given as None; a scalar bound applies to every
         lookup (``index.range({"a": (lo, hi), "b": (None, 10)})``)."""
-        if isinstance(lo, Mapping):
-            if hi is not None:
-                raise InvalidInput("argument 'hi': bounds given by column ({column: (lo, hi)}) "
-                                   "take no separate hi")
-            lo, hi = self._bounds_by_column(self._live(), lo)
-        elif hi is None:
-            raise InvalidInput("argument 'hi': missing; give range(lo, hi) or "
-                               "range({column: (lo, hi)})")
-        st = self._state
-        key = _RANGE_KEYS.get(out) if type(out) is str else None
-        if st is not None and key is not None:
-            # the prepared path, as for point lookups: bounds that every stage of the pipeline
-            # would pass unchanged go straight to the plugin's answer
-            prep = st._prepared.get(key, _UNPREPARED)
-            if prep is _UNPREPARED:
-                prep = self._prepare_range(st, out)
-            if (prep is not None and type(lo) is prep.array_type
-                    and type(hi) is prep.array_type and lo.dtype is prep.dtype
-                    and hi.dtype is prep.dtype and lo.ndim == prep.ndim
-                    and lo.shape == hi.shape and 0 < lo.shape[0] <= prep.max_batch
-                    and (prep.ndim == 1 or lo.shape[1] == prep.dims)
-                    and self.params is prep.params and _c_contiguous(lo)
-                    and _c_contiguous(hi)):
-                return prep.answer(lo, hi)
-        return self._lookup("range", out, (lo, hi))
-
-    def _bounds_by_column(self, st: S, spec: Mapping[Any, Any]) -> tuple[Any, Any]:
-        """``{column: (lo, hi)}`` as lists of lower and upper bound columns."""
-        lo: list[Any] = [None] * st.dims
-        hi: list[Any] = [None] * st.dims
-        pairs = {}
-        for key, pair in spec.items():
-            if isinstance(key, str):
-                if st.names is None or key not in st.names:
-                    known = "the index has no column names (build it from a table)" \
-                        if st.names is None else f"its columns are {shown(list(st.names), 200)}"
-                    raise InvalidInput(f"argument 'lo': no column named {shown(key)}; {known}")
-                j = st.names.index(key)
-            elif isinstance(key, (int, np.integer)) and not isinstance(key, bool) \
-                    and 0 <= int(key) < st.dims:
-                j = int(key)
-            else:
-                raise InvalidInput(f"argument 'lo': {shown(key)} is not a column of the index "
-                                   f"(a name or a position below {st.dims})")
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidInput(f"argument 'lo': column {shown(key)} needs a pair "
-                                   f"(lo, hi), got {shown(pair)}")
-            pairs[j] = pair
-        sizes = {len(b) for p in pairs.values() for b in p
-                 if b is not None and np.ndim(b) > 0}
-        if len(sizes) > 1:
-            raise InvalidInput(f"argument 'lo': the bounds differ in length ({sorted(sizes)})")
-        q = sizes.pop() if sizes else 1
-        for j, (a, b) in pairs.items():
-            lo[j] = None if a is None else ([a] * q if np.ndim(a) == 0 else a)
-            hi[j] = None if b is None else ([b] * q if np.ndim(b) == 0 else b)
-        if st.dims == 1:
-            if lo[0] is None or hi[0] is None:
-                raise InvalidInput("argument 'lo': a one-column index takes both bounds")
-            return lo[0], hi[0]
-        return lo, hi
+        return lookup.range_lookup(self, lo, hi, out)
 
     def _lookup(self, kind: str, out: Any, raw: tuple[Any, ...]) -> LookupResult:
-        """One lookup call, stage by stage (:mod:`indexzoo.pipeline`)."""
-        st = self._live()
-        op = self._operation(kind, out)
-        batch = pipeline.encode(st, op, raw, self.device, self.capabilities.dims > 1)
-        q, xp = batch.q, st.xp
-        if op.out == "bitmap":
-            result_memory.check_bitmaps(q, st.n, self.device, BITMAP_CHECK_FROM)
-        arrays, keep = pipeline.inside(batch, xp)
-        if st.n == 0 or int(arrays[0].shape[0]) == 0:
-            full = rowid_dtype_for(st.n_rows)
-            return results.empty_result(op.out, q, xp, full, full.type(np.iinfo(full).max),
-                                        st.n_rows)
-        if op.out == "rowids":  # counted first where its worst case would not fit
-            count = self._resolution.routes.get(operation(op.kind, "count"))
-            result_memory.check_rowids(
-                q, int(arrays[0].shape[0]), st.n, st.rowid_dtype.itemsize, op.kind, self.device,
-                lambda: pipeline.count_matches(count, self, st, arrays, self.params.max_batch))
-        perm = None
-        if (self.params.sort_probes and int(arrays[0].shape[0]) > 1
-                and op.kind in self.sorted_probe_kinds):
-            arrays, perm = pipeline.order(arrays, self.params.probe_sort_bits, xp)
-        route = self._resolution.routes[op]
-        parts = [pipeline.answer(route, self, st, chunk)
-                 for chunk in pipeline.chunks(arrays, self.params.max_batch)]
-        res = pipeline.assemble(parts, perm, keep, q, op, st)
-        if st.rows is None:
-            return res
-        full = rowid_dtype_for(st.n_rows)
-        return results.rows_result(res, st.rows, st.n_rows, xp, full,
-                                   full.type(np.iinfo(full).max))
-
-    def _operation(self, kind: str, out: Any) -> Operation:
-        """The operation a call asks for, or the error saying why the index cannot answer it."""
-        caps = self.capabilities
-        if not getattr(caps, kind):
-            hint = "; an ordered index such as 'sorted-array' does" if kind == "range" else ""
-            raise Unsupported(f"index {self.name!r} does not support {kind} lookups{hint}")
-        return operation(kind, check_out(out, caps.out_modes, self.name))
-
-    def _prepare_point(self, st: S, out: str) -> PreparedPoint | None:
-        """The prepared point lookups of build ``st`` and mode ``out`` (cached in the state),
-        or None where the pipeline has work to do for every batch: a multi-column or
-        remapped key type, an empty build, a mode the plugin derives. With sorted probes it
-        takes batches of at most :data:`PREPARED_UNSORTED_UP_TO` lookups."""
-        prep: PreparedPoint | None = None
-        caps, keymap, params = self.capabilities, st.keymap, self.params
-        route = None
-        if out in ("rowid", "count", "sum") and caps.point and out in caps.out_modes:
-            route = self._resolution.routes.get(operation("point", out))
-        # sorted probes pay off on large batches; a small one goes unsorted (see
-        # PREPARED_UNSORTED_UP_TO)
-        most = params.max_batch
-        if params.sort_probes and "point" in self.sorted_probe_kinds:
-            most = min(most, PREPARED_UNSORTED_UP_TO)
-        if (route is not None and not route.derived and caps.dims == 1 and st.dims == 1
-                and st.n > 0 and keymap.source == keymap.target and st.rows is None
-                and st.device == self.device):
-            # plugin API 1.0's hook receives the out mode, 2.0's the operation; a subclass that
-            # overrode the operation's hook (and not _prepared_point) is answered by its hook
-            asked: Any = route.op if self._resolution.api != "1.0" else route.op.out
-            fn = None
-            if route.op in self._resolution.prepared:
-                fn = self._prepared_point(st, asked)
-            fn = fn or route.source.bind(self, st)
-            prep = PreparedPoint(st.xp.ndarray, np.dtype(keymap.source), most,
-                                 params, results.fast_result(route.op.out, fn))
-        st._prepared[out] = prep
-        return prep
-
-    def _prepare_range(self, st: S, out: str) -> PreparedRange | None:
-        """The prepared range lookups of build ``st`` and mode ``out`` (one of
-        ``_RANGE_KEYS``; cached in the state),
-        or None where the pipeline has work to do for every call: bounds that need a key map
-        (a column whose keys are not unsigned integers of the native width), an empty build,
-        left-out rows, a mode the plugin derives or answers in two arrays. Bitmaps are
-        prepared for batches small enough to need no memory check (``BITMAP_CHECK_FROM``);
-        with sorted probes, batches of at most :data:`PREPARED_UNSORTED_UP_TO` ranges."""
-        prep: PreparedRange | None = None
-        caps, params = self.capabilities, self.params
-        route = None
-        if caps.range and out in caps.out_modes:
-            route = self._resolution.routes.get(operation("range", out))
-        native = st.native_dtype
-        identity = all(m.source == native and m.target == native for m in st.keymaps) and (
-            st.dims == 1 or all(m.kind == "unsigned" for m in st.keymaps))
-        if (route is not None and not route.derived and identity and st.n > 0
-                and st.rows is None and st.device == self.device):
-            most = params.max_batch
-            if params.sort_probes and "range" in self.sorted_probe_kinds:
-                most = min(most, PREPARED_UNSORTED_UP_TO)
-            if out == "bitmap":
-                most = min(most, (BITMAP_CHECK_FROM - 1) // (4 * results.bitmap_words(st.n)))
-            fn = None
-            if route.op in self._resolution.prepared:
-                fn = self._prepared_range(st, route.op)
-            fn = fn or route.source.bind(self, st)
-            prep = PreparedRange(st.xp.ndarray, np.dtype(native), 1 if caps.dims == 1 else 2,
-                                 st.dims, most, params, results.fast_range_result(route.op.out, fn))
-        st._prepared[_RANGE_KEYS[out]] = prep
-        return prep
+        """A lookup call that the prepared path does not take: the pipeline's stages."""
+        return lookup.run(self, kind, out, raw)
 
     # ------------------------------------------------------------------ memory
     def memory_footprint(self) -> Footprint:
@@ -705,7 +485,7 @@ class GpuIndex(abc.ABC, Generic[S]):
         meta: dict[str, Any] = {
             "format": persist.FORMAT, "format_version": persist.FORMAT_VERSION,
             "indexzoo_version": persist.indexzoo_version(), "index": self.name,
-            "plugin_api": getattr(type(self), "plugin_api", "1.0"),
+            "plugin_api": self._resolution.api,
             "state_version": self.state_version,
             "params": self.params.model_dump(mode="json"), "device": self.device,
             "built": st is not None,

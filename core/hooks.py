@@ -27,7 +27,6 @@ import functools
 import inspect
 import re
 import threading
-import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from typing import Any
 
 from .errors import PluginError
 from .operations import KINDS, OPERATIONS, Operation, marked_operations, operation
-from .plugin_api import PLUGIN_API, Compatibility, compatibility
+from .plugin_api import PLUGIN_API, refusal
 from .results import OUT_MODES
 
 __all__ = ["CLASS_HOOKS", "LIFECYCLE_HOOKS", "Resolution", "Route", "Source", "declared_operations",
@@ -115,12 +114,10 @@ class Route:
 
 @dataclass(frozen=True)
 class Resolution:
-    """One class's routes (operation -> :class:`Route`), the plugin API it targets, and what
-    it should change (deprecation notes of an older plugin API)."""
+    """One class's routes (operation -> :class:`Route`) and the plugin API it targets."""
 
     routes: Mapping[Operation, Route]
     api: str
-    deprecations: tuple[str, ...] = field(default=())
     #: the operations the class's ``_prepared_point`` and ``_prepared_range`` may answer: those
     #: of their kind whose hook is defined where the prepared hook is, or above it (a subclass
     #: that overrides the hook and not the prepared one gets its hook, never the base's
@@ -149,9 +146,6 @@ def resolve(cls: type, base: type) -> Resolution:
         got = _RESOLVED.get(cls)
         if got is None:
             got = _resolve(cls, base)
-            for note in got.deprecations:
-                warnings.warn(f"index class {_where(cls)}: {note}", DeprecationWarning,
-                              stacklevel=4)
             _RESOLVED[cls] = got
     return got
 
@@ -164,24 +158,18 @@ def _where(cls: type) -> str:
 
 def _resolve(cls: type, base: type) -> Resolution:
     declared = getattr(cls, "plugin_api", None)
-    try:
-        compat = compatibility(declared)
-    except ValueError as exc:
-        raise PluginError(f"index class {_where(cls)} is refused: {exc}") from None
-    refusal = compat.refusal()
-    if refusal is not None:
-        raise PluginError(f"index class {_where(cls)} is refused: {refusal}")
-    problems, notes = _check(cls, base, compat)
+    why = refusal(declared)
+    if why is not None:
+        raise PluginError(f"index class {_where(cls)} is refused: {why}")
+    problems = _check(cls, base)
     routes: dict[Operation, Route] = {}
     if not problems:
-        routes, missing = _routes(cls, base, compat)
+        routes, missing = _routes(cls, base)
         problems += missing
     if problems:
         raise PluginError(f"index class {_where(cls)} breaks the plugin contract (plugin API "
                           f"{PLUGIN_API}): " + "; ".join(problems))
-    shown = declared if declared is not None else "1.0"
-    return Resolution(routes, shown, tuple(notes + compat.deprecations()),
-                      _preparable(cls, base, routes))
+    return Resolution(routes, str(declared), _preparable(cls, base, routes))
 
 
 def _preparable(cls: type, base: type, routes: Mapping[Operation, Route]) -> frozenset[Operation]:
@@ -276,10 +264,9 @@ def _caps_at(owner: type, cls: type, base: type) -> Any:
     return caps
 
 
-def _check(cls: type, base: type, compat: Compatibility) -> tuple[list[str], list[str]]:
-    """(problems, deprecation notes) of ``cls``'s hooks."""
+def _check(cls: type, base: type) -> list[str]:
+    """The problems of ``cls``'s hooks."""
     problems: list[str] = []
-    notes: list[str] = []
     owners = _own_attributes(cls, base)
     hook_names = [op.hook for op in OPERATIONS]
     by_hook = {op.hook: op for op in OPERATIONS}
@@ -296,13 +283,9 @@ def _check(cls: type, base: type, compat: Compatibility) -> tuple[list[str], lis
                     f"{name} answers {op}, which the capabilities of {owner.__qualname__} do "
                     f"not declare ({_undeclared(op, caps)}); declare it or remove the hook")
         elif _RESERVED.fullmatch(name):
-            text = (f"{name} is not an operation hook: names starting with _point_ or _range_ "
-                    f"are reserved for the operations{_close(name, hook_names)} (the hooks: "
-                    f"{table})")
-            if compat.major >= 2:
-                problems.append(text)
-            else:
-                notes.append(f"{text}; under plugin API {PLUGIN_API} this is an error")
+            problems.append(f"{name} is not an operation hook: names starting with _point_ or "
+                            f"_range_ are reserved for the operations{_close(name, hook_names)} "
+                            f"(the hooks: {table})")
         else:
             m = _MODE_LIKE.fullmatch(name)
             if m and m.group(1) not in KINDS and difflib.get_close_matches(
@@ -324,9 +307,6 @@ def _check(cls: type, base: type, compat: Compatibility) -> tuple[list[str], lis
         if caps is not None and not caps.updates:
             problems.append(f"_update is defined but the capabilities of "
                             f"{owners['_update'].__qualname__} declare updates=False")
-    if "_prepared_point" in owners and compat.major < 2:
-        notes.append("_prepared_point(st, out) of plugin API 1.0 receives the out mode; under "
-                     f"{PLUGIN_API} it receives the Operation (op.out is the mode)")
     answered: dict[Operation, str] = {op: op.hook for op in OPERATIONS if op.hook in owners}
     for name, owner in owners.items():
         marked = _marks(cls, base, name)
@@ -356,7 +336,7 @@ def _check(cls: type, base: type, compat: Compatibility) -> tuple[list[str], lis
                         f"{', '.join(KINDS)}")
     if not isinstance(getattr(cls, "points_as_ranges", False), bool):
         problems.append("points_as_ranges must be True or False")
-    return problems, notes
+    return problems
 
 
 def _internals(base: type) -> set[str]:
@@ -370,8 +350,7 @@ def _undeclared(op: Operation, caps: Any) -> str:
     return f"out_modes {', '.join(caps.out_modes)}"
 
 
-def _routes(cls: type, base: type, compat: Compatibility) -> tuple[dict[Operation, Route],
-                                                                   list[str]]:
+def _routes(cls: type, base: type) -> tuple[dict[Operation, Route], list[str]]:
     """Every declared operation's route, and the declared operations nothing answers."""
     owners = _own_attributes(cls, base)
     caps = cls.capabilities  # type: ignore[attr-defined]

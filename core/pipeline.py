@@ -31,7 +31,7 @@ from .state import BuildState
 from .validation import null_error, read_1d, same_length
 
 __all__ = ["BITMAP_CHUNK_BYTES", "Batch", "answer", "assemble", "chunks", "count_matches",
-           "encode", "from_csr", "inside", "order"]
+           "encode", "from_csr", "inside", "order", "passes_unchanged"]
 
 #: Bytes of bitmaps one chunk of lookups may produce when the base derives another out mode
 #: from a plugin's bitmaps.
@@ -53,6 +53,19 @@ class Batch:
 
 
 # ---------------------------------------------------------------------- 1. encode
+def passes_unchanged(st: BuildState, device: str) -> bool:
+    """Whether every stage before dispatch hands lookups of build ``st`` to the plugin as the
+    caller gave them, once they are arrays of the device's type and the native key dtype: the
+    key maps are the identity (unsigned keys of the native width; each column unsigned on a
+    multi-column build), the build holds keys and left no row out, and it lives on the
+    index's ``device``. The prepared paths (:mod:`indexzoo.lookup`) skip the pipeline exactly
+    when this holds and the batch itself needs no work (see ``PreparedPoint.takes``)."""
+    native = st.native_dtype
+    return (all(m.source == native and m.target == native for m in st.keymaps)
+            and (st.dims == 1 or all(m.kind == "unsigned" for m in st.keymaps))
+            and st.n > 0 and st.rows is None and st.device == device)
+
+
 def encode(st: BuildState, op: Operation, raw: tuple[Any, ...], device: str,
            multi_column: bool) -> Batch:
     """Validate the caller's lookup arrays and encode them (the errors name the argument)."""

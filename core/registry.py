@@ -45,7 +45,6 @@ __all__ = [
     "available",
     "builtin",
     "create",
-    "deprecations",
     "import_timeout",
     "load",
     "load_error_details",
@@ -76,7 +75,6 @@ class Registration:
     cls: type[GpuIndex]
     provider: str
     distribution: str | None = None  # the installed distribution, for entry-point plugins
-    deprecations: tuple[str, ...] = ()  # what an older plugin API's class should change
 
 
 @dataclass
@@ -192,13 +190,13 @@ def _run_register_hooks() -> _Table:
                      mine: list[Registration] = mine) -> None:
             name = getattr(cls, "name", None) if isinstance(cls, type) else None
             try:
-                resolution = check_plugin_class(cls)
+                check_plugin_class(cls)
             except PluginError as exc:
                 if not (isinstance(name, str) and name):
                     raise  # nothing to name: the plugin's hook fails as a whole
                 refused[name] = PluginError(f"index {name!r} of {provider} cannot be used: {exc}")
                 return
-            mine.append(Registration(cls, provider, dist, resolution.deprecations))
+            mine.append(Registration(cls, provider, dist))
 
         try:
             impl.function(register=register)
@@ -246,12 +244,6 @@ def available() -> MappingProxyType[str, type[GpuIndex]]:
 def providers() -> MappingProxyType[str, str]:
     """Every usable registered index: name -> who provided it."""
     return MappingProxyType({n: r.provider for n, r in _table().usable.items()})
-
-
-def deprecations() -> MappingProxyType[str, tuple[str, ...]]:
-    """Usable indexes written against an older plugin API: name -> what they should change."""
-    return MappingProxyType({n: r.deprecations for n, r in _table().usable.items()
-                             if r.deprecations})
 
 
 def builtin() -> list[str]:

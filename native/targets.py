@@ -22,8 +22,8 @@ are installed). Its fallback, the ``workqueue`` layer, aborts the whole process 
 enter parallel code at once; under it every CPU kernel call takes :data:`WORKQUEUE_LOCK`, so
 concurrent calls run one at a time instead (``pip install tbb`` lifts that).
 
-GPU launches: numba-cuda compiles each kernel once per argument types; the launch itself then
-goes through the CUDA driver (the PTX numba produced, loaded as a CuPy module), on CuPy's
+GPU launches (:mod:`.cudalaunch`): numba-cuda compiles each kernel once per argument types; the
+launch itself then goes through the CUDA driver (the PTX numba produced, loaded as a CuPy module), on CuPy's
 current stream. The arguments are flattened the way numba's kernel ABI expects and packed into
 one parameter buffer for ``cuLaunchKernel`` by code generated per argument types, which costs
 the host much less than numba-cuda's own launch and matters for small batches. Anything the
@@ -34,13 +34,11 @@ always use numba's.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import inspect
 import struct
 import threading
 import typing
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -48,18 +46,24 @@ import numpy as np
 from pydantic import Field
 
 from indexzoo.config import IndexParams
-from indexzoo.envvars import CPU_SERIAL_BELOW, NUMBA_LAUNCH
+from indexzoo.envvars import CPU_SERIAL_BELOW
 from indexzoo.native import jitcache
+
+from .cudalaunch import (
+    SHARED_DEFAULT,
+    CupyLaunch,
+    cupy_module,
+    fast_launcher,
+    launch_cuda,
+    leaf_offsets,
+    param_buffer,
+)
 
 __all__ = ["DEFAULT_THREADS_PER_BLOCK", "WORKQUEUE_LOCK", "BlockKernel", "BoundLaunch",
            "GroupKernel", "Kernel", "KernelParams", "Slot", "call_parallel", "launch_cuda",
            "njit_cached", "one_per_item", "resident_threads", "sm_count", "values_arg"]
 
 DEFAULT_THREADS_PER_BLOCK = 256
-
-#: Dynamic shared memory a CUDA kernel may take without opting in to more (bytes).
-_SHARED_DEFAULT = 48 * 1024
-
 
 class KernelParams(IndexParams):
     """Parameters of an index whose lookups run :class:`Kernel` launches."""
@@ -112,34 +116,6 @@ def njit_cached(**options: Any) -> Callable[[Callable[..., Any]], Any]:
     return decorate
 
 
-_FAST_LAUNCH = not NUMBA_LAUNCH.value()
-_STREAMS: dict[int, Any] = {}
-
-
-@functools.cache
-def _cupy() -> Any:
-    try:
-        import cupy
-    except ImportError:  # numba's simulator, or numba arrays without CuPy
-        return None
-    return cupy
-
-
-def _numba_stream() -> Any:
-    """numba's handle of CuPy's current stream (0: the legacy default stream)."""
-    cupy = _cupy()
-    if cupy is None:
-        return 0
-    ptr = cupy.cuda.get_current_stream().ptr
-    if ptr == 0:
-        return 0
-    if ptr not in _STREAMS:
-        from numba import cuda
-
-        _STREAMS[ptr] = cuda.external_stream(ptr)
-    return _STREAMS[ptr]
-
-
 _CPU_TEMPLATE = """
 def {name}(n_items__, {args}):
     for i in {loop}(n_items__):
@@ -157,176 +133,6 @@ def {name}(n_items__, {args}):
     if i < n_items__:
         body__(i, {args})
 """
-
-
-def _arg_key(args: tuple[Any, ...], ndarray: Any) -> tuple[Any, ...] | None:
-    """What numba specialises a kernel on, cheaply (dtype, ndim, contiguity, scalar type, and
-    the same for the elements of (named) tuples); None when an argument is none of these."""
-    key: list[Any] = []
-    for a in args:
-        if isinstance(a, ndarray):
-            # numba types an array's layout as C, F or A: all three must key apart, or a
-            # kernel compiled for F-contiguous (stride-free) access could serve an A array.
-            # CuPy arrays carry the two flags as attributes (``flags`` builds an object)
-            c = getattr(a, "_c_contiguous", None)
-            if c is None:
-                c, f = a.flags.c_contiguous, a.flags.f_contiguous
-            else:
-                f = a._f_contiguous
-            key.append((a.dtype.char, a.ndim, c, f))
-        elif isinstance(a, np.generic) or type(a) in (int, bool):
-            # (numba types Python ints as int64 and bools as boolean)
-            key.append(type(a))
-        elif isinstance(a, tuple):
-            inner = _arg_key(a, ndarray)
-            if inner is None:
-                return None
-            key.append((type(a), inner))
-        else:
-            return None
-    return tuple(key)
-
-
-class _CupyLaunch:
-    """A numba-compiled kernel launched through CuPy (see the module docstring)."""
-
-    def __init__(self, dispatcher: Any, args: tuple[Any, ...]):
-        import cupy
-        from numba import cuda
-
-        argtypes = tuple(dispatcher.typeof_pyval(a) for a in args)
-        kernel = dispatcher.compile(argtypes)
-        cc = cuda.get_current_device().compute_capability
-        ptx = kernel.inspect_asm(cc)
-        self._module = cupy.cuda.function.Module()
-        self._module.load(ptx.encode())
-        self._function = self._module.get_function(kernel.entry_name)
-        self._function_ptr = self._function.ptr
-        self._shared_optin = _SHARED_DEFAULT  # dynamic shared memory beyond needs an opt-in
-        self._plan = [_flat_plan(ty) for ty in argtypes]
-        self._packer = struct.Struct("@" + "".join(_pack_format(p) for p in self._plan))
-        self._extract = _extractor(self._plan)
-        self._local = threading.local()
-        self._launch_kernel = cupy.cuda.driver.launchKernel
-
-    def opt_in(self, shared_mem: int) -> None:
-        """Let the kernel take ``shared_mem`` bytes of dynamic shared memory (beyond 48 KiB
-        it must ask: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
-        if shared_mem > self._shared_optin:
-            import cupy
-
-            cupy.cuda.driver.funcSetAttribute(self._function.ptr, 8, shared_mem)
-            self._shared_optin = shared_mem
-
-    def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any,
-                 shared_mem: int = 0) -> None:
-        if shared_mem > self._shared_optin:
-            self.opt_in(shared_mem)
-        # every parameter packed into one buffer, laid out as the kernel's parameter list (C
-        # alignment), handed to cuLaunchKernel through CU_LAUNCH_PARAM_BUFFER_POINTER: one
-        # struct.pack instead of one CuPy argument object per flattened parameter
-        # (a buffer per thread: cuLaunchKernel copies it before returning, so a thread can
-        # reuse its own, and threads launching at once never share one)
-        local = self._local
-        buf = getattr(local, "buf", None)
-        if buf is None:
-            buf = _param_buffer(local, bytes(max(self._packer.size, 1)), self._packer.size)
-        self._packer.pack_into(buf, 0, *self._extract(*args))
-        self._launch_kernel(self._function_ptr, blocks, 1, 1, threads, 1, 1, shared_mem,
-                            stream.ptr, 0, local.extra_ptr)
-
-
-def _param_buffer(local: threading.local, init: bytes, size: int) -> Any:
-    """This thread's parameter buffer (initialised with ``init``; ``size`` bytes handed to
-    the driver) and the ``extra`` array that passes it to ``cuLaunchKernel`` as
-    ``CU_LAUNCH_PARAM_BUFFER_POINTER`` / ``_SIZE``, kept in ``local`` (``buf``, ``extra_ptr``)."""
-    buf = local.buf = ctypes.create_string_buffer(init, len(init))
-    local.size = ctypes.c_size_t(size)
-    local.extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2,
-                                        ctypes.addressof(local.size), 0)
-    local.extra_ptr = ctypes.addressof(local.extra)
-    return buf
-
-
-def _flat_plan(ty: Any) -> Any:
-    """How to flatten an argument of numba type ``ty`` the way numba's kernel ABI does: the
-    number of dimensions for an array, a NumPy scalar type for a scalar, a tuple of plans for
-    a (named) tuple."""
-    from numba import types
-
-    if isinstance(ty, types.Array):
-        return int(ty.ndim)
-    if isinstance(ty, (types.Integer, types.Float, types.Boolean)):
-        return np.dtype(str(ty)).type
-    if isinstance(ty, types.BaseTuple):
-        return tuple(_flat_plan(t) for t in ty)
-    raise TypeError(f"no fast launch for arguments of type {ty}")
-
-
-_PACK_CODES = {np.int8: "b", np.uint8: "B", np.int16: "h", np.uint16: "H", np.int32: "i",
-               np.uint32: "I", np.int64: "q", np.uint64: "Q", np.float32: "f", np.float64: "d",
-               np.bool_: "?"}
-
-
-def _pack_format(plan: Any) -> str:
-    """The :mod:`struct` codes of one argument's flattened parameters, numba's kernel ABI
-    (per array: meminfo, parent, nitems, itemsize, data, shape, strides); an array plan
-    carries its number of dimensions."""
-    if isinstance(plan, int):  # an array of that many dimensions
-        return "QQqqQ" + "q" * (2 * plan)
-    if isinstance(plan, tuple):
-        return "".join(_pack_format(p) for p in plan)
-    return _PACK_CODES[plan]
-
-
-def _leaf_offsets(plans: list[Any]) -> dict[tuple[int, ...], int]:
-    """Byte offset of every leaf argument's first flattened parameter in the packed buffer (at
-    C alignment: the size of everything before it and its first field, less that field),
-    keyed by its path: the argument's position, then its positions inside (named) tuples."""
-    offsets: dict[tuple[int, ...], int] = {}
-    before = ""
-
-    def walk(plan: Any, path: tuple[int, ...]) -> None:
-        nonlocal before
-        if isinstance(plan, tuple):
-            for j, p in enumerate(plan):
-                walk(p, (*path, j))
-            return
-        code = _pack_format(plan)
-        offsets[path] = (struct.calcsize("@" + before + code[:1])
-                         - struct.calcsize("@" + code[:1]))
-        before += code
-
-    for i, plan in enumerate(plans):
-        walk(plan, (i,))
-    return offsets
-
-
-def _extractor(plans: list[Any]) -> Callable[..., tuple[Any, ...]]:
-    """A function of the launch arguments that returns their flattened parameters, in the
-    order of :func:`_pack_format`: straight-line code generated once per argument types (the
-    launch cache's key has already checked the types, so it reads and converts nothing else;
-    a generic walk over the arguments cost several microseconds per launch)."""
-    exprs: list[str] = []
-
-    def walk(plan: Any, expr: str) -> None:
-        if isinstance(plan, int):  # meminfo, parent, nitems, itemsize, data, shape, strides
-            exprs.extend(["0", "0", f"{expr}.size", f"{expr}.itemsize", f"{expr}.data.ptr"])
-            exprs.extend(f"{expr}.shape[{d}]" for d in range(plan))
-            exprs.extend(f"{expr}.strides[{d}]" for d in range(plan))
-        elif isinstance(plan, tuple):
-            for j, p in enumerate(plan):
-                walk(p, f"{expr}[{j}]")
-        else:  # a NumPy scalar of the kernel's type already (the key says so)
-            exprs.append(expr)
-
-    names = [f"a{i}" for i in range(len(plans))]
-    for plan, name in zip(plans, names, strict=True):
-        walk(plan, name)
-    source = f"def extract({', '.join(names)}):\n    return ({', '.join(exprs)},)\n"
-    namespace: dict[str, Any] = {}
-    exec(source, namespace)
-    return typing.cast("Callable[..., tuple[Any, ...]]", namespace["extract"])
 
 
 def _body_function(body: Any) -> Callable[..., Any]:
@@ -348,7 +154,7 @@ class Kernel:
         self.arg_names = params[1:]
         self.serial_below = SERIAL_BELOW if serial_below is None else serial_below
         self._compiled: dict[str, Any] = {}
-        self._fast: dict[tuple[Any, ...], _CupyLaunch | None] = {}
+        self._fast: dict[tuple[Any, ...], CupyLaunch | None] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -454,44 +260,6 @@ def resident_threads() -> int:
     """Threads the current GPU holds at once (2048 a multiprocessor): the grid of a kernel that
     strides over a count it reads on the device."""
     return 2048 * sm_count()
-
-
-def _fast_launcher(owner: Any, fn: Any, args: tuple[Any, ...]) -> _CupyLaunch | None:
-    """The CuPy launcher of dispatcher ``fn`` for these arguments' types (made on first use and
-    kept in ``owner._fast``), or None where only numba's own launch can run them."""
-    cupy = _cupy() if _FAST_LAUNCH else None
-    key = None if cupy is None else _arg_key(args, cupy.ndarray)
-    if key is None:
-        return None
-    fast = owner._fast.get(key, False)
-    if fast is False:
-        with owner._lock:
-            try:
-                fast = _CupyLaunch(fn, tuple(np.int64(a) if type(a) is int else a
-                                             for a in args))
-            except Exception as exc:  # fall back to numba's launch, say why once
-                warnings.warn(f"{owner!r}: CuPy launch unavailable ({exc}); using "
-                              "numba's", RuntimeWarning, stacklevel=4)
-                fast = None
-            owner._fast[key] = fast
-    return typing.cast("_CupyLaunch | None", fast)
-
-
-def launch_cuda(owner: Any, fn: Any, blocks: int, threads: int, args: tuple[Any, ...],
-                shared_mem: int = 0) -> None:
-    """Launch the numba-cuda dispatcher ``fn`` on CuPy's current stream, through CuPy where
-    possible (see the module docstring). ``owner`` keeps the per-argument-types launchers in
-    its ``_fast`` dict, guarded by its ``_lock``."""
-    # Python ints go to the fast path as they are (the key types them as int64, the packer
-    # writes them as such), and become np.int64 only for numba's own launch
-    fast = _fast_launcher(owner, fn, args)
-    if fast is not None:
-        fast(blocks, threads, args, _cupy().cuda.get_current_stream(), shared_mem)
-        return
-    full = tuple(np.int64(a) if type(a) is int else a for a in args)
-    with warnings.catch_warnings():  # small batches are legal; numba warns about them
-        warnings.filterwarnings("ignore", message=".*under-utilization")
-        fn[blocks, threads, _numba_stream(), shared_mem](*full)
 
 
 def one_per_item(launch: Callable[..., None], xp: Any, dtype: Any,
@@ -609,24 +377,24 @@ class BoundLaunch:
     def _packed(self) -> Callable[..., None] | None:
         """The GPU call that writes only the open arguments into a prepared parameter buffer
         (None where the CuPy launch cannot take these arguments)."""
-        cupy = _cupy()
+        cupy = cupy_module()
         if cupy is None:
             return None
         slots = {path: _slot_at(self.args, path) for path in self.open}
         stand_ins = _filled(self.args, {path: cupy.empty((1,) * slot.ndim, dtype=slot.dtype)
                                         for path, slot in slots.items()})
         kernel = self.kernel
-        fast = _fast_launcher(kernel, kernel._get("cuda"), (0, *stand_ins))
+        fast = fast_launcher(kernel, kernel._get("cuda"), (0, *stand_ins))
         if fast is None:
             return None
-        if self.shared_mem > _SHARED_DEFAULT:  # the opt-in _CupyLaunch makes per call
+        if self.shared_mem > SHARED_DEFAULT:  # the opt-in CupyLaunch makes per call
             fast.opt_in(self.shared_mem)
-        offsets = _leaf_offsets(fast._plan)
+        offsets = leaf_offsets(fast._plan)
         template = fast._packer.pack(*fast._extract(np.int64(0), *stand_ins))
         local = threading.local()
 
         def buffer() -> Any:
-            return _param_buffer(local, template, len(template))
+            return param_buffer(local, template, len(template))
 
         # one generated function per bound launch: check each open array against its slot,
         # write the count and the open arrays' fields (after numba's meminfo and parent
@@ -754,7 +522,7 @@ class BlockKernel:
         self._source = source
         self._namespace = namespace
         self._fn: Any = None
-        self._fast: dict[tuple[Any, ...], _CupyLaunch | None] = {}
+        self._fast: dict[tuple[Any, ...], CupyLaunch | None] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:

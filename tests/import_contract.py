@@ -72,7 +72,7 @@ PACKAGE_LAYERS = (("indexzoo.tools", "tools"), ("indexzoo.conformance", "conform
 CONTRACT_MODULES = frozenset(f"indexzoo.{m}" for m in (
     "archive", "base_schema", "columns", "config", "contract", "devices", "display",
     "duplicate_keys", "envvars", "errors", "files", "flatten", "hooks", "hookspecs", "keys",
-    "metadata", "npyheader", "operations", "persist", "pipeline", "plugin_api", "presets",
+    "lookup", "metadata", "npyheader", "operations", "persist", "pipeline", "plugin_api", "presets",
     "probes", "reading", "resources", "restore", "result_memory", "results", "schema",
     "schema_paths", "schema_types", "sinks", "state", "text", "unflatten", "validation"))
 

@@ -19,7 +19,7 @@ import numpy as np
 
 import indexzoo
 from indexzoo.native.rt import bvh as B
-from indexzoo.native.rt.trace import _bounds
+from indexzoo.native.rt.scene import _bounds
 from indexzoo.tools.timing import time_call
 
 

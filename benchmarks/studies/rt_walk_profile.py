@@ -38,7 +38,7 @@ from indexzoo.tools.workloads import generate
 
 @njit(cache=False)
 def _walk(nodes, words, n_nodes, data, org, dirs, tmin, tmax, first_hit, depth_of, out):
-    """Replays :func:`indexzoo.native.rt.trace._walker` for triangles (any-hit that accepts
+    """Replays :func:`indexzoo.native.rt.traversal.walker` for triangles (any-hit that accepts
     every hit; ``first_hit``: stop at the first, as TERMINATE_ON_FIRST_HIT) and counts per ray:
     out[r] = (records tested, inner entered, leaves reached, primitives tested, hits, records
     tested after the first hit, 4-wide nodes entered, 8-wide nodes entered)."""

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from indexzoo.config import validate_params
 from indexzoo.display import printable
 from indexzoo.errors import ConfigError, MissingDependency
-from indexzoo.registry import deprecations, lookup
+from indexzoo.registry import lookup
 
 from .environment import device_name, environment
 from .options import option_value
@@ -62,8 +62,6 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     shown = "".join(f" {k}={v!r}" for k, v in params.items())
     out.write(f"indexzoo check {printable(ctx.name + shown)} on {ctx.device} ({device_name(ctx.device)}), "
               f"size {args.size}, commit {env['commit']}\n")
-    for note in deprecations().get(ctx.name, ()):
-        out.write(f"deprecated: {note}\n")
     out.flush()
     t0 = time.perf_counter()
     results = run_checks(ctx, groups=args.group, progress=sys.stderr)

@@ -34,7 +34,6 @@ from indexzoo.display import one_line, printable
 from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
 from indexzoo.registry import (
     available,
-    deprecations,
     load_error_details,
     load_errors,
     lookup,
@@ -177,8 +176,6 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     out.write(f"capabilities: {caps.summary()}; out modes: {', '.join(caps.out_modes)}\n")
     resolution = check_plugin_class(cls)
     out.write(f"plugin API:   {resolution.api}\n")
-    for note in deprecations().get(cls.name, ()):
-        out.write(f"  deprecated: {note}\n")
     out.write("operations:\n")
     for route in resolution.routes.values():
         out.write(f"  {route.describe()}\n")

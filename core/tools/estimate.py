@@ -145,22 +145,30 @@ class _Scale:
                                                max(s.n_keys, s.n_lookups)))
 
 
-def _index_seconds(name: str, params: dict[str, Any], data: Dataset, device: str,
-                   mode: Out, repeats: int, scale: _Scale) -> float | None:
-    """Seconds ``bench`` will spend on one index for the workload ``data`` samples; None
-    where ``bench`` skips it (no range lookups, no such out mode, its device unusable)."""
+def _sample_seconds(name: str, params: dict[str, Any], data: Dataset, device: str,
+                    mode: Out) -> tuple[float, float, float] | None:
+    """One index on the sample ``data``, built once: seconds of a build, a pass of ``mode``
+    lookups and a pass of the answer check; None where ``bench`` skips it (no range lookups,
+    no such out mode, its device unusable)."""
     index = create(name, device=device, **params)
     caps = index.capabilities
     if (data.queries is None and not caps.range) or mode not in caps.out_modes:
         return None
     try:
-        build = _timed(build_call(index, data.keys), device) * scale.keys
+        build = _timed(build_call(index, data.keys), device)
     except DeviceUnavailable:
         return None
-    lookups = _timed(lookup_call(index, data, mode), device) * scale.lookups
-    check = _timed(lookup_call(index, data, "count"), device) * scale.lookups \
+    lookups = _timed(lookup_call(index, data, mode), device)
+    check = _timed(lookup_call(index, data, "count"), device) \
         if "count" in caps.out_modes else 0.0
-    return (1 + repeats) * build + check + _repetitions(lookups, repeats)
+    return build, lookups, check
+
+
+def _index_seconds(sample: tuple[float, float, float], repeats: int, scale: _Scale) -> float:
+    """Seconds ``bench`` will spend on one index for a workload, from its sample's seconds."""
+    build, lookups, check = sample
+    return ((1 + repeats) * build * scale.keys + check * scale.lookups
+            + _repetitions(lookups * scale.lookups, repeats))
 
 
 def _references_seconds(data: Dataset, device: str, repeats: int, scale: _Scale) -> float:
@@ -181,6 +189,9 @@ def estimate_bench(workloads: Sequence[Workload], entries: Sequence[Any], device
         return None
     est = DurationEstimate(ranking=rank_budget * len(workloads))
     measured: dict[str, tuple[Dataset, float]] = {}
+    # per sample, entry and mode: each index is built on a sample once, however many
+    # workloads share that sample (a sweep's large workloads all do)
+    samples: dict[tuple[str, str, str], tuple[float, float, float] | None] = {}
     several = len(workloads) > 1
     with steps.step("estimating the duration") as st:
         for wi, w in enumerate(workloads, 1):
@@ -197,9 +208,12 @@ def estimate_bench(workloads: Sequence[Workload], entries: Sequence[Any], device
             mode: Out = out or ("rowid" if data.queries is not None else "count")
             for k, e in enumerate(entries, 1):
                 st.update(f"{where}index {k}/{len(entries)} {printable(e.title)}")
-                seconds = _index_seconds(e.name, e.params, data, device, mode, repeats, scale)
-                if seconds is not None:
-                    est.add(e.title, seconds)
+                at = (key, e.title, mode)
+                if at not in samples:
+                    samples[at] = _sample_seconds(e.name, e.params, data, device, mode)
+                got = samples[at]
+                if got is not None:
+                    est.add(e.title, _index_seconds(got, repeats, scale))
                 if limit is not None and est.seconds > limit:
                     est.complete = False
                     return est

@@ -9,7 +9,10 @@ from typing import Any
 
 from .timing import Timing
 
-__all__ = ["Entry", "Record"]
+__all__ = ["PEER", "Entry", "Record", "rounds_text"]
+
+#: The peer every figure of a run is compared with.
+PEER = "searchsorted"
 
 
 @dataclass(frozen=True)
@@ -103,3 +106,8 @@ class Record:
     def half_spread(self) -> float:
         """The ``±`` of the throughput: (max - min) / median / 2 of the repetitions' seconds."""
         return self.lookup_timing.half_spread
+
+
+def rounds_text(n: int) -> str:
+    """``1 round``, ``7 rounds``."""
+    return f"{n} round" + ("" if n == 1 else "s")

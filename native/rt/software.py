@@ -1,6 +1,6 @@
 """The software engine behind the :class:`~.engine.Engine` interface: indexzoo's own tracer
 (:mod:`.trace`, one numba source for the CPU and the GPU), with the query layer's programs
-composed over an index's ``match`` (:mod:`.query`)."""
+composed over an index's ``match`` (:mod:`.programs`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .engine import Engine, register_engine
+from .programs import Generated, HitOp, bitmap_programs, engine_programs
 from .trace import DISABLE_CLOSESTHIT, TERMINATE_ON_FIRST_HIT, Gas, Ias
 from .trace import bind_launch as sw_bind_launch
 from .trace import build_gas as sw_build_gas
@@ -57,19 +58,17 @@ class SoftwareEngine(Engine):
     def trace_query(self, scene: Any, programs: Any, op: int, params: Any, rays: Any,
                     n_rays: int, payload: Any, *, threads_per_block: int = 128,
                     device: str | None = None, hits: list[Any] | None = None) -> None:
-        from . import query
-
         assert isinstance(scene, (Gas, Ias))
-        flags = 0 if op == query.HitOp.CLOSEST else \
-            DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == query.HitOp.FIRST else 0)
-        generated = isinstance(rays, query.Generated)
+        flags = 0 if op == HitOp.CLOSEST else \
+            DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
+        generated = isinstance(rays, Generated)
         raygen = rays.raygen if generated else None
-        if op == query.HitOp.BITMAP:
+        if op == HitOp.BITMAP:
             xp_cpu = isinstance(payload, np.ndarray)
-            programs = query.bitmap_programs(programs, raygen,
+            programs = bitmap_programs(programs, raygen,
                                              device or ("cpu" if xp_cpu else "cuda"))
         else:
-            programs = query.engine_programs(programs, raygen)
+            programs = engine_programs(programs, raygen)
         if generated:
             got = sw_launch(scene, n_rays, programs, flags=flags, payload=payload, params=params,
                             threads_per_block=threads_per_block, device=device)
@@ -83,12 +82,10 @@ class SoftwareEngine(Engine):
     def bind_query(self, scene: Any, programs: Any, op: int, params: Any, raygen: Any,
                    most: int, *, threads_per_block: int = 128,
                    device: str | None = None) -> Any:
-        from . import query
-
-        if op in (query.HitOp.BITMAP, query.HitOp.CLOSEST):  # (no caller needs them bound)
+        if op in (HitOp.BITMAP, HitOp.CLOSEST):  # (no caller needs them bound)
             return None
-        flags = DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == query.HitOp.FIRST else 0)
-        return sw_bind_launch(scene, most, query.engine_programs(programs, raygen), flags,
+        flags = DISABLE_CLOSESTHIT | (TERMINATE_ON_FIRST_HIT if op == HitOp.FIRST else 0)
+        return sw_bind_launch(scene, most, engine_programs(programs, raygen), flags,
                               params, threads_per_block=threads_per_block, device=device)
 
     def launch(self, scene: Any, n: int, programs: Any, *, flags: int = 0, payload: Any = None,

@@ -153,11 +153,11 @@ def test_sorted_probes_sort_by_the_first_column() -> None:
 
 def test_bitmaps_that_cannot_fit_raise_resource_error_before_any_work(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from indexzoo import ResourceError, contract, result_memory
+    from indexzoo import ResourceError, lookup, result_memory
 
     idx = ColumnScan().build([A, B])
     monkeypatch.setattr(result_memory, "available_memory", lambda device: (64, "a test's 64 B"))
-    monkeypatch.setattr(contract, "BITMAP_CHECK_FROM", 0)  # check even this small request
+    monkeypatch.setattr(lookup, "BITMAP_CHECK_FROM", 0)  # check even this small request
     with pytest.raises(ResourceError, match="out='bitmap' for 100 lookups over 8 rows"):
         idx.range([np.zeros(100, np.uint32), None], [None, np.zeros(100, np.int64)],
                   out="bitmap")

@@ -250,25 +250,25 @@ def test_the_table_has_every_kind_and_mode_with_one_hook_each() -> None:
 
 # ---------------------------------------------------------------- plugin API versions
 @pytest.mark.parametrize("declared,why", [
-    ("2.3", "it targets indexzoo plugin API 2.3, newer than this indexzoo's 2.2"),
-    ("3.0", "it targets indexzoo plugin API 3.0, newer than this indexzoo's 2.2"),
-    ("0.9", "it targets indexzoo plugin API 0.9, which this indexzoo (2.2) no longer supports"),
-    ("two", "plugin_api must be a 'MAJOR.MINOR' string such as '2.2', got 'two'"),
+    ("2.4", "it targets indexzoo plugin API 2.4, newer than this indexzoo's 2.3"),
+    ("3.0", "it targets indexzoo plugin API 3.0, newer than this indexzoo's 2.3"),
+    ("1.0", "it targets indexzoo plugin API 1.0, which this indexzoo (2.3) no longer supports"),
+    ("0.9", "it targets indexzoo plugin API 0.9, which this indexzoo (2.3) no longer supports"),
+    ("two", "plugin_api must be a 'MAJOR.MINOR' string such as '2.3', got 'two'"),
 ])
 def test_an_incompatible_plugin_api_is_refused_naming_both_versions(declared: str,
                                                                     why: str) -> None:
-    assert PLUGIN_API == "2.2"
+    assert PLUGIN_API == "2.3"
     text = _problems(_variant(f"Api{declared.replace('.', '_')}", {"plugin_api": declared}))
     assert why in text
 
 
-class OldStyle(GpuIndex[KeysState]):
-    """Written before plugin API versions: no plugin_api, a helper named like a hook, and the
-    1.0 signature of _prepared_point."""
+class Undeclared(GpuIndex[KeysState]):
+    """Declares no plugin_api."""
 
-    name: ClassVar[str] = "test-old-style"
-    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False)
-    prepared_with: ClassVar[list[Any]] = []
+    name: ClassVar[str] = "test-undeclared"
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False,
+                                                        out_modes=("count",))
 
     def _build(self, st: KeysState, keys: Any) -> None:
         st.keys = keys
@@ -276,36 +276,28 @@ class OldStyle(GpuIndex[KeysState]):
     def _footprint(self, st: KeysState) -> Footprint:
         return Footprint()
 
-    def _point_hits(self, st: KeysState, q: Any) -> Any:  # a helper: API 2 reserves the name
+    def _point_count(self, st: KeysState, q: Any) -> Any:
+        return (st.keys[None, :] == q[:, None]).sum(axis=1).astype(st.rowid_dtype)
+
+
+def test_a_class_that_declares_no_plugin_api_is_refused_saying_what_to_declare() -> None:
+    text = _problems(Undeclared)
+    assert "it declares no plugin_api; declare plugin_api: ClassVar[str] = '2.3'" in text
+    with pytest.raises(PluginError, match="declares no plugin_api"):
+        Undeclared(device="cpu")
+
+
+@pytest.mark.parametrize("declared", ["2.0", "2.1", "2.2", "2.3"])
+def test_every_minor_version_of_the_current_major_loads(declared: str) -> None:
+    cls = _variant(f"Minor{declared.replace('.', '_')}", {"plugin_api": declared})
+    assert check_plugin_class(cls).api == declared
+
+
+def test_a_helper_named_like_a_hook_is_an_error() -> None:
+    def _point_hits(self: Any, st: Any, q: Any) -> Any:
         return st.keys[None, :] == q[:, None]
 
-    def _point_count(self, st: KeysState, q: Any) -> Any:
-        return self._point_hits(st, q).sum(axis=1).astype(st.rowid_dtype)
-
-    def _point_rowids(self, st: KeysState, q: Any) -> tuple[Any, Any]:
-        return csr(st, self._point_hits(st, q))
-
-    def _prepared_point(self, st: KeysState, out: Any) -> Any:
-        self.prepared_with.append(out)
-        return None
-
-
-def test_an_older_plugin_works_with_a_deprecation_warning_for_what_changed() -> None:
-    with pytest.warns(DeprecationWarning) as caught:
-        resolution = check_plugin_class(OldStyle)
-    text = " ".join(str(w.message) for w in caught)
-    assert resolution.api == "1.0"
-    assert "declares no plugin_api and is taken as 1.0" in text
-    assert "_point_hits is not an operation hook" in text and "under plugin API 2.2 this is " \
-                                                                "an error" in text
-    assert "_prepared_point(st, out) of plugin API 1.0 receives the out mode" in text
-    index = OldStyle(device="cpu").build(KEYS)
-    assert index.point(np.array([5, 6], np.uint64), out="count").count.tolist() == [2, 0]
-    assert OldStyle.prepared_with == ["count"]  # the 1.0 hook still gets the mode string
-
-
-def test_the_same_class_under_2_0_is_an_error() -> None:
-    text = _problems(_variant("NewStyle", {"plugin_api": "2.0"}, base=OldStyle))
+    text = _problems(_variant("Helper", {"_point_hits": _point_hits}))
     assert "_point_hits is not an operation hook" in text
 
 
@@ -412,14 +404,17 @@ def test_registering_something_that_is_not_an_index_breaks_that_plugin_only(
     assert "register() expects a GpuIndex subclass" in indexzoo.load_errors()["bogus"]
 
 
-def test_info_and_check_show_what_an_older_plugin_should_change(clean_registry: None) -> None:
-    indexzoo.register_plugin(_plugin(OldStyle), name="old")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        info, check = io.StringIO(), io.StringIO()
-        assert main(["info", "test-old-style"], out=info) == 0
-        assert main(["check", "test-old-style", "--group", "sizes"], out=check) == 0
-    assert "plugin API:   1.0" in info.getvalue()
-    assert "deprecated: it declares no plugin_api" in info.getvalue()
-    assert "deprecated: it declares no plugin_api" in check.getvalue()
-    assert "point count: _point_count(st, q)" in info.getvalue()
+def test_a_plugin_without_plugin_api_is_unusable_and_named(clean_registry: None) -> None:
+    indexzoo.register_plugin(_plugin(Undeclared), name="undeclared")
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert "sorted-array" in indexzoo.available()
+    assert "declares no plugin_api" in indexzoo.load_errors()["test-undeclared"]
+
+
+def test_info_shows_the_plugin_api_and_the_routes(clean_registry: None) -> None:
+    indexzoo.register_plugin(_plugin(Brute), name="brute")
+    info = io.StringIO()
+    assert main(["info", "test-brute"], out=info) == 0
+    assert "plugin API:   2.0" in info.getvalue()
+    assert "point count: derived from _range_rowids(st, q, q)" in info.getvalue()

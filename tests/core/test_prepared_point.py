@@ -126,7 +126,7 @@ def test_with_sorted_probes_only_small_batches_go_unsorted(
         name: str, device: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ordering a few thousand lookups costs more than it brings: such a batch takes the
     prepared path in the caller's order; a larger one is sorted by the general path."""
-    from indexzoo.contract import PREPARED_UNSORTED_UP_TO as most
+    from indexzoo.lookup import PREPARED_UNSORTED_UP_TO as most
 
     keys = _keys()
     ix = indexzoo.create(name, params={"sort_probes": True}, device=device)

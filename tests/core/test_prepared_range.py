@@ -162,7 +162,7 @@ def test_bitmaps_that_need_the_memory_check_take_the_general_path(
     table = _table()
     ix = indexzoo.create("fused-scan", device=device).build(to_device(table, device))
     words = -(-table.shape[0] // 32)
-    monkeypatch.setattr("indexzoo.contract.BITMAP_CHECK_FROM", 4 * words * 5)  # 5 queries
+    monkeypatch.setattr("indexzoo.lookup.BITMAP_CHECK_FROM", 4 * words * 5)  # 5 queries
     lo, hi = _boxes()
     seen = _general_only(monkeypatch, ix)
     for n in (4, 5):

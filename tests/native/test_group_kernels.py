@@ -114,7 +114,7 @@ def test_an_operation_without_a_cooperative_body_runs_groups_of_one_only() -> No
 def test_the_fast_launch_cache_keys_c_f_and_strided_layouts_apart() -> None:
     # numba compiles one specialisation per layout (C, F, A); the CuPy launch cache must not
     # hand an F-compiled kernel a strided array, or the kernel would read the wrong elements
-    from indexzoo.native.targets import _arg_key
+    from indexzoo.native.cudalaunch import _arg_key
 
     a = np.zeros((8, 3), dtype=np.uint32)
     c, f, strided = a, np.asfortranarray(a), a[::2]
@@ -141,7 +141,7 @@ def test_the_packed_launch_buffer_holds_each_parameter_at_its_aligned_offset() -
 
     from numba import typeof
 
-    from indexzoo.native.targets import _extractor, _flat_plan, _pack_format
+    from indexzoo.native.cudalaunch import _extractor, _flat_plan, _pack_format
 
     arr2 = np.zeros((4, 3), np.uint32)
     arr1 = np.arange(5, dtype=np.uint64)
@@ -170,7 +170,7 @@ def test_python_ints_reach_the_fast_launch_as_int64_parameters() -> None:
 
     from numba import typeof
 
-    from indexzoo.native.targets import _arg_key, _extractor, _flat_plan, _pack_format
+    from indexzoo.native.cudalaunch import _arg_key, _extractor, _flat_plan, _pack_format
 
     assert typeof(5) == typeof(np.int64(5))
     assert _arg_key((5, np.int64(5)), np.ndarray) == (int, np.int64)
@@ -209,7 +209,8 @@ def test_a_bound_launch_writes_the_parameter_buffer_of_the_ordinary_packed_launc
     from numba import typeof
 
     from indexzoo.native import targets
-    from indexzoo.native.targets import Slot, _extractor, _flat_plan, _pack_format
+    from indexzoo.native.cudalaunch import _extractor, _flat_plan, _pack_format
+    from indexzoo.native.targets import Slot
 
     sent: list[tuple[Any, ...]] = []
 
@@ -237,8 +238,8 @@ def test_a_bound_launch_writes_the_parameter_buffer_of_the_ordinary_packed_launc
         return SimpleNamespace(_plan=plan, _packer=packer, _extract=_extractor(plan),
                                _function_ptr=1234)
 
-    monkeypatch.setattr(targets, "_cupy", lambda: fake_cupy)
-    monkeypatch.setattr(targets, "_fast_launcher", fast_launcher)
+    monkeypatch.setattr(targets, "cupy_module", lambda: fake_cupy)
+    monkeypatch.setattr(targets, "fast_launcher", fast_launcher)
     keys = _FakeDeviceArray(np.arange(40, dtype=np.uint64).reshape(8, 5))
     record = (_FakeDeviceArray(np.arange(3, dtype=np.uint32)), np.int32(-4), np.uint8(9))
     op = Kernel(scaled_pair_item)

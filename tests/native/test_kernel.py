@@ -81,7 +81,8 @@ def test_the_packed_offsets_are_where_the_packer_writes_each_argument() -> None:
 
     from numba import typeof
 
-    from indexzoo.native.targets import _flat_plan, _leaf_offsets, _pack_format
+    from indexzoo.native.cudalaunch import _flat_plan, _pack_format
+    from indexzoo.native.cudalaunch import leaf_offsets as _leaf_offsets
 
     args = (np.int64(5), np.bool_(True), (np.zeros(5, np.uint64), np.int32(-7)),
             np.zeros((4, 3), np.uint32), np.float32(1.5), np.uint8(1), np.zeros(2, np.int64))

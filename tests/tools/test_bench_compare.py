@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from indexzoo.errors import ConfigError
-from indexzoo.tools import bench
+from indexzoo.tools import bench, benchrun
 from indexzoo.tools.bench import Record, write_json
 from indexzoo.tools.cli import main
 from indexzoo.tools.compare import (
@@ -256,7 +256,7 @@ def bench_run(folder: Path, *extra: str) -> tuple[int, str, Path]:
 
 
 def fixed_clock(fn: Any, device: str) -> float:
-    """``bench.time_once`` with every timed call taking 1 ms, so that two runs measure the
+    """``benchrun.time_once`` with every timed call taking 1 ms, so that two runs measure the
     same and this machine's own drift between them (another process on a shared 2-core
     machine made a rerun 63% slower) cannot decide a test's outcome."""
     fn()
@@ -265,7 +265,7 @@ def fixed_clock(fn: Any, device: str) -> float:
 
 def test_a_rerun_of_the_same_tree_passes_compare_with_fail_above_50(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bench, "time_once", fixed_clock)
+    monkeypatch.setattr(benchrun, "time_once", fixed_clock)
     _, _, first = bench_run(tmp_path / "first")
     code, text, _ = bench_run(tmp_path / "second", "--compare", str(first), "--fail-above", "50")
     assert code == 0, text
@@ -292,7 +292,7 @@ def test_a_planted_30_percent_slowdown_makes_fail_above_20_exit_1(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Against a copy of the first run made to look 1/0.7 times as fast, the second run is 30%
     slower. The clock is fixed (:func:`fixed_clock`)."""
-    monkeypatch.setattr(bench, "time_once", fixed_clock)
+    monkeypatch.setattr(benchrun, "time_once", fixed_clock)
     _, _, first = bench_run(tmp_path / "first")
     old = _doctored(first, 1 / 0.7, tmp_path / "faster-before.json")
     code, text, _ = bench_run(tmp_path / "second", "--compare", str(old), "--fail-above", "50")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from indexzoo.tools import bench, environment
+from indexzoo.tools import bench, benchrun, environment
 from indexzoo.tools.cli import main
 from indexzoo.tools.environment import gpu_state, parse_gpu_query
 
@@ -99,14 +99,14 @@ def two_workloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _second_workload_calls(monkeypatch: pytest.MonkeyPatch, action: Any) -> None:
     """Call ``action()`` when the data of the second workload (hit rate 0.5) is generated."""
-    real = bench.generate
+    real = benchrun.generate
 
     def generate(w: Any, device: str) -> Any:
         if w.hit_rate == 0.5:
             action()
         return real(w, device)
 
-    monkeypatch.setattr(bench, "generate", generate)
+    monkeypatch.setattr(benchrun, "generate", generate)
 
 
 def test_the_json_holds_each_workload_as_soon_as_it_is_finished(

@@ -153,13 +153,13 @@ def test_an_estimate_past_the_budget_stops_early_as_a_lower_bound(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The first index already takes longer than the budget: the others are not sampled."""
     sampled: list[str] = []
-    real = estimate._index_seconds
+    real = estimate._sample_seconds
 
-    def index_seconds(name: str, *a: Any) -> float | None:
+    def index_seconds(name: str, *a: Any) -> Any:
         sampled.append(name)
         return real(name, *a)
 
-    monkeypatch.setattr(estimate, "_index_seconds", index_seconds)
+    monkeypatch.setattr(estimate, "_sample_seconds", index_seconds)
     _fixed_sample_times(monkeypatch, 0.01)
     _no_run(monkeypatch)
     args = ("bench", "--preset", "quick", "--device", "cpu", "--indexes", "sorted-array,btree",

@@ -47,7 +47,9 @@ import numpy as np
 from indexzoo.contract import Footprint
 from indexzoo.errors import InvalidInput
 
+from ..engine import engine_named
 from ..geometry import AABBS, SPHERES, TRIANGLES
+from ..scene import Instance
 from .pipeline import context
 from .sdk import import_optix
 
@@ -79,8 +81,6 @@ class OptixGas:
     @property
     def engine(self) -> Any:
         """The engine this scene runs on: OptiX."""
-        from ..engine import engine_named
-
         return engine_named("optix")
 
     instanced = False
@@ -143,8 +143,6 @@ def _far_exponents(data: Any, radius: float) -> tuple[int, int, int]:
 
 
 def _instance(gas: OptixGas, exps: tuple[int, int, int], instance_id: int = 0) -> Any:
-    from ..trace import Instance
-
     t = np.zeros((3, 4), np.float32)
     for k, e in enumerate(exps):
         t[k, k] = np.ldexp(np.float32(1), e)
@@ -157,8 +155,6 @@ def instance_of(gas: OptixGas | OptixScaledGas, instance_id: int) -> Any:
     inner GAS under its scaling transform, so that its boxes stay within OptiX's reach."""
     if isinstance(gas, OptixScaledGas):
         return _instance(gas.gas, gas.exponents, instance_id)
-    from ..trace import Instance
-
     return Instance(typing.cast(Any, gas), None, instance_id)
 
 
@@ -237,8 +233,6 @@ class OptixIas:
     @property
     def engine(self) -> Any:
         """The engine this scene runs on: OptiX."""
-        from ..engine import engine_named
-
         return engine_named("optix")
 
     instanced = True
@@ -320,8 +314,6 @@ class OptixScaledGas:
     @property
     def engine(self) -> Any:
         """The engine this scene runs on: OptiX."""
-        from ..engine import engine_named
-
         return engine_named("optix")
 
     instanced = True

@@ -1,0 +1,50 @@
+"""The ``differential`` conformance checks."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ..context import Context, check, verify
+from ..data import EXTREME_KEYS_64, lookups, make_keys, ranges
+
+
+@check("differential")
+def check_differential_small_sets_drawn_key_by_key(ctx: Context) -> None:
+    """Small key sets and lookups drawn value by value, so hypothesis shrinks a failure to a
+    minimal example (a few keys, one lookup)."""
+
+    @ctx.settings()
+    @given(data=st.data())
+    def prop(data: st.DataObject) -> None:
+        bits = 64 if ctx.wide and data.draw(st.booleans(), label="64-bit") else 32
+        top = (1 << bits) - 1
+        specials = [v for v in (*EXTREME_KEYS_64, 2**32 - 2) if v <= top]
+        value = st.one_of(st.integers(0, 40), st.sampled_from(specials), st.integers(0, top))
+        keys = data.draw(st.lists(value, max_size=48, unique=not ctx.caps.duplicates),
+                         label="keys")
+        probe = st.one_of(st.sampled_from(keys), value) if keys else value
+        q = data.draw(st.lists(probe, min_size=1, max_size=24), label="lookups")
+        pairs = data.draw(st.lists(st.tuples(probe, probe), min_size=1, max_size=24),
+                          label="ranges")
+        dtype = np.uint64 if bits == 64 else np.uint32
+        k = np.array(keys, dtype=dtype)
+        index = ctx.new().build(k)
+        verify(ctx, index, k, points=np.array(q, dtype=dtype),
+               rng=(np.array([a for a, _ in pairs], dtype=dtype),
+                    np.array([b for _, b in pairs], dtype=dtype)),
+               label=f"keys {keys}")
+
+    prop()
+
+
+@check("differential")
+def check_custom_values_are_summed(ctx: Context) -> None:
+    """``sum`` adds the given values (not the rowIDs), wrapping modulo 2^64."""
+    rng = np.random.default_rng(5)
+    ks = make_keys("uniform32", 3000, 5, duplicates=ctx.caps.duplicates).keys
+    values = rng.integers(2**62, 2**64 - 1, ks.shape[0], dtype=np.uint64, endpoint=True)
+    index = ctx.new().build(ks, values)
+    verify(ctx, index, ks, values=values, points=lookups(ks, ctx.n_lookups, 5),
+           rng=ranges(ks, ctx.n_lookups, 5), label="custom values", modes=["sum"])

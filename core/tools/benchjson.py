@@ -1,0 +1,82 @@
+"""The JSON of ``indexzoo bench``: :func:`write_json` (a run's records and environment) and
+:class:`ResultsFile`, which writes it after each workload so that a run that ends early keeps
+what it finished."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict
+from functools import partial
+from pathlib import Path
+from typing import Any, BinaryIO, TextIO
+
+from indexzoo.display import printable, shown, shown_path
+from indexzoo.errors import ConfigError
+
+from .compare import FORMAT_VERSION
+from .publish import Member, numbered, publish, rewrite
+from .records import Record
+
+__all__ = ["ResultsFile", "write_json"]
+
+def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO,
+               complete: bool = True) -> None:
+    """The run's records and environment as JSON, to an open binary file: format
+    :data:`~indexzoo.tools.compare.FORMAT_VERSION`; ``complete`` is false while workloads
+    are still to run (and stays so in the file of a run that ended early)."""
+    payload = {"format_version": FORMAT_VERSION, "complete": complete, "environment": env,
+               "records": [
+        {**asdict(r), "throughput_per_byte": r.throughput_per_byte,
+         "half_spread": r.half_spread, "ratio_to_raw": r.ratio_to_raw,
+         "ratio_to_gather": r.ratio_to_gather, "ratio_to_scan": r.ratio_to_scan,
+         "throughput_slowest": r.throughput_range[0],
+         "throughput_fastest": r.throughput_range[1]} for r in records]}
+    file.write((json.dumps(payload, indent=2, default=str) + "\n").encode())
+
+
+class ResultsFile:
+    """The run's JSON, written after each workload: the first time under a name of its own
+    (:func:`indexzoo.tools.publish.publish`: ``STEM.json`` or, where that is taken, ``STEM-2.json``,
+    ...), then rewritten whole in place (:func:`indexzoo.tools.publish.rewrite`), so the file
+    always holds the workloads finished so far. ``complete`` turns true with the last one.
+    A name is taken only where the files to come after it (``also``: the PNGs' suffixes) are
+    free as well."""
+
+    def __init__(self, stem: Path, env: dict[str, Any], workloads: int,
+                 log: TextIO | None = None, also: Sequence[str] = ()) -> None:
+        self.stem, self.env, self.workloads, self.log = stem, env, workloads, log
+        self.also = also
+        self.path: Path | None = None
+        self.done = 0
+
+    def _names(self) -> Iterator[str]:
+        folder = self.stem.parent
+        return (n for n in numbered(self.stem.name)
+                if not any(os.path.lexists(folder / (n + suffix)) for suffix in self.also))
+
+    def update(self, records: list[Record]) -> None:
+        """Write the records of the workloads finished so far (one more than last time)."""
+        self.done += 1
+        write = partial(write_json, records, self.env, complete=self.done >= self.workloads)
+        if self.path is not None:
+            rewrite(self.path, write)
+            return
+        try:
+            (self.path,) = publish(self.stem.parent, self._names(), [Member(".json", write)])
+        except FileExistsError:
+            raise ConfigError(f"--output {shown_path(self.stem.parent)}: every name tried for "
+                              f"this run's results is taken ({shown(self.stem.name, 60)}-2 to "
+                              "-1000)") from None
+        if self.log is not None and self.workloads > 1:
+            self.log.write(printable(f"indexzoo bench: results so far in {self.path} (rewritten "
+                                     "after each workload)") + "\n")
+
+    @property
+    def named_stem(self) -> Path:
+        """The stem of the name the JSON got (the PNGs are named after it)."""
+        assert self.path is not None
+        return self.path.with_name(self.path.name[:-len(".json")])
+
+
