@@ -244,6 +244,15 @@ def _fast_route(index: Any, st: BuildState, kind: str, out: str) -> tuple[Route,
     return route, most
 
 
+def _bound(index: Any, st: BuildState, route: Route, prepared: Any) -> Any:
+    """The call that answers ``route`` for build ``st``: the plugin's prepared hook
+    (``_prepared_point`` or ``_prepared_range``, given as ``prepared``) where it declares one
+    for the operation, else the operation's own hook bound to the build (a subclass that
+    overrode the hook and not the prepared one is answered by its hook)."""
+    fn = prepared(st, route.op) if route.op in index._resolution.prepared else None
+    return fn or route.source.bind(index, st)
+
+
 def prepare_point(index: Any, st: BuildState, out: str) -> PreparedPoint | None:
     """The prepared point lookups of build ``st`` and mode ``out`` (cached in the state), or
     None where :func:`_fast_route` says the pipeline has work to do."""
@@ -251,11 +260,7 @@ def prepare_point(index: Any, st: BuildState, out: str) -> PreparedPoint | None:
     fast = _fast_route(index, st, "point", out)
     if fast is not None:
         route, most = fast
-        # a subclass that overrode the operation's hook (and not _prepared_point) is answered
-        # by its hook
-        fn = index._prepared_point(st, route.op) if route.op in index._resolution.prepared \
-            else None
-        fn = fn or route.source.bind(index, st)
+        fn = _bound(index, st, route, index._prepared_point)
         prep = PreparedPoint(st.xp.ndarray, np.dtype(st.native_dtype), most, index.params,
                              results.fast_result(route.op.out, fn))
     st._prepared[out] = prep
@@ -269,9 +274,7 @@ def prepare_range(index: Any, st: BuildState, out: str) -> PreparedRange | None:
     fast = _fast_route(index, st, "range", out)
     if fast is not None:
         route, most = fast
-        fn = index._prepared_range(st, route.op) if route.op in index._resolution.prepared \
-            else None
-        fn = fn or route.source.bind(index, st)
+        fn = _bound(index, st, route, index._prepared_range)
         prep = PreparedRange(st.xp.ndarray, np.dtype(st.native_dtype),
                              1 if index.capabilities.dims == 1 else 2, st.dims, most,
                              index.params, results.fast_range_result(route.op.out, fn))

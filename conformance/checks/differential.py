@@ -2,12 +2,48 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ..context import Context, check, verify
-from ..data import EXTREME_KEYS_64, lookups, make_keys, ranges
+from ..data import EXTREME_KEYS_64, FAMILIES, lookups, make_keys, ranges
+
+
+def _family_check(family: str) -> Callable[[Context], None]:
+    """The hypothesis differential check over keys of one family of :data:`FAMILIES`."""
+
+    def run(ctx: Context) -> None:
+        sizes = st.one_of(st.integers(0, ctx.n_max),
+                          st.sampled_from([0, 1, 2, 3, 64, 1000, ctx.n_max]))
+
+        @ctx.settings()
+        @given(n=sizes, seed=st.integers(0, 2**32 - 1))
+        def prop(n: int, seed: int) -> None:
+            ks = make_keys(family, n, seed, duplicates=ctx.caps.duplicates)
+            keys = ks.keys if ctx.wide else ks.keys.astype(np.uint32)
+            index = ctx.new().build(keys)
+            verify(ctx, index, keys, points=lookups(keys, ctx.n_lookups, seed),
+                   rng=ranges(keys, ctx.n_ranges, seed),
+                   label=f"{family} keys (n={keys.shape[0]}, seed={seed})")
+
+        prop()
+
+    run.__doc__ = f"Every out mode agrees with the oracle on {family} keys (hypothesis)."
+    return run
+
+
+#: One check per key family, each a named attribute of this module (the catalog collects a
+#: module's checks from its attributes): dense, uniform32, uniform64, clustered, duplicates,
+#: all_equal.
+_NEEDS = {"duplicates": ("duplicates",), "all_equal": ("duplicates",), "uniform64": ("uint64",)}
+for _family in FAMILIES:
+    _fn = _family_check(_family)
+    _fn.__name__ = _fn.__qualname__ = f"check_differential_{_family}"
+    globals()[_fn.__name__] = check("differential", needs=_NEEDS.get(_family, ()))(_fn)
+del _family, _fn
 
 
 @check("differential")
