@@ -7,7 +7,7 @@ metadata within its bounds, the params, the base's fields, the inner plugin's sc
 there is one per configured shard, that each holds the sharded index's native keys, and that
 the shards' global rowIDs together are each of ``0 .. n - 1`` once (lookups answer with them).
 The routing keys are checked for their dtype and order, each shard's key bounds for their
-form (two native keys, the smaller first, for a non-empty one-column shard; none otherwise).
+form (none, or two native keys, the smaller first, for a non-empty one-column shard).
 Bounds narrower than the shard's keys make lookups miss those keys, as an index that holds
 fewer keys would: a value a load cannot know (docs/persistence.md).
 """
@@ -71,11 +71,13 @@ def _check_shards(scope: Scope) -> str | None:
 
 def _bounds_problem(bounds: Any, held: int, dims: int, native: np.dtype) -> str | None:
     """What is wrong with a shard's saved key bounds (the smallest and largest native key of
-    a non-empty one-column shard, None otherwise), or None."""
+    a non-empty shard of one-column keys; None where the inner index keeps none), or None."""
+    if bounds is None:  # an inner index of column tables keeps none (nor does an empty shard)
+        return None
     if dims > 1 or held == 0:
-        return None if bounds is None else "holds key bounds for a shard that has none"
+        return "holds key bounds for a shard that has none"
     top = int(np.iinfo(native).max)
-    if bounds is None or len(bounds) != 2 or not 0 <= bounds[0] <= bounds[1] <= top:
+    if len(bounds) != 2 or not 0 <= bounds[0] <= bounds[1] <= top:
         return f"is {str(bounds)[:60]}, not two native keys lo <= hi for {held} rows"
     return None
 
