@@ -1,6 +1,5 @@
 """The catalog runs every check the suite defines: one differential check per key family
-(until 324db91 the five built in a loop were never collected, and only the last one by
-accident before the checks were split into modules)."""
+(checks made in a loop are collected only when each is an attribute of its module)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fuzzing the files of every built-in index (issue 52): structure-aware mutations of a saved
+"""Fuzzing the files of every built-in index: structure-aware mutations of a saved
 file (lying shapes and values with valid checksums, bit flips with and without their
 checksums made again, truncations, zip tricks: compressed and duplicated members, a
 decompression bomb, huge declared sizes), each loaded and looked up in a child process

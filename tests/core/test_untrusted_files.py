@@ -1,6 +1,6 @@
-"""A saved index from anywhere may be refused, but never crash, leak or exhaust the reader
-(issue 52). Each finding of the issue has its test here; tests/core/test_file_fuzz.py fuzzes
-the files of every built-in index.
+"""A saved index from anywhere may be refused, but never crash, leak or exhaust the reader.
+Each way a hand-made file used to do so has its test here; tests/core/test_file_fuzz.py
+fuzzes the files of every built-in index.
 
 Loads whose old behaviour was a segfault or a hang run in a child process, so that a
 regression fails the test instead of killing or stalling pytest.
