@@ -1102,7 +1102,7 @@ def test_stage_times_cover_build_and_lookup_stages(uniform3: list[np.ndarray]) -
 @pytest.mark.slow
 def test_the_benchmark_script_runs_small_on_the_cpu(tmp_path: Path) -> None:
     out = tmp_path / "rtscan.json"
-    res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "rtscan_targets.py"),
+    res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "studies" / "rtscan_targets.py"),
                           "--small", "--device", "cpu", "--out", str(out)],
                          capture_output=True, text=True, timeout=600, cwd=REPO)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -1116,7 +1116,7 @@ def test_the_benchmark_script_runs_small_on_the_cpu(tmp_path: Path) -> None:
 def test_the_tpch_reader_parses_tbl_files_like_the_csv_module(tmp_path: Path) -> None:
     # the vectorized reader (used without pyarrow) against the csv module line by line, on
     # chunks that cut lines in two, and on a last line without its newline
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    sys.path.insert(0, str(REPO / "benchmarks" / "studies"))
     try:
         import rtscan_workloads as wl
     finally:

@@ -25,7 +25,7 @@ from indexzoo.conformance import ConformanceSuite
 from indexzoo.native.rt import optix
 from indexzoo.native.rt.optix import record
 from indexzoo.native.rt.query import QueryParams, launch_record
-from indexzoo.plugins.rx.programs import CUDA, RxRecord
+from indexzoo.plugins.rx.programs import CUDA, PROGRAMS, RxRecord
 
 
 # ============================================================================ everywhere
@@ -108,8 +108,12 @@ def test_the_launch_struct_refuses_types_without_a_c_twin() -> None:
 
 
 def test_rx_programs_define_what_the_layer_calls() -> None:
-    for name in ("iz_match", "__intersection__iz", "iz_raygen", "IZ_HAS_RAYGEN"):
+    for name in ("iz_match", "__intersection__iz"):
         assert name in CUDA
+    for kind, programs in PROGRAMS.items():  # with the family's perpendicular ray generation
+        assert programs.cuda is not None and programs.cuda.startswith(CUDA), kind
+        for name in ("iz_raygen", "IZ_HAS_RAYGEN"):
+            assert name in programs.cuda, (kind, name)
 
 
 # ============================================================================ with OptiX
