@@ -269,9 +269,10 @@ class _KernelCache:
                 stored, payload = pickle.load(f)
             if stored != full:  # another kernel's entry under this name: never used
                 return None
-            return CompileResult._rebuild(target_context, *payload)
+            cres = CompileResult._rebuild(target_context, *payload)
         except Exception:  # missing, damaged or unreadable here: compiled instead
             return None
+        return _as_asked(cres, sig)
 
     def save_overload(self, sig: Any, cres: Any) -> None:
         from numba.core.serialize import dumps
@@ -297,6 +298,24 @@ class _KernelCache:
         except OSError:  # a full or read-only disk: the kernel stays compiled in memory
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _as_asked(cres: Any, sig: Any) -> Any:
+    """``cres`` under the argument types ``sig`` names, or None. numba files a loaded kernel
+    under the argument types it was compiled for, as unpickled; a type made from a class
+    that pickles by value (a launch record's named tuple, made per record layout) comes back
+    equal in every field but not equal as a type, and the kernel, filed under a key no call
+    asks for, would be loaded again at every call. The entry's key holds the types' text, so
+    the same text names the same layout: the kernel is filed under the asked types."""
+    from numba.core import sigutils
+
+    asked, _ = sigutils.normalize_signature(sig)
+    got = tuple(cres.signature.args)
+    if got == tuple(asked):
+        return cres
+    if [str(t) for t in got] != [str(t) for t in asked]:
+        return None  # not the kernel asked for: compiled instead
+    return cres._replace(signature=cres.signature.replace(args=tuple(asked)))
 
 
 def attach(dispatcher: Any) -> Any:

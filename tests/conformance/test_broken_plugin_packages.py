@@ -1,6 +1,11 @@
 """Installed plugin packages that break in every way a module can: each one loses only what it
 provides, is reported once in one line, and every other index stays usable, in Python and on
-the command line (``indexzoo list`` exits 0; ``--verbose`` shows the traceback)."""
+the command line (``indexzoo list`` exits 0; ``--verbose`` shows the traceback).
+
+No verdict here depends on the machine's speed: where a hanging import is cut at the time
+limit, every healthy plugin module has been imported before (its entry point then loads from
+``sys.modules`` at once), and the real process, whose healthy imports take what the machine
+gives them, runs with a limit no import reaches and without the hanging package."""
 
 from __future__ import annotations
 
@@ -36,9 +41,9 @@ BROKEN: dict[str, tuple[str, str]] = {
 }
 
 
-def _install(root: Path) -> Path:
-    modules = {f"broken_{n.replace('-', '_')}": src for n, (src, _) in BROKEN.items()}
-    eps = {n: f"broken_{n.replace('-', '_')}" for n in BROKEN}
+def _install(root: Path, broken: dict[str, tuple[str, str]] = BROKEN) -> Path:
+    modules = {f"broken_{n.replace('-', '_')}": src for n, (src, _) in broken.items()}
+    eps = {n: f"broken_{n.replace('-', '_')}" for n in broken}
     return fake_distribution(root, "broken-plugins", eps, modules)
 
 
@@ -48,11 +53,17 @@ def _report(errors: dict[str, str], entry_point: str) -> str:
     return errors[entry_point]
 
 
+#: The limit under which the hanging package is cut, with every healthy module imported.
+CUT_AFTER_S = "5"
+
+
 @pytest.fixture
 def broken_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    registry.reset()
+    indexzoo.available()  # every healthy plugin module imported: none can reach the limit
     root = _install(tmp_path / "site")
     monkeypatch.syspath_prepend(str(root))
-    monkeypatch.setenv("INDEXZOO_PLUGIN_TIMEOUT", "2")
+    monkeypatch.setenv("INDEXZOO_PLUGIN_TIMEOUT", CUT_AFTER_S)
     registry.reset()
     yield root
     registry.reset()
@@ -97,15 +108,19 @@ def test_the_list_command_shows_them_in_one_line_each_and_exits_0(
 
 def test_a_real_process_with_them_installed(tmp_path: Path) -> None:
     """As a shell runs it: ``sys.exit`` in a plugin's import does not end ``indexzoo list``, a
-    plugin's KeyboardInterrupt is not the user's, a hanging import is cut at the limit."""
-    root = _install(tmp_path / "site")
-    env = {**os.environ, "INDEXZOO_PLUGIN_TIMEOUT": "2", "PYTHONPATH": os.pathsep.join(
+    plugin's KeyboardInterrupt is not the user's. (The hanging package is left out here: in a
+    fresh process the healthy imports race the same limit; the tests above cut it.)"""
+    broken = {n: v for n, v in BROKEN.items() if n != "sleeps"}
+    root = _install(tmp_path / "site", broken)
+    env = {**os.environ, "INDEXZOO_PLUGIN_TIMEOUT": "3600", "PYTHONPATH": os.pathsep.join(
         [str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
     got = subprocess.run([sys.executable, "-m", "indexzoo.tools.cli", "list"], env=env,
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                         capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert got.returncode == 0, got.stderr
-    assert got.stdout.count("(unusable)") == len(BROKEN)
-    assert "sorted-array" in got.stdout
+    assert got.stdout.count("(unusable)") == len(broken)
+    for name in indexzoo.available():  # every healthy index is listed as usable
+        assert any(line.startswith(f"{name} ") and "(unusable)" not in line
+                   for line in got.stdout.splitlines()), (name, got.stdout)
 
 
 def test_a_malformed_time_limit_is_a_named_error(monkeypatch: pytest.MonkeyPatch) -> None:

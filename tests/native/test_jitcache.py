@@ -166,3 +166,41 @@ def test_no_folder_no_cache(variable: str, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("INDEXZOO_KERNEL_CACHE", variable)
     fn = Kernel(_add_item)._make("cpu-serial")
     assert type(fn._cache).__name__ == "NullCache"
+
+
+RECORD_PROGRAM = textwrap.dedent("""
+    import collections
+    import numpy as np
+    from numba.extending import register_jitable
+    from indexzoo.native.targets import Kernel
+
+    def record_class():  # made per call, as a launch record's class is: pickled by value
+        return collections.namedtuple("Launch", ["keys", "shift"])
+
+    @register_jitable
+    def shifted_item(i, rec, out):
+        out[i] = rec.keys[i] + rec.shift
+
+    kernel = Kernel(shifted_item)
+    rec = record_class()(np.arange(10, dtype=np.int64), 5)
+    out = np.zeros(10, dtype=np.int64)
+    for _ in range(3):
+        kernel("cpu", 10, rec, out)
+    stats = kernel._get("cpu-serial").stats
+    print(out.tolist() == list(range(5, 15)), "hits", sum(stats.cache_hits.values()),
+          "misses", sum(stats.cache_misses.values()))
+""")
+
+
+def test_a_kernel_of_a_record_made_per_call_is_loaded_once_not_at_every_call(
+        tmp_path: Path) -> None:
+    env = {**os.environ, "INDEXZOO_KERNEL_CACHE": str(tmp_path / "cache")}
+
+    def run() -> str:
+        res = subprocess.run([sys.executable, "-c", RECORD_PROGRAM], capture_output=True,
+                             text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        return res.stdout.strip()
+
+    assert run() == "True hits 0 misses 1"
+    assert run() == "True hits 1 misses 0"  # three calls, one load: filed under the asked types

@@ -169,7 +169,11 @@ print("run:", main(["run", sys.argv[1]]), flush=True)
 """
 
 
-def test_billion_laughs_spec_fails_within_a_second(tmp_path: Path) -> None:
+#: A hang guard, not a timing check: expanding the aliases (9^9 strings) would run far longer.
+LAUGHS_LIMIT_S = 300
+
+
+def test_billion_laughs_spec_fails_without_expanding_it(tmp_path: Path) -> None:
     spec = tmp_path / "laughs.yaml"
     spec.write_text(laughs())
     assert len(spec.read_bytes()) < 400
@@ -178,11 +182,11 @@ def test_billion_laughs_spec_fails_within_a_second(tmp_path: Path) -> None:
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == b"ready"  # imports done: the clock starts
-        raw_out, raw_err = child.communicate(timeout=1.0)
+        raw_out, raw_err = child.communicate(timeout=LAUGHS_LIMIT_S)
     except subprocess.TimeoutExpired:
         child.kill()
         child.communicate()
-        pytest.fail("the billion-laughs spec did not fail within a second")
+        pytest.fail(f"the billion-laughs spec did not fail within {LAUGHS_LIMIT_S} s")
     out, err = raw_out.decode(), raw_err.decode()
     assert "load_spec: ConfigError:" in out and "YAML aliases (*name) are not allowed" in out
     assert "line 2" in out  # the first alias

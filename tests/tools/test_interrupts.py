@@ -50,17 +50,15 @@ def test_interrupt_swallowed_in_a_ctypes_callback_still_stops_the_command(
 
     def job(args: Any, out: Any) -> int:
         _callback_hit_by_ctrl_c()  # the interrupt is lost here without indexzoo's handler
-        deadline = time.monotonic() + 3.0
+        deadline = time.monotonic() + 60.0  # a lost interrupt lets the job run to its end
         while time.monotonic() < deadline:
             time.sleep(0.01)
         finished.append(True)
         return 0
 
     monkeypatch.setattr(cli, "cmd_list", job)
-    t0 = time.monotonic()
     code = cli.main(["list"], out=io.StringIO())
-    assert code == 130 and not finished
-    assert time.monotonic() - t0 < 2.0
+    assert code == 130 and not finished  # stopped at its next bytecode, not at its end
     _interrupted_only(capsys.readouterr().err)
     assert signal.getsignal(signal.SIGINT) is before  # the previous handler is back
 

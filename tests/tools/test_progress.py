@@ -92,7 +92,10 @@ def test_the_status_line_is_redrawn_in_place_while_the_step_runs() -> None:
             clock.now += 1
             if s == 3:
                 st.update("timed run 1/5")
-            time.sleep(0.05)
+            drawn_before = len(frames(term.getvalue()))
+            deadline = time.monotonic() + 120  # a hang guard: the redraw thread draws each step
+            while len(frames(term.getvalue())) == drawn_before and time.monotonic() < deadline:
+                time.sleep(0.005)
         drawn = term.getvalue()
     assert "\n" not in drawn, "a running step stays on one line"
     shown = frames(drawn)
