@@ -6,7 +6,8 @@
         index = "my-index"          # a registered name, an IndexSpec, or a GpuIndex subclass
         params = {"fanout": 8}      # optional parameters
 
-and pytest runs one test per check, named ``group/check``: a check that needs a capability the
+and pytest runs one test per check, named ``group/check`` (``groups = {"differential",
+"ranges"}`` runs only those groups' checks): a check that needs a capability the
 index does not declare is skipped with the reason, and a check the index declares it fails
 (``expected_failures = {"group/check": "why"}``, or ``conformance_expected_failures`` on the
 index class) is a strict expected failure (it must fail; passing is reported). The device and
@@ -16,13 +17,14 @@ a device the index's capabilities do not list, every check is skipped with that 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import pytest
 
 from indexzoo import Unsupported
 
-from .catalog import CHECKS
+from .catalog import CHECKS, GROUPS
 from .context import Check, Context, skip_reason
 from .runner import device_refusal, expected_failures, make_context, resolve_index
 
@@ -38,6 +40,8 @@ class ConformanceSuite:
     index: ClassVar[Any] = None
     params: ClassVar[dict[str, Any]] = {}
     expected_failures: ClassVar[dict[str, str]] = {}
+    #: The groups whose checks run (:data:`~indexzoo.conformance.GROUPS`); None: every group.
+    groups: ClassVar[Collection[str] | None] = None
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "conformance_check" not in metafunc.fixturenames:
@@ -48,8 +52,15 @@ class ConformanceSuite:
         xfail = expected_failures(cls, self.expected_failures)
         device = metafunc.config.getoption("indexzoo_device", default=None) or "cpu"
         elsewhere = device_refusal(cls, device)  # every check skipped, with this reason
+        wanted = GROUPS if self.groups is None else tuple(self.groups)
+        unknown = sorted(set(wanted) - set(GROUPS))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.groups names no group: {unknown} (groups: "
+                            f"{', '.join(GROUPS)})")
         cases = []
         for c in CHECKS:
+            if c.group not in wanted:
+                continue
             reason = elsewhere or skip_reason(c, cls.capabilities)
             if reason is not None:
                 marks = [pytest.mark.skip(reason=reason)]

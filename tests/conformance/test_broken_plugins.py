@@ -141,3 +141,46 @@ def test_the_pytest_suite_shows_skips_with_reasons_and_strict_expected_failures(
     res.assert_outcomes(xfailed=1, failed=1, skipped=1)
     res.stdout.fnmatch_lines(["*SKIPPED*the index declares range=False*",
                               "*XFAIL*TestDeclared*upper bound exclusive (known)*"])
+
+
+GROUPS_SUITE = """
+from support.broken_indexes import OffByOneRangeBound
+from indexzoo.conformance import ConformanceSuite
+
+
+class TestOnlyRanges(ConformanceSuite):
+    index = OffByOneRangeBound
+    groups = ("ranges",)
+
+
+class TestNoRanges(ConformanceSuite):
+    index = OffByOneRangeBound
+    groups = ("sizes", "extremes")
+"""
+
+
+def test_a_suite_with_groups_runs_only_their_checks(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_groups=GROUPS_SUITE)
+    pytester.syspathinsert(str(Path(__file__).parents[1]))
+    res = pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")
+    ids = [line for line in res.stdout.lines if "::" in line]
+    assert {i.split("[")[1].split("/")[0] for i in ids if "TestOnlyRanges" in i} == {"ranges"}
+    assert {i.split("[")[1].split("/")[0] for i in ids if "TestNoRanges" in i} == {
+        "sizes", "extremes"}
+    # the off-by-one bound is caught where ranges run, and only there
+    res = pytester.runpytest("-q", "-p", "no:cacheprovider", "-k", "range_bounds_are_inclusive")
+    res.assert_outcomes(failed=1)
+
+
+def test_a_suite_naming_an_unknown_group_is_an_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_groups="""
+from indexzoo.conformance import ConformanceSuite
+
+
+class TestTypo(ConformanceSuite):
+    index = "sorted-array"
+    groups = ("range",)
+""")
+    res = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    res.stdout.fnmatch_lines(["*groups names no group: ['range']*"])
+    assert res.ret != 0

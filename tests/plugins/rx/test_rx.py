@@ -21,7 +21,7 @@ from support.rx_cases import LIMIT, SUITE_CONFIGS, VALID, InDomain, _label, _sam
 
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError, InvalidInput
-from indexzoo.conformance import ConformanceSuite
+from indexzoo.conformance import GROUPS, ConformanceSuite
 from indexzoo.native.rt.keymap import KeyCoder
 from indexzoo.plugins.rx import PRESETS
 from indexzoo.plugins.rx.rays import range_plan
@@ -31,11 +31,23 @@ from indexzoo.plugins.rx.rays import range_plan
 # valid combination (extended mode: rays from zero only, no spheres). compact and update only
 # change the footprint accounting and update() (tested for every combination below), so they
 # alternate. The default configuration's suite is tests/conformance/test_builtin_conformance.py's.
+# Every configuration runs the groups that check answers; the whole suite runs on one
+# configuration of each key mode and geometry (FULL), and on the others in the exhaustive tier.
+ANSWER_GROUPS = ("differential", "out_modes", "ranges", "extremes")
+FULL = {"naive_aabb_parallel_zero_False_refit", "extended_triangle_perpendicular_zero_False_refit",
+        "22_22_20", "generated_8"}
+assert {_label(c) for c in SUITE_CONFIGS} >= FULL
 for _cfg in SUITE_CONFIGS:
-    _cls = type(f"TestConformance_rx_{_label(_cfg)}", (ConformanceSuite,),
-                {"index": InDomain if _cfg.get("key_mode") in LIMIT else "rx",
-                 "params": _cfg, "__module__": __name__})
-    globals()[_cls.__name__] = _cls
+    _base = {"index": InDomain if _cfg.get("key_mode") in LIMIT else "rx", "params": _cfg,
+             "__module__": __name__}
+    _name = f"TestConformance_rx_{_label(_cfg)}"
+    if _label(_cfg) in FULL:
+        globals()[_name] = type(_name, (ConformanceSuite,), _base)
+        continue
+    globals()[_name] = type(_name, (ConformanceSuite,), {**_base, "groups": ANSWER_GROUPS})
+    _rest = tuple(g for g in GROUPS if g not in ANSWER_GROUPS)
+    globals()[f"{_name}_rest"] = type(f"{_name}_rest", (ConformanceSuite,), {
+        **_base, "groups": _rest, "pytestmark": [pytest.mark.exhaustive]})
 
 
 # ============================================================================ helpers
