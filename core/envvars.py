@@ -27,10 +27,10 @@ from .display import shown
 from .errors import ConfigError
 
 __all__ = ["CACHE_DIR", "COMMIT", "CPU_SERIAL_BELOW", "CPU_SERIAL_BELOW_RAYS", "DEVICE",
-           "KERNEL_CACHE", "MEMORY_CHECK", "MOST_BUDGET_S", "MOST_COMMIT_CHARS", "MOST_ITEMS",
-           "MOST_PATH_CHARS", "MOST_TIMEOUT_S", "MOST_WORKERS", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT",
-           "PROGRESS", "RANK_BUDGET", "SHARDED_WORKERS", "VARIABLES", "EnvVar",
-           "check_import_time"]
+           "KERNEL_CACHE", "KERNEL_CACHE_OFF", "KERNEL_CACHE_SIZE", "MEMORY_CHECK", "MOST_BUDGET_S",
+           "MOST_CACHE_MIB", "MOST_COMMIT_CHARS", "MOST_ITEMS", "MOST_PATH_CHARS", "MOST_TIMEOUT_S",
+           "MOST_WORKERS", "NUMBA_LAUNCH", "PLUGIN_TIMEOUT", "PROGRESS", "RANK_BUDGET",
+           "SHARDED_WORKERS", "VARIABLES", "EnvVar", "check_import_time"]
 
 T = TypeVar("T")
 
@@ -99,12 +99,24 @@ MOST_BUDGET_S = 86400.0
 MOST_WORKERS = max(4, _cpus())
 MOST_PATH_CHARS = 4096
 MOST_COMMIT_CHARS = 100
+MOST_CACHE_MIB = 1 << 20  # 1 TiB
 
 
 def _folder(text: str) -> str:
     if len(text) > MOST_PATH_CHARS:
         raise ValueError(text)
     return text
+
+
+#: What ``INDEXZOO_KERNEL_CACHE`` reads as when it turns the cache off (any of its words).
+KERNEL_CACHE_OFF = "off"
+_OFF_WORDS = ("off", "0", "no", "false", "none")
+
+
+def _folder_or_off(text: str) -> str:
+    if text.lower() in _OFF_WORDS:
+        return KERNEL_CACHE_OFF
+    return _folder(text)
 
 
 def _commit(text: str) -> str:
@@ -156,11 +168,21 @@ NUMBA_LAUNCH: EnvVar[bool] = EnvVar(
     at_import=True)
 CACHE_DIR: EnvVar[str | None] = EnvVar(
     "INDEXZOO_CACHE_DIR", _folder, None, f"a folder (at most {MOST_PATH_CHARS} characters)",
-    "the folder of compiled OptiX programs (default ~/.cache/indexzoo)")
+    "indexzoo's cache folder: compiled OptiX programs in its optix/, compiled CPU kernels in "
+    "its kernels/ (default: the user's cache folder: ~/.cache/indexzoo, or "
+    "$XDG_CACHE_HOME/indexzoo, on Linux; ~/Library/Caches/indexzoo on macOS; "
+    "%LOCALAPPDATA%\\indexzoo\\Cache on Windows)")
 KERNEL_CACHE: EnvVar[str | None] = EnvVar(
-    "INDEXZOO_KERNEL_CACHE", _folder, None, f"a folder (at most {MOST_PATH_CHARS} characters)",
-    "a folder where compiled CPU kernels are kept for other processes of the same tree "
-    "(default: none; every process compiles its own)")
+    "INDEXZOO_KERNEL_CACHE", _folder_or_off, None,
+    f"a folder (at most {MOST_PATH_CHARS} characters), or off/0/no/false/none",
+    "the folder where compiled CPU kernels are kept for later processes (default: kernels/ in "
+    "the cache folder of INDEXZOO_CACHE_DIR); off (or 0/no/false/none): every process "
+    "compiles its own")
+KERNEL_CACHE_SIZE: EnvVar[int] = EnvVar(
+    "INDEXZOO_KERNEL_CACHE_SIZE", _whole(1, MOST_CACHE_MIB), 1024,
+    f"a whole number of MiB from 1 to {MOST_CACHE_MIB} (1 TiB), e.g. 1024",
+    "the most MiB of compiled CPU kernels kept; past it the least recently used go first "
+    "(default 1024)")
 RANK_BUDGET: EnvVar[float] = EnvVar(
     "INDEXZOO_RANK_BUDGET", _seconds(0.0, MOST_BUDGET_S, low_allowed=True), 60.0,
     f"a number of seconds from 0 to {MOST_BUDGET_S:g} (a day), e.g. 60",
@@ -179,7 +201,7 @@ COMMIT: EnvVar[str | None] = EnvVar(
 #: Every variable, in the docs' order.
 VARIABLES: tuple[EnvVar[Any], ...] = (
     DEVICE, MEMORY_CHECK, PROGRESS, PLUGIN_TIMEOUT, CPU_SERIAL_BELOW, CPU_SERIAL_BELOW_RAYS,
-    NUMBA_LAUNCH, RANK_BUDGET, SHARDED_WORKERS, CACHE_DIR, KERNEL_CACHE, COMMIT)
+    NUMBA_LAUNCH, RANK_BUDGET, SHARDED_WORKERS, CACHE_DIR, KERNEL_CACHE, KERNEL_CACHE_SIZE, COMMIT)
 
 
 def check_import_time() -> None:

@@ -1,6 +1,10 @@
-"""An on-disk cache of the CPU kernels numba compiles, shared by processes that compile the
-same kernels again (a test run and its subprocesses, Dask workers, two test runs of one
-tree): off unless ``INDEXZOO_KERNEL_CACHE`` names a folder.
+"""An on-disk cache of the CPU kernels numba compiles, shared by every process that compiles the
+same kernels again (a script run twice, a test run and its subprocesses, Dask workers): on by
+default, in ``kernels/`` of the user's cache folder (``~/.cache/indexzoo/kernels``,
+``$XDG_CACHE_HOME/indexzoo/kernels``, ``~/Library/Caches/indexzoo/kernels`` on macOS,
+``%LOCALAPPDATA%\\indexzoo\\Cache\\kernels`` on Windows; ``INDEXZOO_CACHE_DIR`` moves the
+cache folder, :mod:`indexzoo.cachedirs`). ``INDEXZOO_KERNEL_CACHE`` names another folder for
+the kernels, or turns them off (``off``, ``0``, ``no``, ``false``, ``none``).
 
 numba's own cache (``cache=True``) cannot serve these kernels: :class:`~.targets.Kernel`
 generates each CPU function from one template (there is no source file to key on, and every
@@ -14,15 +18,44 @@ calls. So an entry here is keyed by everything the compiled code is made from:
   code (numbers, arrays, dtypes, tuples), the source files those functions live in, and the
   jit options. A value of a kind not known here makes the kernel uncacheable: it compiles as
   it would without the cache;
-* the versions of Python, numba, llvmlite and NumPy, and numba's configuration
-  (``NUMBA_OPT``, ``NUMBA_BOUNDSCHECK``, ...; not the few settings that only choose what runs
-  the code, such as the thread pool or the CUDA simulator);
-* as in numba's own cache, the argument types and the target machine (CPU name, features).
+* the versions of Python (``sys.version``: version, build and compiler), numba, llvmlite and
+  NumPy, the platform, and numba's configuration (``NUMBA_OPT``, ``NUMBA_BOUNDSCHECK``,
+  ``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES``, ...; not the few settings that only choose what
+  runs the code, such as the thread pool or the CUDA simulator);
+* as in numba's own cache, the argument types and the target machine: LLVM's target triple,
+  CPU name and CPU features (``codegen().magic_tuple()``), so a folder shared by machines of
+  different CPUs (a home folder on a network) never hands one machine another's code.
 
-An entry is one file, written under a temporary name and renamed into place, so processes
-filling the folder at once never see a partial file; the file holds its whole key, compared
-on load, so a file can never answer for another key. numba refuses some compiled functions
-(those using dynamic globals, or object-mode lifted loops); they are not stored.
+Concurrency and damage. An entry is one file, written under a temporary name and renamed into
+place, so processes filling the folder at once never see a partial file; the file holds its
+whole key, compared on load, so a file can never answer for another key. A file that cannot
+be read as an entry of its key (damaged, truncated, foreign, of another format) is a miss: the
+kernel is compiled, and the file removed (best-effort, and only if it is still the file that
+was read). numba refuses some compiled functions (those using dynamic globals, or object-mode
+lifted loops); they are not stored. Entries are pickles: the folder is trusted as the user's
+own (it is created readable by its owner alone).
+
+Size. The folder holds at most ``INDEXZOO_KERNEL_CACHE_SIZE`` MiB of entries (default 1024).
+Loading an entry touches its modification time, so the time says when it was last used; a
+process checks the folder's size after its first write and again after each tenth of the limit
+it writes (one listing of the folder, never at a load), and when the entries exceed the limit
+removes the least recently used first, down to the limit. Two processes pruning at once
+remove what they find; a file already gone is skipped. Temporary files older than an hour
+(left by a process that died while writing) are removed then too.
+
+Where there is no place for it, the cache stays out of the way: no home folder, a folder that
+cannot be created (a read-only home, a path under a file) and a folder that cannot be written
+all compile as without the cache, silently (a readable folder that cannot be written is still
+read). ``indexzoo cache info`` says where the folder is, whether it is used and why, and its
+entries; ``indexzoo cache clear`` empties it.
+
+What is not kept here: GPU kernels. ``cuda.jit`` kernels (:class:`~.targets.Kernel` and
+``GroupKernel`` on ``cuda``, and the plugins' own) compile in each process that launches them:
+numba-cuda's ``cache=True`` has the same blind spots as the CPU's, and this cache does not
+store CUDA code yet (it would need the compute capability and the NVVM and driver versions in
+the key, and a GPU to test it on). Compiled OptiX programs are kept, by source hash, in
+``optix/`` of the same cache folder (:mod:`indexzoo.native.rt.optix.compiler`). Functions made
+with :func:`~.targets.njit_cached` use numba's own cache, in numba's places.
 """
 
 from __future__ import annotations
@@ -33,18 +66,34 @@ import os
 import pickle
 import sys
 import threading
+import time
 import types
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from indexzoo.envvars import KERNEL_CACHE
+from indexzoo.cachedirs import cache_root
+from indexzoo.envvars import CACHE_DIR, KERNEL_CACHE, KERNEL_CACHE_OFF, KERNEL_CACHE_SIZE
 
-__all__ = ["attach", "identity"]
+__all__ = ["ENTRY_SUFFIX", "Location", "Usage", "attach", "clear", "identity", "location",
+           "prune", "state", "usage"]
 
 #: Bumped when the format of an entry or of the key changes.
-FORMAT = 1
+FORMAT = 2
+
+#: The name ending of an entry, and of a file being written (``<entry>.<random>.tmp``).
+ENTRY_SUFFIX = ".nbk"
+TEMP_SUFFIX = ".tmp"
+
+#: A temporary file this old was left by a process that died while writing it.
+STALE_TEMP_S = 3600.0
+
+#: A process lists the folder again (to prune it) after writing this share of the limit.
+PRUNE_EVERY = 0.1
+
+_MIB = 1 << 20
 
 
 class Uncacheable(Exception):
@@ -203,8 +252,8 @@ def _environment() -> str:
 
     settings = sorted((k, repr(v)) for k, v in vars(config).items()
                       if k.isupper() and not callable(v) and k not in _RUNTIME_SETTINGS)
-    return repr((FORMAT, sys.version, numba.__version__, llvmlite.__version__, np.__version__,
-                 settings))
+    return repr((FORMAT, sys.version, sys.platform, numba.__version__, llvmlite.__version__,
+                 np.__version__, settings))
 
 
 def identity(dispatcher: Any) -> str | None:
@@ -218,10 +267,190 @@ def identity(dispatcher: Any) -> str | None:
     return hashlib.sha256((_environment() + text).encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class Location:
+    """Where the kernel cache is, if anywhere, and why: ``folder`` None where it is off."""
+
+    folder: str | None
+    why: str
+    limit: int  # bytes
+
+
+def location() -> Location:
+    """The kernel cache's folder as the environment says, and why; not created here
+    (ConfigError for a malformed ``INDEXZOO_KERNEL_CACHE`` or ``INDEXZOO_KERNEL_CACHE_SIZE``)."""
+    setting = KERNEL_CACHE.value()
+    limit = KERNEL_CACHE_SIZE.value() * _MIB
+    if setting == KERNEL_CACHE_OFF:
+        text = os.environ.get(KERNEL_CACHE.name, "").strip()
+        return Location(None, f"{KERNEL_CACHE.name}={text}", limit)
+    if setting:
+        return Location(os.path.abspath(os.path.expanduser(setting)), f"set by {KERNEL_CACHE.name}",
+                        limit)
+    root = cache_root()
+    if root is None:
+        return Location(None, f"no home folder to keep it in; {KERNEL_CACHE.name} can name one",
+                        limit)
+    where = "of " + CACHE_DIR.name if CACHE_DIR.value() else "of the user's cache folder"
+    return Location(os.path.join(root, "kernels"), f"the default: kernels/ {where}", limit)
+
+
+def state(folder: str) -> tuple[str, str | None]:
+    """Whether ``folder`` can serve as the cache, told without changing anything: ``"on"``
+    (a folder that can be read and written, or one that can be created), ``"read only"`` (read,
+    never written) or ``"off"``, with the reason where it is not ``"on"``."""
+    path = folder
+    while not os.path.lexists(path):  # the nearest part of the path that exists
+        parent = os.path.dirname(path)
+        if parent == path:
+            return "off", f"{folder} cannot be created"
+        path = parent
+    if not os.path.isdir(path):
+        return "off", f"{folder} cannot be created: {path} is not a folder"
+    if path != folder:
+        if not os.access(path, os.W_OK | os.X_OK):
+            return "off", f"{folder} cannot be created: {path} cannot be written"
+        return "on", None
+    if not os.access(path, os.R_OK | os.X_OK):
+        return "off", f"{folder} cannot be read"
+    if not os.access(path, os.W_OK):
+        return "read only", f"{folder} cannot be written: kernels are read from it, none written"
+    return "on", None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a cache folder holds: its entries and their bytes, and temporary files."""
+
+    entries: int
+    bytes: int
+    temporary: int
+
+
+def _listing(folder: str) -> list[tuple[str, float, int, bool]]:
+    """(path, mtime, size, is temporary) of the cache's regular files in ``folder``; empty
+    where it cannot be listed. Files that vanish meanwhile are left out."""
+    found = []
+    try:
+        with os.scandir(folder) as it:
+            for item in it:
+                temporary = item.name.endswith(TEMP_SUFFIX) and ENTRY_SUFFIX in item.name
+                if not (item.name.endswith(ENTRY_SUFFIX) or temporary):
+                    continue
+                try:
+                    if not item.is_file(follow_symlinks=False):
+                        continue
+                    st = item.stat(follow_symlinks=False)
+                except OSError:  # removed by another process meanwhile
+                    continue
+                found.append((item.path, st.st_mtime, st.st_size, temporary))
+    except OSError:  # no folder (yet), or not readable
+        return []
+    return found
+
+
+def usage(folder: str) -> Usage:
+    """The entries in ``folder`` and their total size."""
+    files = _listing(folder)
+    return Usage(sum(not t for *_, t in files), sum(size for _, _, size, t in files if not t),
+                 sum(t for *_, t in files))
+
+
+def _remove(path: str) -> bool:
+    """Remove ``path``; False where it could not be (a file already gone counts as removed)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:  # another process removed it first
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def prune(folder: str, limit: int, *, now: float | None = None) -> list[str]:
+    """Remove the least recently used entries of ``folder`` (oldest modification time first)
+    until the rest hold at most ``limit`` bytes, and temporary files older than
+    :data:`STALE_TEMP_S`; the paths removed. Safe beside other processes doing the same."""
+    now = time.time() if now is None else now
+    removed = []
+    entries = []
+    for path, mtime, size, temporary in _listing(folder):
+        if temporary:
+            if now - mtime > STALE_TEMP_S and _remove(path):
+                removed.append(path)
+        else:
+            entries.append((mtime, path, size))
+    total = sum(size for *_, size in entries)
+    for _, path, size in sorted(entries):
+        if total <= limit:
+            break
+        if _remove(path):
+            removed.append(path)
+            total -= size
+    return removed
+
+
+def clear(folder: str) -> tuple[int, int]:
+    """Remove every entry of ``folder`` (and temporary files): the number removed and their
+    bytes. Processes using the folder meanwhile compile what they miss."""
+    count = size = 0
+    for path, _, nbytes, temporary in _listing(folder):
+        if _remove(path) and not temporary:
+            count += 1
+            size += nbytes
+    return count, size
+
+
+class _Folder:
+    """One cache folder as this process uses it: whether it can be written, and the bytes
+    written since it was last pruned."""
+
+    def __init__(self, path: str, limit: int) -> None:
+        self.path = path
+        self.limit = limit
+        self.writable = True
+        self._written = 0
+        self._pruned = False
+        self._lock = threading.Lock()
+
+    def wrote(self, size: int) -> None:
+        """``size`` bytes were written: prune after the first write, and after each
+        :data:`PRUNE_EVERY` of the limit written since the last prune."""
+        with self._lock:
+            self._written += size
+            due = not self._pruned or self._written > self.limit * PRUNE_EVERY
+            if due:
+                self._pruned, self._written = True, 0
+        if due:
+            prune(self.path, self.limit)
+
+
+_folders: dict[tuple[str, int], _Folder | None] = {}
+_folders_lock = threading.Lock()
+
+
+def _folder(path: str, limit: int) -> _Folder | None:
+    """The folder ``path``, created if missing (once per process); None where it cannot be."""
+    key = (path, limit)
+    with _folders_lock:
+        if key in _folders:
+            return _folders[key]
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            usable = os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK)
+        except (OSError, ValueError):  # a read-only home, a path under a file, a NUL byte
+            usable = False
+        got = _Folder(path, limit) if usable else None
+        if got is not None and not os.access(path, os.W_OK):
+            got.writable = False  # read, never written
+        _folders[key] = got
+        return got
+
+
 class _KernelCache:
     """numba's cache interface (``load_overload``/``save_overload``) over one folder."""
 
-    def __init__(self, dispatcher: Any, folder: str) -> None:
+    def __init__(self, dispatcher: Any, folder: _Folder) -> None:
         self._dispatcher = dispatcher
         self._folder = folder
         self._name = getattr(dispatcher.py_func, "__name__", "kernel")
@@ -231,7 +460,7 @@ class _KernelCache:
     # the rest of numba's Cache interface
     @property
     def cache_path(self) -> str:
-        return self._folder
+        return self._folder.path
 
     def enable(self) -> None:
         self._enabled = True
@@ -253,7 +482,7 @@ class _KernelCache:
             return None
         full = repr((ident, str(sig), magic))
         digest = hashlib.sha256(full.encode()).hexdigest()
-        return full, os.path.join(self._folder, f"{self._name}-{digest[:40]}.nbk")
+        return full, os.path.join(self._folder.path, f"{self._name}-{digest[:40]}{ENTRY_SUFFIX}")
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         from numba.core.compiler import CompileResult
@@ -265,18 +494,37 @@ class _KernelCache:
         full, path = key
         self._asked[str(sig)] = full
         try:
-            with open(path, "rb") as f:
-                stored, payload = pickle.load(f)
-            if stored != full:  # another kernel's entry under this name: never used
-                return None
-            cres = CompileResult._rebuild(target_context, *payload)
-        except Exception:  # missing, damaged or unreadable here: compiled instead
+            f = open(path, "rb")  # noqa: SIM115 (closed below; its inode is compared first)
+        except (OSError, ValueError):  # missing, or unreadable here: a miss
             return None
-        return _as_asked(cres, sig)
+        read = None
+        try:
+            with f:
+                read = os.fstat(f.fileno())
+                stored, payload = pickle.load(f)
+                if stored != full:  # another kernel's entry under this name: never used
+                    raise ValueError("foreign entry")
+                result = CompileResult._rebuild(target_context, *payload)
+        except Exception:  # damaged, truncated, foreign or of another format: compiled instead
+            self._discard(path, read)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # its use, for the least-recently-used pruning
+        return _as_asked(result, sig)
+
+    @staticmethod
+    def _discard(path: str, read: os.stat_result | None) -> None:
+        """Remove a file that is no entry, unless another process replaced it meanwhile."""
+        with contextlib.suppress(OSError):
+            now = os.stat(path)
+            if read is not None and (now.st_ino, now.st_dev) == (read.st_ino, read.st_dev):
+                os.unlink(path)
 
     def save_overload(self, sig: Any, cres: Any) -> None:
         from numba.core.serialize import dumps
 
+        if not self._folder.writable:
+            return
         if any(not x.can_cache for x in cres.lifted) or cres.library.has_dynamic_globals:
             return
         key = self._key(sig, cres.library.codegen.magic_tuple())
@@ -289,15 +537,19 @@ class _KernelCache:
             data = dumps((full, cres._reduce()))
         except Exception:  # something in the result numba cannot serialise: not stored
             return
-        tmp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+        tmp = f"{path}.{uuid.uuid4().hex[:12]}{TEMP_SUFFIX}"
         try:
-            os.makedirs(self._folder, exist_ok=True)
-            with open(tmp, "wb") as f:
+            os.makedirs(self._folder.path, mode=0o700, exist_ok=True)  # cleared meanwhile
+            with open(tmp, "xb") as f:
                 f.write(data)
             os.replace(tmp, path)
-        except OSError:  # a full or read-only disk: the kernel stays compiled in memory
+        except OSError as exc:  # a full or read-only disk: the kernel stays compiled in memory
+            if not isinstance(exc, FileNotFoundError):  # (not a folder removed meanwhile)
+                self._folder.writable = False  # and this process writes no more
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+            return
+        self._folder.wrote(len(data))
 
 
 def _as_asked(cres: Any, sig: Any) -> Any:
@@ -319,9 +571,11 @@ def _as_asked(cres: Any, sig: Any) -> Any:
 
 
 def attach(dispatcher: Any) -> Any:
-    """``dispatcher`` (a numba CPU dispatcher), reading and filling the kernel cache where
-    ``INDEXZOO_KERNEL_CACHE`` names a folder."""
-    folder = KERNEL_CACHE.value()
-    if folder:
-        dispatcher._cache = _KernelCache(dispatcher, os.path.abspath(os.path.expanduser(folder)))
+    """``dispatcher`` (a numba CPU dispatcher), reading and filling the kernel cache where it
+    is on (:func:`location`) and its folder can be created; else as it was, silently."""
+    where = location()
+    if where.folder is not None:
+        folder = _folder(where.folder, where.limit)
+        if folder is not None:
+            dispatcher._cache = _KernelCache(dispatcher, folder)
     return dispatcher

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +18,6 @@ os.environ.setdefault("INDEXZOO_CPU_SERIAL_BELOW_RAYS", str(1 << 15))
 # Bench runs in tests time exactly --repeats rounds unless a test asks for more: the extra
 # rounds that establish a ranking (tests/tools/test_bench_ranking.py) would only add minutes here.
 os.environ.setdefault("INDEXZOO_RANK_BUDGET", "0")
-# The processes of a run (this one, and the interpreters and Dask workers its tests start) share
-# the CPU kernels they compile through one folder, instead of each compiling them again: an
-# entry is keyed by everything the kernel is compiled from (indexzoo.native.jitcache), and the
-# folder lives as long as the run. CI points both of its test tiers at one folder.
-if not os.environ.get("INDEXZOO_KERNEL_CACHE", "").strip():
-    _kernels = tempfile.mkdtemp(prefix="indexzoo-kernels-")
-    os.environ["INDEXZOO_KERNEL_CACHE"] = _kernels
-    atexit.register(shutil.rmtree, _kernels, ignore_errors=True)
 
 from indexzoo.devices import cuda_status
 
@@ -55,6 +44,30 @@ def device(request: pytest.FixtureRequest) -> str:
 
 #: (tests left out, why) where the OptiX engine cannot run here
 _optix_left_out: list[tuple[int, str]] = []
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's tmpdir plugin has made its factory
+def pytest_configure(config: pytest.Config) -> None:
+    """The processes of a run (this one, and the interpreters and Dask workers its tests start)
+    share the CPU kernels they compile through one folder, instead of each compiling them again:
+    an entry is keyed by everything the kernel is compiled from (indexzoo.native.jitcache).
+    Where INDEXZOO_KERNEL_CACHE is unset, that folder is ``kernels`` in pytest's base temporary
+    folder (kept like the run's other temporary files, for pytest's last few runs), never the
+    user's own cache; the environment carries it to every process the tests start. CI points
+    both of its test tiers at one folder. Kernels are made at first use, after this hook."""
+    if os.environ.get("INDEXZOO_KERNEL_CACHE", "").strip():
+        return
+    factory = getattr(config, "_tmp_path_factory", None)  # pytest's tmp_path_factory
+    if factory is None:  # the tmpdir plugin disabled: a folder of our own for the run
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="indexzoo-kernels-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        os.environ["INDEXZOO_KERNEL_CACHE"] = folder
+        return
+    os.environ["INDEXZOO_KERNEL_CACHE"] = str(factory.getbasetemp() / "kernels")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

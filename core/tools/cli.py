@@ -7,6 +7,7 @@
     indexzoo check NAME           run the conformance suite on one index
     indexzoo recommend KEYS_FILE  measure the installed indexes on your keys; write the winner
     indexzoo doctor               devices, driver, CUDA libraries, OptiX, threading, indexes
+    indexzoo cache info|clear     the compiled kernels and programs kept on disk: where, how many
 
 Exit codes: 0 success, 2 usage or configuration error, 1 any other error (out of memory
 included), 130 interrupted (Ctrl-C or SIGTERM). Errors are one line on stderr: ``indexzoo:
@@ -30,7 +31,7 @@ from typing import Any, TextIO
 
 from indexzoo.config import describe_bounds
 from indexzoo.contract import check_plugin_class
-from indexzoo.display import one_line, printable
+from indexzoo.display import byte_size, one_line, printable
 from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
 from indexzoo.registry import (
     available,
@@ -206,6 +207,57 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     return run_spec(args.spec, out, device=args.device)
 
 
+def cmd_cache_info(args: argparse.Namespace, out: TextIO) -> int:
+    from indexzoo.envvars import KERNEL_CACHE_SIZE
+    from indexzoo.native import jitcache
+    from indexzoo.native.rt.optix import compiler
+
+    where = jitcache.location()
+    if where.folder is None:
+        out.write(f"CPU kernels:    off ({printable(where.why)}); each process compiles its own\n")
+    else:
+        state, trouble = jitcache.state(where.folder)
+        out.write(f"CPU kernels:    {state} ({printable(where.why)})\n")
+        if trouble is not None:
+            out.write(f"  {printable(trouble)}\n")
+        used = jitcache.usage(where.folder)
+        out.write(f"  folder:       {printable(where.folder)}\n")
+        out.write(f"  entries:      {used.entries} ({byte_size(used.bytes)})\n")
+        out.write(f"  limit:        {where.limit >> 20} MiB ({KERNEL_CACHE_SIZE.name}); "
+                  "the least recently used go first\n")
+    folder = compiler.cache_dir()
+    if folder is None:
+        out.write("OptiX programs: not kept (no home folder); each process compiles its own\n")
+    else:
+        count, nbytes = compiler.kept()
+        out.write(f"OptiX programs: {printable(folder)}\n")
+        out.write(f"  entries:      {count} ({byte_size(nbytes)})\n")
+    out.write("CUDA kernels:   not kept; each process compiles its own\n")
+    return EXIT_OK
+
+
+def cmd_cache_clear(args: argparse.Namespace, out: TextIO) -> int:
+    from indexzoo.native import jitcache
+    from indexzoo.native.rt.optix import compiler
+
+    where = jitcache.location()
+    if where.folder is None:
+        out.write(f"CPU kernels: the cache is off ({printable(where.why)}); nothing removed\n")
+    else:
+        count, nbytes = jitcache.clear(where.folder)
+        out.write(f"removed {count} CPU kernel(s) ({byte_size(nbytes)}) from "
+                  f"{printable(where.folder)}\n")
+        left = jitcache.usage(where.folder).entries
+        if left:
+            out.write(f"  {left} could not be removed\n")
+    folder = compiler.cache_dir()
+    if folder is not None:
+        count, nbytes = compiler.clear()
+        out.write(f"removed {count} OptiX program(s) ({byte_size(nbytes)}) from "
+                  f"{printable(folder)}\n")
+    return EXIT_OK
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block; what was typed is shortened)."""
 
@@ -242,6 +294,14 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
                    help="override the spec's device")
     s.set_defaults(func=cmd_run)
+    s = sub.add_parser("cache", help="the compiled CPU kernels and OptiX programs kept on disk")
+    actions = s.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = actions.add_parser("info", help="where they are kept, whether the cache is on and why, "
+                           "the entries, their size and the limit")
+    a.set_defaults(func=cmd_cache_info)
+    a = actions.add_parser("clear", help="remove every kept kernel and program (each is compiled "
+                           "again when next used)")
+    a.set_defaults(func=cmd_cache_clear)
     for extra in _EXTRA_COMMANDS:
         extra(sub)
     return p

@@ -23,7 +23,8 @@ PACKAGE_DIRS = ("core", "native", "plugins", "conformance")
 MALFORMED = {"INDEXZOO_DEVICE": "gpu", "INDEXZOO_MEMORY_CHECK": "maybe", "INDEXZOO_PROGRESS": "quiet",
              "INDEXZOO_PLUGIN_TIMEOUT": "soon", "INDEXZOO_CPU_SERIAL_BELOW": "1e3",
              "INDEXZOO_CPU_SERIAL_BELOW_RAYS": "-1", "INDEXZOO_NUMBA_LAUNCH": "2",
-             "INDEXZOO_RANK_BUDGET": "-5", "INDEXZOO_SHARDED_WORKERS": "0"}
+             "INDEXZOO_RANK_BUDGET": "-5", "INDEXZOO_SHARDED_WORKERS": "0",
+             "INDEXZOO_KERNEL_CACHE_SIZE": "1GB"}
 
 
 def test_every_indexzoo_variable_is_read_through_the_helper() -> None:
@@ -74,6 +75,10 @@ def test_a_malformed_value_is_one_line_naming_the_variable_and_the_form(
     (envvars.NUMBA_LAUNCH, "1", True), (envvars.NUMBA_LAUNCH, "Off", False),
     (envvars.MEMORY_CHECK, "no", False), (envvars.DEVICE, "CPU", "cpu"),
     (envvars.PLUGIN_TIMEOUT, "2.5", 2.5), (envvars.CACHE_DIR, "/tmp/c", "/tmp/c"),
+    (envvars.KERNEL_CACHE, "/tmp/k", "/tmp/k"), (envvars.KERNEL_CACHE, "Off", "off"),
+    (envvars.KERNEL_CACHE, "0", "off"), (envvars.KERNEL_CACHE, "no", "off"),
+    (envvars.KERNEL_CACHE, "FALSE", "off"), (envvars.KERNEL_CACHE, "none", "off"),
+    (envvars.KERNEL_CACHE_SIZE, "512", 512),
 ])
 def test_well_formed_values(var: EnvVar[object], text: str, value: object,
                             monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,6 +120,7 @@ OUT_OF_BOUNDS = {
     "INDEXZOO_RANK_BUDGET": ["86401", "inf"],
     "INDEXZOO_CACHE_DIR": ["/" + "d" * 5000],
     "INDEXZOO_KERNEL_CACHE": ["/" + "d" * 5000],
+    "INDEXZOO_KERNEL_CACHE_SIZE": ["0", str(envvars.MOST_CACHE_MIB + 1), "-1"],
     "INDEXZOO_COMMIT": ["c" * 101, "abc\x1b[31m"],
 }
 ENUMERATED = {"INDEXZOO_DEVICE", "INDEXZOO_MEMORY_CHECK", "INDEXZOO_PROGRESS",
@@ -144,6 +150,9 @@ def test_the_bounds_themselves_are_accepted(monkeypatch: pytest.MonkeyPatch) -> 
                              (envvars.PLUGIN_TIMEOUT, "3600", 3600.0),
                              (envvars.CPU_SERIAL_BELOW, str(1 << 40), 1 << 40),
                              (envvars.RANK_BUDGET, "86400", 86400.0),
+                             (envvars.KERNEL_CACHE_SIZE, "1", 1),
+                             (envvars.KERNEL_CACHE_SIZE, str(envvars.MOST_CACHE_MIB),
+                              envvars.MOST_CACHE_MIB),
                              (envvars.COMMIT, "c" * 100, "c" * 100)):
         monkeypatch.setenv(var.name, text)
         assert var.value() == value

@@ -53,6 +53,28 @@ def test_an_unwritable_cache_still_compiles(fake_nvrtc: list[str], tmp_path: Pat
         ro.chmod(0o700)
 
 
+def test_programs_are_kept_in_optix_of_the_user_cache_folder_and_nowhere_without_a_home(
+        fake_nvrtc: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pwd
+
+    monkeypatch.delenv("INDEXZOO_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    assert compiler.cache_dir() == str(tmp_path / "me" / ".cache" / "indexzoo" / "optix")
+    compiler.ptx("int d;", "q", "compute_90", [])
+    assert compiler.kept()[0] == 1 and len(fake_nvrtc) == 1
+
+    def nobody(uid: int) -> None:
+        raise KeyError(uid)
+
+    monkeypatch.delenv("HOME")
+    monkeypatch.setattr(pwd, "getpwuid", nobody)
+    assert compiler.cache_dir() is None
+    assert compiler.ptx("int d;", "q", "compute_90", []).startswith(b"// PTX")
+    assert compiler.ptx("int d;", "q", "compute_90", []).startswith(b"// PTX")
+    assert len(fake_nvrtc) == 3 and compiler.kept() == (0, 0) and compiler.clear() == (0, 0)
+
+
 def test_the_source_is_header_struct_params_index_programs_then_the_layer() -> None:
     lay = record.layout(("iz_handle", "keys"), (np.uint64(1), np.zeros(2, np.uint64)))
     src = pipeline.source(lay, "/* the index's programs */")
