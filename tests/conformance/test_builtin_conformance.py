@@ -1,19 +1,41 @@
 """Every built-in index, and the third-party example plugin, passes the conformance suite.
 
 One ConformanceSuite subclass per index is generated from the registry, so a new built-in
-plugin is certified without touching this file. Device and size: --indexzoo-device,
---indexzoo-size (CI: cpu, small).
+plugin is certified without touching this file (presets and variants of an index run the
+groups that check answers here and the rest of the suite in the exhaustive tier: VARIANTS).
+Device and size: --indexzoo-device, --indexzoo-size (CI: cpu, small).
 """
 
 from __future__ import annotations
 
-from indexzoo.conformance import ConformanceSuite
+import pytest
+
+from indexzoo.conformance import GROUPS, ConformanceSuite
 from indexzoo.registry import builtin
 
+#: The groups that check answers: every index runs them in the default tier.
+ANSWER_GROUPS = ("differential", "out_modes", "ranges", "extremes")
+#: Presets and variants of an index whose whole suite runs here (lightweight's layouts beside
+#: ``lightweight`` and ``eo-ks``, cgrx's node shapes, rtscan's ablations and RTc1/RTc3): the
+#: groups that check answers run in the default tier, the rest of the suite in the exhaustive
+#: tier. Every other index, a new one included, runs the whole suite here.
+VARIANTS = {"ao-bs", "ao-pb-bs", "ao-pb-ks", "eo-bs", "cgrx-5x4", "cgrx-8x4", "rtc1", "rtc3",
+            "rtscan-direct", "rtscan-noenc", "rtscan-nosieve", "rtscan-rt"}
+
 for _name in [*builtin(), "linear-scan"]:
-    _cls = type(f"TestConformance_{_name.replace('-', '_')}", (ConformanceSuite,),
-                {"index": _name, "__module__": __name__})
-    globals()[_cls.__name__] = _cls
+    _base = {"index": _name, "__module__": __name__}
+    _title = f"TestConformance_{_name.replace('-', '_')}"
+    if _name not in VARIANTS:
+        globals()[_title] = type(_title, (ConformanceSuite,), _base)
+        continue
+    globals()[_title] = type(_title, (ConformanceSuite,), {**_base, "groups": ANSWER_GROUPS})
+    globals()[f"{_title}_rest"] = type(f"{_title}_rest", (ConformanceSuite,), {
+        **_base, "groups": tuple(g for g in GROUPS if g not in ANSWER_GROUPS),
+        "pytestmark": [pytest.mark.exhaustive]})
+
+
+def test_every_variant_is_a_builtin_index() -> None:
+    assert set(builtin()) >= VARIANTS
 
 
 def test_every_builtin_index_has_a_suite() -> None:
