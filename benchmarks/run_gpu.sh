@@ -74,7 +74,9 @@ for step in "$@"; do
     tests)
       python3 -m pytest -q -p no:cacheprovider 2>&1 | tail -n 25 | tee "$out/pytest-cuda.txt" ;;
     conformance)
-      python3 -m pytest -q -p no:cacheprovider tests/conformance/test_builtin_conformance.py \
+      # every check on every index: the variants' rest of the suite is in the exhaustive tier
+      python3 -m pytest -q -p no:cacheprovider -m "exhaustive or not exhaustive" \
+        tests/conformance/test_builtin_conformance.py \
         tests/docs/test_examples.py -k "not verbatim" \
         --indexzoo-device=cuda 2>&1 | tail -n 25 | tee "$out/conformance-cuda.txt" ;;
     conformance-par)
@@ -85,10 +87,19 @@ for step in "$@"; do
               "cgrx cgrx-5x4 cgrx-8x4" "rtscan rtc1 rtc3"
               "rtscan-direct rtscan-rt rtscan-noenc rtscan-nosieve fused-scan"
               "btree warpcore-hash lightweight ao-pb-bs ao-pb-ks eo-ks")
+      # the variants' rest of the suite (the exhaustive tier's) runs here too
+      variants=$(python3 -c "import ast, sys; t = ast.parse(open(sys.argv[1]).read()); print(' '.join(
+        next(ast.literal_eval(n.value) for n in t.body if isinstance(n, ast.AnnAssign | ast.Assign)
+             and 'VARIANTS' in ast.unparse(n))))" "$f")
       i=0
       for g in "${groups[@]}"; do
-        ids=""; for n in $g; do ids="$ids $f::TestConformance_${n//-/_}"; done
-        timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider $ids \
+        ids=""
+        for n in $g; do
+          ids="$ids $f::TestConformance_${n//-/_}"
+          [[ " $variants " == *" $n "* ]] && ids="$ids $f::TestConformance_${n//-/_}_rest"
+        done
+        timeout "${CONF_TIMEOUT:-520}" python3 -m pytest -q -p no:cacheprovider \
+          -m "exhaustive or not exhaustive" $ids \
           ${CONF_K:+-k "$CONF_K"} --indexzoo-device=cuda > "$out/conformance-cuda-g$i.txt" 2>&1 &
         i=$((i + 1))
       done
