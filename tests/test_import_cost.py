@@ -1,7 +1,8 @@
 """What importing indexzoo imports: ``import indexzoo`` none of its modules, ``indexzoo list``
 and ``indexzoo info`` no kernels (no numba, no llvmlite, no kernel module of indexzoo.native or
-of a plugin), and a plugin's kernels only once an index of it is built. Each case runs in a
-process of its own and checks the modules it holds afterwards (never a timing)."""
+of a plugin), a plugin's kernels only once an index of it is built, and indexzoo's pytest
+plugins nothing of indexzoo's in a run that does not use them. Each case runs in a process of
+its own and checks the modules it holds afterwards (never a timing)."""
 
 from __future__ import annotations
 
@@ -120,3 +121,41 @@ def test_the_software_engine_is_found_by_name_in_a_process_that_imported_no_trac
         assert pickle.loads(pickle.dumps(engine)) is engine and engine.name == "software"
         """)
     assert "indexzoo.native.rt.software" in ran
+
+
+#: A conftest that records, at the end of the session, the modules of indexzoo (and of numpy
+#: and numba) that the run imported.
+_RECORDER = """
+import json, sys
+
+def pytest_sessionfinish(session):
+    names = sorted(m for m in sys.modules if m.split(".")[0] in ("indexzoo", "numpy", "numba"))
+    with open("modules.json", "w") as f:
+        json.dump(names, f)
+"""
+
+
+def test_a_pytest_run_that_uses_no_indexzoo_fixture_imports_and_prints_nothing_of_it(
+        tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(_RECORDER)
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                          "test_plain.py"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    modules = json.loads((tmp_path / "modules.json").read_text())
+    assert modules == ["indexzoo", "indexzoo.conformance", "indexzoo.conformance.pytest_plugin",
+                       "indexzoo.tools", "indexzoo.tools.pytest_bench"]
+    assert [line for line in res.stdout.splitlines() if line.startswith("indexzoo")] == []
+
+
+def test_a_run_that_collects_conformance_tests_names_their_device_and_size(
+        tmp_path: Path) -> None:
+    (tmp_path / "test_suite.py").write_text(
+        "from indexzoo.conformance import ConformanceSuite\n\n\n"
+        "class TestSortedArray(ConformanceSuite):\n    index = 'sorted-array'\n")
+    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                          "--collect-only", "-q", "test_suite.py"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "indexzoo conformance: device=cpu, size=small" in res.stdout.splitlines()
