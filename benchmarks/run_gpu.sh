@@ -154,8 +154,8 @@ for step in "$@"; do
         --device cuda --repeats 3 --output "$out" 2>&1 | tee "$out/psweep-$preset-${spec%%=*}.txt" ;;
     pytest-bench:*)
       presets=${step#pytest-bench:}
-      python3 -m pytest -q -p no:cacheprovider benchmarks --bench-device cuda \
-        --bench-presets "$presets" --benchmark-json "$out/pytest-benchmark.json" \
+      python3 -m pytest -q -p no:cacheprovider benchmarks --indexzoo-bench-device cuda \
+        --indexzoo-bench-presets "$presets" --benchmark-json "$out/pytest-benchmark.json" \
         2>&1 | tail -n 30 | tee "$out/pytest-benchmark.txt" ;;
     gputests)
       python3 -m pytest -q -p no:cacheprovider tests -k "cuda or gpu or Gpu or GPU" 2>&1 \

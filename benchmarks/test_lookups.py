@@ -2,11 +2,12 @@
 and options of indexzoo's pytest plugin (``indexzoo.tools.pytest_bench``, installed with
 indexzoo):
 
-    pytest benchmarks --bench-presets quick                      # CPU-sized
-    pytest benchmarks --bench-device cuda --bench-presets paper,l2 --benchmark-json out.json
+    pytest benchmarks --indexzoo-bench-presets quick                    # CPU-sized
+    pytest benchmarks --indexzoo-bench-device cuda --indexzoo-bench-presets paper,l2 --benchmark-json out.json
     pytest-benchmark compare out.json --histogram hist
 
-``--bench-indexes`` picks the indexes (names, 'builtin' or 'all'); docs/benchmarks.md says more.
+``--indexzoo-bench-indexes`` picks the indexes (names, 'builtin' or 'all'); docs/benchmarks.md
+says more.
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
-"""The pytest plugin of the conformance suite (entry point ``pytest11``): its options."""
+"""The pytest plugin of the conformance suite (entry point ``pytest11``): its options, and a
+line naming the device and size after collection in a run that collected conformance tests
+(or was given the options). A run without them imports nothing of indexzoo's but this
+module and prints nothing."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -15,7 +19,19 @@ def pytest_addoption(parser: Any) -> None:
                     "'indexzoo-thorough' hypothesis profile")
 
 
-def pytest_report_header(config: Any) -> str:
-    device = config.getoption("indexzoo_device") or "cpu"
-    size = config.getoption("indexzoo_size") or "small"
-    return f"indexzoo conformance: device={device}, size={size}"
+def _conformance_tests(items: list[Any]) -> bool:
+    """Whether ``items`` hold tests of a :class:`~indexzoo.conformance.ConformanceSuite`
+    (none unless a test file imported the suite's module: nothing is imported here)."""
+    suite = sys.modules.get("indexzoo.conformance.suite")
+    base = getattr(suite, "ConformanceSuite", None)
+    return base is not None and any(
+        isinstance(getattr(item, "cls", None), type) and issubclass(item.cls, base)
+        for item in items)
+
+
+def pytest_report_collectionfinish(config: Any, items: list[Any]) -> str | None:
+    device = config.getoption("indexzoo_device")
+    size = config.getoption("indexzoo_size")
+    if device is None and size is None and not _conformance_tests(items):
+        return None
+    return f"indexzoo conformance: device={device or 'cpu'}, size={size or 'small'}"

@@ -46,7 +46,7 @@ class IndexParams(BaseModel):
     # every float parameter of every plugin is finite: inf and NaN pass pydantic's bounds
     # checks in surprising ways (NaN compares false) and end as OverflowError deep in a build
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True,
-                              allow_inf_nan=False)
+                              allow_inf_nan=False, defer_build=True)
 
     max_batch: int = Field(
         default=1 << 27,

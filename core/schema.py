@@ -22,10 +22,12 @@ The specs (paths and expressions: :mod:`indexzoo.schema_paths`):
   ``order`` (``"nondecreasing"`` or ``"increasing"`` along the first axis), ``permutation``
   (each of ``0 .. len - 1`` once), ``first``/``last`` (the first or last element equals an
   expression: offsets that start at 0 and end at their array's length), ``finite`` floats;
-* :class:`Value`: a scalar or a record: its type (a record class: its fields' types too),
-  bounds, an expression it ``equals``, ``choices``; on a top-level name it replaces the type
-  the state's annotation declares (for a part ``_save_state`` saves in another form, e.g. None
-  for a scene built again on load);
+* :class:`Value`: a scalar or a record: its type (a record class: its fields' types too; or
+  the class named as ``"module:Class"``, imported when a file is checked, for a class whose
+  module the plugin imports only when an index is built or loaded), bounds, an expression it
+  ``equals``, ``choices``; on a top-level name it replaces the type the state's annotation
+  declares (for a part ``_save_state`` saves in another form, e.g. None for a scene built
+  again on load);
 * :class:`Nested`: specs relative to a record, for each item of a ``[*]`` path, or for a part
   that may be None (``optional=True``);
 * :class:`Check`: a function for what the declarative specs cannot say (a tree's links, a hash
@@ -45,6 +47,8 @@ is checked on the device, before any kernel runs).
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -105,7 +109,8 @@ class Value:
     field), within bounds, equal to an expression, or one of ``choices``."""
 
     path: str
-    kind: Any = int  # a type, a typing form (tuple[int, ...], a union), or a tuple of them
+    #: a type, a typing form (tuple[int, ...], a union), "module:Class", or a tuple of them
+    kind: Any = int
     at_least: Bound = None
     below: Bound = None
     equals: Bound = None
@@ -116,6 +121,9 @@ class Value:
 
     def __post_init__(self) -> None:
         split_path(self.path)
+        for kind in self.kind if isinstance(self.kind, tuple) else (self.kind,):
+            if isinstance(kind, str) and not re.fullmatch(r"[\w.]+:[\w.]+", kind):
+                raise ValueError(f"a kind named by a string is 'module:Class', not {kind!r}")
         object.__setattr__(self, "_exprs", {"at_least": _expr(self.at_least),
                                             "below": _expr(self.below),
                                             "equals": _expr(self.equals)})
@@ -272,7 +280,12 @@ class StateSchema:
 
     def __init__(self, *specs: Spec) -> None:
         self.specs: tuple[Spec, ...] = tuple(specs)
-        self._arrays = [re.compile(_pattern(p)) for p in self._array_paths(self.specs, "")]
+
+    @functools.cached_property
+    def _arrays(self) -> list[re.Pattern[str]]:
+        """The declared array paths as patterns, made on the first check (a plugin declares
+        its schema when its class is made, which listing the indexes does)."""
+        return [re.compile(_pattern(p)) for p in self._array_paths(self.specs, "")]
 
     def __repr__(self) -> str:
         return f"StateSchema({len(self.specs)} specs)"
@@ -494,9 +507,21 @@ _KIND_OK: dict[type, Callable[[Any], bool]] = {
 }
 
 
+def _class_named(kind: Any) -> Any:
+    """The class a kind ``"module:Class"`` names (its module imported now); other kinds as
+    they are."""
+    if not isinstance(kind, str):
+        return kind
+    module, _, name = kind.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
 def _check_value(spec: Value, outer: Scope, scope: Scope, v: Any) -> None:
     fail = scope.problem
-    kinds = spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)
+    kinds = tuple(map(_class_named, spec.kind if isinstance(spec.kind, tuple) else (spec.kind,)))
     if not any(_KIND_OK[k](v) if k in _KIND_OK else mismatch(v, k, "") is None for k in kinds):
         names = " or ".join(getattr(k, "__name__", str(k)) for k in kinds)
         raise fail("", f"is {_shown(v)}, not a {names}")

@@ -5,7 +5,7 @@
 * :mod:`.bench`, :mod:`.plots`, :mod:`.references`, :mod:`.workloads`, :mod:`.timing` -
   comparing indexes on a workload (``indexzoo bench`` and the pytest-benchmark suite);
   :mod:`.compare` - a run against a saved one (``bench --compare``); :mod:`.pytest_bench` - the
-  pytest plugin with the pytest-benchmark fixtures (``--bench-*`` options);
+  pytest plugin with the pytest-benchmark fixtures (``--indexzoo-bench-*`` options);
 * :mod:`.recommend` - measuring the installed indexes on a user's keys;
 * :mod:`.runner` - ``indexzoo run SPEC``; :mod:`.check` - ``indexzoo check NAME``;
 * :mod:`.doctor` - what this machine offers; :mod:`.environment` - where a result was measured.

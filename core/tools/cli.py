@@ -268,7 +268,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"indexzoo: error: {text} (see `{self.prog} --help`)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; given the ``command`` about to run, one of those defined
+    here (``list``, ``info``, ...), without the commands whose options live in their own modules
+    (``bench``, ``check``, ``recommend``): a ``list`` imports none of them."""
     p = _Parser(
         prog="indexzoo",
         description="A zoo of GPU index structures behind one contract.",
@@ -302,8 +305,9 @@ def _parser() -> argparse.ArgumentParser:
     a = actions.add_parser("clear", help="remove every kept kernel and program (each is compiled "
                            "again when next used)")
     a.set_defaults(func=cmd_cache_clear)
-    for extra in _EXTRA_COMMANDS:
-        extra(sub)
+    if command not in sub.choices:
+        for extra in _EXTRA_COMMANDS:
+            extra(sub)
     return p
 
 
@@ -376,8 +380,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         warnings.showwarning = _show_warning
         try:
             try:
+                given = sys.argv[1:] if argv is None else list(argv)
                 try:
-                    args = _parser().parse_args(argv)
+                    args = _parser(given[0] if given else None).parse_args(argv)
                 except SystemExit as exc:  # argparse: 2 for usage errors, 0 for --help
                     return int(exc.code or 0)
                 code = int(args.func(args, out))

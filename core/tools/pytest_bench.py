@@ -9,16 +9,20 @@ built-ins")::
     def test_lookups(indexzoo_bench_lookups, indexzoo_preset, index):
         indexzoo_bench_lookups(index, indexzoo_preset)
 
-    pytest test_mine.py --bench-presets tiny --bench-device cpu --benchmark-json out.json
+    pytest test_mine.py --indexzoo-bench-presets tiny --indexzoo-bench-device cpu --benchmark-json out.json
 
 Options (always there; they act only on tests that use the fixtures below):
 
-* ``--bench-device auto|cpu|cuda`` (default ``auto``): the device every index is built on.
-* ``--bench-presets NAMES``: comma-separated presets of ``indexzoo bench`` (default ``quick``);
-  a test that uses ``indexzoo_preset`` runs once per preset.
-* ``--bench-indexes NAMES``: comma-separated index names, ``builtin`` (default: the one-column
-  indexes shipped with indexzoo) or ``all``; a test that uses ``indexzoo_index`` runs once per
-  index.
+* ``--indexzoo-bench-device auto|cpu|cuda`` (default ``auto``): the device every index is
+  built on.
+* ``--indexzoo-bench-presets NAMES``: comma-separated presets of ``indexzoo bench`` (default
+  ``quick``); a test that uses ``indexzoo_preset`` runs once per preset.
+* ``--indexzoo-bench-indexes NAMES``: comma-separated index names, ``builtin`` (default: the
+  one-column indexes shipped with indexzoo) or ``all``; a test that uses ``indexzoo_index``
+  runs once per index.
+
+The earlier names, ``--bench-device``, ``--bench-presets`` and ``--bench-indexes``, still work
+in this release, with a deprecation warning; they go in the next.
 
 Fixtures:
 
@@ -33,17 +37,18 @@ Fixtures:
   device's name and the commit. Needs pytest-benchmark (its ``benchmark`` fixture).
 * ``indexzoo_bench_data``: ``(preset) -> Dataset``, the preset's keys and lookups generated on
   the device (one preset's data kept at a time; generating is never timed).
-* ``indexzoo_preset``, ``indexzoo_index``: one preset of ``--bench-presets``, one index of
-  ``--bench-indexes`` (tests that use them are parametrized over the lists).
+* ``indexzoo_preset``, ``indexzoo_index``: one preset of ``--indexzoo-bench-presets``, one
+  index of ``--indexzoo-bench-indexes`` (tests that use them are parametrized over the lists).
 * ``indexzoo_bench_device``, ``indexzoo_bench_environment``: the device, and where the figures
   were measured (:func:`indexzoo.tools.environment.environment`).
 
-The plugin imports nothing of indexzoo's until a test uses it, so it costs other pytest runs
-nothing.
+The plugin imports nothing of indexzoo's until a test uses it (``import indexzoo`` itself
+imports none of its modules), and prints nothing, so it costs other pytest runs nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -65,17 +70,41 @@ _BENCHMARK_MISSING = ("indexzoo_bench_lookups needs pytest-benchmark's `benchmar
 
 
 # ---------------------------------------------------------------------- options
+#: The options: name (after ``--indexzoo-bench-``), then their argparse settings.
+_OPTIONS: dict[str, dict[str, Any]] = {
+    "device": dict(default="auto", choices=("auto", "cpu", "cuda"),
+                   help="device the indexzoo_bench_* fixtures build on (default auto)"),
+    "presets": dict(default="quick",
+                    help="comma-separated presets of `indexzoo bench` that indexzoo_preset runs "
+                    "over (default quick; tiny, paper, l2, ...: see docs/benchmarks.md)"),
+    "indexes": dict(default="builtin",
+                    help="comma-separated index names that indexzoo_index runs over, 'builtin' "
+                    "(default) or 'all'"),
+}
+#: Where the deprecated spellings used in a run are noted (on pytest's option namespace).
+_OLD_USED = "indexzoo_bench_old_options"
+
+
+class _OldSpelling(argparse.Action):
+    """``--bench-NAME``, the deprecated spelling of ``--indexzoo-bench-NAME``: stores the value
+    as the new one does, and notes the use for :func:`pytest_configure` to warn about."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        used = getattr(namespace, _OLD_USED, None) or []
+        if option_string not in used:  # pytest may parse the command line more than once
+            setattr(namespace, _OLD_USED, [*used, option_string])
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("indexzoo-bench", "indexzoo benchmarks (fixtures indexzoo_bench_*)")
-    g.addoption("--bench-device", dest="bench_device", default="auto",
-                choices=("auto", "cpu", "cuda"),
-                help="device the indexzoo_bench_* fixtures build on (default auto)")
-    g.addoption("--bench-presets", dest="bench_presets", default="quick",
-                help="comma-separated presets of `indexzoo bench` that indexzoo_preset runs "
-                "over (default quick; tiny, paper, l2, ...: see docs/benchmarks.md)")
-    g.addoption("--bench-indexes", dest="bench_indexes", default="builtin",
-                help="comma-separated index names that indexzoo_index runs over, 'builtin' "
-                "(default) or 'all'")
+    for name, settings in _OPTIONS.items():
+        g.addoption(f"--indexzoo-bench-{name}", dest=f"bench_{name}", **settings)
+        # the earlier spelling, kept for one release (hidden from --help)
+        g.addoption(f"--bench-{name}", dest=f"bench_{name}", action=_OldSpelling,
+                    choices=settings.get("choices"), default=argparse.SUPPRESS,
+                    help=argparse.SUPPRESS)
 
 
 def _presets(config: pytest.Config) -> list[str]:
@@ -84,8 +113,8 @@ def _presets(config: pytest.Config) -> list[str]:
     names = [p.strip() for p in config.getoption("bench_presets").split(",") if p.strip()]
     unknown = [p for p in names if p not in PRESETS]
     if unknown or not names:
-        raise pytest.UsageError(f"--bench-presets: unknown presets {unknown or names}; allowed: "
-                                f"{', '.join(PRESETS)}")
+        raise pytest.UsageError(f"--indexzoo-bench-presets: unknown presets {unknown or names}; "
+                                f"allowed: {', '.join(PRESETS)}")
     return names
 
 
@@ -96,9 +125,9 @@ def _indexes(config: pytest.Config) -> list[str]:
     try:
         names = named(config.getoption("bench_indexes"))
     except IndexZooError as exc:
-        raise pytest.UsageError(f"--bench-indexes: {exc}") from None
+        raise pytest.UsageError(f"--indexzoo-bench-indexes: {exc}") from None
     if not names:
-        raise pytest.UsageError("--bench-indexes: no index selected")
+        raise pytest.UsageError("--indexzoo-bench-indexes: no index selected")
     return names
 
 
@@ -114,7 +143,13 @@ def _parametrized(metafunc: pytest.Metafunc, name: str) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Presets and indexes given on the command line are checked before anything runs."""
+    """Presets and indexes given on the command line are checked before anything runs; a
+    deprecated spelling of an option is warned about."""
+    for old in getattr(config.option, _OLD_USED, None) or ():
+        new = "--indexzoo-bench-" + old.removeprefix("--bench-")
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(
+            f"{old} is deprecated and will be removed in the next release of indexzoo; use "
+            f"{new}"), stacklevel=2)
     if config.getoption("bench_presets", "quick") != "quick":
         _presets(config)
     if config.getoption("bench_indexes", "builtin") != "builtin":
@@ -280,7 +315,7 @@ def time_lookups(benchmark: Any, index: Any, preset: str | Workload, device: str
 # ---------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="session")
 def indexzoo_bench_device(pytestconfig: pytest.Config) -> str:
-    """The device of ``--bench-device`` (``auto`` resolved)."""
+    """The device of ``--indexzoo-bench-device`` (``auto`` resolved)."""
     from indexzoo.devices import resolve_device
 
     return resolve_device(pytestconfig.getoption("bench_device"))
@@ -296,13 +331,13 @@ def indexzoo_bench_environment(indexzoo_bench_device: str) -> dict[str, Any]:
 
 @pytest.fixture
 def indexzoo_preset(request: pytest.FixtureRequest) -> str:
-    """One preset of ``--bench-presets`` (the test is parametrized over them)."""
+    """One preset of ``--indexzoo-bench-presets`` (the test is parametrized over them)."""
     return str(request.param)
 
 
 @pytest.fixture
 def indexzoo_index(request: pytest.FixtureRequest) -> str:
-    """One index name of ``--bench-indexes`` (the test is parametrized over them)."""
+    """One index name of ``--indexzoo-bench-indexes`` (the test is parametrized over them)."""
     return str(request.param)
 
 

@@ -1,6 +1,6 @@
 """A plugin author's benchmark: linear-scan (the indexzoo_example plugin) against the built-in
-sorted-array, on the presets of ``--bench-presets``, with indexzoo's installed pytest fixtures
-(docs/benchmarks.md, "Timing your plugin against the built-ins")."""
+sorted-array, on the presets of ``--indexzoo-bench-presets``, with indexzoo's installed pytest
+fixtures (docs/benchmarks.md, "Timing your plugin against the built-ins")."""
 
 from __future__ import annotations
 

@@ -86,12 +86,12 @@ from indexzoo.devices import xp_of
 from indexzoo.errors import InvalidInput
 
 from ..targets import Kernel
+from .layout import MAX_LEAF_SIZE
 
 __all__ = ["MAX_LEAF_SIZE", "MORTON_BITS", "NODE_BYTES", "Bvh", "build_bvh", "morton_codes", "refit", "slab",
            "slab_box"]
 
 MORTON_BITS = 21  # per axis; three axes interleave into a 63-bit code
-MAX_LEAF_SIZE = 32
 _CELLS = float(1 << MORTON_BITS)  # cells per axis; the centroids' maximum lands in the last
 _QMAX = _CELLS - 1
 

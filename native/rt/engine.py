@@ -35,6 +35,7 @@ and OptiX is usable and takes the configuration; the software engine everywhere 
 from __future__ import annotations
 
 import abc
+import importlib
 from typing import Any, ClassVar
 
 from indexzoo.errors import DeviceUnavailable
@@ -145,17 +146,25 @@ class Engine(abc.ABC):
 
 _ENGINES: dict[str, Engine] = {}
 
+#: The module of each engine, imported when the engine is first named: the software tracer's
+#: compiles numba kernels, and an index that is only listed, or runs on OptiX, needs none.
+_MODULES = {"software": "indexzoo.native.rt.software", "optix": "indexzoo.native.rt.optix.engine"}
+
 
 def register_engine(engine: Engine) -> Engine:
     """Make ``engine`` the one :func:`engine_named` returns for its name (each engine module
-    registers its engine when imported; :mod:`indexzoo.native.rt` imports both)."""
+    registers its engine when imported; :func:`engine_named` imports it)."""
     _ENGINES[engine.name] = engine
     return engine
 
 
 def engine_named(name: str) -> Engine:
-    """The engine called ``name`` (``"software"`` or ``"optix"``)."""
+    """The engine called ``name`` (``"software"`` or ``"optix"``), its module imported on
+    first use."""
     got = _ENGINES.get(name)
+    if got is None and name in _MODULES:
+        importlib.import_module(_MODULES[name])  # registers it
+        got = _ENGINES.get(name)
     if got is None:
         raise ValueError(f"unknown ray-tracing engine {name!r}; use one of {ENGINES} or 'auto'")
     return got

@@ -70,6 +70,8 @@ from indexzoo.devices import xp_of
 from indexzoo.errors import InvalidInput
 from indexzoo.native.targets import call_parallel
 
+from .layout import AABBS, SPHERES, TRIANGLES, WIDTH
+
 __all__ = [
     "AABBS",
     "SPHERES",
@@ -87,11 +89,6 @@ __all__ = [
     "prim_bounds",
 ]
 
-TRIANGLES = 0
-SPHERES = 1
-AABBS = 2
-
-_WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
 _NAMES = {TRIANGLES: "TRIANGLES", SPHERES: "SPHERES", AABBS: "AABBS"}
 
 
@@ -101,7 +98,7 @@ _NAMES = {TRIANGLES: "TRIANGLES", SPHERES: "SPHERES", AABBS: "AABBS"}
 
 
 def _check_kind(kind: int) -> None:
-    if kind not in _WIDTH:
+    if kind not in WIDTH:
         raise InvalidInput(f"unknown primitive kind {kind!r}; use TRIANGLES, SPHERES or AABBS")
 
 
@@ -113,7 +110,7 @@ def prim_bounds(kind: int, data: Any, radius: float = 0.0) -> tuple[Any, Any]:
     """
     _check_kind(kind)
     xp = xp_of(data)
-    width = _WIDTH[kind]
+    width = WIDTH[kind]
     if data.ndim != 2 or data.shape[1] != width:
         raise InvalidInput(f"{_NAMES[kind]} data must have shape (N, {width}), got {tuple(data.shape)}")
     data = data.astype(xp.float32, copy=False)
@@ -465,7 +462,7 @@ def _prepare(
 ) -> tuple[np.ndarray, np.float32, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     _check_kind(kind)
     d = np.ascontiguousarray(_host(data), dtype=np.float32)
-    width = _WIDTH[kind]
+    width = WIDTH[kind]
     if d.ndim != 2 or d.shape[1] != width:
         raise InvalidInput(f"{_NAMES[kind]} data must have shape (N, {width}), got {d.shape}")
     o = np.ascontiguousarray(_host(origins), dtype=np.float32)

@@ -8,11 +8,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .keymap import KeyCoder
+from indexzoo.native.lazy import lazy_module
+
 from .params import KeySceneParams
 from .select import params_for_load
+
+if TYPE_CHECKING:
+    from . import keymap
+else:  # numba code: imported when an index first maps keys, not when its class is imported
+    keymap = lazy_module("indexzoo.native.rt.keymap")
 
 __all__ = ["EngineIndex", "KeySceneIndex"]
 
@@ -33,6 +39,6 @@ class KeySceneIndex(EngineIndex):
     params: KeySceneParams
 
     @property
-    def coder(self) -> KeyCoder:
+    def coder(self) -> keymap.KeyCoder:
         p = self.params
-        return KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
+        return keymap.KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)

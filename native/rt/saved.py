@@ -16,18 +16,26 @@ compares: a wrong one changes which keys a ray meets, never where it reads.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexzoo.devices import xp_of
+from indexzoo.native.lazy import lazy_module
 from indexzoo.persist import Array, Check, Nested, Scope, Spec, Value
 
-from .bvh import MAX_LEAF_SIZE, Bvh
-from .geometry import AABBS, SPHERES, TRIANGLES
-from .keymap import KeyCoder
-from .keyprims import primitives
-from .trace import Gas, Ias
+from .layout import MAX_LEAF_SIZE, WIDTH
+
+if TYPE_CHECKING:
+    from . import bvh as bvh_module
+    from . import keyprims, trace
+    from .bvh import Bvh
+    from .keymap import KeyCoder
+    from .trace import Ias
+else:  # the checks run when a file is loaded; an index declares its schema without them
+    bvh_module = lazy_module("indexzoo.native.rt.bvh")
+    keyprims = lazy_module("indexzoo.native.rt.keyprims")
+    trace = lazy_module("indexzoo.native.rt.trace")
 
 __all__ = ["CHUNK", "MAX_DEPTH", "WIDTH", "bvh_problem", "bvh_specs", "gas_specs", "ias_problem",
            "primitives_match"]
@@ -37,8 +45,6 @@ __all__ = ["CHUNK", "MAX_DEPTH", "WIDTH", "bvh_problem", "bvh_specs", "gas_specs
 MAX_DEPTH = 512
 #: Primitives made again and compared at once (bounds :func:`primitives_match`'s memory).
 CHUNK = 1 << 20
-#: Floats per stored primitive of each kind.
-WIDTH = {TRIANGLES: 9, SPHERES: 3, AABBS: 6}
 
 
 def bvh_problem(bvh: Bvh, n_prims: int) -> str | None:
@@ -122,7 +128,7 @@ def bvh_specs() -> tuple[Spec, ...]:
 
 def _check_gas(scope: Scope) -> str | None:
     gas = scope.here
-    if not isinstance(gas, Gas) or isinstance(gas, Ias):
+    if not isinstance(gas, trace.Gas) or isinstance(gas, trace.Ias):
         return f"is a {type(gas).__name__}, not a GAS"
     if gas.geometry is not None:
         return "holds a geometry function (a file never does)"
@@ -180,8 +186,8 @@ def ias_problem(ias: Ias, slices: list[tuple[int, int]]) -> str | None:
             continue
         if nbase + n_nodes > int(ias.nodes.shape[0]):
             return f"instance {i}'s records reach past the pool"
-        sub = Bvh(ias.nodes[nbase:nbase + n_nodes], ias.order[dbase:dbase + count], count,
-                  MAX_LEAF_SIZE, n_nodes, 0, 0)
+        sub = bvh_module.Bvh(ias.nodes[nbase:nbase + n_nodes], ias.order[dbase:dbase + count], count,
+                             MAX_LEAF_SIZE, n_nodes, 0, 0)
         wrong = bvh_problem(sub, count)
         if wrong:
             return f"instance {i}'s GAS {wrong}"
@@ -198,7 +204,7 @@ def primitives_match(coder: KeyCoder, primitive: str, keys: Any, positions: Any,
     primitives of keys the coder holds are exact in float32, so both devices make the same.)"""
     xp = xp_of(data)
     for s in range(0, int(positions.shape[0]), CHUNK):
-        want = primitives(coder, primitive, keys[positions[s:s + CHUNK].astype(np.int64)])
+        want = keyprims.primitives(coder, primitive, keys[positions[s:s + CHUNK].astype(np.int64)])
         if not bool(xp.array_equal(data[s:s + CHUNK], want)):
             return False
     return True

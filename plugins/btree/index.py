@@ -48,19 +48,26 @@ Decisions
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
-from indexzoo.native.csr import offsets_from_counts
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot, one_per_item, values_arg
 from indexzoo.persist import StateSchema, Value
 
-from . import kernels as btree
 from .params import BTreeParams
 from .saved import tree_schema
+
+if TYPE_CHECKING:
+    from indexzoo.native import csr
+
+    from . import kernels as btree
+else:  # imported when a tree is built or loaded: the registry lists the class without them
+    csr = lazy_module("indexzoo.native.csr")
+    btree = lazy_module("indexzoo.plugins.btree.kernels")
 
 __all__ = ["BTreeIndex", "BTreeState"]
 
@@ -139,7 +146,7 @@ class BTreeIndex(GpuIndex[BTreeState]):
         return out
 
     def _range_rowids(self, st: BTreeState, lo: Any, hi: Any) -> tuple[Any, Any]:
-        offsets = offsets_from_counts(self._counts(st, lo, hi, np.int64))
+        offsets = csr.offsets_from_counts(self._counts(st, lo, hi, np.int64))
         out = st.xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
             self._launch("FILL", lo.shape[0], st.tree.record(), lo, hi, offsets, out)

@@ -13,16 +13,26 @@ its array.
 
 from __future__ import annotations
 
-from typing import Any
+import typing
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexzoo.devices import xp_of
+from indexzoo.native.lazy import lazy_module
 from indexzoo.persist import Array, Check, Nested, Scope, Value
 
-from .kernels import LEAF_LAYOUTS, block_counts, leaf_fill_count, padded_blocks
+from .params import BTreeParams
+
+if TYPE_CHECKING:
+    from . import kernels
+else:  # the checks of a saved tree run when one is loaded
+    kernels = lazy_module("indexzoo.plugins.btree.kernels")
 
 __all__ = ["tree_schema"]
+
+#: The leaf layouts a saved tree may have: those of the params (the kernels' LEAF_LAYOUTS).
+_LEAF_LAYOUTS = typing.get_args(BTreeParams.model_fields["leaf_layout"].annotation)
 
 
 def _links(xp: Any, n: int, width: int, m: int) -> dict[str, Any]:
@@ -34,9 +44,9 @@ def _links(xp: Any, n: int, width: int, m: int) -> dict[str, Any]:
     children, counts, sizes = [], [], []
     below = n_leaves
     while below > 1:
-        children.append(padded_blocks(xp.arange(below, dtype=np.int32), width, width,
-                                      np.int32(-1)).ravel())
-        counts.append(block_counts(below, width, xp))
+        children.append(kernels.padded_blocks(xp.arange(below, dtype=np.int32), width, width,
+                                              np.int32(-1)).ravel())
+        counts.append(kernels.block_counts(below, width, xp))
         below = -(-below // width)
         sizes.append(below)
     children.reverse()
@@ -44,7 +54,7 @@ def _links(xp: Any, n: int, width: int, m: int) -> dict[str, Any]:
     sizes.reverse()
     starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
     empty = xp.zeros(0, dtype=np.int32)
-    return {"leaf_count": block_counts(n, m, xp), "leaf_next": leaf_next,
+    return {"leaf_count": kernels.block_counts(n, m, xp), "leaf_next": leaf_next,
             "inner_child": xp.concatenate(children) if children else empty,
             "inner_count": xp.concatenate(counts) if counts else empty,
             "level_start": xp.asarray(starts), "n_levels": len(sizes)}
@@ -68,7 +78,7 @@ def _check_tree(scope: Scope) -> str | None:
     if (t.width, t.leaf_layout) != (p.node_width, p.leaf_layout):
         return (f"is a tree of width {t.width}, layout {t.leaf_layout!r}; the params say "
                 f"{p.node_width}, {p.leaf_layout!r}")
-    m = leaf_fill_count(t.width, p.leaf_fill)
+    m = kernels.leaf_fill_count(t.width, p.leaf_fill)
     if t.fill != m or t.n != ctx.n:
         return f"holds {t.n} entries, {t.fill} a leaf; the index holds {ctx.n}, {m} a leaf"
     n_leaves = -(-ctx.n // m)
@@ -118,9 +128,9 @@ def _check_entries(scope: Scope, t: Any, keys: Any, rowids: Any, leaf_keys: Any,
     width = t.width
     top = t.inner_keys.dtype.type(np.iinfo(t.inner_keys.dtype).max)
     while maxima.shape[0] > 1:
-        level = padded_blocks(maxima, width, width, top)
+        level = kernels.padded_blocks(maxima, width, width, top)
         pivots.append(level.ravel())
-        counts = block_counts(int(maxima.shape[0]), width, xp).astype(np.int64)
+        counts = kernels.block_counts(int(maxima.shape[0]), width, xp).astype(np.int64)
         maxima = level[xp.arange(level.shape[0]), counts - 1]
     pivots.reverse()
     want = xp.concatenate(pivots) if pivots else t.inner_keys[:0]
@@ -138,7 +148,7 @@ def tree_schema(prefix: str) -> Nested:
         Value("width", int, at_least=1, below=1 << 16),
         Value("fill", int, at_least=1),
         Value("n", int, equals="n"),
-        Value("leaf_layout", str, choices=tuple(LEAF_LAYOUTS)),
+        Value("leaf_layout", str, choices=_LEAF_LAYOUTS),
         Value("n_levels", int, at_least=0, below=64),
         Value("peak_bytes", int, at_least=0),
         Array("leaf_keys", shape=(None,)),

@@ -22,7 +22,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["EX", "EY", "EZ", "Y_SCALE", "Z_SCALE", "CgCoder", "KernelConstants"]
+__all__ = ["EX", "EY", "EZ", "PATH_WIDTH", "Y_SCALE", "Z_SCALE", "CgCoder", "KernelConstants"]
+
+#: What :func:`.search.lookup_kernel` records of each ray when asked to: ``axis * 4 + 2 * hit
+#: + flipped`` (axis 0, 1, 2 for +x, +y, +z), -1 after the last ray (here, not in the numba
+#: module, for the saved state's schema).
+PATH_WIDTH = 5
 
 Y_SCALE = float(1 << 15)
 Z_SCALE = float(1 << 25)

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -74,20 +74,29 @@ from indexzoo import (
 )
 from indexzoo.devices import to_device
 from indexzoo.native import rt
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.rt import select_engine
-from indexzoo.native.runs import answer_runs, prepared_run_rowids
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot
 from indexzoo.persist import StateSchema
 from indexzoo.validation import as_1d
 
-from .coords import CgCoder
-from .launched import runs as launched_runs
+from .coords import PATH_WIDTH, CgCoder
 from .params import CgrxParams
-from .programs import PROGRAMS, CgRecord
 from .saved import CGRX_SCHEMA
-from .scene import CgScene, build_scene, triangle_function
-from .search import PATH_WIDTH, lookup_kernel
+
+if TYPE_CHECKING:
+    from indexzoo.native import runs as run_kernels
+
+    from . import launched, search
+    from . import programs as cg_programs
+    from . import scene as cg_scene
+else:  # imported when an index is built or loaded: the registry lists the class without them
+    run_kernels = lazy_module("indexzoo.native.runs")
+    launched = lazy_module("indexzoo.plugins.cgrx.launched")
+    search = lazy_module("indexzoo.plugins.cgrx.search")
+    cg_programs = lazy_module("indexzoo.plugins.cgrx.programs")
+    cg_scene = lazy_module("indexzoo.plugins.cgrx.scene")
 
 __all__ = ["CgrxIndex", "CgrxState"]
 
@@ -99,7 +108,7 @@ class CgrxState(BuildState):
     keys: Any
     rowids: Any
     coder: CgCoder
-    scene: CgScene | None  # None for an empty build
+    scene: cg_scene.CgScene | None  # None for an empty build
     peak: int
     no_path: Any  # the lookup kernel's ``path`` when it records nothing (one row)
 
@@ -129,8 +138,8 @@ class CgrxIndex(rt.EngineIndex, GpuIndex[CgrxState]):
         if keys.shape[0] == 0:
             st.scene, st.peak = None, pairs.peak_bytes
             return
-        st.scene = build_scene(st.coder, st.keys, 1 << p.bucket_log, p.leaf_size, p.compact,
-                               p.geometry, self._engine(st.device))
+        st.scene = cg_scene.build_scene(st.coder, st.keys, 1 << p.bucket_log, p.leaf_size,
+                                        p.compact, p.geometry, self._engine(st.device))
         scene_bytes = sum(st.scene.nbytes().values())
         # the scene's kernels hold a kind, a count and an offset per bucket (17 bytes) and a
         # position code, an int64 id and a flip per triangle (17 bytes) besides the engine's
@@ -163,11 +172,11 @@ class CgrxIndex(rt.EngineIndex, GpuIndex[CgrxState]):
         sc = st.scene
         p = self.params
         if sc is None and int(st.keys.shape[0]):  # saved from OptiX: build again
-            st.scene = build_scene(st.coder, st.keys, 1 << p.bucket_log, p.leaf_size,
-                                   p.compact, p.geometry, self._engine(st.device))
+            st.scene = cg_scene.build_scene(st.coder, st.keys, 1 << p.bucket_log, p.leaf_size,
+                                            p.compact, p.geometry, self._engine(st.device))
             return
         if sc is not None and self.params.geometry == "generated":
-            gas = dataclasses.replace(sc.gas, geometry=triangle_function(st.coder))
+            gas = dataclasses.replace(sc.gas, geometry=cg_scene.triangle_function(st.coder))
             st.scene = dataclasses.replace(sc, gas=gas)
 
     def _footprint(self, st: CgrxState) -> Footprint:
@@ -202,10 +211,11 @@ class CgrxIndex(rt.EngineIndex, GpuIndex[CgrxState]):
                 raise Unsupported("ray paths are recorded by the one-launch lookup kernel of "
                                   "an engine with in-kernel queries (engine='software')")
             p = self.params
-            return launched_runs(self.device, st.coder, sc.gas, PROGRAMS, CgRecord(sc.ids),
-                                 lo, hi, st.keys, sc.n_buckets, p.bucket_log,
-                                 max_rays=1 << 24, threads_per_block=p.threads_per_block)
-        kernel = lookup_kernel(st.coder, sc.gas.geometry, record, engine)
+            return launched.runs(self.device, st.coder, sc.gas, cg_programs.PROGRAMS,
+                                 cg_programs.CgRecord(sc.ids), lo, hi, st.keys, sc.n_buckets,
+                                 p.bucket_log, max_rays=1 << 24,
+                                 threads_per_block=p.threads_per_block)
+        kernel = search.lookup_kernel(st.coder, sc.gas.geometry, record, engine)
         kernel(self.device, q, lo, hi, st.keys, np.int64(sc.n_buckets),
                np.int64(self.params.bucket_log), *sc.gas.query_args(), sc.ids,
                path if record else st.no_path, first, count,
@@ -220,14 +230,14 @@ class CgrxIndex(rt.EngineIndex, GpuIndex[CgrxState]):
         sc, p = st.scene, self.params
         if op.out != "rowid" or sc is None or not sc.gas.engine.in_kernel_queries:
             return None
-        kernel = lookup_kernel(st.coder, sc.gas.geometry, False, sc.gas.engine)
+        kernel = search.lookup_kernel(st.coder, sc.gas.geometry, False, sc.gas.engine)
         key = Slot(np.dtype(st.keys.dtype))
         runs = kernel.bind(self.device, key, key, st.keys, np.int64(sc.n_buckets),
                            np.int64(p.bucket_log), *sc.gas.query_args(), sc.ids, st.no_path,
                            Slot(np.dtype(np.int64)), Slot(np.dtype(np.int64)),
                            threads_per_block=p.threads_per_block)
-        return prepared_run_rowids(self.device, runs, st.rowids, st.rowid_dtype, st.miss,
-                                   st.xp, threads_per_block=p.threads_per_block)
+        return run_kernels.prepared_run_rowids(self.device, runs, st.rowids, st.rowid_dtype, st.miss,
+                                               st.xp, threads_per_block=p.threads_per_block)
 
     def ray_paths(self, lo: Any) -> list[list[tuple[str, bool, bool]]]:
         """The successor search's rays for each lower bound in ``lo`` (keys of the index's
@@ -253,6 +263,6 @@ class CgrxIndex(rt.EngineIndex, GpuIndex[CgrxState]):
         point lookup ``q`` is the range ``[q, q]``)."""
         first, count = self._runs(st, lo, lo if hi is None else hi)
         p = self.params
-        return answer_runs(self.device, op.out, st.rowids, first, count, st.values,
-                           st.rowid_dtype, st.miss, group=1 << p.scan_group_log,
-                           threads_per_block=p.threads_per_block)
+        return run_kernels.answer_runs(self.device, op.out, st.rowids, first, count, st.values,
+                                       st.rowid_dtype, st.miss, group=1 << p.scan_group_log,
+                                       threads_per_block=p.threads_per_block)

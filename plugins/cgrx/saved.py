@@ -12,18 +12,22 @@ builds it again from the keys.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt import TRIANGLES
+from indexzoo.native.lazy import lazy_module
+from indexzoo.native.rt.layout import TRIANGLES
 from indexzoo.native.rt.saved import bvh_problem, gas_specs
 from indexzoo.persist import Array, Check, Scope, StateSchema, Value
 
-from .coords import CgCoder
-from .scene import CgScene, scene_parts, stored_triangles
-from .search import PATH_WIDTH
+from .coords import PATH_WIDTH, CgCoder
+
+if TYPE_CHECKING:
+    from . import scene as cg_scene
+else:  # the checks of a saved scene run when one is loaded
+    cg_scene = lazy_module("indexzoo.plugins.cgrx.scene")
 
 __all__ = ["CGRX_SCHEMA"]
 
@@ -43,7 +47,7 @@ def _check(scope: Scope) -> str | None:
         return None
     if ctx.n == 0:
         raise scope.problem("scene", "is held for no keys")
-    parts = scene_parts(coder, root["keys"], 1 << p.bucket_log)
+    parts = cg_scene.scene_parts(coder, root["keys"], 1 << p.bucket_log)
     if scene.n_buckets != parts.n_buckets or scene.counts != parts.counts:
         raise scope.problem("scene", f"says {scene.n_buckets} buckets {scene.counts}; the keys "
                                      f"make {parts.n_buckets} {parts.counts}")
@@ -59,7 +63,7 @@ def _check(scope: Scope) -> str | None:
     if p.geometry == "generated":
         want = parts.records[order]
     else:
-        want = stored_triangles(coder, parts.records[order], parts.flip[order])
+        want = cg_scene.stored_triangles(coder, parts.records[order], parts.flip[order])
     if not _equal(gas.data, want):
         raise scope.problem("scene.gas.data", "is not the triangles the keys make")
     return None
@@ -72,7 +76,7 @@ CGRX_SCHEMA = StateSchema(
     Value("coder", CgCoder),
     Array("no_path", dtype="int8", shape=(1, PATH_WIDTH)),
     Value("peak", int, at_least=0),
-    Value("scene", CgScene, optional=True),
+    Value("scene", "indexzoo.plugins.cgrx.scene:CgScene", optional=True),
     gas_specs("scene.gas", optional=True),
     Array("scene.gas.data", optional=True),
     Array("scene.ids", dtype=("int32", "int64"), shape=(None,), optional=True),

@@ -39,15 +39,10 @@ from indexzoo.native.rt import RAYS_SERIAL_BELOW, TRIANGLES, Engine, engine_name
 from indexzoo.native.runs import run_from
 from indexzoo.native.targets import Kernel
 
-from .coords import CgCoder
+from .coords import PATH_WIDTH, CgCoder
 from .scene import moved_flipped, rep_of
 
 __all__ = ["PATH_WIDTH", "SearchParts", "lookup_kernel", "search_parts"]
-
-
-#: What :func:`lookup_kernel` records of each ray when asked to: ``axis * 4 + 2 * hit +
-#: flipped`` (axis 0, 1, 2 for +x, +y, +z), -1 after the last ray.
-PATH_WIDTH = 5
 
 
 class SearchParts(NamedTuple):

@@ -35,7 +35,7 @@ import contextlib
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pydantic import Field
@@ -43,7 +43,7 @@ from pydantic import Field
 from indexzoo import Unsupported
 from indexzoo.devices import array_module
 from indexzoo.hookspecs import hookimpl
-from indexzoo.native.groupagg import host_buffer, read_packed, zero_prefix
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.targets import KernelParams
 from indexzoo.query import (
     Expr,
@@ -60,7 +60,14 @@ from indexzoo.query import (
 from indexzoo.resources import MemoryEstimate, check_fits
 
 from . import codegen
-from .kernels import blocks_for, compact_kernel, item_kernel
+
+if TYPE_CHECKING:
+    from indexzoo.native import groupagg
+
+    from . import kernels
+else:  # imported when a query runs: the registry lists the engine without them
+    groupagg = lazy_module("indexzoo.native.groupagg")
+    kernels = lazy_module("indexzoo.plugins.crystal.kernels")
 
 __all__ = ["CrystalEngine", "CrystalParams"]
 
@@ -246,18 +253,18 @@ class CrystalEngine(QueryEngine):
             launch = kern.bind(
                 self.device, *(view.col(c) for c in [*fnames, *gnames, *vnames]), res,
                 threads_per_block=tpb,
-                blocks=blocks_for(kern, tpb, shared, tpb * qk.items), shared_mem=shared)
+                blocks=kernels.blocks_for(kern, tpb, shared, tpb * qk.items), shared_mem=shared)
             private = qk.shared
             listed, n_listed = xp.zeros(0, dtype=np.int64), None
         else:
             args = self._generic_args(view, p, gnames, fnames, vnames, gmin, strides, terms,
                                       row_of)
             listed, n_listed = xp.zeros(n_slots, dtype=np.int64), xp.zeros(1, dtype=np.int64)
-            launch = item_kernel(self.device).bind(
+            launch = kernels.item_kernel(self.device).bind(
                 self.device, *args, n_slots, res, listed, n_listed,
                 threads_per_block=self.params.threads_per_block)
             private = False
-        compact = compact_kernel(self.device).bind(
+        compact = kernels.compact_kernel(self.device).bind(
             self.device, res, rows, n_slots, listed, packed,
             threads_per_block=self.params.threads_per_block)
         fills = []  # the MIN rows, then the MAX rows (each kind's rows are adjacent)
@@ -272,7 +279,7 @@ class CrystalEngine(QueryEngine):
         prepared = _Prepared(
             p, launch, compact, buf, packed, n_slots, n_add * n_slots + (0 if fills else 1),
             fills, kinds, outputs, strides, sizes, gmin, gmaps, floor_bytes(t, p.query), private,
-            n_listed, host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)))
+            n_listed, groupagg.host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)))
         with contextlib.suppress(TypeError):  # an unhashable query is not kept
             view._queries[p.query] = prepared
         return prepared
@@ -327,7 +334,7 @@ class CrystalEngine(QueryEngine):
 
     def _run(self, view: CrystalView, q: _Prepared) -> Groups:
         p = q.plan
-        zero_prefix(q.buf, q.n_zero)
+        groupagg.zero_prefix(q.buf, q.n_zero)
         for start, stop, value in q.fills:
             q.buf[start:stop] = value
         if q.n_listed is not None:
@@ -337,7 +344,7 @@ class CrystalEngine(QueryEngine):
         # the slots the CPU kernel listed, or every slot (knowing how many a GPU kernel filled
         # would cost a synchronisation)
         q.compact(q.n_slots if q.n_listed is None else int(q.n_listed[0]))
-        records = read_packed(q.packed, q.rows + 1, min(q.n_slots, FIRST_COPY_SLOTS), q.host)
+        records = groupagg.read_packed(q.packed, q.rows + 1, min(q.n_slots, FIRST_COPY_SLOTS), q.host)
         ids, vals = records[:, 0], records[:, 1:].T
         if not p.group_by and len(records) == 0:  # a query without GROUP BY answers one row
             ids = np.zeros(1, dtype=np.int64)

@@ -10,13 +10,18 @@ so that it answers through the same contract as the indexes it is compared with,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, Operation
+from indexzoo.native.lazy import lazy_module
 from indexzoo.persist import Array, StateSchema
 
-from .kernels import bind_scan, scan_bitmaps
 from .params import FusedScanParams
+
+if TYPE_CHECKING:
+    from . import kernels
+else:  # imported when a scan runs: the registry lists the class without them
+    kernels = lazy_module("indexzoo.plugins.fused_scan.kernels")
 
 __all__ = ["FusedScanIndex", "ScanState"]
 
@@ -48,10 +53,10 @@ class FusedScanIndex(GpuIndex[ScanState]):
     def _range_bitmap(self, st: ScanState, lo: Any, hi: Any) -> Any:
         p = self.params
         if self.device == "cpu":
-            return scan_bitmaps(st.keys, lo, hi, device="cpu",
-                                threads_per_block=p.threads_per_block)
-        return scan_bitmaps(st.keys, lo, hi, device=self.device, items=p.items,
-                            unroll=p.unroll, threads_per_block=p.threads_per_block)
+            return kernels.scan_bitmaps(st.keys, lo, hi, device="cpu",
+                                        threads_per_block=p.threads_per_block)
+        return kernels.scan_bitmaps(st.keys, lo, hi, device=self.device, items=p.items,
+                                    unroll=p.unroll, threads_per_block=p.threads_per_block)
 
     def _prepared_range(self, st: ScanState, op: Operation) -> Callable[[Any, Any], Any] | None:
         """GPU bitmaps with the columns bound into the launch: a call allocates the bitmaps
@@ -59,8 +64,8 @@ class FusedScanIndex(GpuIndex[ScanState]):
         if op.out != "bitmap" or self.device == "cpu":
             return None
         p = self.params
-        return bind_scan(st.keys, items=p.items, unroll=p.unroll,
-                         threads_per_block=p.threads_per_block)
+        return kernels.bind_scan(st.keys, items=p.items, unroll=p.unroll,
+                                 threads_per_block=p.threads_per_block)
 
     def _point_bitmap(self, st: ScanState, q: Any) -> Any:
         return self._range_bitmap(st, q, q)

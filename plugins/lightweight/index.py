@@ -73,29 +73,38 @@ Decisions where the paper is silent or ambiguous
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
-from indexzoo.native.csr import offsets_from_counts
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot, one_per_item, values_arg
 from indexzoo.persist import StateSchema
 
-from . import kernels as lw
-from .eytzinger import EO_GATHER
 from .hardware import hardware
-from .layout import layout_shape, pivot_buffer
 from .params import PRESET_PARAMS, LightweightParams, preset_params
-from .pivots import PivotPlan
 from .saved import LIGHTWEIGHT_SCHEMA
+
+if TYPE_CHECKING:
+    from indexzoo.native import csr
+
+    from . import eytzinger, layout, pivots
+    from . import kernels as lw
+else:  # imported when an index is built or loaded: the registry lists the classes without them
+    csr = lazy_module("indexzoo.native.csr")
+    eytzinger = lazy_module("indexzoo.plugins.lightweight.eytzinger")
+    layout = lazy_module("indexzoo.plugins.lightweight.layout")
+    pivots = lazy_module("indexzoo.plugins.lightweight.pivots")
+    lw = lazy_module("indexzoo.plugins.lightweight.kernels")
 
 __all__ = ["PRESETS", "AoBs", "AoPbBs", "AoPbKs", "EoBs", "EoKs", "LightweightIndex"]
 
 #: Shared memory per block left unpinned below the device's opt-in maximum.
 PIN_HEADROOM_BYTES = 1024
-_REORDER = {"none": lw.NO_REORDER, "single": lw.REORDER_SINGLE, "double": lw.REORDER_DOUBLE}
+#: The kernels' reordering of each ``reorder`` option.
+_REORDER = {"none": "NO_REORDER", "single": "REORDER_SINGLE", "double": "REORDER_DOUBLE"}
 
 
 class LightweightState(BuildState):
@@ -104,7 +113,7 @@ class LightweightState(BuildState):
     layout: lw.LayoutRecord  # the arrays and shapes (one kernel argument)
     pins: lw.PinRecord       # the keys the GPU driver pins in shared memory
     plan: lw.DriverPlan      # the GPU driver's configuration
-    pivot_plan: PivotPlan | None
+    pivot_plan: pivots.PivotPlan | None
     peak: int
     config: str              # the options built (JSON): the params, or the decision's pick
     options: LightweightParams  # the same, parsed (made again on load, not saved)
@@ -166,15 +175,15 @@ class LightweightIndex(GpuIndex[LightweightState]):
         p = st.options = self._decide(n, keys.dtype)
         st.config = p.model_dump_json()
         pairs = sort_pairs(keys, st.rowid_dtype)
-        shape = layout_shape(p, n, keys.dtype, st.rowid_dtype)
+        shape = layout.layout_shape(p, n, keys.dtype, st.rowid_dtype)
         k, pad, stride = shape.k, shape.pad, shape.stride
         if shape.eo:
             keys_w = xp.zeros(shape.keys_length, dtype=shape.keys_dtype)
             rowids = keys_w[1:] if stride == 2 else xp.zeros(shape.rowids_length,
                                                               dtype=shape.rowids_dtype)
             if n:
-                EO_GATHER(self.device, n, pairs.keys, pairs.rowids, keys_w, rowids, stride, pad,
-                          n, k, shape.h, shape.b, threads_per_block=p.threads_per_block)
+                eytzinger.EO_GATHER(self.device, n, pairs.keys, pairs.rowids, keys_w, rowids, stride, pad,
+                                    n, k, shape.h, shape.b, threads_per_block=p.threads_per_block)
         elif stride == 1:
             keys_w, rowids = pairs.keys, pairs.rowids
         else:
@@ -183,7 +192,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
             keys_w[1::2] = pairs.rowids
             rowids = keys_w[1:]
         st.pivot_plan = shape.pivots
-        pb, pbo = pivot_buffer(self.device, shape, pairs.keys, p.threads_per_block)
+        pb, pbo = layout.pivot_buffer(self.device, shape, pairs.keys, p.threads_per_block)
         i64 = np.int64
         st.layout = lw.LayoutRecord(keys_w, rowids, i64(stride), i64(n), pb, pbo,
                                     i64(shape.pivots.levels if shape.pivots else 0), i64(k),
@@ -202,7 +211,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
         static = p.schedule == "static"
         st.plan = lw.DriverPlan(
             scheme=p.scheme, group=int(lay.k) - 1 if p.search == "kary" else 1,
-            per_thread=p.lookups_per_thread, reorder=_REORDER[p.reorder],
+            per_thread=p.lookups_per_thread, reorder=getattr(lw, _REORDER[p.reorder]),
             threads_per_block=p.threads_per_block,
             max_blocks=hardware(self.device).sm_count * p.blocks_per_sm if static else 0,
             pin_dtype=str(lay.pb.dtype if p.pivot_buffer != "none" else lay.keys.dtype))
@@ -295,7 +304,7 @@ class LightweightIndex(GpuIndex[LightweightState]):
     def _range_rowids(self, st: LightweightState, lo: Any, hi: Any) -> tuple[Any, Any]:
         q = int(lo.shape[0])
         start, stop = self._ranks(st, lo, hi)
-        offsets = offsets_from_counts(stop - start)
+        offsets = csr.offsets_from_counts(stop - start)
         out = st.xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
             if st.options.layout == "eo":

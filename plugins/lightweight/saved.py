@@ -12,19 +12,23 @@ pinning depend on the device, not on the file: the load makes them again (``_dri
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pydantic
 
 from indexzoo.devices import xp_of
+from indexzoo.native.lazy import lazy_module
 from indexzoo.persist import Array, Check, Nested, Scope, StateSchema, Value, view_at
 
-from .eytzinger import EO_GATHER
-from .kernels import DriverPlan, PinRecord
-from .layout import LayoutShape, layout_shape, pivot_buffer
 from .params import LightweightParams
-from .pivots import PivotPlan
+
+if TYPE_CHECKING:
+    from . import eytzinger, layout
+    from .layout import LayoutShape
+else:  # the checks of a saved layout run when one is loaded
+    eytzinger = lazy_module("indexzoo.plugins.lightweight.eytzinger")
+    layout = lazy_module("indexzoo.plugins.lightweight.layout")
 
 __all__ = ["LIGHTWEIGHT_SCHEMA"]
 
@@ -42,7 +46,7 @@ def _options(scope: Scope) -> LightweightParams:
 def _check(scope: Scope) -> str | None:
     ctx, lay = scope.ctx, scope.root["layout"]
     options = _options(scope)
-    shape = layout_shape(options, ctx.n, ctx.native, ctx.rowid)
+    shape = layout.layout_shape(options, ctx.n, ctx.native, ctx.rowid)
     want = {"stride": shape.stride, "n": ctx.n, "k": shape.k, "chunk": shape.chunk,
             "pad": shape.pad, "step0": shape.step0, "h": shape.h, "b": shape.b,
             "levels": shape.pivots.levels if shape.pivots else 0}
@@ -64,7 +68,7 @@ def _check(scope: Scope) -> str | None:
                                           f"({shape.pivots})")
     keys, rowids = _in_order(scope, lay, shape)
     _check_pairs(scope, keys, rowids)
-    pb, pbo = pivot_buffer(ctx.device, shape, keys, options.threads_per_block)
+    pb, pbo = layout.pivot_buffer(ctx.device, shape, keys, options.threads_per_block)
     for name, arr in (("pb", pb), ("pbo", pbo)):
         got = getattr(lay, name)
         if got.dtype != arr.dtype or got.shape != arr.shape or not bool(
@@ -83,7 +87,7 @@ def _in_order(scope: Scope, lay: Any, shape: LayoutShape) -> tuple[Any, Any]:
     xp = xp_of(keys)
     src = xp.arange(n, dtype=np.int64)
     pos = xp.empty(n, dtype=np.int64)  # pos[t]: the sorted position of EO slot t
-    EO_GATHER(scope.ctx.device, n, src, src, pos, pos, 1, 0, n, shape.k, shape.h, shape.b)
+    eytzinger.EO_GATHER(scope.ctx.device, n, src, src, pos, pos, 1, 0, n, shape.k, shape.h, shape.b)
     sorted_keys = xp.empty(n, dtype=keys.dtype)
     sorted_rowids = xp.empty(n, dtype=rowids.dtype)
     sorted_keys[pos] = keys
@@ -108,9 +112,10 @@ def _check_pairs(scope: Scope, keys: Any, rowids: Any) -> None:
 LIGHTWEIGHT_SCHEMA = StateSchema(
     Value("config", str),
     Value("peak", int, at_least=0),
-    Value("plan", DriverPlan),  # made again on load for the device
-    Value("pins", PinRecord),   # made again on load for the device
-    Value("pivot_plan", PivotPlan, optional=True),
+    # the records' classes by name: their modules are imported when a file is checked
+    Value("plan", "indexzoo.plugins.lightweight.kernels:DriverPlan"),  # made again on load
+    Value("pins", "indexzoo.plugins.lightweight.kernels:PinRecord"),   # for the device
+    Value("pivot_plan", "indexzoo.plugins.lightweight.pivots:PivotPlan", optional=True),
     Nested("layout",
            Array("keys", shape=(None,)),
            Array("rowids", shape=(None,)),

@@ -6,34 +6,26 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 import numpy as np
 from pydantic import Field
 
 from indexzoo.devices import array_module, to_numpy
-from indexzoo.native.groupagg import host_buffer, read_packed, zero_prefix
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.targets import resident_threads
 from indexzoo.query import Expr, Groups, Plan, Query, QueryEngine, Table, View, evaluate, plan
 
 from . import rt
 from .encoding import BijectionEncoder, GroupDictionary, Packer, attribute_order
-from .kernels import (
-    IN_Y,
-    MIN_RUN,
-    ONE_GROUP,
-    SERIAL_SCAN,
-    RtcudbRecord,
-    anyhit_program,
-    bitmap_program,
-    compact_kernel,
-    flagged_program,
-    layer_programs,
-    prefix_kernel,
-    raygen_program,
-    slices_kernel,
-    sorted_kernel,
-)
+
+if TYPE_CHECKING:
+    from indexzoo.native import groupagg
+
+    from . import kernels
+else:  # imported when a view is prepared: the registry lists the engine without them
+    groupagg = lazy_module("indexzoo.native.groupagg")
+    kernels = lazy_module("indexzoo.plugins.rtcudb.kernels")
 
 __all__ = ["RtcudbEngine", "RtcudbParams", "RtcudbView"]
 
@@ -229,7 +221,7 @@ class RtcudbEngine(QueryEngine):
                 flat = _triangles(x, yc, np.zeros(n, dtype=np.int64), sx, sy)
                 view.arrays["flat_tri"] = xp.asarray(flat)
                 view.flat_scene = rt.build_triangles(view.arrays["flat_tri"], None, eng)
-            flag = ONE_GROUP if view.one_group else IN_Y
+            flag = kernels.ONE_GROUP if view.one_group else kernels.IN_Y
             view.arrays["y"] = xp.asarray(y if view.y_spilled else np.full(1, flag, dtype=np.int64))
             perm = None
         else:
@@ -317,18 +309,18 @@ class RtcudbEngine(QueryEngine):
             elif fused:
                 params = (*rays, tri, words, view.arrays["scan"], *rcsr, view.arrays["y"],
                           *tail)
-                rt.cast(view.scene, per * len(part), raygen_program(),
-                        anyhit_program(self.device), params, self.device)
+                rt.cast(view.scene, per * len(part), kernels.raygen_program(),
+                        kernels.anyhit_program(self.device), params, self.device)
             else:
-                rt.cast(view.scene, per * len(part), raygen_program(),
-                        bitmap_program(self.device), (*rays, words, view.arrays["scan"], *rcsr),
+                rt.cast(view.scene, per * len(part), kernels.raygen_program(),
+                        kernels.bitmap_program(self.device), (*rays, words, view.arrays["scan"], *rcsr),
                         self.device)
         if not fused:
             zero = xp.zeros(1, dtype=np.int64)
             seen = xp.zeros_like(words)
             params2 = (px, py, zero, zero, np.int64(1), view.arrays["flat_tri"], words, seen,
                        view.arrays["y"], *tail)
-            rt.cast(view.flat_scene, per, raygen_program(), flagged_program(self.device),
+            rt.cast(view.flat_scene, per, kernels.raygen_program(), kernels.flagged_program(self.device),
                     params2, self.device)
             stats["rays"] += per
             return n  # the second job hits every primitive
@@ -343,15 +335,15 @@ class RtcudbEngine(QueryEngine):
         ridx, rstarts, rlo, rhi = rcsr
         vshift, vmask, voff, spills, vspill, need, count, sums, mins, maxs = tail
         scan = view.arrays["scan"]
-        programs, raygen = layer_programs(self.device)
+        programs, raygen = kernels.layer_programs(self.device)
         i64 = np.int64
 
-        def record(base: int) -> RtcudbRecord:
-            return RtcudbRecord(px, i64(px.size), py, i64(py.size), lo, hi, i64(view.z_scale),
-                                i64(base), tri, words, scan, i64(scan.shape[1]), ridx,
-                                i64(ridx.size), rstarts, rlo, rhi, view.arrays["y"], vshift,
-                                vmask, voff, i64(vshift.size), spills, i64(spills.shape[1]),
-                                vspill, need, count, sums, mins, maxs)
+        def record(base: int) -> kernels.RtcudbRecord:
+            return kernels.RtcudbRecord(px, i64(px.size), py, i64(py.size), lo, hi, i64(view.z_scale),
+                                        i64(base), tri, words, scan, i64(scan.shape[1]), ridx,
+                                        i64(ridx.size), rstarts, rlo, rhi, view.arrays["y"], vshift,
+                                        vmask, voff, i64(vshift.size), spills, i64(spills.shape[1]),
+                                        vspill, need, count, sums, mins, maxs)
 
         rt.cast_layer(view.scene, n_rays, programs, raygen, record, MAX_RAYS, self.device)
 
@@ -390,24 +382,24 @@ class RtcudbEngine(QueryEngine):
         q = _SortedQuery(
             plan=p, n_intervals=n_iv, recheck=recheck, buf=buf, n_zero=int(cuts[3]),
             minmax=(int(cuts[3]), int(cuts[5])) if minmax else (0, 0), e=e, rec=rec,
-            slices=slices_kernel().bind(self.device, view.arrays["z"], lo, hi, starts,
-                                        offs[1:], threads_per_block=tpb),
+            slices=kernels.slices_kernel().bind(self.device, view.arrays["z"], lo, hi, starts,
+                                                offs[1:], threads_per_block=tpb),
             offs=offs,
-            prefix=prefix_kernel().bind(self.device, offs, threads_per_block=32)
-            if self.device == "cuda" and n_iv <= SERIAL_SCAN else None,
+            prefix=kernels.prefix_kernel().bind(self.device, offs, threads_per_block=32)
+            if self.device == "cuda" and n_iv <= kernels.SERIAL_SCAN else None,
             records=(offs, starts, view.arrays["x"], view.arrays["y"], view.arrays["scan"],
                      *rcsr, vshift, vmask, voff, view.spills, vspill, dneed, count, sums, mins,
                      maxs, touched, n_touched),
-            compact=compact_kernel().bind(self.device, n_touched, touched, count, sums, mins,
-                                          maxs, max(e, 1), minmax, packed,
-                                          threads_per_block=tpb),
+            compact=kernels.compact_kernel().bind(self.device, n_touched, touched, count, sums, mins,
+                                                  maxs, max(e, 1), minmax, packed,
+                                                  threads_per_block=tpb),
             packed=packed, record=(8 + int(view.arrays["y"].itemsize)
                                    + 8 * sum(1 for i in vidx if not pk.packed[i])
                                    + len(recheck) * int(view.arrays["scan"].itemsize)))
-        q.host = host_buffer(packed, 1 + min(view.groups.size, FIRST_COPY_GROUPS) * rec)
+        q.host = groupagg.host_buffer(packed, 1 + min(view.groups.size, FIRST_COPY_GROUPS) * rec)
         if self.device == "cuda":  # a fixed grid that strides over the count on the device
             q.threads = min(view.table.n_rows, resident_threads())
-            q.launch = sorted_kernel(self.device).bind(
+            q.launch = kernels.sorted_kernel(self.device).bind(
                 self.device, np.int64(q.threads), *q.records, threads_per_block=tpb)
         if _hashable(p.query):
             view.queries[p.query] = q
@@ -419,7 +411,7 @@ class RtcudbEngine(QueryEngine):
         copied back (one copy, a second where more groups than the first holds)."""
         p, xp = q.plan, array_module(self.device)
         on_host = isinstance(q.buf, np.ndarray)
-        zero_prefix(q.buf, q.n_zero)
+        groupagg.zero_prefix(q.buf, q.n_zero)
         if q.minmax[1] > q.minmax[0]:
             a, b = q.minmax
             half = (b - a) // 2
@@ -438,15 +430,15 @@ class RtcudbEngine(QueryEngine):
             else:
                 xp.cumsum(q.offs[1:], out=q.offs[1:])
             if q.launch is None:  # the CPU knows the count at no cost: items of MIN_RUN
-                items = -(-int(q.offs[-1]) // MIN_RUN)
-                sorted_kernel(self.device)(self.device, items, np.int64(max(items, 1)),
-                                           *q.records,
-                                           threads_per_block=self.params.threads_per_block)
+                items = -(-int(q.offs[-1]) // kernels.MIN_RUN)
+                kernels.sorted_kernel(self.device)(self.device, items, np.int64(max(items, 1)),
+                                                   *q.records,
+                                                   threads_per_block=self.params.threads_per_block)
             else:
                 q.launch(q.threads)
         # (no intervals: nothing ran, the touched count stays 0)
         q.compact(max(int(q.buf[0]), 1) if on_host else k)
-        recs = read_packed(q.packed, q.rec, min(k, FIRST_COPY_GROUPS), q.host)
+        recs = groupagg.read_packed(q.packed, q.rec, min(k, FIRST_COPY_GROUPS), q.host)
         e = max(q.e, 1)
         sums = recs[:, 2:2 + e]
         if q.rec > 2 + e:

@@ -5,19 +5,35 @@ Everything the plugin needs of ``indexzoo.native.rt`` is imported here and nowhe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexzoo.devices import array_module
-from indexzoo.native.rt.geometry import TRIANGLES
+from indexzoo.native.lazy import lazy_module
+from indexzoo.native.rt.layout import TRIANGLES
 from indexzoo.native.rt.params import EngineParams
-from indexzoo.native.rt.query import NO_MATCH, FunctionBatch, Generated, QueryPrograms, count
 from indexzoo.native.rt.select import select_engine
-from indexzoo.native.rt.trace import IGNORE, Programs, launch
+
+if TYPE_CHECKING:
+    from indexzoo.native.rt import query, trace
+    from indexzoo.native.rt.query import NO_MATCH, QueryPrograms
+    from indexzoo.native.rt.trace import IGNORE
+else:  # the tracer's numba modules: imported when a view is prepared or traced
+    query = lazy_module("indexzoo.native.rt.query")
+    trace = lazy_module("indexzoo.native.rt.trace")
 
 __all__ = ["IGNORE", "NO_MATCH", "EngineParams", "QueryPrograms", "build_triangles", "cast",
            "cast_layer", "engine_for", "on_layer", "on_layer_engine", "scene_bytes"]
+
+#: The names of :data:`__all__` read from the tracer's modules on first use (PEP 562).
+_LATER = {"IGNORE": trace, "NO_MATCH": query, "QueryPrograms": query}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LATER:
+        return getattr(_LATER[name], name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def engine_for(want: str, device: str, per_operator: bool) -> Any:
@@ -50,8 +66,8 @@ def cast(scene: Any, n_rays: int, raygen: Any, anyhit: Any, params: tuple[Any, .
     ``anyhit(ray, inst, prim, t, front, payload, params)``, which ignores it (so traversal
     reports every primitive on the ray)."""
     if n_rays > 0:
-        launch(scene, n_rays, Programs(raygen=raygen, anyhit=anyhit), params=params,
-               payload=array_module(device).zeros((n_rays, 1), dtype=np.uint64), device=device)
+        trace.launch(scene, n_rays, trace.Programs(raygen=raygen, anyhit=anyhit), params=params,
+                     payload=array_module(device).zeros((n_rays, 1), dtype=np.uint64), device=device)
 
 
 def cast_layer(scene: Any, n_rays: int, programs: QueryPrograms, raygen: Any, record: Any,
@@ -63,10 +79,10 @@ def cast_layer(scene: Any, n_rays: int, programs: QueryPrograms, raygen: Any, re
         return
     xp = array_module(device)
     stand_in = xp.zeros(1, dtype=np.uint64)
-    batch = FunctionBatch.of(xp.asarray(np.array([n_rays], dtype=np.int64)),
-                             lambda s, e, owner: Generated(raygen, stand_in),
-                             lambda s, e, owner: record(s))
-    count(scene, batch, programs, max_rays=max_rays)
+    batch = query.FunctionBatch.of(xp.asarray(np.array([n_rays], dtype=np.int64)),
+                                   lambda s, e, owner: query.Generated(raygen, stand_in),
+                                   lambda s, e, owner: record(s))
+    query.count(scene, batch, programs, max_rays=max_rays)
 
 
 def scene_bytes(scene: Any) -> dict[str, int]:

@@ -99,39 +99,39 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
 from indexzoo.devices import to_numpy, xp_of
 from indexzoo.native import rt
-from indexzoo.native.csr import gather_runs_xp
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.rt import select_engine
 from indexzoo.persist import StateSchema
 
 from .bits import words_for
 from .encoding import ColumnTables, build_tables, coordinate_shifts, group_columns, rank_bounds
-from .layout import PLAN_COLUMNS, RAYS, too_many_rays
 from .params import RtscanParams
-from .plan import (
-    D_COUNT,
-    DIRECT_COLUMNS,
-    PLAN,
-    RANKS,
-    RK_COLUMNS,
-    SEL_COLUMNS,
-    SELECTION_CODES,
-    SLOTS,
-    Plan,
-    PlanArgs,
-    plan_args,
-)
-from .prepared import prepared_direct
 from .profile import StageTimer
-from .refine import GroupScene, build_group, direct_plan, direct_strided, trace_plan
 from .saved import RTSCAN_SCHEMA
-from .sieve import Sieve, approximate_sel, build_sieve
+
+if TYPE_CHECKING:
+    from indexzoo.native import csr
+
+    from . import layout as layout_kernels
+    from . import plan as plan_kernels
+    from . import prepared as prepared_kernels
+    from . import refine as refine_kernels
+    from . import sieve as sieve_kernels
+    from .plan import Plan
+else:  # imported when an index is built or loaded: the registry lists the class without them
+    csr = lazy_module("indexzoo.native.csr")
+    layout_kernels = lazy_module("indexzoo.plugins.rtscan.layout")
+    plan_kernels = lazy_module("indexzoo.plugins.rtscan.plan")
+    prepared_kernels = lazy_module("indexzoo.plugins.rtscan.prepared")
+    refine_kernels = lazy_module("indexzoo.plugins.rtscan.refine")
+    sieve_kernels = lazy_module("indexzoo.plugins.rtscan.sieve")
 
 __all__ = ["MAX_COLUMNS", "RtscanIndex", "RtscanState"]
 
@@ -162,10 +162,10 @@ class RtscanState(BuildState):
 
     lc: Any              # (N, d) Fortran order: each row's codes (ranks) or values
     tables: ColumnTables  # orders and mapping tables (codes = tables.ranks when encoding)
-    sieve: Sieve | None
-    groups: tuple[GroupScene, ...]
+    sieve: sieve_kernels.Sieve | None
+    groups: tuple[refine_kernels.GroupScene, ...]
     shifts: tuple[int, ...]  # per column: coordinate = value >> shift (encoding off)
-    plan_args: PlanArgs   # the plan kernel's own inputs (groups, geometry, shifts)
+    plan_args: plan_kernels.PlanArgs  # the plan kernel's own inputs (groups, geometry, shifts)
     refine: str          # the refine this build runs: "rt" or "direct" (auto resolved)
     peak: int
 
@@ -215,8 +215,8 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
             if p.sieve_vectors and n:
                 temp = None if tables.ranks is not None else self._ranks(tables)
                 ranks = tables.ranks if temp is None else temp
-                st.sieve, extra = build_sieve([ranks[:, j] for j in range(d)], tables.starts,
-                                              n, p.sieve_vectors)
+                st.sieve, extra = sieve_kernels.build_sieve(
+                    [ranks[:, j] for j in range(d)], tables.starts, n, p.sieve_vectors)
                 peak = max(peak, held + extra + (0 if temp is None else int(temp.nbytes)))
                 held += sum(st.sieve.nbytes().values())
                 del temp, ranks
@@ -226,7 +226,8 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         with self._stage("build_bvh"):
             for cols in self._group_columns(d):
                 coords = [self._coords(st, j) for j in cols]
-                g = build_group(coords, cols, n, p, with_scene=st.refine == "rt", engine=engine)
+                g = refine_kernels.build_group(coords, cols, n, p, with_scene=st.refine == "rt",
+                                               engine=engine)
                 temp = 4 * n * sum(1 for j in cols if st.shifts[j])  # shifted copies
                 peak = max(peak, held + temp + g.peak_bytes)
                 held += sum(g.nbytes().values())
@@ -269,12 +270,12 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
             return
         engine = self._engine(st.device)
         st.groups = tuple(
-            g if g.gas is not None else build_group([self._coords(st, j) for j in g.cols],
-                                                    g.cols, n, p, True, engine)
+            g if g.gas is not None else refine_kernels.build_group(
+                [self._coords(st, j) for j in g.cols], g.cols, n, p, True, engine)
             for g in st.groups)
 
-    def _plan_args(self, st: RtscanState) -> PlanArgs:
-        return plan_args(st.xp, st.groups, st.shifts)
+    def _plan_args(self, st: RtscanState) -> plan_kernels.PlanArgs:
+        return plan_kernels.plan_args(st.xp, st.groups, st.shifts)
 
     def _group_columns(self, d: int) -> list[tuple[int, ...]]:
         return group_columns(d, self.params.group_size)
@@ -336,8 +337,9 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         if (op.out != "bitmap" or self.device != "cuda" or st.refine != "direct"
                 or len(st.groups) != 1):
             return None
-        return prepared_direct(self, st, self.device, STRIDED_QUERIES, _threads_per_slot(st.n),
-                               _AXIS_CODES[self.params.ray_axis])
+        return prepared_kernels.prepared_direct(self, st, self.device, STRIDED_QUERIES,
+                                                _threads_per_slot(st.n),
+                                                _AXIS_CODES[self.params.ray_axis])
 
     def _range_bitmap(self, st: RtscanState, lo: Any, hi: Any) -> Any:
         xp = st.xp
@@ -361,6 +363,19 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         """The batch's plan, made on the device in two launches (:mod:`.plan`), and (unless
         ``running_sums`` is False) the running sums of its slots' work. ``device``: the
         index's (``"cuda"`` with NumPy arrays: numba's CUDA simulator, for tests)."""
+        from .layout import PLAN_COLUMNS, RAYS
+        from .plan import (
+            D_COUNT,
+            DIRECT_COLUMNS,
+            PLAN,
+            RANKS,
+            RK_COLUMNS,
+            SEL_COLUMNS,
+            SELECTION_CODES,
+            SLOTS,
+            Plan,
+        )
+
         p, xp, tables, pa = self.params, st.xp, st.tables, st.plan_args
         q, d = int(lo.shape[0]), int(lo.shape[1])
         g = len(st.groups)
@@ -404,15 +419,16 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         for gi, grp in enumerate(st.groups):
             words = out if gi == 0 else xp.empty_like(out)
             with self._stage("sieve"):
-                approximate_sel(dev, vectors, plan.sel[gi], n, words, p.threads_per_block)
+                sieve_kernels.approximate_sel(dev, vectors, plan.sel[gi], n, words, p.threads_per_block)
             if strided:
                 with self._stage("refine"):
                     if self.stage_timer is not None:
-                        counts = plan.boxes[gi, :, D_COUNT]
+                        counts = plan.boxes[gi, :, plan_kernels.D_COUNT]
                         self._count("boxes", xp.count_nonzero(counts))
                         self._count("candidates", int(counts.sum()))
-                    direct_strided(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
-                                   words, _threads_per_slot(n), p.threads_per_block, dev)
+                    refine_kernels.direct_strided(st.tables.order, st.lc, plan.plo, plan.phi,
+                                                  plan.boxes[gi], words, _threads_per_slot(n),
+                                                  p.threads_per_block, dev)
             else:
                 with self._stage("refine"):
                     if sizes is None:  # the one device-to-host copy: every group's refine size
@@ -422,8 +438,8 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
                 if gi:
                     xp.bitwise_and(out, words, out=out)
 
-    def _refine_summed(self, st: RtscanState, gi: int, grp: GroupScene, plan: Plan,
-                       total: int, words: Any, dev: str) -> None:
+    def _refine_summed(self, st: RtscanState, gi: int, grp: refine_kernels.GroupScene,
+                       plan: Plan, total: int, words: Any, dev: str) -> None:
         """Group ``gi``'s refine of ``total`` items balanced by the plan's running sums (the
         RT refine, and the direct refine of larger batches)."""
         p = self.params
@@ -431,15 +447,15 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
             self._count("boxes", st.xp.count_nonzero(plan.boxes[gi, :, plan.count_column]))
             self._count("rays" if st.refine == "rt" else "candidates", total)
         if st.refine == "direct":
-            direct_plan(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
-                        plan.ends[gi], total, words, p.threads_per_block, dev)
+            refine_kernels.direct_plan(st.tables.order, st.lc, plan.plo, plan.phi, plan.boxes[gi],
+                                       plan.ends[gi], total, words, p.threads_per_block, dev)
         else:
-            too_many_rays(float(total), grp.geom)
-            trace_plan(grp, plan.boxes[gi], plan.ends[gi], total, st.lc, plan.plo, plan.phi,
-                       words, p, dev)
+            layout_kernels.too_many_rays(float(total), grp.geom)
+            refine_kernels.trace_plan(grp, plan.boxes[gi], plan.ends[gi], total, st.lc, plan.plo,
+                                      plan.phi, words, p, dev)
 
-    def _box_coords(self, st: RtscanState, grp: GroupScene, lo: np.ndarray, hi: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray]:
+    def _box_coords(self, st: RtscanState, grp: refine_kernels.GroupScene, lo: np.ndarray,
+                    hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rank boxes ``[lo, hi)`` as inclusive scene coordinates (B, 3) on the host (unused
         axes 0): the ranks themselves, or the values at the boxes' first and last ranks. The
         host reference of the plan kernel's coordinates (tests)."""
@@ -477,7 +493,7 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         count = runs[rows, col] * xp.all(runs > 0, axis=1)
         flat = st.tables.order.T.reshape(-1)  # column-major: rank a of column j at j*N + a
         start = col.astype(np.int64) * st.n + x0[rows, col]
-        offsets, cand = gather_runs_xp(flat, start, count)
+        offsets, cand = csr.gather_runs_xp(flat, start, count)
         if d == 1 or int(cand.shape[0]) == 0:
             return offsets, cand.astype(st.rowid_dtype)
         owner = xp.repeat(xp.arange(nq, dtype=np.int64), count)

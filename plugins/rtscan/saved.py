@@ -22,20 +22,28 @@ scene, and their codes in ``lc``. So a file's state is checked:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt import AABBS
+from indexzoo.native.lazy import lazy_module
+from indexzoo.native.rt.layout import AABBS
 from indexzoo.native.rt.saved import CHUNK, bvh_problem, gas_specs
 from indexzoo.persist import Array, Check, Nested, Scope, StateSchema, Value
 
 from .encoding import coordinate_shifts, group_columns, rank_dtype
-from .layout import cube_boxes
-from .plan import plan_args
-from .refine import group_geometry
-from .sieve import sieve_borders
+
+if TYPE_CHECKING:
+    from . import layout as layout_kernels
+    from . import plan as plan_kernels
+    from . import refine as refine_kernels
+    from . import sieve as sieve_kernels
+else:  # the checks of a saved state run when one is loaded
+    layout_kernels = lazy_module("indexzoo.plugins.rtscan.layout")
+    plan_kernels = lazy_module("indexzoo.plugins.rtscan.plan")
+    refine_kernels = lazy_module("indexzoo.plugins.rtscan.refine")
+    sieve_kernels = lazy_module("indexzoo.plugins.rtscan.sieve")
 
 __all__ = ["RTSCAN_SCHEMA"]
 
@@ -101,7 +109,7 @@ def _check_sieve(scope: Scope) -> str | None:
         return None
     if sieve is None:
         raise scope.problem("sieve", "is missing")
-    borders, flat, offs, base = sieve_borders(t.starts, n, k)
+    borders, flat, offs, base = sieve_kernels.sieve_borders(t.starts, n, k)
     xp = xp_of(t.order)
     total = sum(int(b.shape[0]) for b in borders)
     if sieve.base != base or len(sieve.bounds) != len(borders) or not all(
@@ -136,14 +144,14 @@ def _check_groups(scope: Scope) -> str | None:
                                       f"{expected}")
     for gi, g in enumerate(groups):
         coords = [_coords(root, j) for j in g.cols]
-        if g.geom != group_geometry(coords, n, p):
+        if g.geom != refine_kernels.group_geometry(coords, n, p):
             raise scope.problem(f"groups[{gi}].geom", "is not the geometry its rows make")
         if g.gas is None:  # the direct refine, or saved from OptiX: built again on load
             continue
         if refine != "rt" or n == 0:
             raise scope.problem(f"groups[{gi}].gas", "is held, which this refine does not use")
         _check_scene(scope, gi, g, coords)
-    if not _same_plan(root["plan_args"], plan_args(xp_of(root["lc"]), groups, root["shifts"])):
+    if not _same_plan(root["plan_args"], plan_kernels.plan_args(xp_of(root["lc"]), groups, root["shifts"])):
         raise scope.problem("plan_args", "are not what the groups and shifts make")
     return None
 
@@ -165,7 +173,7 @@ def _check_scene(scope: Scope, gi: int, g: Any, coords: list[Any]) -> None:
         rows = order[s:s + CHUNK].astype(np.int64)
         padded = [c[rows] for c in coords] + [None] * (3 - len(coords))
         if not bool(xp.array_equal(gas.data[s:s + CHUNK],
-                                   cube_boxes(padded, g.geom, int(rows.shape[0])))):
+                                   layout_kernels.cube_boxes(padded, g.geom, int(rows.shape[0])))):
             raise scope.problem(f"{at}.data", "are not the cubes of the rows' coordinates")
 
 

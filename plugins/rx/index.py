@@ -99,7 +99,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -114,20 +114,19 @@ from indexzoo import (
 )
 from indexzoo.devices import to_numpy
 from indexzoo.native import rt
-from indexzoo.native.rt import (
-    Scene,
-    geometry_function,
-    key_gas,
-    perpendicular_raygen,
-    query,
-    select_engine,
-)
+from indexzoo.native.lazy import lazy_module
+from indexzoo.native.rt import select_engine
 from indexzoo.persist import StateSchema
 
 from .params import RxParams
-from .programs import PROGRAMS, RxRecord
-from .rays import Plan, distinct_highs, perpendicular_plan, range_plan
 from .saved import RX_SCHEMA
+
+if TYPE_CHECKING:
+    from . import programs as rx_programs
+    from . import rays
+else:  # imported when an index is built or loaded: the registry lists the class without them
+    rx_programs = lazy_module("indexzoo.plugins.rx.programs")
+    rays = lazy_module("indexzoo.plugins.rx.rays")
 
 __all__ = ["RxIndex", "RxState"]
 
@@ -157,7 +156,7 @@ PREPARED_RAYS = 1 << 12
 class RxState(BuildState):
     """One build (or update) of ``rx``: the scene and what lookups read besides it."""
 
-    gas: Scene           # the scene, on its engine (``gas.engine``)
+    gas: rt.Scene        # the scene, on its engine (``gas.engine``)
     own_keys: Any        # the key column in rowID order, or None (generated triangles)
     high_parts: Any      # sorted distinct high parts (stored geometry), or None
     peak: int
@@ -202,8 +201,8 @@ class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
         n, kb = int(keys.shape[0]), int(keys.nbytes)
         wide = 0 if keys.dtype == _U64 else 8 * n  # the uint64 copy of uint32 keys
         generated = p.geometry == "generated"
-        built = key_gas(coder, p.primitive, p.geometry, keys, leaf_size=p.leaf_size,
-                        compact=p.compact, refit=gas, engine=engine)
+        built = rt.key_gas(coder, p.primitive, p.geometry, keys, leaf_size=p.leaf_size,
+                           compact=p.compact, refit=gas, engine=engine)
         new_gas, peak = built.gas, built.peak_bytes
         # generated triangles: the engine's records are the keys (in BVH order); the index
         # keeps no second copy and rebuilds the rowID-ordered column when an update needs it
@@ -218,7 +217,7 @@ class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
         st.no_keys = xp.zeros(1, dtype=_U64)
 
     def _distinct_highs(self, xp: Any, keys: Any) -> Any:
-        return distinct_highs(self.coder, keys)
+        return rays.distinct_highs(self.coder, keys)
 
     @staticmethod
     def _keys(st: RxState) -> Any:
@@ -273,7 +272,7 @@ class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
             self._scene(st, st.own_keys, engine=self._engine(st.device))
             return
         if p.geometry == "generated":
-            gas = dataclasses.replace(gas, geometry=geometry_function(self.coder, p.primitive))
+            gas = dataclasses.replace(gas, geometry=rt.geometry_function(self.coder, p.primitive))
         st.gas = gas
 
     # -------------------------------------------------------------- updates
@@ -289,7 +288,7 @@ class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
                     engine=old.gas.engine)
 
     # -------------------------------------------------------------- tracing
-    def _batch(self, st: RxState, plan: Plan) -> Plan:
+    def _batch(self, st: RxState, plan: rays.Plan) -> rays.Plan:
         """The plan with what rx's programs read: the keys (AABB and sphere scenes) and, for
         spheres, the hit confirmation (see programs.py)."""
         prim = self.params.primitive
@@ -304,15 +303,15 @@ class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
         return {"max_rays": p.max_rays, "threads_per_block": p.threads_per_block}
 
     # -------------------------------------------------------------- lookups
-    def _plan_points(self, st: RxState, q: Any) -> Plan:
+    def _plan_points(self, st: RxState, q: Any) -> rays.Plan:
         """The rays of point lookups: one perpendicular ray each, or the rays of ``[q, q]``."""
         if self.params.point_ray == "perpendicular":
-            return perpendicular_plan(self.coder, q)
+            return rays.perpendicular_plan(self.coder, q)
         return self._plan_ranges(st, q, q)
 
-    def _plan_ranges(self, st: RxState, lo: Any, hi: Any) -> Plan:
+    def _plan_ranges(self, st: RxState, lo: Any, hi: Any) -> rays.Plan:
         """The rays of range lookups: along each occupied row the range covers."""
-        return range_plan(self.coder, lo, hi, self._highs(st), self.params.range_ray == "zero")
+        return rays.range_plan(self.coder, lo, hi, self._highs(st), self.params.range_ray == "zero")
 
     def _prepared_point(self, st: RxState, op: Operation) -> Callable[[Any], Any] | None:
         """``rowid`` lookups of perpendicular rays as bound launches (the small-batch path): a
@@ -327,13 +326,13 @@ class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
                 or (p.primitive == "aabb" and st.gas.engine.conservative_bounds)):
             return None
         keys = st.no_keys if p.primitive == "triangle" else self._keys(st)
-        record = RxRecord(keys, np.int64(coder.x_kind), np.int64(coder.x_bits),
-                          np.int64(coder.y_bits), keys, keys, np.bool_(False))
+        record = rx_programs.RxRecord(keys, np.int64(coder.x_kind), np.int64(coder.x_bits),
+                                      np.int64(coder.y_bits), keys, keys, np.bool_(False))
         most = min(PREPARED_RAYS, p.max_rays)
-        small = query.prepared_first(st.gas, PROGRAMS[p.primitive], record,
-                                     perpendicular_raygen(coder), st.native_dtype,
-                                     st.rowid_dtype, st.miss, st.xp, most=most,
-                                     threads_per_block=p.threads_per_block, device=self.device)
+        small = rt.query.prepared_first(st.gas, rx_programs.PROGRAMS[p.primitive], record,
+                                        rt.perpendicular_raygen(coder), st.native_dtype,
+                                        st.rowid_dtype, st.miss, st.xp, most=most,
+                                        threads_per_block=p.threads_per_block, device=self.device)
         if small is None:
             return None
         hook = self._answer
@@ -349,14 +348,14 @@ class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
         match (``rowid``), every match counted, summed or collected."""
         plan = self._plan_points(st, *arrays) if op.kind == "point" else \
             self._plan_ranges(st, *arrays)
-        batch, programs = self._batch(st, plan), PROGRAMS[self.params.primitive]
+        batch, programs = self._batch(st, plan), rx_programs.PROGRAMS[self.params.primitive]
         if op.out == "rowid":
-            res = query.first(st.gas, batch, programs, **self._launch_args())
-            return st.xp.where(res == query.MISS, st.miss, res).astype(st.rowid_dtype)
+            res = rt.query.first(st.gas, batch, programs, **self._launch_args())
+            return st.xp.where(res == rt.query.MISS, st.miss, res).astype(st.rowid_dtype)
         if op.out == "count":
-            return query.count(st.gas, batch, programs, **self._launch_args()
-                               ).astype(st.rowid_dtype)
+            return rt.query.count(st.gas, batch, programs, **self._launch_args()
+                                  ).astype(st.rowid_dtype)
         if op.out == "sum":
-            return query.sum_values(st.gas, batch, programs, st.values, **self._launch_args())
-        return query.collect(st.gas, batch, programs, rowid_dtype=st.rowid_dtype,
-                             **self._launch_args())
+            return rt.query.sum_values(st.gas, batch, programs, st.values, **self._launch_args())
+        return rt.query.collect(st.gas, batch, programs, rowid_dtype=st.rowid_dtype,
+                                **self._launch_args())

@@ -12,23 +12,27 @@ it again from ``own_keys``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt import SPHERE_RADIUS, KeyCoder
-from indexzoo.native.rt.keyprims import KIND
+from indexzoo.native import rt
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.rt.saved import WIDTH, gas_specs, primitives_match
-from indexzoo.native.rt.trace import Gas
 from indexzoo.persist import Array, Check, Scope, StateSchema, Value
 
-from .rays import distinct_highs
+if TYPE_CHECKING:
+    from . import rays
+else:  # the checks of a saved scene run when one is loaded
+    rays = lazy_module("indexzoo.plugins.rx.rays")
 
 __all__ = ["RX_SCHEMA"]
 
 def _check(scope: Scope) -> str | None:
     ctx, root = scope.ctx, scope.root
     p = ctx.params
-    coder = KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
+    coder = rt.KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
     gas, own, highs = root["gas"], root["own_keys"], root["high_parts"]
     generated = p.geometry == "generated"
     if (own is None) != (generated and p.primitive == "triangle"):
@@ -39,8 +43,8 @@ def _check(scope: Scope) -> str | None:
                                         f"{ctx.native} [{ctx.n}]")
     if gas is None:  # saved from OptiX: built again from own_keys on load
         return None if own is not None else "is missing, and no keys are held to build it"
-    if gas.kind != KIND[p.primitive] or gas.radius != (
-            SPHERE_RADIUS if p.primitive == "sphere" else 0.0):
+    if gas.kind != rt.KIND[p.primitive] or gas.radius != (
+            rt.SPHERE_RADIUS if p.primitive == "sphere" else 0.0):
         raise scope.problem("gas", f"holds primitives of kind {gas.kind}, radius {gas.radius}; "
                                    f"the params say {p.primitive}")
     data, order = gas.data, gas.bvh.order.astype(np.int64)
@@ -64,7 +68,7 @@ def _check(scope: Scope) -> str | None:
         raise scope.problem("gas.data", "is not the primitives of the keys")
     if generated:
         return None if highs is None else "high_parts: held, which generated geometry does not keep"
-    rows = distinct_highs(coder, keys)
+    rows = rays.distinct_highs(coder, keys)
     if highs is None or highs.shape != rows.shape or not bool(xp.array_equal(highs, rows)):
         raise scope.problem("high_parts", "is not the keys' distinct high parts")
     return None
@@ -76,7 +80,8 @@ RX_SCHEMA = StateSchema(
     Array("high_parts", dtype="uint64", shape=(None,), optional=True),
     Array("no_keys", dtype="uint64", shape=(1,)),
     Value("peak", int, at_least=0),
-    Value("gas", Gas, optional=True),  # None: saved from OptiX, built again on load
+    # None: saved from OptiX, built again on load
+    Value("gas", "indexzoo.native.rt.trace:Gas", optional=True),
     gas_specs("gas", optional=True),
     Array("gas.data", shape=None, optional=True),
     Check(_check),

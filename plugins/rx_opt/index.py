@@ -69,7 +69,7 @@ Decisions where the thesis is ambiguous
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -85,34 +85,29 @@ from indexzoo import (
 )
 from indexzoo.devices import to_device, xp_of
 from indexzoo.native import rt
-from indexzoo.native.csr import gather_runs, offsets_from_counts
-from indexzoo.native.rt import (
-    KIND,
-    SPHERE_RADIUS,
-    Scene,
-    geometry_function,
-    key_codes,
-    key_gas,
-    key_primitives,
-    occupied_row_rays,
-    occupied_rows,
-    perpendicular_raygen,
-    perpendicular_rays,
-    query,
-    select_engine,
-)
-from indexzoo.native.runs import answer_runs, prepared_run_rowids
+from indexzoo.native.lazy import lazy_module
+from indexzoo.native.rt import select_engine
 from indexzoo.native.sort import sort_pairs
 from indexzoo.native.targets import Slot
 from indexzoo.persist import StateSchema
 from indexzoo.validation import as_1d
 
-from .launched import range_batch, runs_from_hits
 from .layout import run_starts, slice_cuts
 from .params import RxOptParams
-from .programs import PROGRAMS, OptRxRecord
 from .saved import RX_OPT_SCHEMA
-from .search import lookup_kernel
+
+if TYPE_CHECKING:
+    from indexzoo.native import csr
+    from indexzoo.native import runs as run_kernels
+
+    from . import launched, search
+    from . import programs as opt_programs
+else:  # imported when an index is built or loaded: the registry lists the class without them
+    csr = lazy_module("indexzoo.native.csr")
+    run_kernels = lazy_module("indexzoo.native.runs")
+    launched = lazy_module("indexzoo.plugins.rx_opt.launched")
+    search = lazy_module("indexzoo.plugins.rx_opt.search")
+    opt_programs = lazy_module("indexzoo.plugins.rx_opt.programs")
 
 __all__ = ["OptRxState", "RxOptIndex"]
 
@@ -127,7 +122,7 @@ class OptRxState(BuildState):
     first: Any     # compression: first sorted position of each distinct key, then n (int64)
     pkeys: Any     # the primitive keys: distinct sorted keys, or every sorted key
     highs: Any     # sorted distinct high parts of the keys (occupied rows)
-    scene: Scene   # the BVH over the primitive keys: one GAS, or an IAS over partitions
+    scene: rt.Scene  # the BVH over the primitive keys: one GAS, or an IAS over partitions
     part_offsets: Any  # int64: the position of each partition's first primitive
     no_keys: Any   # a one-element stand-in for the keys where the programs read none
     no_rays: Any   # a one-element stand-in for the ray counts the lookup kernel keeps
@@ -189,24 +184,24 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
         compression."""
         return slice_cuts(pkeys, self.params.partitions, self.params.compress_duplicates)
 
-    def _scene(self, engine: rt.Engine, pkeys: Any, held: int) -> tuple[Scene, Any, int]:
+    def _scene(self, engine: rt.Engine, pkeys: Any, held: int) -> tuple[rt.Scene, Any, int]:
         p, coder = self.params, self.coder
         xp = xp_of(pkeys)
         cuts = self._cuts(pkeys)
         if len(cuts) <= 2:
-            built = key_gas(coder, p.primitive, p.geometry, pkeys, leaf_size=p.leaf_size,
-                            compact=p.compact, engine=engine)
+            built = rt.key_gas(coder, p.primitive, p.geometry, pkeys, leaf_size=p.leaf_size,
+                               compact=p.compact, engine=engine)
             return built.gas, xp.zeros(1, dtype=np.int64), held + built.peak_bytes
         generated = p.geometry == "generated"
 
         def make(s: int, e: int) -> Any:
             part = pkeys[s:e]
-            return part if generated else key_primitives(coder, p.primitive, part)
+            return part if generated else rt.key_primitives(coder, p.primitive, part)
 
         ias = engine.build_sliced_ias(
-            KIND[p.primitive], cuts, make, SPHERE_RADIUS if p.primitive == "sphere" else 0.0,
-            p.leaf_size, geometry=geometry_function(coder, p.primitive) if generated else None,
-            compact=p.compact, held=held, codes=lambda s, e: key_codes(pkeys[s:e]))
+            rt.KIND[p.primitive], cuts, make, rt.SPHERE_RADIUS if p.primitive == "sphere" else 0.0,
+            p.leaf_size, geometry=rt.geometry_function(coder, p.primitive) if generated else None,
+            compact=p.compact, held=held, codes=lambda s, e: rt.key_codes(pkeys[s:e]))
         return ias, xp.asarray(cuts[:-1], dtype=np.int64), ias.footprint().peak_build_bytes
 
     def _footprint(self, st: OptRxState) -> Footprint:
@@ -238,7 +233,7 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
 
     # -------------------------------------------------------------- tracing
     def _record(self, st: OptRxState, offsets: Any, ray_lo: Callable[[Any], Any] | None,
-                ray_hi: Callable[[Any], Any] | None) -> Callable[[int, int, Any], OptRxRecord]:
+                ray_hi: Callable[[Any], Any] | None) -> Callable[[int, int, Any], opt_programs.OptRxRecord]:
         """The launch record maker of a batch; ``ray_lo``/``ray_hi`` map the rays' lookups to
         the integer bounds a sphere hit is confirmed against."""
         p, c = self.params, self.coder
@@ -246,45 +241,45 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
         keys = st.no_keys if p.primitive == "triangle" else st.pkeys
         bounds = confirm or self._needs_bounds(st.scene)
 
-        def record(s: int, e: int, owner: Any) -> OptRxRecord:
+        def record(s: int, e: int, owner: Any) -> opt_programs.OptRxRecord:
             if bounds and ray_lo is not None and ray_hi is not None:
                 lo = ray_lo(owner).astype(_U64, copy=False)
                 hi = ray_hi(owner).astype(_U64, copy=False)
             else:
                 lo = hi = st.no_keys
-            return OptRxRecord(offsets, keys, np.int64(c.x_kind), np.int64(c.x_bits),
-                               np.int64(c.y_bits), lo, hi, np.bool_(confirm))
+            return opt_programs.OptRxRecord(offsets, keys, np.int64(c.x_kind), np.int64(c.x_bits),
+                                            np.int64(c.y_bits), lo, hi, np.bool_(confirm))
 
         return record
 
-    def _needs_bounds(self, scene: Scene) -> bool:
+    def _needs_bounds(self, scene: rt.Scene) -> bool:
         """Whether the programs read the rays' integer bounds: AABB scenes on an engine that
         may hand the intersection program boxes near the ray (OptiX; ``programs.cu``)."""
         return self.params.primitive == "aabb" and scene.engine.conservative_bounds
 
-    def _trace(self, fn: Any, scene: Scene, batch: query.RayBatch) -> Any:
+    def _trace(self, fn: Any, scene: rt.Scene, batch: rt.query.RayBatch) -> Any:
         p = self.params
-        return fn(scene, batch, PROGRAMS[p.primitive], max_rays=p.max_rays,
+        return fn(scene, batch, opt_programs.PROGRAMS[p.primitive], max_rays=p.max_rays,
                   threads_per_block=p.threads_per_block)
 
     def _positions(self, res: Any) -> Any:
         """Query-layer results as int64 positions (-1: no hit)."""
         xp = xp_of(res)
-        return xp.where(res == query.MISS, np.int64(-1), res.astype(np.int64))
+        return xp.where(res == rt.query.MISS, np.int64(-1), res.astype(np.int64))
 
     # -------------------------------------------------------------- point lookups
-    def _batch_of_points(self, st: OptRxState, q: Any, offsets: Any) -> query.RayBatch:
+    def _batch_of_points(self, st: OptRxState, q: Any, offsets: Any) -> rt.query.RayBatch:
         coder, xp = self.coder, st.xp
         legal = coder.legal(q)
         n = int(q.shape[0])
         record = self._record(st, offsets, lambda o: q[o], lambda o: q[o])
         if bool(legal.all()):
-            raygen = perpendicular_raygen(coder)
-            return query.FunctionBatch.of(
-                None, lambda s, e, owner: query.Generated(raygen, q[s:e]), record,
+            raygen = rt.perpendicular_raygen(coder)
+            return rt.query.FunctionBatch.of(
+                None, lambda s, e, owner: rt.query.Generated(raygen, q[s:e]), record,
                 n_queries=n, xp=xp)
-        return query.FunctionBatch.of(
-            legal.astype(np.int64), lambda s, e, owner: perpendicular_rays(coder, q[owner]),
+        return rt.query.FunctionBatch.of(
+            legal.astype(np.int64), lambda s, e, owner: rt.perpendicular_rays(coder, q[owner]),
             record)
 
     def _inverted(self, st: OptRxState, q: Any) -> bool:
@@ -316,8 +311,8 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
             which = remap[which]
         if probes.shape[0] == 0:
             return first, count
-        gas = key_gas(coder, p.primitive, p.geometry, probes, leaf_size=p.leaf_size,
-                      compact=p.compact, engine=st.scene.engine).gas
+        gas = rt.key_gas(coder, p.primitive, p.geometry, probes, leaf_size=p.leaf_size,
+                         compact=p.compact, engine=st.scene.engine).gas
         if st.first is None:
             starts = run_starts(xp, st.keys)
             keys = st.keys[starts]
@@ -328,17 +323,17 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
         bounds = confirm or self._needs_bounds(gas)
         zero = xp.zeros(1, dtype=np.int64)
 
-        def record(s: int, e: int, owner: Any) -> OptRxRecord:
+        def record(s: int, e: int, owner: Any) -> opt_programs.OptRxRecord:
             lo = keys[owner].astype(_U64, copy=False) if bounds else st.no_keys
             prim_keys = st.no_keys if p.primitive == "triangle" else probes
-            return OptRxRecord(zero, prim_keys, np.int64(coder.x_kind), np.int64(coder.x_bits),
-                               np.int64(coder.y_bits), lo, lo, np.bool_(confirm))
+            return opt_programs.OptRxRecord(zero, prim_keys, np.int64(coder.x_kind), np.int64(coder.x_bits),
+                                            np.int64(coder.y_bits), lo, lo, np.bool_(confirm))
 
-        raygen = perpendicular_raygen(coder)
-        batch = query.FunctionBatch.of(
-            None, lambda s, e, owner: query.Generated(raygen, keys[s:e]), record,
+        raygen = rt.perpendicular_raygen(coder)
+        batch = rt.query.FunctionBatch.of(
+            None, lambda s, e, owner: rt.query.Generated(raygen, keys[s:e]), record,
             n_queries=int(keys.shape[0]), xp=xp)
-        hit = self._positions(self._trace(query.first, gas, batch))  # key -> probe
+        hit = self._positions(self._trace(rt.query.first, gas, batch))  # key -> probe
         run_of_probe = xp.full(int(probes.shape[0]), -1, dtype=np.int64)
         found = xp.nonzero(hit >= 0)[0]
         run_of_probe[hit[found]] = found
@@ -370,9 +365,9 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
         scene = st.scene
         if not scene.engine.in_kernel_queries:
             return self._launched_lookup(st, point, lo, hi, rays)
-        kernel = lookup_kernel(scene.engine, coder, p.primitive, scene.geometry,
-                               scene.instanced, st.first is not None, point, p.range_ray,
-                               rays is not None)
+        kernel = search.lookup_kernel(scene.engine, coder, p.primitive, scene.geometry,
+                                      scene.instanced, st.first is not None, point, p.range_ray,
+                                      rays is not None)
         kernel(device or self.device, q, lo, hi, st.keys,
                st.no_keys if st.first is None else st.first, st.highs, scene.query_args(),
                self._launch_record(st, lo, hi), st.no_rays if rays is None else rays, first,
@@ -390,16 +385,16 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
         if (op.out != "rowid" or p.range_method != "closest_scan" or p.inverse_mapping != "off"
                 or p.primitive == "sphere" or not scene.engine.in_kernel_queries):
             return None
-        kernel = lookup_kernel(scene.engine, self.coder, p.primitive, scene.geometry,
-                               scene.instanced, st.first is not None, True, p.range_ray, False)
+        kernel = search.lookup_kernel(scene.engine, self.coder, p.primitive, scene.geometry,
+                                      scene.instanced, st.first is not None, True, p.range_ray, False)
         u64 = Slot(np.dtype(_U64))
         runs = kernel.bind(self.device, u64, u64, st.keys,
                            st.no_keys if st.first is None else st.first, st.highs,
                            scene.query_args(), self._launch_record(st, st.no_keys, st.no_keys),
                            st.no_rays, Slot(np.dtype(np.int64)), Slot(np.dtype(np.int64)),
                            threads_per_block=p.threads_per_block)
-        answer = prepared_run_rowids(self.device, runs, st.rowids, st.rowid_dtype, st.miss,
-                                     st.xp, threads_per_block=p.threads_per_block)
+        answer = run_kernels.prepared_run_rowids(self.device, runs, st.rowids, st.rowid_dtype, st.miss,
+                                                 st.xp, threads_per_block=p.threads_per_block)
         if np.dtype(st.native_dtype) == np.dtype(_U64):
             return answer
         return lambda q: answer(q.astype(_U64))
@@ -412,22 +407,23 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
         if point:
             batch = self._batch_of_points(st, lo, st.part_offsets)
         else:
-            batch = range_batch(self.coder, lo, hi, st.highs, p.range_ray == "zero",
-                                self._record(st, st.part_offsets, lambda o: lo[o],
-                                             lambda o: hi[o]), st.xp)
+            batch = launched.range_batch(self.coder, lo, hi, st.highs, p.range_ray == "zero",
+                                         self._record(st, st.part_offsets, lambda o: lo[o],
+                                                      lambda o: hi[o]), st.xp)
         if rays is not None:
             rays[:] = (batch.starts[1:] - batch.starts[:-1]).astype(np.int8)
-        pos = self._positions(self._trace(query.closest, scene, batch))
-        return runs_from_hits(self.device, pos, point, lo, hi, st.keys, st.first,
-                              scene.engine.ordered_ties)
+        pos = self._positions(self._trace(rt.query.closest, scene, batch))
+        return launched.runs_from_hits(self.device, pos, point, lo, hi, st.keys, st.first,
+                                       scene.engine.ordered_ties)
 
-    def _launch_record(self, st: OptRxState, lo: Any, hi: Any) -> OptRxRecord:
+    def _launch_record(self, st: OptRxState, lo: Any, hi: Any) -> opt_programs.OptRxRecord:
         """The programs' launch record of a lookup kernel (``lo``/``hi``: the lookups' uint64
         bounds, read by the sphere confirmation at the lookup's index)."""
         p, coder = self.params, self.coder
-        return OptRxRecord(st.part_offsets, st.no_keys if p.primitive == "triangle" else st.pkeys,
-                           np.int64(coder.x_kind), np.int64(coder.x_bits),
-                           np.int64(coder.y_bits), lo, hi, np.bool_(p.primitive == "sphere"))
+        keys = st.no_keys if p.primitive == "triangle" else st.pkeys
+        return opt_programs.OptRxRecord(st.part_offsets, keys, np.int64(coder.x_kind),
+                                        np.int64(coder.x_bits), np.int64(coder.y_bits), lo, hi,
+                                        np.bool_(p.primitive == "sphere"))
 
     def rays_cast(self, lo: Any, hi: Any | None = None) -> list[int]:
         """The closest-hit rays each lookup casts: of ranges ``[lo, hi]``, or of point lookups
@@ -459,14 +455,14 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
         if point:
             batch = self._batch_of_points(st, lo, offsets)
         else:
-            casts, first_row = occupied_rows(coder, lo, hi, st.highs)
-            starts = offsets_from_counts(casts)
+            casts, first_row = rt.occupied_rows(coder, lo, hi, st.highs)
+            starts = csr.offsets_from_counts(casts)
 
-            def rays(s: int, e: int, owner: Any) -> query.Rays:
-                return occupied_row_rays(coder, lo, hi, st.highs, first_row, starts, owner, s,
-                                         p.range_ray == "zero")
+            def rays(s: int, e: int, owner: Any) -> rt.query.Rays:
+                return rt.occupied_row_rays(coder, lo, hi, st.highs, first_row, starts, owner, s,
+                                            p.range_ray == "zero")
 
-            batch = query.FunctionBatch(
+            batch = rt.query.FunctionBatch(
                 int(lo.shape[0]), starts, False, rays,
                 self._record(st, offsets, lambda o: lo[o], lambda o: hi[o]))
         hit_offsets, hits = self._trace_collect(scene, batch)
@@ -475,10 +471,10 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
             return hit_offsets, pos, xp.ones(pos.shape[0], dtype=np.int64)
         return hit_offsets, st.first[pos], st.first[pos + 1] - st.first[pos]
 
-    def _trace_collect(self, scene: Scene, batch: query.RayBatch) -> tuple[Any, Any]:
+    def _trace_collect(self, scene: rt.Scene, batch: rt.query.RayBatch) -> tuple[Any, Any]:
         p = self.params
-        return query.collect(scene, batch, PROGRAMS[p.primitive], rowid_dtype=np.int64,
-                             max_rays=p.max_rays, threads_per_block=p.threads_per_block)
+        return rt.query.collect(scene, batch, opt_programs.PROGRAMS[p.primitive], rowid_dtype=np.int64,
+                                max_rays=p.max_rays, threads_per_block=p.threads_per_block)
 
     # -------------------------------------------------------------- answers from runs
     def _runs(self, st: OptRxState, kind: str, args: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -495,21 +491,21 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
         if self.params.range_method == "anyhit":
             return self._answer_anyhit(st, kind, out, *args)
         first, count = self._runs(st, kind, args)
-        return answer_runs(self.device, out, st.rowids, first, count, st.values,
-                           st.rowid_dtype, st.miss, group=1 << self.params.scan_group_log,
-                           threads_per_block=tpb)
+        return run_kernels.answer_runs(self.device, out, st.rowids, first, count, st.values,
+                                       st.rowid_dtype, st.miss, group=1 << self.params.scan_group_log,
+                                       threads_per_block=tpb)
 
     def _answer_anyhit(self, st: OptRxState, kind: str, out: str, *args: Any) -> Any:
         xp = st.xp
         lo, hi = (args[0], args[0]) if kind == "point" else args
         hit_offsets, starts, lengths = self._anyhit_runs(st, lo, hi, kind == "point")
-        per_hit = offsets_from_counts(lengths)
+        per_hit = csr.offsets_from_counts(lengths)
         counts = per_hit[hit_offsets[1:]] - per_hit[hit_offsets[:-1]]
         if out == "count":
             return counts.astype(st.rowid_dtype)
-        _, rows = gather_runs(self.device, st.rowids, starts, lengths,
-                              threads_per_block=self.params.threads_per_block)
-        offsets = offsets_from_counts(counts)
+        _, rows = csr.gather_runs(self.device, st.rowids, starts, lengths,
+                                  threads_per_block=self.params.threads_per_block)
+        offsets = csr.offsets_from_counts(counts)
         if out == "rowids":
             return offsets, rows
         if out == "rowid":

@@ -14,15 +14,20 @@ ias_problem`) whose primitives are exactly those of the keys. A scene the file d
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexzoo.devices import xp_of
-from indexzoo.native.rt import KIND, SPHERE_RADIUS, KeyCoder
+from indexzoo.native import rt
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.rt.saved import WIDTH, bvh_problem, ias_problem, primitives_match
-from indexzoo.native.rt.trace import Gas, Ias
 from indexzoo.persist import Array, Check, Nested, Scope, StateSchema, Value
+
+if TYPE_CHECKING:
+    from indexzoo.native.rt import trace
+else:  # the checks of a saved scene run when one is loaded
+    trace = lazy_module("indexzoo.native.rt.trace")
 
 from .layout import run_starts, slice_cuts
 
@@ -38,7 +43,7 @@ def _check_keys(scope: Scope) -> str | None:
     """first, pkeys and highs: exactly what the sorted keys make."""
     ctx, root = scope.ctx, scope.root
     p = ctx.params
-    coder = KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
+    coder = rt.KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
     keys = root["keys"]
     xp = xp_of(keys)
     if ctx.n and not bool(coder.legal(keys).all()):
@@ -68,21 +73,21 @@ def _check_scene(scope: Scope) -> str | None:
     p, scene, pkeys = ctx.params, root["scene"], root["pkeys"]
     if scene is None:  # built again on load from pkeys
         return None
-    coder = KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
-    if p.geometry != "stored" or scene.geometry is not None or scene.kind != KIND[p.primitive] \
-            or scene.radius != (SPHERE_RADIUS if p.primitive == "sphere" else 0.0):
+    coder = rt.KeyCoder.for_params(p.key_mode, p.x_bits, p.y_bits, p.z_bits)
+    if p.geometry != "stored" or scene.geometry is not None or scene.kind != rt.KIND[p.primitive] \
+            or scene.radius != (rt.SPHERE_RADIUS if p.primitive == "sphere" else 0.0):
         raise scope.problem("scene", f"is not a scene of stored {p.primitive}s")
     cuts = slice_cuts(pkeys, p.partitions, p.compress_duplicates)
     m = int(pkeys.shape[0])
     xp = xp_of(pkeys)
     if len(cuts) <= 2:
-        if not isinstance(scene, Gas) or isinstance(scene, Ias):
+        if not isinstance(scene, trace.Gas) or isinstance(scene, trace.Ias):
             raise scope.problem("scene", f"is a {type(scene).__name__}; {m} keys in "
                                          f"{p.partitions} partitions make one GAS")
         wrong = bvh_problem(scene.bvh, m)
         offsets, positions = xp.zeros(1, dtype=np.int64), scene.bvh.order
     else:
-        if not isinstance(scene, Ias):
+        if not isinstance(scene, trace.Ias):
             raise scope.problem("scene", f"is a {type(scene).__name__}, not an IAS of "
                                          f"{len(cuts) - 1} partitions")
         slices = [(a, b - a) for a, b in itertools.pairwise(cuts)]
@@ -115,7 +120,8 @@ RX_OPT_SCHEMA = StateSchema(
     Array("no_rays", dtype="int8", shape=(1,)),
     Value("peak", int, at_least=0),
     Check(_check_keys),
-    Value("scene", (Gas, Ias), optional=True),  # None: built again on load
+    Value("scene", ("indexzoo.native.rt.trace:Gas", "indexzoo.native.rt.trace:Ias"),
+          optional=True),  # None: built again on load
     # a GAS (bvh) or an IAS (top, inst, pooled nodes): _check_scene says which it must be
     Nested("scene",
            *(Array(path, dtype=dtype, shape=shape, optional=True) for path, dtype, shape in (

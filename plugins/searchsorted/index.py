@@ -13,12 +13,17 @@ derives it from ``rowids`` (so this plugin also exercises that path).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams
-from indexzoo.native.csr import gather_runs_xp
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.sort import SortedPairs, pairs_schema, sort_pairs
 from indexzoo.persist import StateSchema
+
+if TYPE_CHECKING:
+    from indexzoo.native import csr
+else:  # imported on first use: the registry lists the class without the kernels
+    csr = lazy_module("indexzoo.native.csr")
 
 __all__ = ["SearchsortedIndex", "SearchsortedState"]
 
@@ -53,7 +58,7 @@ class SearchsortedIndex(GpuIndex[SearchsortedState]):
 
     @staticmethod
     def _runs(st: SearchsortedState, start: Any, stop: Any) -> tuple[Any, Any]:
-        return gather_runs_xp(st.pairs.rowids, start, st.xp.maximum(stop - start, 0))
+        return csr.gather_runs_xp(st.pairs.rowids, start, st.xp.maximum(stop - start, 0))
 
     def _point_rowid(self, st: SearchsortedState, q: Any) -> Any:
         start = st.xp.searchsorted(st.pairs.keys, q, side="left")

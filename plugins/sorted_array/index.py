@@ -27,16 +27,23 @@ Decisions where the papers are silent or differ
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from indexzoo import BuildState, Capabilities, Footprint, GpuIndex, IndexParams, Operation
-from indexzoo.native.csr import gather_runs
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.sort import SortedPairs, pairs_schema, sort_pairs
 from indexzoo.native.targets import Slot, one_per_item, values_arg
 from indexzoo.persist import StateSchema
 
-from . import kernels as k
 from .params import SortedArrayParams
+
+if TYPE_CHECKING:
+    from indexzoo.native import csr
+
+    from . import kernels as k
+else:  # imported when an index is built or loaded: the registry lists the class without them
+    csr = lazy_module("indexzoo.native.csr")
+    k = lazy_module("indexzoo.plugins.sorted_array.kernels")
 
 __all__ = ["SortedArrayIndex", "SortedArrayState"]
 
@@ -110,5 +117,5 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
         start = st.xp.empty(q, dtype="int64")
         count = st.xp.empty(q, dtype="int64")
         self._launch(k.BOUNDS, q, st.pairs.keys, lo, hi, start, count)
-        return gather_runs(self.device, st.pairs.rowids, start, count,
-                           threads_per_block=self.params.threads_per_block)
+        return csr.gather_runs(self.device, st.pairs.rowids, start, count,
+                               threads_per_block=self.params.threads_per_block)

@@ -79,7 +79,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -92,7 +92,7 @@ from indexzoo import (
     InvalidInput,
     Operation,
 )
-from indexzoo.native.csr import offsets_from_counts
+from indexzoo.native.lazy import lazy_module
 from indexzoo.native.targets import (
     DEFAULT_THREADS_PER_BLOCK,
     Slot,
@@ -101,9 +101,16 @@ from indexzoo.native.targets import (
 )
 from indexzoo.persist import StateSchema
 
-from . import kernels as hashing
 from .params import WarpcoreHashParams
 from .saved import hash_schema
+
+if TYPE_CHECKING:
+    from indexzoo.native import csr
+
+    from . import kernels as hashing
+else:  # imported when a table is built or loaded: the registry lists the class without them
+    csr = lazy_module("indexzoo.native.csr")
+    hashing = lazy_module("indexzoo.plugins.warpcore_hash.kernels")
 
 __all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_table",
            "next_prime_windows", "value_word_dtype"]
@@ -114,8 +121,6 @@ __all__ = ["REHASH_MIN_MULTIPLICITY", "HashTable", "WarpcoreHashIndex", "build_t
 REHASH_MIN_MULTIPLICITY = 2
 #: uint32 value words serve while every rowID and run offset lies below their flag, 2^31.
 NARROW_VALUE_WORDS = 1 << 31
-#: Words of a run beyond its rows: the row count.
-RUN_HEADER = hashing.RUN_ROWS
 
 
 @dataclass(frozen=True, eq=False)
@@ -208,8 +213,9 @@ def _runs(xp: Any, extra: Any, dtype: np.dtype) -> tuple[Any, Any, Any]:
     ``extra`` rows beyond their first; ``overflow[offset] = 0`` for every run (pass 2 counts
     back up)."""
     multi = extra > 0
-    sizes = xp.where(multi, extra.astype(np.int64) + (1 + RUN_HEADER), 0)
-    starts = offsets_from_counts(sizes)
+    # a run: its header (the row count: RUN_ROWS words), then its extra + 1 rows
+    sizes = xp.where(multi, extra.astype(np.int64) + (1 + hashing.RUN_ROWS), 0)
+    starts = csr.offsets_from_counts(sizes)
     overflow = xp.empty(int(starts[-1]), dtype=dtype)
     starts = starts[:-1]
     overflow[starts[multi] + hashing.RUN_COUNT] = 0
@@ -405,7 +411,7 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
     def _point_rowids(self, st: WarpcoreHashState, q: Any) -> tuple[Any, Any]:
         xp, ht = st.xp, st.ht
         qt = q.astype(ht.tkeys.dtype, copy=False)
-        offsets = offsets_from_counts(self._counts(st, qt, np.int64))
+        offsets = csr.offsets_from_counts(self._counts(st, qt, np.int64))
         out = xp.empty(int(offsets[-1]), dtype=st.rowid_dtype)
         if out.shape[0]:
             self._launch(hashing.FILL, q, ht.record(), qt, offsets, out)

@@ -21,14 +21,18 @@ for what makes every such step stay inside its arrays and end:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexzoo.devices import xp_of
+from indexzoo.native.lazy import lazy_module
 from indexzoo.persist import Array, Check, Nested, Scope, StateSchema, Value, view_at
 
-from .kernels import RUN_COUNT, RUN_ROWS, next_prime, value_flag
+if TYPE_CHECKING:
+    from . import kernels
+else:  # the checks of a saved table run when one is loaded
+    kernels = lazy_module("indexzoo.plugins.warpcore_hash.kernels")
 
 __all__ = ["hash_schema"]
 
@@ -65,9 +69,9 @@ def _layout(scope: Scope, word_dtype: Callable[[int, Any], np.dtype]) -> str | N
     empty = key_dt.type(np.iinfo(key_dt).max)
     if type(ht.empty) is not key_dt.type or ht.empty != empty:
         raise scope.problem("empty", f"is {ht.empty!r}, not the key dtype's maximum {empty}")
-    if type(ht.flag) is not word_dt.type or ht.flag != value_flag(word_dt):
-        raise scope.problem("flag", f"is {ht.flag!r}, not {value_flag(word_dt)}")
-    if next_prime(ht.n_windows) != ht.n_windows:
+    if type(ht.flag) is not word_dt.type or ht.flag != kernels.value_flag(word_dt):
+        raise scope.problem("flag", f"is {ht.flag!r}, not {kernels.value_flag(word_dt)}")
+    if kernels.next_prime(ht.n_windows) != ht.n_windows:
         raise scope.problem("n_windows", f"is {ht.n_windows}, not a prime: a probe sequence "
                                          "would not visit every window")
     return None
@@ -89,16 +93,16 @@ def _slots(scope: Scope) -> str | None:
     size = int(ht.overflow.shape[0])
     rows = xp.zeros(0, dtype=np.int64)
     if offs.shape[0]:
-        if int(offs[-1]) + RUN_ROWS > size:
+        if int(offs[-1]) + kernels.RUN_ROWS > size:
             raise scope.problem("overflow", f"is {size} words; a value word points to a run at "
                                             f"{int(offs[-1])}")
-        counts = ht.overflow[offs + RUN_COUNT].astype(np.int64)
-        ends = offs + RUN_ROWS + counts
+        counts = ht.overflow[offs + kernels.RUN_COUNT].astype(np.int64)
+        ends = offs + kernels.RUN_ROWS + counts
         if bool((counts < 1).any()) or int(ends.max()) > size or bool(
                 (ends[:-1] > offs[1:]).any()):
             raise scope.problem("overflow", "holds a run that is empty, overlaps the next one "
                                             "or reaches past its end")
-        starts = offs + RUN_ROWS
+        starts = offs + kernels.RUN_ROWS
         first = xp.cumsum(counts) - counts
         total = int(counts.sum())
         at = xp.repeat(starts - first, counts) + xp.arange(total, dtype=np.int64)

@@ -336,3 +336,18 @@ def test_a_damaged_file_is_refused_on_the_way_to_the_gpu(tmp_path: Path) -> None
     path.write_bytes(bytes(data))
     with pytest.raises(IndexFileError, match="checksum mismatch"):
         indexzoo.load(path, device="cuda")
+
+
+def test_a_value_kind_named_by_a_string_is_the_class_it_names() -> None:
+    """``Value(path, "module:Class")``: the class is imported when a file is checked (an index
+    declares its schema without importing the module of its records)."""
+    import datetime
+
+    schema = persist.StateSchema(persist.Value("when", "datetime:date"))
+    ctx = persist.LoadContext(source="f.izo", n=0, n_rows=0, dims=1, native=np.dtype("u4"),
+                              rowid=np.dtype("u4"), params=None, device="cpu")
+    schema.check({"when": datetime.date(2026, 1, 1)}, ctx)
+    with pytest.raises(IndexFileError, match=r"state\.when: is a int \(3\), not a date"):
+        schema.check({"when": 3}, ctx)
+    with pytest.raises(ValueError, match="'module:Class'"):
+        persist.Value("when", "datetime.date")

@@ -230,9 +230,9 @@ def test_optix_s_query_launch_paths_answer_as_the_software_engine_s_own(
 
 def test_the_launch_paths_are_the_ones_taken(like_optix: None,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from indexzoo.plugins.cgrx import index as cg_index
+    from indexzoo.plugins.cgrx import launched as cg_launched
     from indexzoo.plugins.rtscan import refine
-    from indexzoo.plugins.rx_opt import index as opt_index
+    from indexzoo.plugins.rx_opt import launched as opt_launched
 
     calls: list[str] = []
 
@@ -242,14 +242,14 @@ def test_the_launch_paths_are_the_ones_taken(like_optix: None,
             return real(*args, **kwargs)
         return called
 
-    for module, name in ((opt_index, "runs_from_hits"), (cg_index, "launched_runs"),
+    for module, name in ((opt_launched, "runs_from_hits"), (cg_launched, "runs"),
                          (refine, "mark_plan")):
         monkeypatch.setattr(module, name, spy(name, getattr(module, name)))
     for name in ("rx-opt", "cgrx", "rtscan-rt"):  # (rtscan's default refines directly here)
         keys = _keys(name)
         lo, hi = _lookups(name, keys)
         indexzoo.create(name, device="cpu", engine="software").build(keys).range(lo, hi)
-    assert set(calls) == {"runs_from_hits", "launched_runs", "mark_plan"}
+    assert set(calls) == {"runs_from_hits", "runs", "mark_plan"}
 
 
 def _engine_of(index: Any) -> str | None:

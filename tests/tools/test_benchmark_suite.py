@@ -16,8 +16,8 @@ def test_benchmark_suite_saves_json_that_compare_and_histogram_read(tmp_path: Pa
     out = tmp_path / "bench.json"
     res = subprocess.run(
         [sys.executable, "-m", "pytest", str(ROOT / "benchmarks"), "-q", "-p", "no:cacheprovider",
-         "--bench-presets", "tiny", "--bench-device", "cpu", "--bench-indexes",
-         "sorted-array,searchsorted,btree", f"--benchmark-json={out}"],
+         "--indexzoo-bench-presets", "tiny", "--indexzoo-bench-device", "cpu",
+         "--indexzoo-bench-indexes", "sorted-array,searchsorted,btree", f"--benchmark-json={out}"],
         capture_output=True, text=True, cwd=tmp_path, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     data = json.loads(out.read_text())
