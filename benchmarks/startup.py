@@ -1,8 +1,10 @@
 """Start-up cost of a short script, with an empty kernel cache and with the cache its first run
-filled: the README's Python example (build and look up) and the query API example of
-docs/plugins/rtcudb.md, each run in a fresh interpreter.
+filled: the README's Python example (build and look up), the query API example of
+docs/plugins/rtcudb.md and ``indexzoo list``, each run in a fresh interpreter (and, asked for
+by name, ``indexzoo recommend`` on 2^20 uint64 keys on the CPU).
 
-    python benchmarks/startup.py                 # both examples, 3 rounds
+    python benchmarks/startup.py                 # readme, rtcudb and list, 3 rounds
+    python benchmarks/startup.py --rounds 1 --only recommend
     python benchmarks/startup.py --rounds 5 --only readme --off
 
 Each round makes a new empty kernel cache (``INDEXZOO_KERNEL_CACHE`` set to a temporary
@@ -34,16 +36,29 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: The examples: a name, the document and the heading whose first Python block it is.
-EXAMPLES = {"readme": (ROOT / "README.md", "## In Python"),
-            "rtcudb": (ROOT / "docs" / "plugins" / "rtcudb.md", "## The query API")}
+#: The examples: a name, and the document and the heading whose first Python block it is, or
+#: the script itself (a command as the console runs it).
+EXAMPLES: dict[str, tuple[Path, str] | str] = {
+    "readme": (ROOT / "README.md", "## In Python"),
+    "rtcudb": (ROOT / "docs" / "plugins" / "rtcudb.md", "## The query API"),
+    "list": "from indexzoo.tools.cli import main\nraise SystemExit(main(['list']))\n",
+    "recommend": ("import numpy as np\nfrom indexzoo.tools.cli import main\n"
+                  "keys = np.random.default_rng(1).integers(0, 2**40, 1 << 20, dtype=np.uint64)\n"
+                  "np.save('keys.npy', keys)\n"
+                  "raise SystemExit(main(['recommend', 'keys.npy', '--device', 'cpu']))\n"),
+}
+#: What runs when --only is not given (recommend takes minutes: asked for by name).
+DEFAULT = ("readme", "rtcudb", "list")
 
 FENCE = re.compile(r"^```python\s*$(?P<code>.*?)^```\s*$", re.M | re.S)
 
 
 def example(name: str) -> str:
-    """The first Python block under the example's heading."""
-    path, heading = EXAMPLES[name]
+    """The example's script: the first Python block under its heading, or the script given."""
+    got = EXAMPLES[name]
+    if isinstance(got, str):
+        return got
+    path, heading = got
     text = path.read_text(encoding="utf-8")
     start = text.index(heading + "\n")
     m = FENCE.search(text, start)
@@ -85,7 +100,7 @@ def _commit() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3, help="rounds of first and second runs")
-    p.add_argument("--only", default=",".join(EXAMPLES),
+    p.add_argument("--only", default=",".join(DEFAULT),
                    help=f"examples to run, comma-separated: {', '.join(EXAMPLES)}")
     p.add_argument("--off", action="store_true", help="add a run with the kernel cache off")
     args = p.parse_args(argv)
