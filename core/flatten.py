@@ -28,7 +28,8 @@ from .devices import device_of, to_numpy
 from .errors import IndexFileError
 from .npyheader import plain_dtype
 
-__all__ = ["Flattener", "class_hints", "classes_of", "is_record", "record_fields"]
+__all__ = ["Flattener", "class_hints", "class_key", "classes_of", "is_record", "item_hint",
+           "record_fields"]
 
 
 def class_hints(cls: type) -> dict[str, Any]:
@@ -166,10 +167,10 @@ class Flattener:
                                          f"declares {declared}")
             hints = class_hints(cls)
             fields = {n: getattr(v, n) for n in record_fields(v)}
-            return {"$record": _class_key(cls), "fields": self.flatten(fields, hints, where)}
+            return {"$record": class_key(cls), "fields": self.flatten(fields, hints, where)}
         args = typing.get_args(hint)
         if cls in (tuple, list, set, frozenset):
-            inner = [self._node(x, _item_hint(hint, args, i), f"{where}[{i}]")
+            inner = [self._node(x, item_hint(args, i), f"{where}[{i}]")
                      for i, x in enumerate(v)]
             return inner if cls is list else {f"${cls.__name__}": inner}
         if cls is dict:
@@ -225,7 +226,9 @@ class Flattener:
         return out
 
 
-def _item_hint(hint: Any, args: tuple[Any, ...], i: int) -> Any:
+def item_hint(args: tuple[Any, ...], i: int) -> Any:
+    """The hint of item ``i`` of a sequence whose hint has the arguments ``args``
+    (``tuple[A, B]``, ``tuple[A, ...]``, ``list[A]``; ``Any`` where none says): both walks."""
     if not args:
         return Any
     if len(args) == 2 and args[1] is Ellipsis:
@@ -233,7 +236,8 @@ def _item_hint(hint: Any, args: tuple[Any, ...], i: int) -> Any:
     return args[i] if i < len(args) else Any
 
 
-def _class_key(cls: type) -> str:
+def class_key(cls: type) -> str:
+    """How a saved record names its class (``module.qualname``): both walks."""
     return f"{cls.__module__}.{cls.__qualname__}"
 
 

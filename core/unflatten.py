@@ -23,7 +23,7 @@ import numpy as np
 
 from .devices import import_cupy, to_numpy
 from .errors import IndexFileError
-from .flatten import class_hints, classes_of, is_record
+from .flatten import class_hints, class_key, classes_of, is_record, item_hint
 from .npyheader import plain_dtype
 
 __all__ = ["unflatten"]
@@ -56,7 +56,7 @@ class _Walk:
             return node
         if isinstance(node, list):
             args = typing.get_args(hint)
-            return [self.value(x, _item_hint(args, i), f"{where}[{i}]")
+            return [self.value(x, item_hint(args, i), f"{where}[{i}]")
                     for i, x in enumerate(node)]
         if not isinstance(node, dict):
             raise IndexFileError(f"{where}: malformed state node {type(node).__name__}")
@@ -99,7 +99,7 @@ class _Walk:
                     for k, v in _pairs(body)}
         makers = {"$tuple": tuple, "$set": set, "$frozenset": frozenset}
         if kind in makers and isinstance(body, list):
-            return makers[kind](self.value(x, _item_hint(args, i), f"{where}[{i}]")
+            return makers[kind](self.value(x, item_hint(args, i), f"{where}[{i}]")
                                 for i, x in enumerate(body))
         raise IndexFileError(f"{where}: malformed state node {kind!r}")
 
@@ -142,7 +142,7 @@ class _Walk:
 
     def _record(self, node: Mapping[str, Any], hint: Any, where: str) -> Any:
         key = _str(node["$record"])
-        match = [c for c in classes_of(hint) if _class_key(c) == key and is_record(c)]
+        match = [c for c in classes_of(hint) if class_key(c) == key and is_record(c)]
         if not match:
             raise IndexFileError(f"{where}: the file holds a {key[:80]!r}, which the index's "
                                  "code does not declare there (a file of another version of "
@@ -205,15 +205,3 @@ def _key_dtype(text: str) -> np.dtype | None:
     except (TypeError, ValueError, SyntaxError):
         return None
     return dt if dt.kind in "mM" and dt.fields is None and not dt.shape else None
-
-
-def _item_hint(args: tuple[Any, ...], i: int) -> Any:
-    if not args:
-        return Any
-    if len(args) == 2 and args[1] is Ellipsis:
-        return args[0]
-    return args[i] if i < len(args) else Any
-
-
-def _class_key(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
