@@ -33,9 +33,26 @@ FILTER_KINDS = ("between", "not_between", "in", "not_in", "lt", "le", "gt", "ge"
 Term = tuple[int, "str | None", "str | None"]
 
 
-def _fields(obj: Any) -> dict[str, Any]:
-    """A dataclass's fields alone, without the values it keeps for itself (``_hash``)."""
-    return {k: v for k, v in obj.__dict__.items() if not k.startswith("_")}
+class _KeptHash:
+    """The hash of the frozen dataclasses a plan is looked up by (on every run): the hash of
+    the fields, computed once and kept. A subclass names it in its body (``__hash__ =
+    _KeptHash.__hash__``; a frozen dataclass replaces an inherited one). Pickles keep the
+    fields alone: a kept hash is this process's alone, and so is what else it keeps
+    (``_outputs``)."""
+
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")
+        if h is None:
+            fields = dataclasses.fields(self)  # type: ignore[arg-type]  # (a dataclass's base)
+            h = hash(tuple(getattr(self, f.name) for f in fields))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
 
 def quote(name: str) -> str:
@@ -44,25 +61,14 @@ def quote(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class Expr:
+class Expr(_KeptHash):
     """An integer expression: ``op`` is ``col`` (``args = (name,)``), ``lit`` (``(value,)``),
     ``neg`` (``(x,)``) or one of ``+ - *`` (``(x, y)``)."""
 
     op: str
     args: tuple[Any, ...]
 
-    def __hash__(self) -> int:  # kept: a plan is looked up by its query on every run
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = hash((self.op, self.args))
-            object.__setattr__(self, "_hash", h)
-        return h
-
-    def __getstate__(self) -> dict[str, Any]:  # (a kept hash is this process's alone)
-        return _fields(self)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+    __hash__ = _KeptHash.__hash__  # kept: a plan is looked up by its query on every run
 
     # -- building
     def __add__(self, other: Expr | int) -> Expr:
@@ -365,7 +371,7 @@ def avg(expr: Expr | str, alias: str | None = None) -> Agg:
 
 
 @dataclass(frozen=True)
-class Query:
+class Query(_KeptHash):
     """SELECT output... FROM table WHERE AND(where) GROUP BY group_by HAVING AND(having)
     ORDER BY order_by LIMIT limit.
 
@@ -416,18 +422,7 @@ class Query:
         if self.limit is not None and (isinstance(self.limit, bool) or self.limit < 0):
             raise InvalidInput(f"LIMIT must be an integer >= 0, got {self.limit!r}")
 
-    def __hash__(self) -> int:  # kept: a plan is looked up by its query on every run
-        h = self.__dict__.get("_hash")
-        if h is None:
-            h = hash(tuple(getattr(self, f.name) for f in dataclasses.fields(self)))
-            object.__setattr__(self, "_hash", h)
-        return h
-
-    def __getstate__(self) -> dict[str, Any]:  # (a kept hash is this process's alone)
-        return _fields(self)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+    __hash__ = _KeptHash.__hash__  # kept: a plan is looked up by its query on every run
 
     @property
     def outputs(self) -> tuple[str, ...]:
