@@ -98,8 +98,18 @@ def _generated_bounds(kind: int, geometry: Any, records: Any, radius: float) -> 
 
 
 # --------------------------------------------------------------------------- GAS
+class _SoftwareScene:
+    """What the software engine's scenes (:class:`Gas`, :class:`Ias`) share; each says in
+    ``instanced`` whether it is an IAS (rays reach the programs with an instance id)."""
+
+    @property
+    def engine(self) -> Any:
+        """The engine this scene runs on: the software engine."""
+        return engine_named("software")
+
+
 @dataclass(frozen=True)
-class Gas:
+class Gas(_SoftwareScene):
     """A geometry acceleration structure: the primitives (or their records), in BVH order, and
     the BVH over them. ``data[i]`` is primitive ``bvh.order[i]`` of the build input."""
 
@@ -109,19 +119,11 @@ class Gas:
     bvh: Bvh
     geometry: Any = None  # None: stored primitives; else f(records, i) -> the primitive
 
+    instanced = False
+
     @property
     def n_prims(self) -> int:
         return self.bvh.n_prims
-
-    @property
-    def engine(self) -> Any:
-        """The engine this scene runs on: the software engine."""
-        return engine_named("software")
-
-    @property
-    def instanced(self) -> bool:
-        """Whether this is an IAS (rays reach the programs with an instance id)."""
-        return isinstance(self, Ias)
 
     @property
     def generated(self) -> bool:
@@ -216,7 +218,7 @@ class Instance:
 
 
 @dataclass(frozen=True)
-class Ias:
+class Ias(_SoftwareScene):
     """An instance acceleration structure: a BVH over the instances' world-space boxes and the
     instanced GASes pooled into shared buffers (each distinct GAS once)."""
 
@@ -233,15 +235,7 @@ class Ias:
     peak_build_bytes: int
     node_slack_bytes: int = 0  # pooled node records allocated beyond ``nodes`` (sliced IAS)
 
-    @property
-    def engine(self) -> Any:
-        """The engine this scene runs on: the software engine."""
-        return engine_named("software")
-
-    @property
-    def instanced(self) -> bool:
-        """Whether this is an IAS (rays reach the programs with an instance id)."""
-        return isinstance(self, Ias)
+    instanced = True
 
     def query_args(self) -> tuple[Any, ...]:
         """The scene tuple of :func:`scene_query` (two-level): ``top, top_words, top_order,
