@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import BinaryIO
 
 import pytest
+from support.helpers import killed_writer
 
 from indexzoo.files import create_temporary, remove_stale_temporaries, replace_file, temporary_owner
 
@@ -53,22 +52,10 @@ replace_file(Path(sys.argv[1]), write)
 """
 
 
-def killed_writer(dest: Path) -> int:
-    """Start a writer of ``dest``, kill it with SIGKILL mid-write; its pid."""
-    child = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER, str(dest)],
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    return child.pid
-
-
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_a_temporary_of_a_killed_writer_names_it_and_the_next_cleanup_removes_it(
         tmp_path: Path) -> None:
-    pid = killed_writer(tmp_path / "index.izo")
+    pid = killed_writer(_SLOW_WRITER, str(tmp_path / "index.izo"))
     left = [p for p in tmp_path.iterdir()]
     assert len(left) == 1 and temporary_owner(left[0].name) == (left[0].name.split("-")[1], pid)
     assert remove_stale_temporaries(tmp_path) == left

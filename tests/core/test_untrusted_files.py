@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 from support.file_fuzz import Saved, pack
+from support.helpers import killed_writer
 from support.toy_index import Brute
 
 import indexzoo
@@ -380,18 +381,6 @@ index.save(sys.argv[1])
 """
 
 
-def killed_save(dest: Path) -> int:
-    """A child saving to ``dest``, killed with SIGKILL while it writes; its pid."""
-    child = subprocess.Popen([sys.executable, "-c", _SLOW_SAVE, str(dest)],
-                             stdout=subprocess.PIPE, text=True, env=os.environ.copy())
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    return child.pid
-
-
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 @pytest.mark.parametrize("then", ["save", "load"])
 def test_a_save_killed_with_sigkill_leaves_a_temporary_the_next_save_or_load_removes(
@@ -400,7 +389,7 @@ def test_a_save_killed_with_sigkill_leaves_a_temporary_the_next_save_or_load_rem
     nothing removed. The temporary names its writer; the next save or load in the folder
     removes it once its writer is gone."""
     good = saved(tmp_path)
-    pid = killed_save(tmp_path / "index.izo")
+    pid = killed_writer(_SLOW_SAVE, str(tmp_path / "index.izo"))  # a save killed mid-write
     left = [p for p in tmp_path.iterdir() if p != good]
     assert len(left) == 1 and left[0].name.startswith(".index.izo.indexzoo-")
     owner = temporary_owner(left[0].name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,16 @@ def fake_distribution(root: Path, dist: str, entry_points: dict[str, str],
     for name, source in modules.items():
         (root / f"{name}.py").write_text(source)
     return root
+
+
+def killed_writer(script: str, *args: str) -> int:
+    """Run ``script`` (``python -c``, with ``args``), which prints ``writing`` once it has
+    begun writing a file and then waits; kill it there with SIGKILL; its pid."""
+    child = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    return child.pid
