@@ -94,23 +94,30 @@ def test_footprint_accounts_leaves_and_inner_nodes() -> None:
     assert index.height == 3  # 2^14 keys / 16 per leaf = 1024 leaves = 16^2.5
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("width, fill", [(8, 0.5), (16, 1.0), (32, 1.0)])
-def test_cpu_twin_and_gpu_kernels_agree(width: int, fill: float) -> None:
-    rng = np.random.default_rng(5)
-    keys = rng.integers(0, 2**64 - 1, 1 << 18, dtype=np.uint64, endpoint=True)
+def _cpu_and_gpu_agree(params: dict[str, Any], gpu_params: dict[str, Any], *, seed: int,
+                       n: int, span: float) -> None:
+    """The CPU twin and the GPU kernels of btree(``params``) answer alike in every out mode:
+    ``n`` random 64-bit keys (a third of them repeated), ``n/8`` present and ``n/32`` random
+    point lookups, ``n/64`` ranges ``span`` wide from a key."""
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
     keys[::3] = rng.choice(keys, keys[::3].shape[0])
-    q = np.concatenate([rng.choice(keys, 1 << 15), rng.integers(0, 2**64 - 1, 1 << 13,
-                                                                dtype=np.uint64)])
-    lo = rng.choice(keys, 1 << 12)
-    hi = np.minimum(lo.astype(np.float64) + 2.0**50, 2.0**64 - 1).astype(np.uint64)
-    hi = np.maximum(hi, lo)
-    params = {"node_width": width, "leaf_fill": fill}
+    q = np.concatenate([rng.choice(keys, n // 8), rng.integers(0, 2**64 - 1, n // 32,
+                                                               dtype=np.uint64)])
+    lo = rng.choice(keys, n // 64)
+    hi = np.maximum(lo, np.minimum(lo.astype(np.float64) + span, 2.0**64 - 1).astype(np.uint64))
     cpu = indexzoo.create("btree", device="cpu", **params).build(keys)
-    gpu = indexzoo.create("btree", device="cuda", **params).build(keys)
+    gpu = indexzoo.create("btree", device="cuda", **params, **gpu_params).build(keys)
     for m in OUT_MODES:
         assert_identical(cpu.point(q, out=m), gpu.point(q, out=m), f"point {m}")
         assert_identical(cpu.range(lo, hi, out=m), gpu.range(lo, hi, out=m), f"range {m}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("width, fill", [(8, 0.5), (16, 1.0), (32, 1.0)])
+def test_cpu_twin_and_gpu_kernels_agree(width: int, fill: float) -> None:
+    _cpu_and_gpu_agree({"node_width": width, "leaf_fill": fill}, {}, seed=5, n=1 << 18,
+                       span=2.0**50)
 
 
 # ---------------------------------------------------------------- leaf layouts
@@ -315,16 +322,5 @@ def test_more_layouts_agree_with_the_cpu_in_the_simulator() -> None:
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("cooperative", [False, True])
 def test_layouts_agree_between_cpu_and_gpu(layout: str, cooperative: bool) -> None:
-    rng = np.random.default_rng(9)
-    keys = rng.integers(0, 2**64 - 1, 1 << 16, dtype=np.uint64, endpoint=True)
-    keys[::3] = rng.choice(keys, keys[::3].shape[0])
-    q = np.concatenate([rng.choice(keys, 1 << 13), rng.integers(0, 2**64 - 1, 1 << 11,
-                                                                dtype=np.uint64)])
-    lo = rng.choice(keys, 1 << 10)
-    hi = np.maximum(lo, np.minimum(lo.astype(np.float64) + 2.0**52, 2.0**64 - 1).astype(np.uint64))
-    params = {"leaf_layout": layout}
-    cpu = indexzoo.create("btree", device="cpu", **params).build(keys)
-    gpu = indexzoo.create("btree", device="cuda", cooperative=cooperative, **params).build(keys)
-    for m in OUT_MODES:
-        assert_identical(cpu.point(q, out=m), gpu.point(q, out=m), f"point {m}")
-        assert_identical(cpu.range(lo, hi, out=m), gpu.range(lo, hi, out=m), f"range {m}")
+    _cpu_and_gpu_agree({"leaf_layout": layout}, {"cooperative": cooperative}, seed=9,
+                       n=1 << 16, span=2.0**52)
