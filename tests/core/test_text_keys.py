@@ -105,22 +105,22 @@ def test_python_order_is_code_point_order_and_numpy_keeps_it_on_objects() -> Non
 
 
 # ---------------------------------------------------------------------- reading
-@pytest.mark.parametrize("kind", list(TEXT_INPUTS))
-def test_read_column_gives_text_as_python_str_with_its_nuls(kind: str) -> None:
-    got = read_column(TEXT_INPUTS[kind](TEXT), "keys").values
+#: every text and every byte-string input, with the values it is made of
+READ_CASES: dict[str, tuple[Maker, list[Any]]] = {
+    **{f"text {k}": (make, TEXT) for k, make in TEXT_INPUTS.items()},
+    **{f"bytes {k}": (make, BYTES) for k, make in BYTES_INPUTS.items()}}
+
+
+@pytest.mark.parametrize("case", list(READ_CASES))
+def test_read_column_gives_text_and_byte_strings_as_python_str_and_bytes_with_their_nuls(
+        case: str) -> None:
+    make, values = READ_CASES[case]
+    got = read_column(make(values), "keys").values
     assert got.dtype == np.dtype(object)
-    assert all(type(v) is str for v in got)
-    assert got.tolist() == TEXT
+    assert all(type(v) is type(values[0]) for v in got)
+    assert got.tolist() == values
     uniq, codes = np.unique(got, return_inverse=True)  # what the query engines do
-    assert uniq.tolist() == sorted(set(TEXT)) and uniq[codes].tolist() == TEXT
-
-
-@pytest.mark.parametrize("kind", list(BYTES_INPUTS))
-def test_read_column_gives_byte_strings_as_python_bytes_with_their_nuls(kind: str) -> None:
-    got = read_column(BYTES_INPUTS[kind](BYTES), "keys").values
-    assert got.dtype == np.dtype(object)
-    assert all(type(v) is bytes for v in got)
-    assert got.tolist() == BYTES
+    assert uniq.tolist() == sorted(set(values)) and uniq[codes].tolist() == values
 
 
 def test_numpy_fixed_width_arrays_are_read_as_they_are() -> None:
