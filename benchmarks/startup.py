@@ -45,7 +45,7 @@ EXAMPLES: dict[str, tuple[Path, str] | str] = {
     "recommend": ("import numpy as np\nfrom indexzoo.tools.cli import main\n"
                   "keys = np.random.default_rng(1).integers(0, 2**40, 1 << 20, dtype=np.uint64)\n"
                   "np.save('keys.npy', keys)\n"
-                  "raise SystemExit(main(['recommend', 'keys.npy', '--device', 'cpu']))\n"),
+                  "raise SystemExit(main(['recommend', 'keys.npy', '--device', 'cpu', '--force']))\n"),
 }
 #: What runs when --only is not given (recommend takes minutes: asked for by name).
 DEFAULT = ("readme", "rtcudb", "list")
