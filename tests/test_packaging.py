@@ -162,5 +162,5 @@ def test_the_readme_states_how_long_the_test_command_takes() -> None:
     after = text[text.index("<!-- test-command -->"):].split("```", 2)[2]
     paragraph = after.strip().split("\n\n", 1)[0]
     assert re.search(r"about \d+ minutes on a busy 2-core machine", paragraph), paragraph
-    assert re.search(r"under \d+ minutes on an idle", paragraph), paragraph
+    assert "CI prints" in paragraph  # the time of each run, beside the figure stated here
     assert "no GPU package" in paragraph

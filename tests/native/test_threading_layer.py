@@ -50,6 +50,8 @@ SCRIPT = textwrap.dedent("""
 def test_concurrent_lookups_do_not_abort_under_any_threading_layer(layer: str) -> None:
     env = dict(os.environ)
     env.pop("NUMBA_THREADING_LAYER", None)
+    # the lookups of 3000 keys on the thread pool (the tests keep kernels serial otherwise)
+    env.update(INDEXZOO_CPU_SERIAL_BELOW="1024", INDEXZOO_CPU_SERIAL_BELOW_RAYS="1024")
     if layer != "default":
         env["NUMBA_THREADING_LAYER"] = layer
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
