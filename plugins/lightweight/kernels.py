@@ -52,6 +52,7 @@ from .search import (
     ao_bs_locate,
     emit,
     eo_bs_locate,
+    eo_child,
     eo_ks_locate,
     pb_bs_locate,
     pb_ks_locate,
@@ -159,9 +160,7 @@ def eo_scan(lay, lo, hi, values, use_values, out, pos, fill):
     level_slots = m
     while level_start < n:
         base = j * m
-        c = np.int64(0)
-        while c < m and base + c < n and keys[(base + c + pad) * stride] < lo:
-            c += 1
+        c = eo_child(keys, stride, pad, n, m, base, lo)
         s = base + c
         level_end = min(level_start + level_slots, n)
         while s < level_end:

@@ -59,6 +59,7 @@ from .search import (
     ao_bs_finish,
     ao_key,
     emit,
+    eo_child,
     eo_lb_finish,
     front_key,
     pb_finish,
@@ -550,9 +551,7 @@ def eo_scan_warp(t, active, lay, lo, hi, values, use_values, fill, pos, out):
     hs = np.int64(0)  # where the warp takes over: slot, level start, level size, node
     while active and level_start < n:
         base = j * m
-        c = np.int64(0)
-        while c < m and base + c < n and keys[(base + c + pad) * stride] < x_lo:
-            c += 1
+        c = eo_child(keys, stride, pad, n, m, base, x_lo)
         s = base + c
         level_end = min(level_start + level_slots, n)
         seen = 0
@@ -609,18 +608,11 @@ def eo_scan_warp(t, active, lay, lo, hi, values, use_values, fill, pos, out):
                     break
                 ws += WARP
             # next level: the path node of lo (every lane walks it, the same way)
-            base = wj * m
-            c = np.int64(0)
-            while c < m and base + c < n and keys[(base + c + pad) * stride] < wlo:
-                c += 1
-            wj = wj * k + 1 + c
+            wj = wj * k + 1 + eo_child(keys, stride, pad, n, m, wj * m, wlo)
             wstart += wslots
             wslots *= k
             ws = wj * m
-            c2 = np.int64(0)
-            while c2 < m and ws + c2 < n and keys[(ws + c2 + pad) * stride] < wlo:
-                c2 += 1
-            ws += c2
+            ws += eo_child(keys, stride, pad, n, m, ws, wlo)
         if not fill:
             acc = _leader_adds(part, acc, lane, leader)
     if active and not fill:

@@ -45,7 +45,7 @@ __all__ = [
     "FIRST", "NOT_FOUND", "NO_PINNING", "NO_REORDER", "POINT", "RANK", "REORDER_DOUBLE",
     "REORDER_SINGLE", "SCHEMES", "SORT_IDX_DTYPE", "SORT_RES_DTYPE", "WARP",
     "DriverPlan", "LayoutRecord", "PinRecord", "SharedOffsets",
-    "ao_bs_finish", "ao_bs_locate", "ao_key", "emit", "eo_bs_locate", "eo_ks_locate",
+    "ao_bs_finish", "ao_bs_locate", "ao_key", "emit", "eo_bs_locate", "eo_child", "eo_ks_locate",
     "eo_lb_finish", "front_key", "pb_bs_locate", "pb_finish", "pb_key", "pb_ks_locate",
 ]
 
@@ -286,6 +286,17 @@ def eo_ks_search(lay, x, mode, pin, pa):
             cand = base + c
         j = j * k + 1 + c
     return np.int64(-1) if mode == POINT else cand
+
+
+@register_jitable
+def eo_child(keys, stride, pad, n, m, base, x):
+    """The child of the K-ary EO node whose slots start at ``base`` on the path of ``x``: how
+    many of its ``m = K-1`` keys (those below slot ``n``) are ``< x`` (the range scans' descent,
+    CPU and GPU; ``keys`` unpinned)."""
+    c = np.int64(0)
+    while c < m and base + c < n and keys[(base + c + pad) * stride] < x:
+        c += 1
+    return c
 
 
 @register_jitable
