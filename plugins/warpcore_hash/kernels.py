@@ -47,7 +47,19 @@ from numba.extending import register_jitable
 
 from indexzoo.native.targets import DEFAULT_THREADS_PER_BLOCK, GroupKernel, njit_cached
 
-from .probing import NO_SLOT, RUN_COUNT, RUN_ROWS, fmix64, next_window, probe_start, row_value
+from .probing import (
+    NO_SLOT,
+    RUN_COUNT,
+    RUN_ROWS,
+    copy_rows,
+    fmix64,
+    next_window,
+    probe_start,
+    row_value,
+    run_part_sum,
+    slot_rows,
+    store_first_row,
+)
 
 __all__ = ["COUNT", "FILL", "FIND_ROWID", "NO_SLOT", "RUN_COUNT", "RUN_ROWS", "SUM", "TableRecord",
            "find_slot", "fmix64", "insert_or_count", "insert_or_count_cpu", "next_prime",
@@ -203,50 +215,28 @@ def place_rows_cpu(tkeys, tvals, stride, overflow, flag, keys, rowids, n_windows
 @register_jitable
 def find_rowid_item(i, t, q, out, miss):
     """The key's single rowID or the first of its run; ``miss`` without a match."""
-    out[i] = miss
-    idx = query_slot(t, q[i])
-    if idx == NO_SLOT:
-        return
-    v = t.tvals[idx]
-    if v >= t.flag:
-        out[i] = t.overflow[np.int64(v - t.flag) + RUN_ROWS]
-    else:
-        out[i] = v
+    store_first_row(t, query_slot(t, q[i]), out, i, miss)
 
 
 @register_jitable
 def count_item(i, t, q, out):
     """Rows of the key: 0, 1, or its run's count (the value word is read only when the table
     has multi keys at all)."""
-    x = q[i]
-    c = np.int64(0)
-    if x != t.empty:
-        idx = slot_of(t, x)
-        if idx != NO_SLOT:
-            c = np.int64(1)
-            if t.overflow.shape[0] != 0:
-                v = t.tvals[idx]
-                if v >= t.flag:
-                    c = np.int64(t.overflow[np.int64(v - t.flag) + RUN_COUNT])
-    out[i] = c
+    out[i] = slot_rows(t, query_slot(t, q[i]))
 
 
 @register_jitable
 def sum_item(i, t, values, use_values, q, out):
     """Sum of ``values[rowid]`` over the key's rows (of the rowIDs unless ``use_values``),
     wrapping uint64."""
-    x = q[i]
     acc = np.uint64(0)
-    if x != t.empty:
-        idx = slot_of(t, x)
-        if idx != NO_SLOT:
-            v = t.tvals[idx]
-            if v >= t.flag:
-                off = np.int64(v - t.flag)
-                for j in range(np.int64(t.overflow[off + RUN_COUNT])):
-                    acc += row_value(t.overflow[off + RUN_ROWS + j], values, use_values)
-            else:
-                acc = row_value(v, values, use_values)
+    idx = query_slot(t, q[i])
+    if idx != NO_SLOT:
+        v = t.tvals[idx]
+        if v >= t.flag:
+            acc = run_part_sum(t, np.int64(v - t.flag), 0, 1, values, use_values)
+        else:
+            acc = row_value(v, values, use_values)
     out[i] = acc
 
 
@@ -257,15 +247,8 @@ def fill_item(i, t, q, offsets, out):
     if pos == offsets[i + 1]:
         return
     idx = query_slot(t, q[i])
-    if idx == NO_SLOT:
-        return
-    v = t.tvals[idx]
-    if v >= t.flag:
-        off = np.int64(v - t.flag)
-        for j in range(np.int64(t.overflow[off + RUN_COUNT])):
-            out[pos + j] = t.overflow[off + RUN_ROWS + j]
-    else:
-        out[pos] = v
+    if idx != NO_SLOT:
+        copy_rows(t, idx, out, pos, 0, 1)
 
 
 def _cooperative() -> Any:

@@ -35,7 +35,18 @@ from numba.extending import register_jitable
 from indexzoo.native.coop import group_of, group_sum, vote
 from indexzoo.native.targets import Kernel
 
-from .probing import NO_SLOT, RUN_COUNT, RUN_ROWS, next_window, probe_start, row_value
+from .probing import (
+    NO_SLOT,
+    RUN_COUNT,
+    RUN_ROWS,
+    copy_rows,
+    next_window,
+    probe_start,
+    row_value,
+    run_part_sum,
+    slot_rows,
+    store_first_row,
+)
 
 __all__ = ["INSERT", "PLACE", "count_group", "fill_group", "find_rowid_group", "sum_group"]
 
@@ -117,14 +128,7 @@ def find_rowid_group(th, t, q, out, miss):
     if x != t.empty:  # out of band: the caller answers these
         idx = coop_find(t, x, lane, mask, shift)
     if lane == 0:
-        if idx == NO_SLOT:
-            out[g] = miss
-        else:
-            v = t.tvals[idx]
-            if v >= t.flag:
-                out[g] = t.overflow[np.int64(v - t.flag) + RUN_ROWS]
-            else:
-                out[g] = v
+        store_first_row(t, idx, out, g, miss)
 
 
 @register_jitable
@@ -135,14 +139,7 @@ def count_group(th, t, q, out):
     if x != t.empty:
         idx = coop_find(t, x, lane, mask, shift)
     if lane == 0:
-        c = np.int64(0)
-        if idx != NO_SLOT:
-            c = np.int64(1)
-            if t.overflow.shape[0] != 0:  # no multi keys: a hit is one row, no value word read
-                v = t.tvals[idx]
-                if v >= t.flag:
-                    c = np.int64(t.overflow[np.int64(v - t.flag) + RUN_COUNT])
-        out[g] = c
+        out[g] = slot_rows(t, idx)
 
 
 @register_jitable
@@ -156,12 +153,7 @@ def sum_group(th, t, values, use_values, q, out):
     if idx != NO_SLOT:
         v = t.tvals[idx]  # the same word in every lane: one load per group
         if v >= t.flag:  # the lanes share the run, then add up their parts
-            off = np.int64(v - t.flag)
-            m = np.int64(t.overflow[off + RUN_COUNT])
-            j = np.int64(lane)
-            while j < m:
-                acc += row_value(t.overflow[off + RUN_ROWS + j], values, use_values)
-                j += t.group
+            acc = run_part_sum(t, np.int64(v - t.flag), lane, t.group, values, use_values)
             acc = group_sum(acc, mask, t.group)
         elif lane == 0:
             acc = row_value(v, values, use_values)
@@ -179,16 +171,7 @@ def fill_group(th, t, q, offsets, out):
     idx = coop_find(t, x, lane, mask, shift)
     if idx == NO_SLOT:
         return
-    v = t.tvals[idx]
-    if v >= t.flag:  # lane l copies rows l, l + G, ...: coalesced
-        off = np.int64(v - t.flag)
-        m = np.int64(t.overflow[off + RUN_COUNT])
-        j = np.int64(lane)
-        while j < m:
-            out[pos + j] = t.overflow[off + RUN_ROWS + j]
-            j += t.group
-    elif lane == 0:
-        out[pos] = v
+    copy_rows(t, idx, out, pos, lane, t.group)  # lane l copies rows l, l + G, ...: coalesced
 
 
 INSERT = Kernel(insert_item)
