@@ -255,9 +255,9 @@ def _close(name: str, candidates: list[str]) -> str:
 
 
 def _caps_at(owner: type, cls: type, base: type) -> Any:
-    """The capabilities that govern ``_update`` defined in ``owner``: the ones in effect where
-    it is defined (a subclass may turn updates off), or ``cls``'s for a mixin that declares
-    none. (Operation hooks, own or inherited, answer to ``cls``'s capabilities.)"""
+    """The capabilities that govern a hook defined in ``owner``: the ones in effect where it
+    is defined (a subclass may narrow them deliberately), or ``cls``'s for a mixin that
+    declares none."""
     caps = getattr(owner, "capabilities", None)
     if caps is None or owner is base:
         caps = getattr(cls, "capabilities", None)
@@ -268,8 +268,6 @@ def _check(cls: type, base: type) -> list[str]:
     """The problems of ``cls``'s hooks."""
     problems: list[str] = []
     owners = _own_attributes(cls, base)
-    # hooks a class inherits answer for it as its own do: checked against its capabilities
-    inherited: dict[type, list[tuple[str, Operation]]] = {}
     hook_names = [op.hook for op in OPERATIONS]
     by_hook = {op.hook: op for op in OPERATIONS}
     table = ", ".join(op.signature.split("(")[0] for op in OPERATIONS)
@@ -279,15 +277,11 @@ def _check(cls: type, base: type) -> list[str]:
             bad = _signature_problem(cls, name, [("st", *op.arguments)], op.signature)
             if bad:
                 problems.append(bad)
-            caps = getattr(cls, "capabilities", None)
+            caps = _caps_at(owner, cls, base)
             if caps is not None and op not in declared_operations(caps):
-                if owner is cls:
-                    problems.append(
-                        f"{name} answers {op}, which the capabilities of {cls.__qualname__} "
-                        f"do not declare ({_undeclared(op, caps)}); declare it or remove the "
-                        f"hook")
-                else:
-                    inherited.setdefault(owner, []).append((name, op))
+                problems.append(
+                    f"{name} answers {op}, which the capabilities of {owner.__qualname__} do "
+                    f"not declare ({_undeclared(op, caps)}); declare it or remove the hook")
         elif _RESERVED.fullmatch(name):
             problems.append(f"{name} is not an operation hook: names starting with _point_ or "
                             f"_range_ are reserved for the operations{_close(name, hook_names)} "
@@ -297,14 +291,6 @@ def _check(cls: type, base: type) -> list[str]:
             if m and m.group(1) not in KINDS and difflib.get_close_matches(
                     m.group(1), list(KINDS), n=1, cutoff=0.6):
                 problems.append(f"{name} looks like a misspelled hook{_close(name, hook_names)}")
-    for owner, hooks in inherited.items():
-        caps = cls.capabilities  # type: ignore[attr-defined]
-        names = ", ".join(name for name, _ in hooks)
-        ops = "; ".join(f"{op} ({_undeclared(op, caps)})" for _, op in hooks)
-        problems.append(
-            f"{names} inherited from {owner.__qualname__} answer operations the capabilities "
-            f"of {cls.__qualname__} do not declare: {ops}; declare them, or derive from a "
-            f"class without those hooks")
     overridable = set(LIFECYCLE_HOOKS) | {op.hook for op in OPERATIONS}
     for name, owner in owners.items():
         if (name.startswith("_") and not name.startswith(("__", "_abc_")) and name not in overridable
@@ -331,13 +317,12 @@ def _check(cls: type, base: type) -> list[str]:
         bad = _signature_problem(cls, name, calls, f"{name}(self, st, op, *arrays)")
         if bad:
             problems.append(bad)
-        caps = getattr(cls, "capabilities", None)
+        caps = _caps_at(owner, cls, base)
         for op in sorted(marked):
             if caps is not None and op not in declared_operations(caps):
-                whose = "" if owner is cls else f" (inherited from {owner.__qualname__})"
                 problems.append(
-                    f"{name}{whose} is marked to answer {op}, which the capabilities of "
-                    f"{cls.__qualname__} do not declare ({_undeclared(op, caps)})")
+                    f"{name} is marked to answer {op}, which the capabilities of "
+                    f"{owner.__qualname__} do not declare ({_undeclared(op, caps)})")
             if op in answered:
                 problems.append(f"{op} are answered twice, by {answered[op]} and by {name}")
             answered[op] = name

@@ -5,9 +5,11 @@ group as third-party ones, so both are found the same way, and one rule holds fo
 
 * an index class is checked when it is registered (:func:`~indexzoo.contract.check_plugin_class`:
   its hooks against the operation table, its plugin API version);
-* a plugin that fails (its module cannot be imported or exits, its register hook raises,
-  a class it registers breaks the contract) loses only what it provides: the names it
-  registered, or all of its names when its module or hook fails;
+* a plugin that fails (its module cannot be imported or exits, its hooks are wrong:
+  :func:`~indexzoo.plugin_hooks.module_problem`, its register hook raises, a class it
+  registers breaks the contract, a class's Params cannot make their defaults, found on
+  first use) loses only what it provides: the names it registered, or all of its names
+  when its module or hook fails;
 * a name registered by two providers is unusable until one of them goes: using it raises
   :class:`~indexzoo.DuplicatePlugin` naming both, in Python and on the command line alike;
 * every other index stays usable, and :func:`load_errors` (``indexzoo list``) says what is

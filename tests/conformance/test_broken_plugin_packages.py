@@ -66,17 +66,6 @@ MISTAKES: dict[str, tuple[str, str, str]] = {
         "mistake_unmarked_hook (distribution plugin-mistakes 1.0): its function "
         "indexzoo_register_indexes is not marked with @indexzoo.hookimpl, so it registers "
         "nothing"),
-    "inherited-hook": (
-        CLASS + "class NoRanges(SortedArrayIndex):\n"
-        "    name: ClassVar[str] = 'mistake-inherited'\n"
-        "    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False)\n"
-        "    points_as_ranges: ClassVar[bool] = False\n\n"
-        + HOOK + "    register(NoRanges)\n", "mistake-inherited",
-        "= mistake_inherited_hook (distribution plugin-mistakes 1.0) cannot be used: index "
-        "class mistake_inherited_hook.NoRanges ('mistake-inherited') breaks the plugin "
-        "contract (plugin API 2.3): _range_rowid, _range_count, _range_sum, _range_rowids "
-        "inherited from SortedArrayIndex answer operations the capabilities of NoRanges do "
-        "not declare: range lookups with out='rowid' (range=False)"),
     "answered-twice": (
         CLASS + "class Twice(SortedArrayIndex):\n"
         "    name: ClassVar[str] = 'mistake-twice'\n\n"

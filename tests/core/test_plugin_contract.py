@@ -89,14 +89,6 @@ def test_a_hook_for_an_operation_the_capabilities_do_not_declare_is_an_error() -
            "Undeclared do not declare" in text
 
 
-def test_a_hook_inherited_for_an_operation_the_capabilities_do_not_declare_is_an_error(
-        ) -> None:
-    caps = Capabilities(point=True, range=False)
-    text = _problems(_variant("PointsOnly", {"capabilities": caps}))  # Brute: _range_rowids
-    assert "_range_rowids inherited from Brute answer operations the capabilities of " \
-           "PointsOnly do not declare: range lookups with out='rowids' (range=False)" in text
-
-
 def test_capabilities_refused_in_a_class_body_refuse_that_class_naming_the_field() -> None:
     with pytest.raises(ValidationError):  # outside a class body: refused at once
         Capabilities(point="maybe")  # type: ignore[arg-type]
