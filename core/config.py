@@ -234,6 +234,31 @@ def validate_params(cls: type[P], params: Any, index: str) -> P:
         raise _config_error(index, cls, exc) from None
 
 
+def params_problem(index_cls: type) -> str | None:
+    """Why the ``Params`` of index class ``index_cls`` cannot make the defaults every index
+    starts from (a default its own field refuses, a model pydantic cannot build), in one line
+    naming the class and the field, or None. Builds the model's validator (deferred until
+    then, as listing the indexes does not need it)."""
+    params = index_cls.Params  # type: ignore[attr-defined]
+    where = f"index class {index_cls.__module__}.{index_cls.__qualname__}"
+    try:
+        params()
+    except pydantic.ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False, include_context=False):
+            field = ".".join(str(p) for p in err["loc"]) or "<params>"
+            info = params.model_fields.get(str(err["loc"][0])) if err["loc"] else None
+            allowed = describe_bounds(info) if info is not None else ""
+            problems.append(f"the default of field {field!r}, {shown(err.get('input'))}, is "
+                            f"invalid: {one_line(err['msg'])}"
+                            + (f" (allowed: {allowed})" if allowed else ""))
+        return f"{where}: its Params {params.__qualname__}: " + "; ".join(problems)
+    except Exception as exc:  # pydantic's schema errors come in several types
+        return (f"{where}: its Params {params.__qualname__} cannot be built: "
+                f"{type(exc).__name__}: {one_line(str(exc))}")
+    return None
+
+
 def check_regular_file(path: Path, what: str) -> os.stat_result:
     """The ``stat`` of ``path``, or ConfigError saying why it cannot be read as a file: it does
     not exist, it is a directory, or it is not a regular file (a device such as /dev/zero, a

@@ -32,7 +32,9 @@ that fails leaves the previous build in place.
 from __future__ import annotations
 
 import abc
+import difflib
 import os
+import sys
 import threading
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +42,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, computed_field
 
 from . import columns as columns_module
 from . import lookup, persist, restore
@@ -88,6 +90,27 @@ class Capabilities(BaseModel):
     dims: int = Field(default=1, ge=1)
     devices: tuple[DeviceName, ...] = ("cpu", "cuda")
     out_modes: tuple[Out, ...] = OUT_MODES
+    _problem: str | None = PrivateAttr(default=None)
+
+    def __init__(self, **data: Any) -> None:
+        """Validated as any pydantic model, with one exception: values refused in the body of
+        a class (``capabilities = Capabilities(point="yes")``) do not stop the module that
+        defines it (and every other class of that module) from importing; the class is
+        refused instead, when it is registered or made, naming itself and the field."""
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            where = _class_body(sys._getframe(1))
+            if where is None:
+                raise
+            super().__init__()
+            self._problem = f"the capabilities declared in {where} are invalid: " + "; ".join(
+                _field_problem(err) for err in exc.errors())
+
+    @property
+    def problem(self) -> str | None:
+        """Why these capabilities are invalid (values refused in a class body), else None."""
+        return self._problem
 
     def summary(self) -> str:
         """One line, e.g. ``point range dup | uint32 uint64 | cpu cuda``."""
@@ -96,6 +119,25 @@ class Capabilities(BaseModel):
         dims = f" | {self.dims}-d" if self.dims > 1 else ""
         return (f"{' '.join(flags)} | {' '.join(self.key_dtypes)} | "
                 f"{' '.join(self.devices)}{dims}")
+
+
+def _class_body(frame: Any) -> str | None:
+    """``module.Class`` when ``frame`` runs the body of a class statement, else None."""
+    scope = frame.f_locals
+    if scope is frame.f_globals or not isinstance(scope.get("__qualname__"), str):
+        return None
+    return f"{scope.get('__module__')}.{scope['__qualname__']}"
+
+
+def _field_problem(err: Any) -> str:
+    """One pydantic error of :class:`Capabilities` as ``field 'point' = 'maybe': ...``."""
+    field = ".".join(str(part) for part in err["loc"]) or "?"
+    text = f"field {field!r} = {shown(err.get('input'))}: {err['msg']}"
+    if err["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(field, list(Capabilities.model_fields), n=1)
+        text += f" (did you mean {close[0]!r}?)" if close else (
+            f" (the fields are {', '.join(Capabilities.model_fields)})")
+    return text
 
 
 class Footprint(BaseModel):

@@ -158,7 +158,7 @@ def _where(cls: type) -> str:
 
 def _resolve(cls: type, base: type) -> Resolution:
     declared = getattr(cls, "plugin_api", None)
-    why = refusal(declared)
+    why = refusal(declared) or getattr(getattr(cls, "capabilities", None), "problem", None)
     if why is not None:
         raise PluginError(f"index class {_where(cls)} is refused: {why}")
     problems = _check(cls, base)

@@ -5,9 +5,11 @@ group as third-party ones, so both are found the same way, and one rule holds fo
 
 * an index class is checked when it is registered (:func:`~indexzoo.contract.check_plugin_class`:
   its hooks against the operation table, its plugin API version);
-* a plugin that fails (its module cannot be imported or exits, its register hook raises,
-  a class it registers breaks the contract) loses only what it provides: the names it
-  registered, or all of its names when its module or hook fails;
+* a plugin that fails (its module cannot be imported or exits, its hooks are wrong:
+  :func:`~indexzoo.plugin_hooks.module_problem`, its register hook raises, a class it
+  registers breaks the contract, a class's Params cannot make their defaults, found on
+  first use) loses only what it provides: the names it registered, or all of its names
+  when its module or hook fails;
 * a name registered by two providers is unusable until one of them goes: using it raises
   :class:`~indexzoo.DuplicatePlugin` naming both, in Python and on the command line alike;
 * every other index stays usable, and :func:`load_errors` (``indexzoo list``) says what is
@@ -31,12 +33,13 @@ import pluggy
 from pydantic import ValidationError
 
 from . import envvars, hookspecs, persist
-from .config import IndexSpec, spec_from_data
+from .config import IndexSpec, params_problem, spec_from_data
 from .contract import GpuIndex, check_plugin_class
 from .devices import cuda_status
 from .display import one_line, shown
 from .errors import ConfigError, DuplicatePlugin, PluginError, UnknownIndexInFile
 from .hookspecs import Suggestion, SuggestQuestion
+from .plugin_hooks import module_problem
 from .query import EngineSpec, QueryEngine
 
 __all__ = [
@@ -86,6 +89,8 @@ class _Table:
     unusable: dict[str, PluginError] = field(default_factory=dict)
     #: plugin -> why it provides nothing (its register hook failed)
     broken: dict[str, str] = field(default_factory=dict)
+    #: usable names whose Params made their defaults (on first use)
+    params_checked: set[str] = field(default_factory=set)
 
 
 class _State:
@@ -157,19 +162,37 @@ def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoin
     except BaseException as exc:  # a broken plugin must not take the others down
         what = {SystemExit: "exited", KeyboardInterrupt: "raised KeyboardInterrupt",
                 TimeoutError: "timed out"}.get(type(exc), type(exc).__name__)
-        _state.errors[ep.name] = one_line(f"{ep.value} ({where}): {what}: {exc}")
-        _state.details[ep.name] = "".join(traceback.format_exception(exc))
-        warnings.warn(f"indexzoo plugin {ep.name!r} failed to load: {_state.errors[ep.name]}",
-                      stacklevel=3)
+        _left_out(ep, f"{ep.value} ({where}): {what}: {exc}", exc)
         return
     if pm.is_registered(plugin):  # the same module under a second entry point
+        return
+    # its hooks as pluggy takes them, and the mistakes pluggy passes over in silence (a hook
+    # name no specification declares, a hook function without the marker): left out, named
+    why = module_problem(pm, plugin)
+    if why is not None:
+        _left_out(ep, f"{ep.value} ({where}): {why}")
         return
     # two distributions may use one entry-point name: both load, and a name clash between
     # their indexes is decided by the duplicate-name rule, not by which loaded first
     name = ep.name if pm.get_plugin(ep.name) is None else f"{ep.name} ({where})"
-    pm.register(plugin, name=name)
+    try:
+        pm.register(plugin, name=name)
+    except pluggy.PluginValidationError as exc:  # what module_problem does not foresee
+        _left_out(ep, f"{ep.value} ({where}): pluggy refuses its hooks: {exc}", exc)
+        return
     _state.dists[name] = (f"entry point {ep.name!r} = {ep.value} ({where})",
                           dist.name if dist else None)
+
+
+def _left_out(ep: importlib.metadata.EntryPoint, why: str,
+              exc: BaseException | None = None) -> None:
+    """Record why the plugin of entry point ``ep`` provides nothing, in one line (``indexzoo
+    list``), with the traceback where there is one (``--verbose``), and warn once."""
+    _state.errors[ep.name] = one_line(why)
+    if exc is not None:
+        _state.details[ep.name] = "".join(traceback.format_exception(exc))
+    warnings.warn(f"indexzoo plugin {ep.name!r} failed to load: {_state.errors[ep.name]}",
+                  stacklevel=4)
 
 
 def _provider(pm: pluggy.PluginManager, plugin: Any) -> tuple[str, str | None]:
@@ -306,7 +329,7 @@ def lookup(name: str) -> type[GpuIndex]:
         raise ConfigError(f"index name must be a string, got {type(name).__name__} {shown(name)}")
     table = _table()
     if name in table.usable:
-        return table.usable[name].cls
+        return _params_checked(table, name)
     if name in table.unusable:
         err = table.unusable[name]
         raise type(err)(str(err))
@@ -318,6 +341,24 @@ def lookup(name: str) -> type[GpuIndex]:
     raise ConfigError(
         f"unknown index {shown(name, 40)}{hint} Available: {', '.join(usable) or 'none'}"
     )
+
+
+def _params_checked(table: _Table, name: str) -> type[GpuIndex]:
+    """The usable class ``name`` once its Params make their defaults (checked on its first
+    use, where its validator is built anyway, not when the indexes are listed); else it
+    becomes unusable, and PluginError names the class and the field."""
+    reg = table.usable[name]
+    with _state.lock:
+        if name not in table.params_checked:
+            why = params_problem(reg.cls)
+            table.params_checked.add(name)
+            if why is not None:
+                table.usable.pop(name)
+                table.unusable[name] = PluginError(
+                    f"index {name!r} of {reg.provider} cannot be used: {why}")
+    if name in table.unusable:
+        raise PluginError(str(table.unusable[name]))
+    return reg.cls
 
 
 def _closest(name: str, names: list[str]) -> str | None:

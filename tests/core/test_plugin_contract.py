@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 from support.toy_index import Brute, KeysState, csr
 
 import indexzoo
@@ -27,6 +28,7 @@ from indexzoo import (
 from indexzoo.conformance import make_context, run_checks
 from indexzoo.contract import check_plugin_class
 from indexzoo.operations import OPERATIONS, operation
+from indexzoo.plugin_hooks import module_problem
 from indexzoo.tools.cli import main
 
 
@@ -85,6 +87,24 @@ def test_a_hook_for_an_operation_the_capabilities_do_not_declare_is_an_error() -
     text = _problems(_variant("Undeclared", {"_point_sum": _point_sum, "capabilities": caps}))
     assert "_point_sum answers point lookups with out='sum', which the capabilities of " \
            "Undeclared do not declare" in text
+
+
+def test_capabilities_refused_in_a_class_body_refuse_that_class_naming_the_field() -> None:
+    with pytest.raises(ValidationError):  # outside a class body: refused at once
+        Capabilities(point="maybe")  # type: ignore[arg-type]
+
+    class Maybe(Brute):
+        name: ClassVar[str] = "test-maybe"
+        capabilities: ClassVar[Capabilities] = Capabilities(
+            point="maybe", ranges=True)  # type: ignore[arg-type, call-arg]
+
+    text = _problems(Maybe)
+    assert "the capabilities declared in " in text and ".Maybe are invalid: field 'point' = " \
+        "'maybe': Input should be a valid boolean" in text
+    assert "field 'ranges' = True: Extra inputs are not permitted (did you mean 'range'?)" \
+        in text
+    with pytest.raises(PluginError, match="field 'point'"):
+        Maybe(device="cpu")
 
 
 def test_a_declared_operation_that_nothing_answers_is_an_error() -> None:
@@ -418,3 +438,44 @@ def test_info_shows_the_plugin_api_and_the_routes(clean_registry: None) -> None:
     assert main(["info", "test-brute"], out=info) == 0
     assert "plugin API:   2.0" in info.getvalue()
     assert "point count: derived from _range_rowids(st, q, q)" in info.getvalue()
+
+
+# ---------------------------------------------------------------- a plugin module's hooks
+def _module(**functions: Any) -> Any:
+    mod = type(indexzoo)("plugin_module")
+    for name, fn in functions.items():
+        setattr(mod, name, fn)
+    return mod
+
+
+def test_a_plugin_module_that_marks_a_hook_of_a_newer_indexzoo_optional_is_taken() -> None:
+    @indexzoo.hookimpl(optionalhook=True)
+    def indexzoo_register_widgets(register: Any) -> None:
+        """A hook this indexzoo does not have."""
+
+    @indexzoo.hookimpl
+    def indexzoo_register_indexes(register: Any) -> None:
+        register(Brute)
+
+    mod = _module(indexzoo_register_widgets=indexzoo_register_widgets,
+                  indexzoo_register_indexes=indexzoo_register_indexes)
+    assert module_problem(registry.plugin_manager(), mod) is None
+
+
+def test_a_plugin_module_without_hooks_is_named_only_beside_a_hook_like_function() -> None:
+    def helper(register: Any) -> None:
+        """A function named like no hook."""
+
+    def indexzoo_setup() -> None:
+        """Named like indexzoo's hooks, close to none of them."""
+
+    def indexzoo_register_engines(register: Any) -> None:
+        """Close to indexzoo_register_query_engines."""
+
+    pm = registry.plugin_manager()
+    assert module_problem(pm, _module(helper=helper)) is None
+    assert "its function indexzoo_setup (the hooks are indexzoo_register_indexes" \
+        in str(module_problem(pm, _module(indexzoo_setup=indexzoo_setup)))
+    assert "its function indexzoo_register_engines (did you mean " \
+        "indexzoo_register_query_engines?) is not marked with @indexzoo.hookimpl" \
+        in str(module_problem(pm, _module(indexzoo_register_engines=indexzoo_register_engines)))
