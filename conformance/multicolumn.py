@@ -23,7 +23,7 @@ from .context import Context, check
 from .data import lookups, make_keys, ranges
 from .oracle import ColumnsOracle, compare_mask
 
-__all__ = ["table", "verify_columns"]
+__all__ = ["distinct_rows", "table", "verify_columns"]
 
 #: Most (lookups x rows) entries of one brute-force match mask.
 MASK_BUDGET = 1 << 24
@@ -61,6 +61,27 @@ def verify_columns(ctx: Context, index: GpuIndex, cols: Cols, *, values: Any = N
                                      f"{label} range")
     if problems:
         raise AssertionError(f"{ctx.name}: " + "\n".join(problems))
+
+
+def distinct_rows(ctx: Context, cols: Cols) -> Cols:
+    """``cols`` as they are for an index that takes duplicate rows; for one that does not,
+    without the rows that repeat an earlier one on every column (-0.0 equals 0.0)."""
+    n = cols[0].shape[0] if cols else 0
+    if ctx.caps.duplicates or n < 2:
+        return cols
+    order = np.lexsort(cols[::-1])
+    same = np.ones(n - 1, dtype=bool)
+    for c in cols:
+        s = c[order]
+        same &= s[1:] == s[:-1]
+    keep = np.ones(n, dtype=bool)
+    keep[order[1:][same]] = False
+    return [c[keep] for c in cols]
+
+
+def _table(ctx: Context, kind: str, n: int, d: int, seed: int, *, wide: bool = True) -> Cols:
+    """:func:`table` without repeated rows where the index takes no duplicate rows."""
+    return distinct_rows(ctx, table(kind, n, d, seed, wide=wide))
 
 
 def table(kind: str, n: int, d: int, seed: int, *, wide: bool = True) -> Cols:
@@ -136,7 +157,7 @@ def check_conjunctions_match_the_and_of_column_predicates(ctx: Context) -> None:
            n=st.one_of(st.integers(0, ctx.n_max), st.sampled_from([0, 1, 2, 33, ctx.n_max])),
            seed=st.integers(0, 2**32 - 1))
     def prop(kind: str, d: int, n: int, seed: int) -> None:
-        cols = table(kind, n, d, seed, wide=ctx.wide)
+        cols = _table(ctx, kind, n, d, seed, wide=ctx.wide)
         index = ctx.new().build(cols)
         verify_columns(ctx, index, cols, points=point_rows(cols, ctx.n_lookups // 4, seed),
                        bounds=range_bounds(cols, ctx.n_ranges, seed),
@@ -150,9 +171,9 @@ def check_a_2d_array_and_a_list_of_columns_build_the_same_index(ctx: Context) ->
     """build((N, d) array) and build([col0, col1, ...]) answer alike, and lookups given as
     (Q, d) arrays or lists of columns too; custom values are summed."""
     d = _widths(ctx)[-1] if ctx.caps.dims < 4 else 3
-    cols = table("small_domain", 1500, d, 31)
-    values = np.random.default_rng(31).integers(0, 2**64 - 1, 1500, dtype=np.uint64,
-                                                endpoint=True)
+    cols = _table(ctx, "small_domain", 1500, d, 31)
+    values = np.random.default_rng(31).integers(0, 2**64 - 1, cols[0].shape[0],
+                                                dtype=np.uint64, endpoint=True)
     pts = point_rows(cols, 200, 31)
     lo, hi = range_bounds(cols, 200, 31)
     for label, keys in (("2-D array", np.column_stack(cols)), ("list of columns", cols),
@@ -181,7 +202,7 @@ def check_none_leaves_a_column_unconstrained(ctx: Context) -> None:
     """``lo[j] = None`` drops column j's lower bound, ``hi[j] = None`` its upper bound, both
     drop the column: the same answers as the oracle with that side open."""
     d = min(3, ctx.caps.dims)
-    cols = table("uniform", 2000, d, 41, wide=ctx.wide)
+    cols = _table(ctx, "uniform", 2000, d, 41, wide=ctx.wide)
     lo, hi = range_bounds(cols, 250, 41)
     cases = [([None, *lo[1:]], hi), (lo, [None, *hi[1:]]), ([None, *lo[1:]], [None, *hi[1:]]),
              ([*lo[:-1], None], [*hi[:-1], None])]
@@ -192,8 +213,9 @@ def check_none_leaves_a_column_unconstrained(ctx: Context) -> None:
 
 @check("columns", needs=("multi",))
 def check_columns_of_different_dtypes_each_use_their_own_key_map(ctx: Context) -> None:
-    """Signed, float (with -0.0 and negatives), 8-bit and datetime columns in one index:
-    each column compares in its own dtype."""
+    """Signed, float (with -0.0 and negatives), 8-bit and datetime columns in one index
+    (int32 for the 64-bit ones where the index takes 32-bit keys only): each column compares
+    in its own dtype."""
     rng = np.random.default_rng(51)
     n = 1200
     cols_all: Cols = [
@@ -204,8 +226,13 @@ def check_columns_of_different_dtypes_each_use_their_own_key_map(ctx: Context) -
         (np.datetime64("2024-01-01") + rng.integers(0, 400, n)).astype("datetime64[D]"),
         rng.integers(-(2**62), 2**62, n).astype(np.int64),
     ]
+    if not ctx.wide:  # 32-bit keys only: int32 columns in place of the 64-bit ones
+        cols_all[0] = cols_all[0].astype(np.int32)
+        cols_all[3] = (cols_all[3] - np.datetime64("2024-01-01")).astype(np.int32)
+        cols_all[4] = (cols_all[4] >> 32).astype(np.int32)
     d = min(ctx.caps.dims, 5)
-    cols = cols_all[:d]
+    cols = distinct_rows(ctx, cols_all[:d])
+    n = cols[0].shape[0]
     index = ctx.new().build(cols)
     q = 150
     pts: Cols = [c[rng.integers(0, n, q)] for c in cols]
@@ -220,9 +247,9 @@ def check_points_need_every_column_equal(ctx: Context) -> None:
     """A point lookup matches the rows equal to it on every column: duplicate rows all, rows
     equal on some columns only none."""
     d = min(3, ctx.caps.dims)
-    cols = [np.array([1, 1, 1, 2, 1, 1], dtype=np.uint32),
-            np.array([5, 5, 6, 5, 5, 7], dtype=np.uint32),
-            np.array([9, 9, 9, 9, 8, 9], dtype=np.uint32)][:d]
+    cols = distinct_rows(ctx, [np.array([1, 1, 1, 2, 1, 1], dtype=np.uint32),
+                               np.array([5, 5, 6, 5, 5, 7], dtype=np.uint32),
+                               np.array([9, 9, 9, 9, 8, 9], dtype=np.uint32)][:d])
     index = ctx.new().build(cols)
     pts = [np.array([1, 1, 2, 3, 1], dtype=np.uint32), np.array([5, 6, 5, 5, 7], np.uint32),
            np.array([9, 9, 9, 9, 9], dtype=np.uint32)][:d]
@@ -236,6 +263,8 @@ def check_bitmaps_at_row_counts_around_multiples_of_32(ctx: Context) -> None:
     past row n-1 zero."""
     for n in (1, 31, 32, 33, 63, 64, 65, 100):
         cols = table("small_domain", n, 2, n)
+        if not ctx.caps.duplicates:  # n distinct rows
+            cols[0] = np.random.default_rng(n).permutation(n).astype(np.uint32)
         index = ctx.new().build(cols)
         lo = [np.zeros(4, np.uint32), np.array([0, 0, 10, 70], np.uint32)]
         hi = [np.full(4, 63, np.uint32), np.array([63, 5, 30, 80], np.uint32)]
@@ -245,12 +274,14 @@ def check_bitmaps_at_row_counts_around_multiples_of_32(ctx: Context) -> None:
 
 def _bad_column_calls(ctx: Context, d: int) -> list[tuple[str, Callable[[GpuIndex], Any]]]:
     q = [np.array([1, 2], np.uint32)] * d
+    floats = np.float64 if ctx.wide else np.float32  # float64 keys need uint64 keys
     calls: list[tuple[str, Callable[[GpuIndex], Any]]] = [
         ("columns of different lengths",
          lambda i: i.build([np.arange(5, dtype=np.uint32), np.arange(4, dtype=np.uint32)])),
         (f"{ctx.caps.dims + 1} columns", lambda i: i.build([np.arange(3)] * (ctx.caps.dims + 1))),
         ("a NaN in a float column",
-         lambda i: i.build([np.arange(3, dtype=np.uint32), np.array([1.0, np.nan, 2.0])])),
+         lambda i: i.build([np.arange(3, dtype=np.uint32),
+                            np.array([1.0, np.nan, 2.0], dtype=floats)])),
         ("a None key column", lambda i: i.build([np.arange(3), None])),
     ]
     if ctx.caps.point:
@@ -282,7 +313,7 @@ def check_bad_multi_column_input_raises_and_leaves_the_index_correct(ctx: Contex
     """Bad shapes, mismatched column counts and lengths, NaN: InvalidInput, and the index
     still answers right afterwards (nothing built half-way)."""
     d = min(3, ctx.caps.dims)
-    cols = table("small_domain", 800, d, 61)
+    cols = _table(ctx, "small_domain", 800, d, 61)
     pts = point_rows(cols, 100, 61)
     bounds = range_bounds(cols, 100, 61)
     index = ctx.new().build(cols)
@@ -299,11 +330,12 @@ def check_bad_multi_column_input_raises_and_leaves_the_index_correct(ctx: Contex
             raise AssertionError(f"{label}: no error, expected InvalidInput")
         verify_columns(ctx, index, cols, points=pts, bounds=bounds, label=f"after {label}")
         assert index.memory_footprint() == footprint, f"footprint changed after {label}"
-    float_cols = [np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0])]
+    floats = np.float64 if ctx.wide else np.float32
+    float_cols = [np.array([1.0, 2.0, 3.0], floats), np.array([4.0, 5.0, 6.0], floats)]
     if ctx.caps.range and ctx.caps.dims >= 2:
         fidx = ctx.new().build(float_cols)
         try:
-            fidx.range([np.array([np.nan]), None], [np.array([2.0]), None])
+            fidx.range([np.array([np.nan], floats), None], [np.array([2.0], floats), None])
         except InvalidInput:
             pass
         else:
@@ -315,7 +347,7 @@ def check_the_callers_columns_are_copied(ctx: Context) -> None:
     """Overwriting the columns passed to build() afterwards changes no answer; lookups leave
     the caller's arrays as they were (lists of columns and (Q, d) arrays alike)."""
     d = min(3, ctx.caps.dims)
-    host = table("uniform", 1500, d, 71, wide=ctx.wide)
+    host = _table(ctx, "uniform", 1500, d, 71, wide=ctx.wide)
     cols = [to_device(c.copy(), ctx.device) for c in host]
     index = ctx.new().build(cols)
     pts = point_rows(host, 150, 71)
@@ -331,7 +363,7 @@ def check_the_callers_columns_are_copied(ctx: Context) -> None:
     if ctx.caps.range:
         # (Q, d) C-contiguous bounds of the columns' one dtype: the contract hands the caller's
         # own arrays to the hooks (no key map to apply), which must only read them
-        same = table("uniform", 1500, d, 72, wide=False)
+        same = _table(ctx, "uniform", 1500, d, 72, wide=False)
         one = ctx.new().build([to_device(c, ctx.device) for c in same])
         lo2, hi2 = (np.ascontiguousarray(np.column_stack(b)) for b in range_bounds(same, 150, 72))
         dev2 = [to_device(a.copy(), ctx.device) for a in (lo2, hi2)]
@@ -348,7 +380,7 @@ def check_the_callers_columns_are_copied(ctx: Context) -> None:
 @check("columns", needs=("multi",))
 def check_updates_of_a_multi_column_build_raise_unsupported(ctx: Context) -> None:
     """update() of a multi-column build raises Unsupported (updates are one-column only)."""
-    index = ctx.new().build(table("small_domain", 10, 2, 1))
+    index = ctx.new().build(_table(ctx, "small_domain", 10, 2, 1))
     try:
         index.update([0], [1])
     except Unsupported:

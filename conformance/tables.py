@@ -14,7 +14,7 @@ import numpy as np
 from indexzoo import GpuIndex
 
 from .context import Context, check, verify
-from .multicolumn import verify_columns
+from .multicolumn import distinct_rows, verify_columns
 
 __all__: list[str] = []
 
@@ -33,16 +33,18 @@ def _mixed_columns(ctx: Context, seed: int) -> dict[str, np.ndarray]:
     }
     if not ctx.wide:  # 32-bit keys only: int32 and float32 columns in place of 64-bit ones
         cols["a"], cols["b"] = cols["a"].astype(np.int32), cols["b"].astype(np.float32)
-    return dict(list(cols.items())[:min(3, ctx.caps.dims)])
+    picked = dict(list(cols.items())[:min(3, ctx.caps.dims)])
+    return dict(zip(picked, distinct_rows(ctx, list(picked.values())), strict=True))
 
 
 def _lookups(cols: dict[str, np.ndarray], seed: int) -> tuple[list[Any], list[Any], list[Any]]:
     rng = np.random.default_rng(seed)
     arrays = list(cols.values())
-    rows = rng.integers(0, N, 120)
+    n = arrays[0].shape[0]
+    rows = rng.integers(0, n, 120)
     points = [c[rows] for c in arrays]
-    lo = [np.minimum(c[rng.integers(0, N, 120)], c[rows]) for c in arrays]
-    hi = [np.maximum(c[rng.integers(0, N, 120)], c[rows]) for c in arrays]
+    lo = [np.minimum(c[rng.integers(0, n, 120)], c[rows]) for c in arrays]
+    hi = [np.maximum(c[rng.integers(0, n, 120)], c[rows]) for c in arrays]
     return points, lo, hi
 
 
@@ -116,7 +118,7 @@ def check_a_series_or_arrow_array_answers_like_its_numpy_array(ctx: Context) -> 
 
     rng = np.random.default_rng(71)
     dtype = np.int64 if ctx.wide else np.uint32
-    keys = rng.integers(0, 500, N).astype(dtype)
+    keys = (rng.integers(0, 500, N) if ctx.caps.duplicates else rng.permutation(N)).astype(dtype)
     q = rng.integers(0, 520, 200).astype(dtype)
     lo = np.minimum(q, rng.integers(0, 520, 200).astype(dtype))
     for label, column in (("pandas Series", pandas.Series(keys.copy())),

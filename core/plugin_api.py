@@ -41,6 +41,11 @@ CHANGES: dict[str, tuple[str, ...]] = {
         "checked on every load before a kernel reads it; the files of a class without one "
         "are refused (its pickles still load)",
     ),
+    "2.3": (
+        "a class that declares no plugin_api is refused (it was taken as 1.0, with a "
+        "warning), and 1.0 classes no longer load; a class written for 2.0 to 2.2 loads "
+        "unchanged",
+    ),
 }
 
 _VERSION = re.compile(r"(\d+)\.(\d+)")

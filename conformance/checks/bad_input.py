@@ -22,27 +22,31 @@ def _bad_calls(ctx: Context, keys: np.ndarray
                ) -> list[tuple[str, Callable[[GpuIndex], Any], type[Exception]]]:
     q = np.array([1, 2], dtype=keys.dtype)
     d = ctx.caps.dims
+    floats = np.float64 if ctx.wide else np.float32  # float64 keys need uint64 keys
+    out = ctx.modes[0]  # an out mode the index offers (the default may be one it lacks)
     too_wide = ((f"keys of {d + 1} columns", lambda i: i.build(np.zeros((4, d + 1), keys.dtype)))
                 if d > 1 else ("2-D keys", lambda i: i.build(np.zeros((4, 2), keys.dtype))))
     calls: list[tuple[str, Callable[[GpuIndex], Any], type[Exception]]] = [
         (*too_wide, InvalidInput),
         ("3-D keys", lambda i: i.build(np.zeros((4, 2, 2), keys.dtype)), InvalidInput),
-        ("NaN keys", lambda i: i.build(np.array([1.0, np.nan])), InvalidInput),
+        ("NaN keys", lambda i: i.build(np.array([1.0, np.nan], dtype=floats)), InvalidInput),
         ("object keys", lambda i: i.build(np.array([1, "x"], dtype=object)), InvalidInput),
         ("values of another length", lambda i: i.build(keys, np.arange(3)), InvalidInput),
         ("float values", lambda i: i.build(keys, np.ones(keys.shape[0])), InvalidInput),
     ]
     if ctx.caps.point:
         calls += [
-            ("2-D lookups", lambda i: i.point(np.zeros((2, 2), keys.dtype)), InvalidInput),
-            ("scalar lookup", lambda i: i.point(np.uint32(3)), InvalidInput),
-            ("float lookups", lambda i: i.point(np.array([1.5])), InvalidInput),
+            ("2-D lookups", lambda i: i.point(np.zeros((2, 2), keys.dtype), out=out),
+             InvalidInput),
+            ("scalar lookup", lambda i: i.point(np.uint32(3), out=out), InvalidInput),
+            ("float lookups", lambda i: i.point(np.array([1.5]), out=out), InvalidInput),
             ("unknown out", lambda i: i.point(q, out=cast(Any, "bogus")), InvalidInput),
         ]
     if ctx.caps.range:
         calls += [
-            ("lo and hi of other lengths", lambda i: i.range(q, q[:1]), InvalidInput),
-            ("NaN bounds", lambda i: i.range(np.array([np.nan]), np.array([1.0])), InvalidInput),
+            ("lo and hi of other lengths", lambda i: i.range(q, q[:1], out=out), InvalidInput),
+            ("NaN bounds", lambda i: i.range(np.array([np.nan]), np.array([1.0]), out=out),
+             InvalidInput),
         ]
     return calls
 
@@ -75,10 +79,11 @@ def check_lookups_before_build_raise_not_built(ctx: Context) -> None:
     index = ctx.new()
     q = np.array([1], np.uint32)
     calls: list[Callable[[], Any]] = [index.memory_footprint]
+    out = ctx.modes[0]  # an out mode the index offers
     if ctx.caps.point:
-        calls.append(lambda: index.point(q))
+        calls.append(lambda: index.point(q, out=out))
     if ctx.caps.range:
-        calls.append(lambda: index.range(q, q))
+        calls.append(lambda: index.range(q, q, out=out))
     for call in calls:
         try:
             call()

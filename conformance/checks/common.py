@@ -10,6 +10,20 @@ from indexzoo import (
     GpuIndex,
 )
 
+from ..context import Context
+from ..data import make_keys
+
+
+def key_set(ctx: Context, family: str, n: int, seed: int, *, unique: str | None = None
+            ) -> np.ndarray:
+    """About ``n`` keys of ``family`` (:func:`~indexzoo.conformance.data.make_keys`) that the
+    index under test takes: of the family ``unique`` instead where it takes no duplicate keys,
+    and as uint32 where it takes no uint64 keys (for families whose keys then stay distinct)."""
+    if unique is not None and not ctx.caps.duplicates:
+        family = unique
+    keys = make_keys(family, n, seed, duplicates=ctx.caps.duplicates).keys
+    return keys if ctx.wide else keys.astype(np.uint32)
+
 
 def snapshot(index: GpuIndex, points: np.ndarray, rng: tuple[np.ndarray, np.ndarray] | None,
               ) -> list[np.ndarray]:

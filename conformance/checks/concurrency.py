@@ -98,7 +98,7 @@ def check_updates_from_several_threads_are_never_lost(ctx: Context) -> None:
     the key its thread set last (no update lost), and answers equal a fresh build's."""
     threads, rounds = 3, 12 if ctx.size == "small" else 40
     n = 900
-    keys = np.arange(n, dtype=np.uint64) * np.uint64(7)
+    keys = ctx.keys(range(0, 7 * n, 7), 64)
     index = ctx.new().build(keys)
     final = keys.copy()
     plans = []
@@ -108,7 +108,7 @@ def check_updates_from_several_threads_are_never_lost(ctx: Context) -> None:
         for r in range(rounds):
             pos = mine[r % 3::3][:20]
             new = (np.uint64(1_000_000) + np.uint64(10_000 * t + 100 * r)
-                   + np.arange(pos.shape[0], dtype=np.uint64))
+                   + np.arange(pos.shape[0], dtype=np.uint64)).astype(keys.dtype)
             steps.append((pos, new))
             final[pos] = new
         plans.append(steps)
@@ -129,10 +129,11 @@ def check_updates_from_several_threads_are_never_lost(ctx: Context) -> None:
     for w in workers:
         w.join(timeout=300)
     assert not failures, f"updates from {threads} threads raised: {failures[0]}"
-    got = index.point(final, out="rowid").to_host().rowid
-    lost = np.flatnonzero(got.astype(np.int64) != np.arange(n))
-    assert lost.shape[0] == 0, (
-        f"{lost.shape[0]} of {n} positions lost their last update (first at rowIDs "
-        f"{lost[:5].tolist()})")
-    verify(ctx, index, final, points=final, rng=(final[:50], final[:50] + np.uint64(9)),
+    if ctx.caps.point and "rowid" in ctx.modes:  # else verify() below says it less directly
+        got = index.point(final, out="rowid").to_host().rowid
+        lost = np.flatnonzero(got.astype(np.int64) != np.arange(n))
+        assert lost.shape[0] == 0, (
+            f"{lost.shape[0]} of {n} positions lost their last update (first at rowIDs "
+            f"{lost[:5].tolist()})")
+    verify(ctx, index, final, points=final, rng=(final, final + final.dtype.type(9)),
            label="after concurrent updates")

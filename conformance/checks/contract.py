@@ -16,7 +16,8 @@ from indexzoo import (
 from indexzoo.contract import check_plugin_class
 from indexzoo.devices import to_device
 from indexzoo.errors import PluginError
-from indexzoo.hooks import resolve
+from indexzoo.hooks import declared_operations, resolve
+from indexzoo.operations import OPERATIONS
 
 from ..context import Context, check
 from ..data import lookups, make_keys
@@ -60,7 +61,12 @@ def check_a_subclass_hook_answers_on_every_path(ctx: Context) -> None:
     plain = ctx.new()
     cls = type(plain)
     routes = resolve(cls, GpuIndex).routes
-    hooks = sorted({r.source.hook for r in routes.values()})
+    # a subclass may define an operation's hook only for an operation it declares: a hook
+    # its capabilities leave out (one of a class it narrows, whose answer it derives others
+    # from) is not overridden, and not looked for
+    undeclared = ({f"_{op.kind}_{op.out}" for op in OPERATIONS}
+                  - {f"_{op.kind}_{op.out}" for op in declared_operations(cls.capabilities)})
+    hooks = sorted({r.source.hook for r in routes.values()} - undeclared)
     called: list[str] = []
 
     def spy(name: str) -> Callable[..., Any]:
@@ -89,7 +95,7 @@ def check_a_subclass_hook_answers_on_every_path(ctx: Context) -> None:
             else:
                 got, want = index.range(q, hi, out=op.out), plain.range(q, hi, out=op.out)
             where = f"{op.kind} {op.out} of {dtype} lookups"
-            assert route.source.hook in called, (
+            assert route.source.hook in called or route.source.hook not in hooks, (
                 f"{where}: the subclass overrides {route.source.hook} (which answers it), yet "
                 f"it was not called (called: {sorted(set(called)) or 'nothing'})")
             for a, b in zip(host_arrays(got), host_arrays(want), strict=True):

@@ -75,7 +75,7 @@ def check_differential_small_sets_drawn_key_by_key(ctx: Context) -> None:
     prop()
 
 
-@check("differential")
+@check("differential", needs=("sum",))
 def check_custom_values_are_summed(ctx: Context) -> None:
     """``sum`` adds the given values (not the rowIDs), wrapping modulo 2^64."""
     rng = np.random.default_rng(5)

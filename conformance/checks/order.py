@@ -8,7 +8,7 @@ from indexzoo.devices import to_numpy
 
 from ..context import Context, check, verify
 from ..data import lookups, make_keys, ranges
-from .common import snapshot
+from .common import key_set, snapshot
 
 
 # ====================================================================== order
@@ -55,8 +55,7 @@ def check_results_follow_the_lookup_order(ctx: Context) -> None:
 @check("order")
 def check_repeated_calls_give_identical_results(ctx: Context) -> None:
     """The same lookups twice give bit-identical results in every mode."""
-    keys = make_keys("duplicates" if ctx.caps.duplicates else "uniform32", 3000, 4,
-                     duplicates=ctx.caps.duplicates).keys
+    keys = key_set(ctx, "duplicates", 3000, 4, unique="uniform32")
     index = ctx.new().build(keys)
     q = lookups(keys, ctx.n_lookups, 4)
     r = ranges(keys, ctx.n_lookups, 4)
@@ -82,8 +81,7 @@ def check_chunked_batches_give_the_same_answers(ctx: Context) -> None:
 def check_sorted_probes_answer_in_the_callers_order(ctx: Context) -> None:
     """With sort_probes the index answers a sorted batch and puts every answer back in the
     caller's order (every out mode, duplicates, misses, a batch cut into chunks)."""
-    keys = make_keys("duplicates" if ctx.caps.duplicates else "clustered", 2000, 9,
-                     duplicates=ctx.caps.duplicates).keys
+    keys = key_set(ctx, "duplicates", 2000, 9, unique="clustered")
     q = lookups(keys, 700, 9)
     r = ranges(keys, 500, 9)
     for extra in ({}, {"max_batch": 97}):

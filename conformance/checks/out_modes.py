@@ -15,7 +15,7 @@ from ..data import lookups, make_keys, ranges
 
 
 # ====================================================================== out modes
-@check("out_modes")
+@check("out_modes", needs=("rowid",))
 def check_rowid_is_a_match_or_the_miss_value(ctx: Context) -> None:
     """out='rowid' returns a matching rowID, or index.miss for a lookup without a match."""
     keys = ctx.keys([5, 9, 9, 14, 2**31] if ctx.caps.duplicates else [5, 9, 14, 2**31], 32)

@@ -12,6 +12,7 @@ from indexzoo.devices import to_device, to_numpy
 
 from ..context import Context, check, verify
 from ..data import lookups, make_keys, ranges
+from .common import key_set
 
 
 # ====================================================================== ownership
@@ -26,8 +27,7 @@ def _changed(before: Any, after: Any) -> str:
 def check_the_callers_arrays_are_left_untouched(ctx: Context) -> None:
     """build() and every lookup leave the arrays the caller passed exactly as they were."""
     rng = np.random.default_rng(21)
-    host_keys = make_keys("duplicates" if ctx.caps.duplicates else "uniform32", 2000, 21,
-                          duplicates=ctx.caps.duplicates).keys
+    host_keys = key_set(ctx, "duplicates", 2000, 21, unique="uniform32")
     host_values = rng.integers(0, 2**64 - 1, host_keys.shape[0], dtype=np.uint64, endpoint=True)
     keys = to_device(host_keys.copy(), ctx.device)  # the caller's arrays; the host_ ones are
     values = to_device(host_values.copy(), ctx.device)  # the reference copies
