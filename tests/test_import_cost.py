@@ -139,9 +139,12 @@ def test_a_pytest_run_that_uses_no_indexzoo_fixture_imports_and_prints_nothing_o
         tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(_RECORDER)
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    # only indexzoo's two plugins load: another package's plugin may import NumPy itself
     res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                          "test_plain.py"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=300)
+                          "-p", "indexzoo.conformance.pytest_plugin",
+                          "-p", "indexzoo.tools.pytest_bench", "test_plain.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     modules = json.loads((tmp_path / "modules.json").read_text())
     assert modules == ["indexzoo", "indexzoo.conformance", "indexzoo.conformance.pytest_plugin",

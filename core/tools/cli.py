@@ -152,14 +152,15 @@ def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _engines(short: bool = False) -> list[tuple[str, str]]:
-    """The ray tracers an index with an ``engine`` parameter can use here, and why (not)."""
-    from .doctor import optix_engine
+    """The ray tracers an index with an ``engine`` parameter can use here: whether OptiX's
+    bindings and headers are installed, found without importing them or touching a GPU
+    (``indexzoo doctor`` goes on to the device)."""
+    from indexzoo.native.rt import optix
 
-    ok, why = optix_engine()
-    if short:
-        why = why.split(";")[0]
+    got = optix.installed()
+    why = got.reason.split(";")[0] if short else got.reason
     return [("software", "usable (cpu, and cuda where a GPU is usable)"),
-            ("optix", ("usable: " if ok else "not usable: ") + why)]
+            ("optix", ("installed: " if got.usable else "not usable: ") + why)]
 
 
 def cmd_info(args: argparse.Namespace, out: TextIO) -> int:

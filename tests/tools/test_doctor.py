@@ -122,7 +122,7 @@ def test_probes_without_fakes_work_here() -> None:
 
 
 @pytest.mark.parametrize("usable", [False, True])
-def test_doctor_info_and_list_say_whether_the_optix_engine_is_usable(
+def test_doctor_probes_the_optix_engine_and_info_and_list_say_whether_it_is_installed(
         machine: Any, monkeypatch: pytest.MonkeyPatch, usable: bool) -> None:
     from indexzoo.native.rt import optix
 
@@ -131,18 +131,41 @@ def test_doctor_info_and_list_say_whether_the_optix_engine_is_usable(
               "pyoptix is not installed; install NVIDIA's OptiX Python bindings")
     monkeypatch.setattr(optix, "status", lambda probe_device=True: optix.OptixStatus(usable,
                                                                                      reason))
+    found = ("pyoptix and the OptiX SDK headers are installed; `indexzoo doctor` checks the GPU"
+             if usable else reason)
+    monkeypatch.setattr(optix, "installed", lambda: optix.OptixStatus(usable, found))
     word = "usable: " if usable else "not usable: "
     assert f"engine             {word}{reason}" in report()
+    said = "installed: " if usable else "not usable: "
     out = io.StringIO()
     assert main(["info", "rx"], out=out) == 0
-    assert f"  optix: {word}{reason}" in out.getvalue()
+    assert f"  optix: {said}{found}" in out.getvalue()
     assert "  software: usable" in out.getvalue()
     out = io.StringIO()
     assert main(["list"], out=out) == 0
-    assert f"optix: {word}{reason.split(';')[0]}" in out.getvalue().splitlines()[-1]
+    assert f"optix: {said}{found.split(';')[0]}" in out.getvalue().splitlines()[-1]
     out = io.StringIO()
     assert main(["info", "sorted-array"], out=out) == 0
     assert "engines:" not in out.getvalue()  # only indexes with an engine parameter
+
+
+def test_list_and_info_find_optix_without_importing_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """What list and info say of OptiX comes from the files installed, not from importing the
+    bindings (which would import CuPy and numba and open the GPU)."""
+    import importlib.util
+
+    from indexzoo.native.rt import optix
+
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "optix" else None)
+    monkeypatch.setattr(optix, "import_optix", lambda: pytest.fail("the bindings were imported"))
+    monkeypatch.delenv("OptiX_INSTALL_DIR", raising=False)
+    assert "OptiX_INSTALL_DIR is not set" in optix.installed().reason
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "optix.h").write_text("")
+    monkeypatch.setenv("OptiX_INSTALL_DIR", str(tmp_path))
+    assert optix.installed().usable
 
 
 def test_the_optix_section_shows_the_rt_cores_and_what_auto_picks(machine: Any) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import os
 import threading
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ from indexzoo.errors import DeviceUnavailable
 
 from .sdk import ENV, INSTALL_HINT, headers_dir, import_optix
 
-__all__ = ["INSTALL_HINT", "OptixStatus", "headers_dir", "require", "rt_cores", "status"]
+__all__ = ["INSTALL_HINT", "OptixStatus", "headers_dir", "installed", "require", "rt_cores",
+           "status"]
 
 @dataclass(frozen=True)
 class OptixStatus:
@@ -42,6 +44,21 @@ class OptixStatus:
 
 _LOCK = threading.Lock()
 _PROBED: dict[int, OptixStatus] = {}
+
+
+def installed() -> OptixStatus:
+    """Whether the ``pyoptix`` bindings and the SDK headers are here, found without importing
+    the bindings, CuPy or numba and without touching a GPU (what ``indexzoo list`` and
+    ``info`` report; :func:`status` and ``indexzoo doctor`` go on to the device)."""
+    if importlib.util.find_spec("optix") is None:
+        return OptixStatus(False, f"pyoptix is not installed; {INSTALL_HINT}")
+    if headers_dir() is None:
+        where = os.environ.get(ENV)
+        why = f"{ENV} is not set" if not where else f"{ENV}={where!r} holds no include/optix.h"
+        return OptixStatus(False, f"the OptiX SDK headers are needed to compile the programs: "
+                                  f"{why}; {INSTALL_HINT}")
+    return OptixStatus(True, "pyoptix and the OptiX SDK headers are installed; `indexzoo "
+                             "doctor` checks the GPU")
 
 
 def status(probe_device: bool = True) -> OptixStatus:
