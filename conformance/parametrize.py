@@ -28,10 +28,10 @@ import pytest
 
 from indexzoo import GpuIndex, IndexSpec, Unsupported
 
-from .catalog import CHECKS, GROUPS
+from .catalog import CHECKS
 from .context import Context, skip_reason
+from .runner import chosen_groups, make_context, resolve_index
 from .runner import expected_failures as declared_failures
-from .runner import make_context, resolve_index
 
 __all__ = ["IndexUnderTest", "context_for", "parametrize_with_checks"]
 
@@ -89,11 +89,7 @@ def parametrize_with_checks(indexes: Iterable[Any], *, groups: Collection[str] |
     failures. A check an index cannot take (a capability it does not declare) is skipped with
     the reason.
     """
-    wanted = GROUPS if groups is None else tuple(groups)
-    unknown = sorted(set(wanted) - set(GROUPS))
-    if unknown:
-        raise TypeError(f"parametrize_with_checks: groups names no group: {unknown} (groups: "
-                        f"{', '.join(GROUPS)})")
+    wanted = chosen_groups(groups, "parametrize_with_checks: groups")
     cases = []
     for index in indexes:
         cls, params = _resolve(index)

@@ -14,8 +14,8 @@ from indexzoo.registry import lookup
 from .catalog import CHECKS, GROUPS
 from .context import Check, Context, skip_reason
 
-__all__ = ["BAD", "CheckResult", "device_refusal", "expected_failures", "make_context",
-           "resolve_index", "run_checks", "summary"]
+__all__ = ["BAD", "CheckResult", "chosen_groups", "device_refusal", "expected_failures",
+           "make_context", "resolve_index", "run_checks", "summary"]
 
 Status = Literal["passed", "failed", "error", "skipped", "xfail", "xpass"]
 #: Statuses that fail a certification (an expected failure that passes must be undeclared).
@@ -82,6 +82,16 @@ def device_refusal(cls: type[GpuIndex], device: str) -> str | None:
         return None
     return (f"index {cls.name!r} does not run on {device!r}: its capabilities list the "
             f"devices {', '.join(devices)}")
+
+
+def chosen_groups(groups: Iterable[str] | None, who: str) -> tuple[str, ...]:
+    """The groups a pytest entry runs: ``groups`` (None: all); TypeError naming ``who`` for a
+    name that is no group."""
+    wanted = GROUPS if groups is None else tuple(groups)
+    unknown = sorted(set(wanted) - set(GROUPS))
+    if unknown:
+        raise TypeError(f"{who} names no group: {unknown} (groups: {', '.join(GROUPS)})")
+    return wanted
 
 
 def make_context(index: Any, *, device: str = "cpu", size: str = "small",

@@ -24,9 +24,15 @@ import pytest
 
 from indexzoo import Unsupported
 
-from .catalog import CHECKS, GROUPS
+from .catalog import CHECKS
 from .context import Check, Context, skip_reason
-from .runner import device_refusal, expected_failures, make_context, resolve_index
+from .runner import (
+    chosen_groups,
+    device_refusal,
+    expected_failures,
+    make_context,
+    resolve_index,
+)
 
 __all__ = ["ConformanceSuite"]
 
@@ -52,11 +58,7 @@ class ConformanceSuite:
         xfail = expected_failures(cls, self.expected_failures)
         device = metafunc.config.getoption("indexzoo_device", default=None) or "cpu"
         elsewhere = device_refusal(cls, device)  # every check skipped, with this reason
-        wanted = GROUPS if self.groups is None else tuple(self.groups)
-        unknown = sorted(set(wanted) - set(GROUPS))
-        if unknown:
-            raise TypeError(f"{type(self).__name__}.groups names no group: {unknown} (groups: "
-                            f"{', '.join(GROUPS)})")
+        wanted = chosen_groups(self.groups, f"{type(self).__name__}.groups")
         cases = []
         for c in CHECKS:
             if c.group not in wanted:
