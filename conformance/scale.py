@@ -51,7 +51,7 @@ class Reach:
 
     keys: tuple[int, int]
     batches: tuple[int, int]
-    drawn: int  # sizes drawn besides the largest
+    drawn: int  # batch sizes drawn besides the largest
     batch_keys: tuple[int, int]  # key counts of the batch cases
 
 
@@ -109,18 +109,19 @@ def _families(ctx: Context) -> list[str]:
 
 
 def key_cases(ctx: Context) -> list[KeyCase]:
-    """The key sets of this run: ``reach.drawn`` sizes drawn log-uniformly (families and
-    dtypes in a drawn order), then the two largest, above ``reach.keys[1]`` distinct keys."""
+    """The key sets of this run: one of each family (skewed, dense, uniform, and duplicates
+    where the index takes them) of a size drawn log-uniformly in ``reach.keys``, the dtypes
+    the index takes in a drawn order, the first with values near 2^64; then the two largest,
+    uniform and skewed, above ``reach.keys[1]`` distinct keys."""
     r = reach(ctx.size, ctx.device)
     rng = np.random.default_rng([ctx.seed, 1])
     fams = list(rng.permutation(_families(ctx)))
     dts = list(rng.permutation(_dtypes(ctx)))
-    sizes = _log_uniform(rng, *r.keys, r.drawn)
-    batches = _log_uniform(rng, *r.batches, r.drawn)
+    sizes = _log_uniform(rng, *r.keys, len(fams))
+    batches = _log_uniform(rng, *r.batches, len(fams))
     top = "uint64" if ctx.wide else "uint32"
-    cases = [KeyCase(str(fams[i % len(fams)]), n, b, str(dts[i % len(dts)]), i == 0,
-                     int(rng.integers(2**32)))
-             for i, (n, b) in enumerate(zip(sizes, batches, strict=True))]
+    cases = [KeyCase(str(fam), n, b, str(dts[i % len(dts)]), i == 0, int(rng.integers(2**32)))
+             for i, (fam, n, b) in enumerate(zip(fams, sizes, batches, strict=True))]
     cases += [KeyCase(fam, _above(rng, r.keys[1]), _above(rng, r.batches[1]), top, False,
                       int(rng.integers(2**32))) for fam in ("uniform", "skewed")]
     return cases
@@ -264,20 +265,22 @@ def _points(u: np.ndarray, hits: np.ndarray, q: int, rng: np.random.Generator,
 def _ranges(u: np.ndarray, starts: np.ndarray, q: int, rng: np.random.Generator,
             top: int) -> tuple[np.ndarray, np.ndarray]:
     """``q`` ranges of at most 4 distinct keys each: from the keys ``u[starts]`` to the 0th
-    to 3rd next key, half of them with a bound moved to a neighbour (often a miss) or
-    inverted (empty); then ranges from random values to a key or just below one, and ranges
-    at the domain's ends (to the top of the domain, from 0), in a random order."""
+    to 3rd next key, or to a neighbour of it (often a miss), or inverted (``hi = lo - 1``:
+    empty); then ranges from random values and from neighbours of keys to a key or just
+    below one, and ranges at the domain's ends (to its top, from 0), in a random order."""
     d, h = u.shape[0], starts.shape[0]
-    first = u[starts]
+    lo = u[starts]
     last = u[np.minimum(starts + rng.integers(0, 4, h), d - 1)]
-    kind = rng.integers(0, 8, h)  # 0 and 5-7: both bounds on keys
-    lo = np.select([kind == 1, kind == 3, kind == 4],
-                   [_step(first, -1, top), _step(first, 1, top), last], first)
-    hi = np.select([kind == 2, kind == 3, kind == 4],
-                   [_step(last, 1, top), _step(last, -1, top), _step(first, -1, top)], last)
+    kind = rng.integers(0, 8, h)  # 0 and 5-7: the upper bound on a key
+    hi = np.select([kind == 1, kind == 2, kind == 3, kind == 4],
+                   [_step(last, -1, top), _step(last, 1, top), lo, _step(lo, -1, top)], last)
     rest = q - h
     n_rand = rest * 3 // 4
     rlo = rng.integers(0, top, n_rand, dtype=np.uint64, endpoint=True).astype(u.dtype)
+    near = rng.random(n_rand) < 0.5  # half of them next to a key (below or above it)
+    j = rng.integers(0, d, n_rand)
+    rlo = np.where(near, np.where(rng.random(n_rand) < 0.5, _step(u[j], -1, top),
+                                  _step(u[j], 1, top)), rlo)
     at = np.minimum(np.searchsorted(u, rlo) + rng.integers(0, 3, n_rand), d - 1)
     rhi = np.where(rng.random(n_rand) < 0.5, u[at], _step(u[at], -1, top))
     k = min(4, d)
