@@ -4,6 +4,7 @@ that a seed alone decides their data, that every key is looked up, and what a fa
 from __future__ import annotations
 
 import io
+import re
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,7 +45,7 @@ def test_large_reaches_past_2_21_keys_and_2_19_lookups_on_the_cpu_2_26_and_2_24_
 @pytest.mark.parametrize("seed", SEEDS)
 def test_small_stays_within_a_few_thousand_keys_and_lookups(seed: int) -> None:
     most_keys, most_batch = _largest(_context("cpu", "small", seed))
-    assert most_keys <= 5120 and most_batch <= 5120
+    assert most_keys <= 2560 and most_batch <= 2560
 
 
 def test_sizes_come_from_the_seed_alone_and_are_no_powers_of_two() -> None:
@@ -132,7 +133,9 @@ def test_a_failure_says_it_depends_on_the_batch_and_how_to_replay_it() -> None:
     ctx = make_context(_EveryTenthOver100, device="cpu", seed=12)
     [res] = run_checks(ctx, labels=["sizes/large_batches_answer_every_lookup"])
     assert res.status == "failed"
-    assert "first at positions [ 9 19 29 39 49]" in res.message
+    first = re.search(r"first at positions \[([\d ]+)\]", res.message)
+    assert first is not None, res.message
+    assert all(int(p) % 10 == 9 for p in first.group(1).split())  # every 10th: 9, 19, ...
     assert "they answer right: the answer depends on the batch" in res.message
     assert ("replay: indexzoo check every-tenth-over-100 --size small --device cpu --seed 12 "
             "--group sizes") in res.message
