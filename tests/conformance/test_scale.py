@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -15,6 +16,8 @@ from indexzoo.conformance import make_context, oracle, run_checks, scale
 from indexzoo.conformance.context import Context
 from indexzoo.plugins.sorted_array import SortedArrayIndex
 from indexzoo.tools.cli import main
+
+pytest_plugins = ["pytester"]
 
 SEEDS = (0, 1, 2, 99, 123456)
 
@@ -114,7 +117,7 @@ def test_every_distinct_key_is_looked_up_as_a_point_and_as_a_lower_bound() -> No
         assert np.isin(np.unique(keys), asked).all(), kind
 
 
-def test_a_seed_given_to_the_check_command_is_printed_and_used(tmp_path: Any) -> None:
+def test_a_seed_given_to_the_check_command_is_printed_and_used() -> None:
     out = io.StringIO()
     assert main(["check", "sorted-array", "--group", "sizes", "--seed", "31"], out=out) == 0
     first, *_, last = out.getvalue().strip().splitlines()
@@ -127,6 +130,31 @@ class _EveryTenthOver100(MissesEveryKthLookupInLargeBatches):
     name: ClassVar[str] = "every-tenth-over-100"
     BATCH_OVER: ClassVar[int] = 100
     EVERY: ClassVar[int] = 10
+
+
+def test_the_pytest_suite_takes_its_seed_from_the_command_line(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_seeded="""
+from support.broken_indexes import MissesEveryKthLookupInLargeBatches
+from indexzoo.conformance import ConformanceSuite
+
+
+class EveryTenth(MissesEveryKthLookupInLargeBatches):
+    name = "every-tenth"
+    BATCH_OVER = 100
+    EVERY = 10
+
+
+class TestSeeded(ConformanceSuite):
+    index = EveryTenth
+    groups = ("sizes",)
+""")
+    pytester.syspathinsert(str(Path(__file__).parents[1]))
+    res = pytester.runpytest("-q", "-p", "no:cacheprovider", "--indexzoo-seed", "777", "-k",
+                             "large_batches_answer_every_lookup")
+    res.assert_outcomes(failed=1)
+    res.stdout.fnmatch_lines(["*replay: indexzoo check every-tenth --size small --device cpu "
+                              "--seed 777 --group sizes*"])
 
 
 def test_a_failure_says_it_depends_on_the_batch_and_how_to_replay_it() -> None:
