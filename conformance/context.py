@@ -6,13 +6,14 @@ at which size), the hypothesis profiles and :func:`verify`, which compares every
 from __future__ import annotations
 
 import importlib.util
+import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, seed, settings
 
 from indexzoo import (
     OUT_MODES,
@@ -23,8 +24,8 @@ from indexzoo import (
 
 from .oracle import Oracle, compare
 
-__all__ = ["GROUPS", "Check", "Context", "bitmap_lookups", "check", "checks_in", "skip_reason",
-           "verify"]
+__all__ = ["GROUPS", "Check", "Context", "bitmap_lookups", "check", "checks_in", "fresh_seed",
+           "skip_reason", "verify"]
 
 Size = Literal["small", "large"]
 
@@ -107,6 +108,16 @@ def skip_reason(check: Check, caps: Capabilities) -> str | None:
     return "; ".join(_lacks(n) for n in missing) or None
 
 
+#: Seeds drawn for a run that was given none are below this (short enough to type again).
+SEEDS = 1_000_000
+
+
+def fresh_seed() -> int:
+    """A seed for a run that was given none: drawn at random, so that runs differ; the run
+    prints it, and giving it back (``--seed``) replays the run."""
+    return secrets.randbelow(SEEDS)
+
+
 @dataclass
 class Context:
     """What a check needs to know about the plugin under test."""
@@ -121,6 +132,9 @@ class Context:
     expected_failures: dict[str, str] = field(default_factory=dict)
     #: the index class under test (None: the class of what ``factory`` makes)
     cls: type[GpuIndex] | None = None
+    #: what the run draws from: the scale checks' key counts, batch sizes and data, and the
+    #: hypothesis examples of the ``large`` size (``small``'s are derandomized)
+    seed: int = field(default_factory=fresh_seed)
     _settings: Any = field(default=None, repr=False)
 
     def new(self, **params: Any) -> GpuIndex:
@@ -157,6 +171,13 @@ class Context:
                 "indexzoo-ci" if self.size == "small" else "indexzoo-thorough")
             self._settings = settings(settings.get_profile(name), database=None)
         return self._settings
+
+    def seeded(self, test: Callable[..., None]) -> Callable[[], None]:
+        """A hypothesis test (decorated with ``given``) that draws its examples from the
+        run's seed (unless its profile derandomizes it, as ``small``'s does)."""
+        if self.settings().derandomize:
+            return test
+        return seed(self.seed)(test)
 
     def keys(self, values: Iterable[int], bits: int) -> np.ndarray:
         """Keys as uint32/uint64 (uint32 when the index lacks uint64 and they fit)."""

@@ -163,7 +163,7 @@ def check_conjunctions_match_the_and_of_column_predicates(ctx: Context) -> None:
                        bounds=range_bounds(cols, ctx.n_ranges, seed),
                        label=f"{kind} table (n={n}, d={d}, seed={seed})")
 
-    prop()
+    ctx.seeded(prop)()
 
 
 @check("columns", needs=("multi",))

@@ -123,6 +123,7 @@ def context_for(request: pytest.FixtureRequest) -> Context:
     size = request.config.getoption("indexzoo_size", default=None) or "small"
     try:
         return make_context(target.cls, device=device, size=size, params=dict(target.params),
-                            expected=dict(target.expected))
+                            expected=dict(target.expected),
+                            seed=request.config.getoption("indexzoo_seed", default=None))
     except Unsupported as exc:
         pytest.skip(str(exc))

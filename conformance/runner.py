@@ -97,9 +97,11 @@ def chosen_groups(groups: Iterable[str] | None, who: str) -> tuple[str, ...]:
 def make_context(index: Any, *, device: str = "cpu", size: str = "small",
                  params: dict[str, Any] | None = None,
                  hypothesis_profile: str | None = None,
-                 expected: dict[str, str] | None = None) -> Context:
+                 expected: dict[str, str] | None = None, seed: int | None = None) -> Context:
     """A check context for ``index`` on ``device``; Unsupported if it cannot run there.
-    ``expected``: more expected failures (label -> reason) besides the class's own."""
+    ``expected``: more expected failures (label -> reason) besides the class's own;
+    ``seed``: what the run draws its data from (None: a seed drawn at random, see
+    :attr:`Context.seed`)."""
     cls, base = resolve_index(index, params)
     why = device_refusal(cls, device)  # before the device is resolved: no GPU needed to say so
     if why is None:
@@ -111,9 +113,12 @@ def make_context(index: Any, *, device: str = "cpu", size: str = "small",
     def factory(**override: Any) -> GpuIndex:
         return cls({**base, **override}, device=dev)
 
-    return Context(factory=factory, caps=cls.capabilities, device=dev, size=size,  # type: ignore[arg-type]
-                   name=cls.name, hypothesis_profile=hypothesis_profile,
-                   expected_failures=expected_failures(cls, expected), cls=cls)
+    ctx = Context(factory=factory, caps=cls.capabilities, device=dev, size=size,  # type: ignore[arg-type]
+                  name=cls.name, hypothesis_profile=hypothesis_profile,
+                  expected_failures=expected_failures(cls, expected), cls=cls)
+    if seed is not None:
+        ctx.seed = seed
+    return ctx
 
 
 def run_checks(ctx: Context, groups: Iterable[str] | None = None,

@@ -11,7 +11,8 @@ and pytest runs one test per check, named ``group/check`` (``groups = {"differen
 index does not declare is skipped with the reason, and a check the index declares it fails
 (``expected_failures = {"group/check": "why"}``, or ``conformance_expected_failures`` on the
 index class) is a strict expected failure (it must fail; passing is reported). The device and
-size come from ``--indexzoo-device`` (default cpu) and ``--indexzoo-size`` (default small); on
+size come from ``--indexzoo-device`` (default cpu) and ``--indexzoo-size`` (default small), the
+seed of the data from ``--indexzoo-seed`` (default drawn at random, shown in the header); on
 a device the index's capabilities do not list, every check is skipped with that reason.
 """
 
@@ -77,9 +78,10 @@ class ConformanceSuite:
     def conformance_context(self, request: pytest.FixtureRequest) -> Context:
         device = request.config.getoption("indexzoo_device", default=None) or "cpu"
         size = request.config.getoption("indexzoo_size", default=None) or "small"
+        seed = request.config.getoption("indexzoo_seed", default=None)
         try:
             return make_context(self.index, device=device, size=size, params=self.params,
-                                expected=self.expected_failures)
+                                expected=self.expected_failures, seed=seed)
         except Unsupported as exc:
             pytest.skip(str(exc))
 

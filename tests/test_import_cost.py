@@ -152,13 +152,15 @@ def test_a_pytest_run_that_uses_no_indexzoo_fixture_imports_and_prints_nothing_o
     assert [line for line in res.stdout.splitlines() if line.startswith("indexzoo")] == []
 
 
-def test_a_run_that_collects_conformance_tests_names_their_device_and_size(
+def test_a_run_that_collects_conformance_tests_names_their_device_size_and_seed(
         tmp_path: Path) -> None:
     (tmp_path / "test_suite.py").write_text(
         "from indexzoo.conformance import ConformanceSuite\n\n\n"
         "class TestSortedArray(ConformanceSuite):\n    index = 'sorted-array'\n")
-    res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                          "--collect-only", "-q", "test_suite.py"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert "indexzoo conformance: device=cpu, size=small" in res.stdout.splitlines()
+    for given, shown in (([], r"\d+"), (["--indexzoo-seed", "4242"], "4242")):
+        res = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                              "--collect-only", "-q", "test_suite.py", *given], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        header = rf"indexzoo conformance: device=cpu, size=small, seed={shown}"
+        assert any(re.fullmatch(header, line) for line in res.stdout.splitlines()), res.stdout

@@ -29,7 +29,7 @@ def _family_check(family: str) -> Callable[[Context], None]:
                    rng=ranges(keys, ctx.n_ranges, seed),
                    label=f"{family} keys (n={keys.shape[0]}, seed={seed})")
 
-        prop()
+        ctx.seeded(prop)()
 
     run.__doc__ = f"Every out mode agrees with the oracle on {family} keys (hypothesis)."
     return run
@@ -72,7 +72,7 @@ def check_differential_small_sets_drawn_key_by_key(ctx: Context) -> None:
                     np.array([b for _, b in pairs], dtype=dtype)),
                label=f"keys {keys}")
 
-    prop()
+    ctx.seeded(prop)()
 
 
 @check("differential", needs=("sum",))

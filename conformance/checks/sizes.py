@@ -6,6 +6,7 @@ import numpy as np
 
 from indexzoo.native.targets import SERIAL_BELOW
 
+from .. import scale
 from ..context import Context, check, verify
 from ..data import lookups, make_keys, ranges
 
@@ -63,3 +64,22 @@ def check_batches_above_every_threshold_answer_right(ctx: Context) -> None:
     top = pts.dtype.type(np.iinfo(pts.dtype).max)
     hi = np.where(pts > top - 3, top, pts + pts.dtype.type(3))  # a few keys each
     verify(ctx, index, keys, points=pts, rng=(pts, hi), label=f"one batch of {q} lookups")
+
+
+@check("sizes")
+def check_large_batches_answer_every_lookup(ctx: Context) -> None:
+    """Batches of sizes drawn from the run's seed, the largest above 2^19 lookups on the CPU
+    (2^24 on a GPU) at --size large, answer every lookup right in every out mode but bitmap
+    (a bug at a position of a large batch shows here)."""
+    for case in scale.batch_cases(ctx):
+        scale.run_case(ctx, case.keys, scale.batch_plan(ctx, case.batches),
+                       what=f"batches of {', '.join(f'{q:,}' for q in case.batches)}; ")
+
+
+@check("sizes")
+def check_large_key_sets_answer_every_key(ctx: Context) -> None:
+    """Key sets of sizes drawn from the run's seed, the largest above 2^21 distinct keys on
+    the CPU (2^26 on a GPU) at --size large: every key is looked up as a point and as a
+    range's lower bound, and every answer is right in every out mode but bitmap."""
+    for case in scale.key_cases(ctx):
+        scale.run_case(ctx, case, scale.sweep_plan(ctx, case.distinct, case.batch))

@@ -1,4 +1,5 @@
-"""``indexzoo check NAME [--device cpu|cuda] [--size small|large] [--set PARAM=VALUE ...]``."""
+"""``indexzoo check NAME [--device cpu|cuda] [--size small|large] [--seed N] [--set PARAM=VALUE
+...]``."""
 
 from __future__ import annotations
 
@@ -24,11 +25,21 @@ def add_cli(sub: Any) -> None:
     s.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"))
     s.add_argument("--size", default="small", choices=("small", "large"),
                    help="small: quick (CI); large: bigger key sets, many more hypothesis examples")
+    s.add_argument("--seed", type=_seed, default=None, metavar="N",
+                   help="what the run draws its key sets and lookups from (default: drawn at "
+                        "random and printed); give a printed seed to replay that run")
     s.add_argument("--group", action="append", help="only this check group (repeatable)")
     s.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                    help="a parameter of the index under test (repeatable; VALUE as JSON or "
                         "text), e.g. --set engine=optix")
     s.set_defaults(func=cmd_check)
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{text}: a seed is a whole number from 0 to 2^63-1")
+    return value
 
 
 def _params(sets: list[str]) -> dict[str, Any]:
@@ -57,13 +68,14 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     if params:
         cls = lookup(args.name)
         validate_params(cls.Params, params, cls.name)  # ConfigError before any check runs
-    ctx = make_context(args.name, device=args.device, size=args.size, params=params)
+    ctx = make_context(args.name, device=args.device, size=args.size, params=params,
+                       seed=args.seed)
     env = environment(ctx.device)
     shown = "".join(f" {k}={v!r}" for k, v in params.items())
     out.write(f"indexzoo check {printable(ctx.name + shown)} on {ctx.device} ({device_name(ctx.device)}), "
-              f"size {args.size}, commit {env['commit']}\n")
+              f"size {args.size}, seed {ctx.seed}, commit {env['commit']}\n")
     out.flush()
     t0 = time.perf_counter()
     results = run_checks(ctx, groups=args.group, progress=sys.stderr)
-    out.write(summary(results) + f"  ({time.perf_counter() - t0:.1f} s)\n")
+    out.write(summary(results) + f"  ({time.perf_counter() - t0:.1f} s, seed {ctx.seed})\n")
     return 0 if all(r.ok for r in results) else 1
