@@ -19,6 +19,7 @@ from indexzoo.registry import lookup
 from indexzoo.results import Out
 
 from . import cluster, partition, sources, worker
+from .cluster import ClusterParams
 from .lost import ShardLost, losing_workers, raised_by_a_task
 from .saved import SHARDED_SCHEMA
 
@@ -48,7 +49,12 @@ class ShardedParams(IndexParams):
         default=None,
         description=("A Dask scheduler address to connect to (e.g. 'tcp://10.0.0.5:8786'); "
                      "none: a client given to the index, the one set with use_client(), or "
-                     "a local cluster."))
+                     "the default client, or a local cluster."))
+    cluster: ClusterParams = Field(
+        default=ClusterParams(),
+        description=("How the local cluster is made when the index starts one (no client "
+                     "given, set or default): workers, threads, processes, protocol, and on "
+                     "cuda the RMM pool per GPU."))
 
     @field_validator("inner", mode="before")
     @classmethod
@@ -143,8 +149,12 @@ class ShardedIndex(GpuIndex[ShardedState]):
         if self.params.partitioning == "range" and self.capabilities.dims > 1:
             raise ConfigError("params.partitioning = 'range': a multi-column inner index is "
                               "sharded by rows ('rows' or 'auto')")
+        if self.params.cluster.rmm_pool_size is not None and self.device != "cuda":
+            raise ConfigError("params.cluster.rmm_pool_size: an RMM pool is for GPU workers; "
+                              f"this index runs on {self.device!r}")
         # resolve the client now: a missing Dask is an error here, before any build
-        self._client = cluster.client_for(client, self.params.address, self.device)
+        self._client = cluster.client_for(client, self.params.address, self.device,
+                                          self.params.cluster)
 
     def __getstate__(self) -> dict[str, Any]:
         data = super().__getstate__()
@@ -152,8 +162,10 @@ class ShardedIndex(GpuIndex[ShardedState]):
         return data
 
     def __setstate__(self, data: dict[str, Any]) -> None:
-        self._client = cluster.client_for(None, data["meta"]["params"].get("address"),
-                                          data["meta"].get("device", "cpu"))
+        params = data["meta"]["params"]
+        self._client = cluster.client_for(
+            None, params.get("address"), data["meta"].get("device", "cpu"),
+            cluster.ClusterParams.model_validate(params.get("cluster") or {}))
         super().__setstate__(data)
 
     @property
@@ -337,11 +349,15 @@ class ShardedIndex(GpuIndex[ShardedState]):
         client = st.client
         futures: list[Any] = []
         dt = str(st.rowid_dtype)
+        sent: list[Any] = []
         try:
             for s, idx in asked:
-                part = [a[idx] for a in host]
-                futures.append(client.submit(worker.lookup_shard, st.shards[s], kind, out, dt,
-                                             *part, pure=False))
+                # the lookups go to the shard's worker as data, never inside the task graph
+                at = [st.summaries[s].worker]
+                part = tuple(a[idx] for a in host)
+                sent.append(client.scatter([part], workers=at, hash=False)[0])
+                futures.append(client.submit(worker.lookup_scattered, st.shards[s], kind, out,
+                                             dt, sent[-1], workers=at, pure=False))
             return list(client.gather(futures))
         except IndexZooError:
             raise
@@ -354,7 +370,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
             st.lost.extend(lost)
             raise ShardLost(_lost_message(lost)) from exc
         finally:
-            for f in futures:
+            for f in [*futures, *sent]:
                 f.release()
 
     # ------------------------------------------------------------------ memory

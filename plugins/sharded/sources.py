@@ -25,8 +25,19 @@ class Source:
 
 
 def _is_dask(obj: Any) -> bool:
-    return type(obj).__module__.split(".")[0] in ("dask", "dask_expr") and \
-        hasattr(obj, "__dask_graph__")
+    """Whether ``obj`` is a Dask collection, whichever library made it (Dask's own arrays and
+    frames, dask-cudf, an xarray object backed by Dask)."""
+    import dask
+
+    return bool(dask.is_dask_collection(obj))
+
+
+def _dask_column(obj: Any) -> Any:
+    """A Dask collection with partitions to build from: itself, or the Dask array an xarray
+    object wraps."""
+    if not hasattr(obj, "to_delayed") and _is_dask(getattr(obj, "data", None)):
+        return obj.data
+    return obj
 
 
 def _is_parquet_list(obj: Any) -> bool:
@@ -53,6 +64,11 @@ def distributed_source(keys: Any, values: Any, columns: Sequence[str] | None) ->
             raise InvalidInput("argument 'values': a Dask collection, but the keys are not; "
                                "give both distributed or both in memory")
         return None
+    keys = _dask_column(keys)
+    if not hasattr(keys, "to_delayed"):
+        raise InvalidInput(f"argument 'keys': a Dask collection ({type(keys).__name__}) "
+                           "without partitions to build from; give a Dask array, Series "
+                           "or DataFrame")
     if hasattr(keys, "columns"):  # a DataFrame: take the named column
         if columns is None or len(columns) != 1:
             raise InvalidInput("argument 'columns': a build from a Dask DataFrame names the "
@@ -69,6 +85,7 @@ def distributed_source(keys: Any, values: Any, columns: Sequence[str] | None) ->
         if not _is_dask(values):
             raise InvalidInput("argument 'values': the keys are a Dask collection; give the "
                                "values as one too, partitioned alike")
+        values = _dask_column(values)
         if hasattr(keys, "chunks") and hasattr(values, "chunks"):
             values = values.rechunk(keys.chunks)
         value_parts = list(np.ravel(values.to_delayed()))
