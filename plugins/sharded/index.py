@@ -14,11 +14,12 @@ from indexzoo.config import IndexParams, IndexSpec, validate_params
 from indexzoo.contract import BuildState, Capabilities, Footprint, GpuIndex, NullPolicy
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
+from indexzoo.lookup import operation_for
 from indexzoo.persist import StateSchema
 from indexzoo.registry import lookup
-from indexzoo.results import Out
+from indexzoo.results import LookupResult, Out
 
-from . import cluster, partition, sources, worker
+from . import cluster, dask_lookups, partition, sources, worker
 from .cluster import ClusterParams
 from .lost import ShardLost, losing_workers, raised_by_a_task
 from .saved import SHARDED_SCHEMA
@@ -295,6 +296,56 @@ class ShardedIndex(GpuIndex[ShardedState]):
         st.lo, st.hi, st.split, st.heavy, st.lost = lo, hi, split, heavy, []
 
     # ------------------------------------------------------------------ lookups
+    def point(self, queries: Any, *, out: Out = "rowid") -> LookupResult:
+        """As for every index; lookups given as a Dask array are answered where they live,
+        with a Dask array of the same chunks (``out`` ``rowid``, ``count`` or ``sum``)."""
+        if sources.is_dask(queries):
+            return self._dask_lookup("point", out, [queries])
+        return super().point(queries, out=out)
+
+    def range(self, lo: Any, hi: Any = None, *, out: Out = "count") -> LookupResult:
+        """As for every index; bounds given as Dask arrays are answered where they live, with
+        a Dask array chunked like ``lo`` (``out`` ``rowid``, ``count`` or ``sum``)."""
+        if sources.is_dask(lo) or sources.is_dask(hi):
+            if not (sources.is_dask(lo) and sources.is_dask(hi)):
+                raise InvalidInput("argument 'hi': give both bounds as Dask arrays, or both "
+                                   "in memory")
+            return self._dask_lookup("range", out, [lo, hi])
+        return super().range(lo, hi, out=out)
+
+    def _dask_lookup(self, kind: str, out: Out, arrays: list[Any]) -> LookupResult:
+        """Lookups in Dask arrays: checked here, answered on the workers (dask_lookups)."""
+        st = self._live()
+        op = operation_for(self, kind, out)  # Unsupported or InvalidInput for what can't be
+        if op.out not in dask_lookups.DASK_OUTS:
+            raise InvalidInput(f"argument 'out': lookups given as a Dask array are answered "
+                               f"with out='rowid', 'count' or 'sum', not {op.out!r}; compute "
+                               "them first for the others")
+        if st.dims > 1 or st.rows is not None:
+            raise InvalidInput("lookups given as a Dask array need a one-column index built "
+                               "without skipping nulls; compute them first")
+        names = ("queries",) if kind == "point" else ("lo", "hi")
+        for name, a in zip(names, arrays, strict=True):
+            if getattr(a, "ndim", None) != 1 or not hasattr(a, "to_delayed"):
+                raise InvalidInput(f"argument {name!r}: a Dask array of lookups is a 1-D "
+                                   f"Dask array, got {type(a).__name__}")
+        if kind == "range" and arrays[0].shape != arrays[1].shape:
+            raise InvalidInput(f"arguments 'lo' and 'hi' differ in length: {arrays[0].shape} "
+                               f"and {arrays[1].shape}")
+        # a dtype no key map takes fails now, on the caller's side, not in a worker's task
+        empty = [np.zeros(0, dtype=a.dtype) for a in arrays]
+        if kind == "point":
+            st.keymap.encode_points(empty[0], name="queries")
+        else:
+            st.keymap.encode_ranges(empty[0], empty[1])
+        if st.lost:
+            raise ShardLost(_lost_message(st.lost))
+        routing = dask_lookups.Routing(st.keymap, st.scheme, st.lo, st.hi, st.heavy,
+                                       [s.n > 0 for s in st.summaries])
+        answer = dask_lookups.lookup(st.client, st.shards, [s.worker for s in st.summaries],
+                                     routing, kind, op.out, st.rowid_dtype, self.device, arrays)
+        return LookupResult(out=op.out, **{op.out: answer})
+
     # one hook per operation (not one marked method): a subclass for an inner index without
     # ranges inherits the range hooks from here, where the capabilities declare them
     def _point_rowid(self, st: ShardedState, q: Any) -> Any:
@@ -336,7 +387,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
         asked = [(s, idx) for s, idx in enumerate(routes)
                  if idx.shape[0] and st.summaries[s].n]
         parts = self._gather(st, kind, out, host, asked)
-        got = _combine(out, q, asked, parts, st.rowid_dtype)
+        got = dask_lookups.combine(out, q, asked, parts, st.rowid_dtype)
         if isinstance(got, tuple):
             return tuple(to_device(a, self.device) for a in got)
         return to_device(got, self.device)
@@ -482,36 +533,3 @@ def _workers(client: Any) -> list[str]:
 def _lost_message(lost: list[str]) -> str:
     return (f"sharded index lost {', '.join(lost)}: its worker died or left the cluster. The "
             "lookup returned nothing; build (or load) the index again to go on")
-
-
-def _combine(out: str, q: int, asked: list[tuple[int, np.ndarray]], parts: list[Any],
-             rowid_dtype: np.dtype) -> Any:
-    """The shards' answers, each for the lookups at its positions, as one answer in the
-    caller's order."""
-    if out == "rowid":
-        miss = np.iinfo(rowid_dtype).max
-        got = np.full(q, miss, dtype=rowid_dtype)
-        for (_, idx), part in zip(asked, parts, strict=True):
-            cur = got[idx]
-            got[idx] = np.where(cur == miss, part, cur)
-        return got
-    if out in ("count", "sum"):
-        acc = np.zeros(q, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            for (_, idx), part in zip(asked, parts, strict=True):
-                acc[idx] += part  # a shard is asked each lookup at most once
-        return acc.astype(rowid_dtype) if out == "count" else acc
-    counts = np.zeros(q, dtype=np.int64)
-    for (_, idx), (off, _) in zip(asked, parts, strict=True):
-        counts[idx] += np.diff(off)
-    offsets = np.zeros(q + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    rowids = np.empty(int(offsets[-1]), dtype=rowid_dtype)
-    fill = offsets[:-1].copy()
-    for (_, idx), (off, rid) in zip(asked, parts, strict=True):
-        c = np.diff(off)
-        start = fill[idx]
-        rowids[np.repeat(start - off[:-1], c) + np.arange(rid.shape[0])] = rid
-        fill[idx] += c
-    return offsets, rowids
-

@@ -14,7 +14,7 @@ import numpy as np
 from indexzoo.errors import InvalidInput
 from indexzoo.keys import KeyMap
 
-__all__ = ["Source", "distributed_source"]
+__all__ = ["Source", "distributed_source", "is_dask"]
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Source:
     keymap: KeyMap
 
 
-def _is_dask(obj: Any) -> bool:
+def is_dask(obj: Any) -> bool:
     """Whether ``obj`` is a Dask collection, whichever library made it (Dask's own arrays and
     frames, dask-cudf, an xarray object backed by Dask)."""
     import dask
@@ -35,7 +35,7 @@ def _is_dask(obj: Any) -> bool:
 def _dask_column(obj: Any) -> Any:
     """A Dask collection with partitions to build from: itself, or the Dask array an xarray
     object wraps."""
-    if not hasattr(obj, "to_delayed") and _is_dask(getattr(obj, "data", None)):
+    if not hasattr(obj, "to_delayed") and is_dask(getattr(obj, "data", None)):
         return obj.data
     return obj
 
@@ -59,8 +59,8 @@ def distributed_source(keys: Any, values: Any, columns: Sequence[str] | None) ->
             raise InvalidInput("argument 'columns': a build from Parquet files names the key "
                                "column, e.g. columns=['key']")
         keys = dd.read_parquet(paths, columns=list(columns))
-    if not _is_dask(keys):
-        if values is not None and _is_dask(values):
+    if not is_dask(keys):
+        if values is not None and is_dask(values):
             raise InvalidInput("argument 'values': a Dask collection, but the keys are not; "
                                "give both distributed or both in memory")
         return None
@@ -82,7 +82,7 @@ def distributed_source(keys: Any, values: Any, columns: Sequence[str] | None) ->
                            "(ndim 1, integer or float keys); build others from memory")
     value_parts = None
     if values is not None:
-        if not _is_dask(values):
+        if not is_dask(values):
             raise InvalidInput("argument 'values': the keys are a Dask collection; give the "
                                "values as one too, partitioned alike")
         values = _dask_column(values)
