@@ -88,6 +88,7 @@ class LookupResult:
     @property
     def device(self) -> str:
         arr = self.offsets if self.out == "rowids" else getattr(self, self.out)
+        arr = getattr(arr, "_meta", arr)  # a Dask array: the kind of its chunks
         return "cpu" if isinstance(arr, np.ndarray) else "cuda"
 
     def to_host(self) -> LookupResult:
@@ -95,6 +96,9 @@ class LookupResult:
         def host(a: Any) -> Any:
             if a is None:
                 return None
+            if hasattr(a, "__dask_graph__"):  # an answer left on a cluster (sharded index)
+                a = a.compute()
+                return a if isinstance(a, np.ndarray) else a.get()
             return a.copy() if isinstance(a, np.ndarray) else a.get()
 
         return replace(self, **{f.name: host(getattr(self, f.name)) for f in fields(self)

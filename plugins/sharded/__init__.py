@@ -23,7 +23,13 @@ order (``ShardedIndex._answer``). The inner index is made through the registry
   sample and cut the partitions on the workers; only the sample (``sample_per_shard`` keys
   per shard) and the partition lengths reach the client.
 * The client: ``client=`` to the constructor, else the ``address`` parameter, else the
-  one set with :func:`use_client`, else a local cluster shared by the process (``cluster``).
+  one set with :func:`use_client`, else the process's default ``Client``, else a local
+  cluster shared by the process, made from the ``cluster`` parameters and started with
+  worker threads when a script starts it outside its ``__main__`` guard (``cluster``).
+* A batch in memory is routed on the caller's side and each shard's part scattered to its
+  worker (never inside the task graph); a Dask array of lookups is routed, answered and
+  reassembled on the workers, chunk by chunk, and answered with a Dask array
+  (``dask_lookups``).
 
 Decisions
 ---------

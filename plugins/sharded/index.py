@@ -14,11 +14,13 @@ from indexzoo.config import IndexParams, IndexSpec, validate_params
 from indexzoo.contract import BuildState, Capabilities, Footprint, GpuIndex, NullPolicy
 from indexzoo.devices import to_device, to_numpy
 from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
+from indexzoo.lookup import operation_for
 from indexzoo.persist import StateSchema
 from indexzoo.registry import lookup
-from indexzoo.results import Out
+from indexzoo.results import LookupResult, Out
 
-from . import cluster, partition, sources, worker
+from . import cluster, dask_lookups, partition, sources, worker
+from .cluster import ClusterParams
 from .lost import ShardLost, losing_workers, raised_by_a_task
 from .saved import SHARDED_SCHEMA
 
@@ -48,7 +50,12 @@ class ShardedParams(IndexParams):
         default=None,
         description=("A Dask scheduler address to connect to (e.g. 'tcp://10.0.0.5:8786'); "
                      "none: a client given to the index, the one set with use_client(), or "
-                     "a local cluster."))
+                     "the default client, or a local cluster."))
+    cluster: ClusterParams = Field(
+        default=ClusterParams(),
+        description=("How the local cluster is made when the index starts one (no client "
+                     "given, set or default): workers, threads, processes, protocol, and on "
+                     "cuda the RMM pool per GPU."))
 
     @field_validator("inner", mode="before")
     @classmethod
@@ -143,8 +150,12 @@ class ShardedIndex(GpuIndex[ShardedState]):
         if self.params.partitioning == "range" and self.capabilities.dims > 1:
             raise ConfigError("params.partitioning = 'range': a multi-column inner index is "
                               "sharded by rows ('rows' or 'auto')")
+        if self.params.cluster.rmm_pool_size is not None and self.device != "cuda":
+            raise ConfigError("params.cluster.rmm_pool_size: an RMM pool is for GPU workers; "
+                              f"this index runs on {self.device!r}")
         # resolve the client now: a missing Dask is an error here, before any build
-        self._client = cluster.client_for(client, self.params.address, self.device)
+        self._client = cluster.client_for(client, self.params.address, self.device,
+                                          self.params.cluster)
 
     def __getstate__(self) -> dict[str, Any]:
         data = super().__getstate__()
@@ -152,8 +163,10 @@ class ShardedIndex(GpuIndex[ShardedState]):
         return data
 
     def __setstate__(self, data: dict[str, Any]) -> None:
-        self._client = cluster.client_for(None, data["meta"]["params"].get("address"),
-                                          data["meta"].get("device", "cpu"))
+        params = data["meta"]["params"]
+        self._client = cluster.client_for(
+            None, params.get("address"), data["meta"].get("device", "cpu"),
+            cluster.ClusterParams.model_validate(params.get("cluster") or {}))
         super().__setstate__(data)
 
     @property
@@ -283,6 +296,56 @@ class ShardedIndex(GpuIndex[ShardedState]):
         st.lo, st.hi, st.split, st.heavy, st.lost = lo, hi, split, heavy, []
 
     # ------------------------------------------------------------------ lookups
+    def point(self, queries: Any, *, out: Out = "rowid") -> LookupResult:
+        """As for every index; lookups given as a Dask array are answered where they live,
+        with a Dask array of the same chunks (``out`` ``rowid``, ``count`` or ``sum``)."""
+        if sources.is_dask(queries):
+            return self._dask_lookup("point", out, [queries])
+        return super().point(queries, out=out)
+
+    def range(self, lo: Any, hi: Any = None, *, out: Out = "count") -> LookupResult:
+        """As for every index; bounds given as Dask arrays are answered where they live, with
+        a Dask array chunked like ``lo`` (``out`` ``rowid``, ``count`` or ``sum``)."""
+        if sources.is_dask(lo) or sources.is_dask(hi):
+            if not (sources.is_dask(lo) and sources.is_dask(hi)):
+                raise InvalidInput("argument 'hi': give both bounds as Dask arrays, or both "
+                                   "in memory")
+            return self._dask_lookup("range", out, [lo, hi])
+        return super().range(lo, hi, out=out)
+
+    def _dask_lookup(self, kind: str, out: Out, arrays: list[Any]) -> LookupResult:
+        """Lookups in Dask arrays: checked here, answered on the workers (dask_lookups)."""
+        st = self._live()
+        op = operation_for(self, kind, out)  # Unsupported or InvalidInput for what can't be
+        if op.out not in dask_lookups.DASK_OUTS:
+            raise InvalidInput(f"argument 'out': lookups given as a Dask array are answered "
+                               f"with out='rowid', 'count' or 'sum', not {op.out!r}; compute "
+                               "them first for the others")
+        if st.dims > 1 or st.rows is not None:
+            raise InvalidInput("lookups given as a Dask array need a one-column index built "
+                               "without skipping nulls; compute them first")
+        names = ("queries",) if kind == "point" else ("lo", "hi")
+        for name, a in zip(names, arrays, strict=True):
+            if getattr(a, "ndim", None) != 1 or not hasattr(a, "to_delayed"):
+                raise InvalidInput(f"argument {name!r}: a Dask array of lookups is a 1-D "
+                                   f"Dask array, got {type(a).__name__}")
+        if kind == "range" and arrays[0].shape != arrays[1].shape:
+            raise InvalidInput(f"arguments 'lo' and 'hi' differ in length: {arrays[0].shape} "
+                               f"and {arrays[1].shape}")
+        # a dtype no key map takes fails now, on the caller's side, not in a worker's task
+        empty = [np.zeros(0, dtype=a.dtype) for a in arrays]
+        if kind == "point":
+            st.keymap.encode_points(empty[0], name="queries")
+        else:
+            st.keymap.encode_ranges(empty[0], empty[1])
+        if st.lost:
+            raise ShardLost(_lost_message(st.lost))
+        routing = dask_lookups.Routing(st.keymap, st.scheme, st.lo, st.hi, st.heavy,
+                                       [s.n > 0 for s in st.summaries])
+        answer = dask_lookups.lookup(st.client, st.shards, [s.worker for s in st.summaries],
+                                     routing, kind, op.out, st.rowid_dtype, self.device, arrays)
+        return LookupResult(out=op.out, **{op.out: answer})
+
     # one hook per operation (not one marked method): a subclass for an inner index without
     # ranges inherits the range hooks from here, where the capabilities declare them
     def _point_rowid(self, st: ShardedState, q: Any) -> Any:
@@ -324,7 +387,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
         asked = [(s, idx) for s, idx in enumerate(routes)
                  if idx.shape[0] and st.summaries[s].n]
         parts = self._gather(st, kind, out, host, asked)
-        got = _combine(out, q, asked, parts, st.rowid_dtype)
+        got = dask_lookups.combine(out, q, asked, parts, st.rowid_dtype)
         if isinstance(got, tuple):
             return tuple(to_device(a, self.device) for a in got)
         return to_device(got, self.device)
@@ -337,11 +400,15 @@ class ShardedIndex(GpuIndex[ShardedState]):
         client = st.client
         futures: list[Any] = []
         dt = str(st.rowid_dtype)
+        sent: list[Any] = []
         try:
             for s, idx in asked:
-                part = [a[idx] for a in host]
-                futures.append(client.submit(worker.lookup_shard, st.shards[s], kind, out, dt,
-                                             *part, pure=False))
+                # the lookups go to the shard's worker as data, never inside the task graph
+                at = [st.summaries[s].worker]
+                part = tuple(a[idx] for a in host)
+                sent.append(client.scatter([part], workers=at, hash=False)[0])
+                futures.append(client.submit(worker.lookup_scattered, st.shards[s], kind, out,
+                                             dt, sent[-1], workers=at, pure=False))
             return list(client.gather(futures))
         except IndexZooError:
             raise
@@ -354,7 +421,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
             st.lost.extend(lost)
             raise ShardLost(_lost_message(lost)) from exc
         finally:
-            for f in futures:
+            for f in [*futures, *sent]:
                 f.release()
 
     # ------------------------------------------------------------------ memory
@@ -466,36 +533,3 @@ def _workers(client: Any) -> list[str]:
 def _lost_message(lost: list[str]) -> str:
     return (f"sharded index lost {', '.join(lost)}: its worker died or left the cluster. The "
             "lookup returned nothing; build (or load) the index again to go on")
-
-
-def _combine(out: str, q: int, asked: list[tuple[int, np.ndarray]], parts: list[Any],
-             rowid_dtype: np.dtype) -> Any:
-    """The shards' answers, each for the lookups at its positions, as one answer in the
-    caller's order."""
-    if out == "rowid":
-        miss = np.iinfo(rowid_dtype).max
-        got = np.full(q, miss, dtype=rowid_dtype)
-        for (_, idx), part in zip(asked, parts, strict=True):
-            cur = got[idx]
-            got[idx] = np.where(cur == miss, part, cur)
-        return got
-    if out in ("count", "sum"):
-        acc = np.zeros(q, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            for (_, idx), part in zip(asked, parts, strict=True):
-                acc[idx] += part  # a shard is asked each lookup at most once
-        return acc.astype(rowid_dtype) if out == "count" else acc
-    counts = np.zeros(q, dtype=np.int64)
-    for (_, idx), (off, _) in zip(asked, parts, strict=True):
-        counts[idx] += np.diff(off)
-    offsets = np.zeros(q + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    rowids = np.empty(int(offsets[-1]), dtype=rowid_dtype)
-    fill = offsets[:-1].copy()
-    for (_, idx), (off, rid) in zip(asked, parts, strict=True):
-        c = np.diff(off)
-        start = fill[idx]
-        rowids[np.repeat(start - off[:-1], c) + np.arange(rid.shape[0])] = rid
-        fill[idx] += c
-    return offsets, rowids
-

@@ -14,7 +14,7 @@ import numpy as np
 from indexzoo.errors import InvalidInput
 from indexzoo.keys import KeyMap
 
-__all__ = ["Source", "distributed_source"]
+__all__ = ["Source", "distributed_source", "is_dask"]
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,20 @@ class Source:
     keymap: KeyMap
 
 
-def _is_dask(obj: Any) -> bool:
-    return type(obj).__module__.split(".")[0] in ("dask", "dask_expr") and \
-        hasattr(obj, "__dask_graph__")
+def is_dask(obj: Any) -> bool:
+    """Whether ``obj`` is a Dask collection, whichever library made it (Dask's own arrays and
+    frames, dask-cudf, an xarray object backed by Dask)."""
+    import dask
+
+    return bool(dask.is_dask_collection(obj))
+
+
+def _dask_column(obj: Any) -> Any:
+    """A Dask collection with partitions to build from: itself, or the Dask array an xarray
+    object wraps."""
+    if not hasattr(obj, "to_delayed") and is_dask(getattr(obj, "data", None)):
+        return obj.data
+    return obj
 
 
 def _is_parquet_list(obj: Any) -> bool:
@@ -48,11 +59,16 @@ def distributed_source(keys: Any, values: Any, columns: Sequence[str] | None) ->
             raise InvalidInput("argument 'columns': a build from Parquet files names the key "
                                "column, e.g. columns=['key']")
         keys = dd.read_parquet(paths, columns=list(columns))
-    if not _is_dask(keys):
-        if values is not None and _is_dask(values):
+    if not is_dask(keys):
+        if values is not None and is_dask(values):
             raise InvalidInput("argument 'values': a Dask collection, but the keys are not; "
                                "give both distributed or both in memory")
         return None
+    keys = _dask_column(keys)
+    if not hasattr(keys, "to_delayed"):
+        raise InvalidInput(f"argument 'keys': a Dask collection ({type(keys).__name__}) "
+                           "without partitions to build from; give a Dask array, Series "
+                           "or DataFrame")
     if hasattr(keys, "columns"):  # a DataFrame: take the named column
         if columns is None or len(columns) != 1:
             raise InvalidInput("argument 'columns': a build from a Dask DataFrame names the "
@@ -66,9 +82,10 @@ def distributed_source(keys: Any, values: Any, columns: Sequence[str] | None) ->
                            "(ndim 1, integer or float keys); build others from memory")
     value_parts = None
     if values is not None:
-        if not _is_dask(values):
+        if not is_dask(values):
             raise InvalidInput("argument 'values': the keys are a Dask collection; give the "
                                "values as one too, partitioned alike")
+        values = _dask_column(values)
         if hasattr(keys, "chunks") and hasattr(values, "chunks"):
             values = values.rechunk(keys.chunks)
         value_parts = list(np.ravel(values.to_delayed()))

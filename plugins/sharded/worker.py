@@ -22,8 +22,8 @@ from indexzoo.results import Out
 
 from . import partition
 
-__all__ = ["Shard", "ShardSummary", "build_shard", "encode_part", "load_shard", "lookup_shard",
-           "save_shard", "split_part", "summarise"]
+__all__ = ["Shard", "ShardSummary", "build_shard", "encode_part", "load_shard",
+           "lookup_scattered", "lookup_shard", "save_shard", "split_part", "summarise"]
 
 
 @dataclass
@@ -105,6 +105,12 @@ def lookup_shard(shard: Shard, kind: str, out: Out, rowid_dtype: str, *arrays: A
     offsets = to_numpy(res.offsets).astype(np.int64)
     rowids = shard.rows[to_numpy(res.rowids).astype(np.int64)].astype(dt)
     return offsets, rowids
+
+
+def lookup_scattered(shard: Shard, kind: str, out: Out, rowid_dtype: str,
+                     arrays: tuple[Any, ...]) -> Any:
+    """:func:`lookup_shard` over lookups that reached the worker as one scattered tuple."""
+    return lookup_shard(shard, kind, out, rowid_dtype, *arrays)
 
 
 def save_shard(shard: Shard) -> tuple[str, dict[str, np.ndarray], np.ndarray, Any]:

@@ -38,7 +38,7 @@ def _kill_a_worker_once_lookups_run(client: Any) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         busy = {w: tasks for w, tasks in client.processing().items()
-                if any("lookup_shard" in str(t) for t in tasks)}
+                if any("lookup_scattered" in str(t) for t in tasks)}
         if busy:
             pids = client.run(os.getpid, workers=list(busy))
             os.kill(next(iter(pids.values())), signal.SIGKILL)

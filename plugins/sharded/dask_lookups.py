@@ -1,0 +1,179 @@
+"""Lookups given as a Dask array, answered where the data lives, and the combining of shard
+answers that every lookup shares.
+
+Data flow of ``index.point(queries)`` for a Dask array ``queries`` of ``C`` chunks over ``S``
+shards (``range(lo, hi)`` alike, ``hi`` rechunked like ``lo``), all of it futures; the client
+submits tasks and holds references, no lookup and no answer passes through it:
+
+1. ``route`` (one task per chunk, on the worker holding the chunk): the chunk's keys are
+   encoded with the index's key map and routed as the client routes a batch (each shard's
+   key bounds, its heavy keys): for each shard, the positions in the chunk it must answer
+   and the encoded lookups at those positions.
+2. ``part`` (one task per chunk and shard, on the chunk's worker): that shard's piece of the
+   routed chunk, so that only the piece moves.
+3. ``ask`` (one task per chunk and shard, pinned to the shard's worker): the piece moves
+   there worker to worker; the shard answers it with global rowIDs.
+4. ``assemble`` (one task per chunk): the shards' answers put back in the chunk's order
+   (:func:`combine`, as for a batch from the client), on the index's device.
+5. The answer is a Dask array whose chunk ``i`` is the future of chunk ``i``'s ``assemble``:
+   the same chunks as the lookups, left on the workers until the caller computes them.
+
+Only ``rowid``, ``count`` and ``sum`` answer a Dask array (one value per lookup, so chunks
+line up); ``rowids`` and ``bitmap`` want a batch in memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from indexzoo.devices import to_device, to_numpy
+from indexzoo.errors import InvalidInput
+from indexzoo.keys import KeyMap
+from indexzoo.results import Out
+
+from . import partition, worker
+
+__all__ = ["DASK_OUTS", "Routing", "combine", "lookup"]
+
+#: The out modes a Dask array of lookups is answered in.
+DASK_OUTS = ("rowid", "count", "sum")
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What routing a chunk needs, sent with each ``route`` task (the key map and a few
+    arrays of ``S`` values; no keys)."""
+
+    keymap: KeyMap
+    scheme: str
+    lo: np.ndarray  # per shard: smallest native key (an empty shard: lo > hi)
+    hi: np.ndarray
+    heavy: np.ndarray  # heavy keys (hash scheme)
+    live: list[bool]  # per shard: whether it holds any row
+
+
+def route(routing: Routing, kind: str, *chunks: Any) -> list[tuple[np.ndarray, tuple[Any, ...]]]:
+    """Chunk ``chunks`` (the lookups, or the lower and upper bounds) cut into one piece per
+    shard: the positions in the chunk that shard answers and its encoded lookups there."""
+    host = [np.asarray(to_numpy(c)) for c in chunks]
+    for name, a in zip(("lo", "hi") if kind == "range" else ("queries",), host, strict=True):
+        if a.ndim != 1:
+            raise InvalidInput(f"argument {name!r}: a Dask array of lookups is 1-D, got "
+                               f"{a.ndim} dimensions")
+    shards = len(routing.live)
+    km = routing.keymap
+    if kind == "point":
+        enc, outside = km.encode_points(host[0], name="queries")
+        enc = np.asarray(to_numpy(enc))
+        routes = partition.route_points(routing.scheme, enc, shards, routing.lo, routing.hi,
+                                        routing.heavy)
+        if outside is not None:  # lookups no key can equal: every shard leaves them out
+            inside = ~np.asarray(to_numpy(outside))
+            routes = [idx[inside[idx]] for idx in routes]
+        encoded: tuple[np.ndarray, ...] = (enc,)
+    else:
+        elo, ehi = km.encode_ranges(host[0], host[1])
+        elo, ehi = np.asarray(to_numpy(elo)), np.asarray(to_numpy(ehi))
+        routes = partition.route_ranges(routing.scheme, elo, ehi, shards, routing.lo,
+                                        routing.hi)
+        encoded = (elo, ehi)
+    empty = np.zeros(0, dtype=np.int64)
+    return [(idx, tuple(a[idx] for a in encoded)) if live else (empty, ())
+            for idx, live in zip(routes, routing.live, strict=True)]
+
+
+def part(routed: list[tuple[np.ndarray, tuple[Any, ...]]], s: int
+         ) -> tuple[np.ndarray, tuple[Any, ...]]:
+    """Shard ``s``'s piece of a routed chunk."""
+    return routed[s]
+
+
+def ask(shard: worker.Shard, kind: str, out: Out, rowid_dtype: str,
+        piece: tuple[np.ndarray, tuple[Any, ...]]) -> tuple[np.ndarray, Any]:
+    """The shard's answers to its piece of a chunk, with the piece's positions."""
+    idx, arrays = piece
+    if idx.shape[0] == 0:
+        return idx, None
+    return idx, worker.lookup_shard(shard, kind, out, rowid_dtype, *arrays)
+
+
+def assemble(out: str, q: int, rowid_dtype: str, device: str,
+             *answers: tuple[np.ndarray, Any]) -> Any:
+    """One chunk's answer in its lookups' order, on ``device``."""
+    asked = [(s, idx) for s, (idx, got) in enumerate(answers) if got is not None]
+    parts = [got for _, got in answers if got is not None]
+    return to_device(combine(out, q, asked, parts, np.dtype(rowid_dtype)), device)
+
+
+def lookup(client: Any, shards: list[Any], workers: list[str], routing: Routing, kind: str,
+           out: Out, rowid_dtype: np.dtype, device: str, arrays: list[Any]) -> Any:
+    """The Dask array answering ``arrays`` (Dask arrays: the lookups, or ``lo`` and ``hi``),
+    chunked like them; see the module's docstring for where each step runs."""
+    import dask.array as da
+
+    if kind == "range":
+        arrays = [arrays[0], arrays[1].rechunk(arrays[0].chunks)]
+    chunk_futures = [client.compute(list(np.ravel(a.to_delayed()))) for a in arrays]
+    sizes = arrays[0].chunks[0]
+    answer_dtype = np.dtype(np.uint64) if out == "sum" else np.dtype(rowid_dtype)
+    dt = str(np.dtype(rowid_dtype))
+    blocks = []
+    for i, q in enumerate(sizes):
+        routed = client.submit(route, routing, kind, *(c[i] for c in chunk_futures),
+                               pure=False)
+        answers = []
+        for s, shard in enumerate(shards):
+            if not routing.live[s]:
+                continue
+            piece = client.submit(part, routed, s, pure=False)
+            answers.append(client.submit(ask, shard, kind, out, dt, piece,
+                                         workers=[workers[s]], pure=False))
+        done = client.submit(assemble, out, int(q), dt, device, *answers, pure=False)
+        meta = _meta(device, answer_dtype)
+        blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype, meta=meta))
+    if not blocks:
+        return da.zeros((0,), dtype=answer_dtype, chunks=((0,),))
+    return blocks[0] if len(blocks) == 1 else da.concatenate(blocks)
+
+
+def _meta(device: str, dtype: np.dtype) -> Any:
+    if device == "cuda":
+        import cupy
+
+        return cupy.empty(0, dtype=dtype)
+    return np.empty(0, dtype=dtype)
+
+
+def combine(out: str, q: int, asked: list[tuple[int, np.ndarray]], parts: list[Any],
+            rowid_dtype: np.dtype) -> Any:
+    """The shards' answers, each for the lookups at its positions, as one answer in the
+    caller's order."""
+    if out == "rowid":
+        miss = np.iinfo(rowid_dtype).max
+        got = np.full(q, miss, dtype=rowid_dtype)
+        for (_, idx), answer in zip(asked, parts, strict=True):
+            cur = got[idx]
+            got[idx] = np.where(cur == miss, answer, cur)
+        return got
+    if out in ("count", "sum"):
+        acc = np.zeros(q, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for (_, idx), answer in zip(asked, parts, strict=True):
+                acc[idx] += answer  # a shard is asked each lookup at most once
+        return acc.astype(rowid_dtype) if out == "count" else acc
+    counts = np.zeros(q, dtype=np.int64)
+    for (_, idx), (off, _) in zip(asked, parts, strict=True):
+        counts[idx] += np.diff(off)
+    offsets = np.zeros(q + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    rowids = np.empty(int(offsets[-1]), dtype=rowid_dtype)
+    fill = offsets[:-1].copy()
+    for (_, idx), (off, rid) in zip(asked, parts, strict=True):
+        c = np.diff(off)
+        start = fill[idx]
+        rowids[np.repeat(start - off[:-1], c) + np.arange(rid.shape[0])] = rid
+        fill[idx] += c
+    return offsets, rowids
