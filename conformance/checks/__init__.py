@@ -27,10 +27,11 @@ from . import (
     persistence,
     ranges,
     sizes,
+    stateful,
 )
 
 __all__ = ["MODULES"]
 
 #: The modules of the check groups, in the order they run.
-MODULES = (contract, differential, out_modes, ranges, extremes, sizes, dtypes, order, bad_input,
+MODULES = (contract, differential, stateful, out_modes, ranges, extremes, sizes, dtypes, order, bad_input,
            ownership, concurrency, footprint, persistence, capabilities)

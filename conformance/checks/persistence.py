@@ -8,15 +8,9 @@ import tempfile
 
 import numpy as np
 
-from indexzoo import (
-    GpuIndex,
-    persist,
-)
-from indexzoo.registry import available, load
-
 from ..context import Context, check, verify
 from ..data import lookups, make_keys, ranges
-from .common import snapshot
+from .common import load_index, snapshot
 
 
 # ====================================================================== persistence
@@ -29,14 +23,6 @@ def _persisted_keys(ctx: Context) -> tuple[np.ndarray, np.ndarray, tuple[np.ndar
     values = np.asarray(np.random.default_rng(21).integers(0, 2**64 - 1, int(keys.shape[0]),
                                                           dtype=np.uint64))
     return keys, lookups(keys, 400, 21), ranges(keys, 200, 21), values
-
-
-def _load(index: GpuIndex, path: str, device: str) -> GpuIndex:
-    """``indexzoo.load`` where the registry names the index's class; the class's own
-    ``from_saved`` for a class the registry does not hold (a test's subclass)."""
-    if available().get(index.name) is type(index):
-        return load(path, device=device)
-    return type(index).from_saved(persist.read(path), device=device)
 
 
 def _same_snapshots(a: list[np.ndarray], b: list[np.ndarray], what: str) -> None:
@@ -64,7 +50,7 @@ def check_save_and_load_answer_identically(ctx: Context) -> None:
                                                (rk[0].astype(np.int32), rk[1].astype(np.int32)))
             path = f"{tmp}/index.izo"
             index.save(path)
-            loaded = _load(index, path, ctx.device)
+            loaded = load_index(index, path, ctx.device)
             assert loaded.device == ctx.device and len(loaded) == len(index)
             assert loaded.key_dtype == index.key_dtype, (loaded.key_dtype, index.key_dtype)
             assert loaded.memory_footprint().breakdown == index.memory_footprint().breakdown, (
@@ -73,11 +59,11 @@ def check_save_and_load_answer_identically(ctx: Context) -> None:
             _same_snapshots(snapshot(index, qq, rr), snapshot(loaded, qq, rr),
                             f"{label}: the loaded index")
             if ctx.device != "cpu" and "cpu" in ctx.caps.devices:
-                host = _load(index, path, "cpu")
+                host = load_index(index, path, "cpu")
                 verify(ctx, host, k, values=vals, points=qq, rng=rr,
                        label=f"{label}: loaded from {ctx.device} onto the cpu")
                 host.save(f"{tmp}/host.izo")
-                back = _load(index, f"{tmp}/host.izo", ctx.device)
+                back = load_index(index, f"{tmp}/host.izo", ctx.device)
                 what = f"{label}: saved from the cpu, loaded onto {ctx.device}"
                 if back.params == index.params:
                     _same_snapshots(snapshot(index, qq, rr), snapshot(back, qq, rr), what)
@@ -94,7 +80,7 @@ def check_a_loaded_index_takes_updates(ctx: Context) -> None:
     index = ctx.new().build(keys)
     with tempfile.TemporaryDirectory() as tmp:
         index.save(f"{tmp}/index.izo")
-        loaded = _load(index, f"{tmp}/index.izo", ctx.device)
+        loaded = load_index(index, f"{tmp}/index.izo", ctx.device)
     pos = np.arange(0, keys.shape[0], 7, dtype=np.int64)
     new = keys[pos][::-1].copy()
     loaded.update(pos, new)
