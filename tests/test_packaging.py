@@ -164,3 +164,119 @@ def test_the_readme_states_how_long_the_test_command_takes() -> None:
     assert re.search(r"about \d+ minutes on a busy 2-core machine", paragraph), paragraph
     assert "CI prints" in paragraph  # the time of each run, beside the figure stated here
     assert "no GPU package" in paragraph
+
+
+# ---------------------------------------------------------------------- the distributions
+def test_the_version_has_one_source() -> None:
+    """pyproject reads the version from ``indexzoo.__version__``; the installed metadata agrees."""
+    import importlib.metadata
+
+    import indexzoo
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in config["project"] and "version" in config["project"]["dynamic"]
+    assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "indexzoo.__version__"}
+    assert importlib.metadata.version("indexzoo") == indexzoo.__version__
+
+
+def test_the_license_is_the_mit_license_pyproject_names() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["project"]["license"] == "MIT"
+    assert config["project"]["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License") and "Copyright (c) 2026 the indexzoo authors" in text
+    # setuptools reads SPDX license expressions from version 77 on
+    assert "setuptools>=77" in config["build-system"]["requires"]
+    assert not any(c.startswith("License ::") for c in config["project"]["classifiers"])
+
+
+def test_ci_builds_and_checks_the_distributions_once() -> None:
+    side = (ROOT / ".ci" / "exhaustive").read_text()
+    package = (ROOT / ".ci" / "package").read_text()
+    assert side.count("bash .ci/package") == 1
+    assert package.count("\"$py\" -m build") == 1 and "twine check --strict" in package
+    assert "tests/support/distribution.py" in package
+    dev = _names(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["dev"])
+    assert {"build", "twine"} <= set(dev)
+
+
+def test_the_sdist_leaves_the_tests_out() -> None:
+    lines = (ROOT / "MANIFEST.in").read_text().splitlines()
+    assert {"prune tests", "prune benchmarks"} <= set(lines)
+
+
+def _fake_wheel(path: Path, leave_out: str = "") -> Path:
+    """A wheel as setuptools writes indexzoo's, from this source tree, less ``leave_out``."""
+    import zipfile
+
+    from tests.support import distribution
+
+    version = distribution.source_version()
+    info = f"indexzoo-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        for name in sorted(distribution.wheel_members() - {leave_out}):
+            z.writestr(name, "")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.4\nName: indexzoo\nVersion: {version}"
+                                       "\nLicense-Expression: MIT\n")
+        z.writestr(f"{info}/licenses/LICENSE", "MIT License\n")
+        z.writestr(f"{info}/entry_points.txt",
+                   "[console_scripts]\nindexzoo = indexzoo.tools.cli:main\n\n[pytest11]\n"
+                   "indexzoo = indexzoo.conformance.pytest_plugin\n"
+                   "indexzoo-bench = indexzoo.tools.pytest_bench\n")
+    return path
+
+
+def test_the_wheel_check_passes_a_complete_wheel_and_names_each_missing_file(tmp_path: Path) -> None:
+    from tests.support import distribution
+
+    assert distribution.wheel_problems(_fake_wheel(tmp_path / "a.whl")) == []
+    for gone in ("indexzoo/native/rt/optix/query.cu", "indexzoo/py.typed",
+                 "indexzoo/conformance/suite.py", "indexzoo/tools/pytest_bench.py"):
+        got = distribution.wheel_problems(_fake_wheel(tmp_path / "b.whl", leave_out=gone))
+        assert f"missing {gone}" in got, got
+
+
+def test_the_wheel_check_wants_both_pytest_plugins_and_the_source_version(tmp_path: Path) -> None:
+    import zipfile
+
+    from tests.support import distribution
+
+    wheel = _fake_wheel(tmp_path / "a.whl")
+    with zipfile.ZipFile(wheel) as z:
+        files = {n: z.read(n).decode() for n in z.namelist()}
+    info = next(n for n in files if n.endswith("entry_points.txt"))
+    files[info] = files[info].replace("indexzoo-bench = indexzoo.tools.pytest_bench\n", "")
+    meta = next(n for n in files if n.endswith("METADATA"))
+    files[meta] = files[meta].replace(f"Version: {distribution.source_version()}", "Version: 9.9")
+    with zipfile.ZipFile(tmp_path / "b.whl", "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    got = distribution.wheel_problems(tmp_path / "b.whl")
+    assert "no pytest11 entry point indexzoo-bench = indexzoo.tools.pytest_bench" in got
+    assert f"the metadata does not give Version: {distribution.source_version()}" in got
+
+
+def test_the_sdist_check_refuses_test_files_and_wants_every_source(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from tests.support import distribution
+
+    def sdist(extra: list[str], leave_out: str = "") -> Path:
+        path = tmp_path / f"s{len(extra)}{bool(leave_out)}.tar.gz"
+        names = {"pyproject.toml", "README.md", "LICENSE", *extra}
+        for folder in distribution.FOLDERS:
+            names |= {p.relative_to(ROOT).as_posix() for p in (ROOT / folder).rglob("*")
+                      if p.is_file() and p.suffix in (".py", ".cu", ".typed")
+                      and "__pycache__" not in p.parts}
+        with tarfile.open(path, "w:gz") as t:
+            for name in sorted(names - {leave_out}):
+                t.addfile(tarfile.TarInfo(f"indexzoo-0/{name}"), io.BytesIO(b""))
+        return path
+
+    assert distribution.sdist_problems(sdist([])) == []
+    assert distribution.sdist_problems(sdist(["tests/conftest.py"])) == [
+        "holds a test file: tests/conftest.py"]
+    assert distribution.sdist_problems(sdist([], leave_out="core/py.typed")) == [
+        "missing core/py.typed"]
