@@ -280,3 +280,64 @@ def test_the_sdist_check_refuses_test_files_and_wants_every_source(tmp_path: Pat
         "holds a test file: tests/conftest.py"]
     assert distribution.sdist_problems(sdist([], leave_out="core/py.typed")) == [
         "missing core/py.typed"]
+
+
+# ---------------------------------------------------------------------- install lines
+#: An install line that asks a package registry for indexzoo, which no registry serves:
+#: ``indexzoo[extra]`` as a requirement, or the bare name after an install command.
+REGISTRY_INSTALL = re.compile(
+    r"""(?<![\w./-])indexzoo\[[\w,\s-]*\]"""
+    r"""|\b(?:pip3?|pipx|uv(?:\s+pip)?|conda|mamba)\s+(?:install|add)\s+(?:-{1,2}[\w-]+\s+)*"""
+    r"""['"]?indexzoo(?![\w./-])""")
+
+
+def test_the_registry_install_pattern_tells_working_lines_from_broken_ones() -> None:
+    broken = ["pip install 'indexzoo[dask]'", 'pip install "indexzoo[cuda12,optix]"',
+              "pip install indexzoo", "pip install -U indexzoo", "uv pip install indexzoo",
+              "Fix: or 'indexzoo[cuda13]' (match your driver)"]
+    working = ["pip install -e '.[dask]'", "pip install '.[cuda12,optix]'",
+               'pip install "$(echo dist/indexzoo-*.whl)[dask]"', "pip install dist/indexzoo-*.whl",
+               "pip install ./tests/example_plugin", "pip install 'dask>=2024.1'",
+               "import indexzoo", "pip install indexzoo-example"]
+    assert [b for b in broken if not REGISTRY_INSTALL.search(b)] == []
+    assert [w for w in working if REGISTRY_INSTALL.search(w)] == []
+
+
+def _texts_users_read() -> list[Path]:
+    """The README, the docs, the project's notes, the CI scripts, and every source file of
+    the package (its messages and docstrings)."""
+    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), ROOT / "benchmarks" / "README.md",
+             *ROOT.glob("*.md"), *(ROOT / ".ci").iterdir()]
+    for folder in MAPPING:
+        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".cu", ".md")]
+    return [f for f in files if f.is_file()]
+
+
+def test_no_install_line_asks_a_registry_for_indexzoo() -> None:
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+             for path in _texts_users_read()
+             for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+             if REGISTRY_INSTALL.search(line)]
+    assert found == [], "indexzoo is on no package registry:\n" + "\n".join(found)
+
+
+def test_the_readme_says_indexzoo_is_not_on_a_registry_and_how_to_install_it() -> None:
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert "indexzoo is not on a package registry yet" in text
+    assert "pip install -e ." in text and "python -m build" in text
+
+
+def test_missing_package_messages_give_a_line_that_installs_the_package() -> None:
+    """The message names the extra and installs the package by its requirement in that extra
+    (read from the installed metadata); a package the extra lacks, by its own name."""
+    from indexzoo import MissingDependency
+    from indexzoo.extras import extra_requirements, install_line
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extra_requirements("dask") == tuple(extras["dask"])
+    assert install_line("cuda12") == ("pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'")
+    message = str(MissingDependency("pyyaml", "yaml", "reading YAML spec files"))
+    assert message.endswith("(indexzoo's yaml extra), which is not installed; install it with: "
+                            "pip install 'pyyaml>=6'")
+    assert install_line("dask", "dask-cuda") == "pip install dask-cuda"
+    assert install_line("no-such-extra") == "pip install -e '.[no-such-extra]' in indexzoo's source folder"
