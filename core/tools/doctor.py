@@ -157,13 +157,15 @@ def report(out: TextIO, as_json: bool = False) -> int:
     usable = ["cpu"] + (["cuda"] if cuda_ok else [])
     sections = _sections(cuda_ok, cuda_why)
     indexes: dict[str, tuple[tuple[str, ...], list[str]]] = {}
+    unusable: dict[str, str] = {}
+    none_loaded: str | None = None
     try:
         for name, cls in available().items():
-            devs = tuple(cls.capabilities.devices)
-            indexes[name] = (devs, [d for d in devs if d in usable])
-        unusable, none_loaded = load_errors(), None
+            can: tuple[str, ...] = tuple(cls.capabilities.devices)
+            indexes[name] = (can, [d for d in can if d in usable])
+        unusable = dict(load_errors())
     except ConfigError as exc:  # a malformed variable read as plugins are imported
-        unusable, none_loaded = {}, str(exc)
+        none_loaded = str(exc)
     if as_json:
         got = {**header, "cuda_usable": cuda_ok,
                **{key: dict(rows) for key, rows in sections.items()},
