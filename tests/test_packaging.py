@@ -265,7 +265,7 @@ def test_the_sdist_check_refuses_test_files_and_wants_every_source(tmp_path: Pat
 
     def sdist(extra: list[str], leave_out: str = "") -> Path:
         path = tmp_path / f"s{len(extra)}{bool(leave_out)}.tar.gz"
-        names = {"pyproject.toml", "README.md", "LICENSE", *extra}
+        names = {*distribution.SDIST_NOTES, *extra}
         for folder in distribution.FOLDERS:
             names |= {p.relative_to(ROOT).as_posix() for p in (ROOT / folder).rglob("*")
                       if p.is_file() and p.suffix in (".py", ".cu", ".typed")
@@ -341,3 +341,33 @@ def test_missing_package_messages_give_a_line_that_installs_the_package() -> Non
                             "pip install 'pyyaml>=6'")
     assert install_line("dask", "dask-cuda") == "pip install dask-cuda"
     assert install_line("no-such-extra") == "pip install -e '.[no-such-extra]' in indexzoo's source folder"
+
+
+# ---------------------------------------------------------------------- the project's notes
+def test_the_citation_file_cites_indexzoo_and_each_reference_in_full() -> None:
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    assert cff["title"].startswith("indexzoo") and cff["license"] == "MIT"
+    assert cff["authors"] == [{"name": "the indexzoo authors"}]
+    assert "version" not in cff  # the version has one source: indexzoo.__version__
+    assert len(cff["references"]) >= 5
+    for ref in cff["references"]:
+        assert ref["title"] and ref["type"] and ref["authors"], ref
+        assert all(a.get("family-names") and a.get("given-names") for a in ref["authors"]), ref
+
+
+def test_the_changelog_has_an_entry_for_this_version() -> None:
+    import indexzoo
+
+    headings = [line for line in (ROOT / "CHANGELOG.md").read_text().splitlines()
+                if line.startswith("## ")]
+    assert headings and headings[0].startswith(f"## {indexzoo.__version__} ")
+
+
+def test_contributing_points_to_the_plugin_guide_and_the_readme_test_command() -> None:
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "docs/plugin-authors.md" in text
+    assert f"```bash\n{_readme_command('test')}\n```" in text
+    assert "GPU" in text and (ROOT / "docs" / "plugin-authors.md").is_file()

@@ -22,6 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"core": "indexzoo", "plugins": "indexzoo/plugins", "native": "indexzoo/native",
            "conformance": "indexzoo/conformance"}
+#: The files beside the sources that the sdist holds.
+SDIST_NOTES = ("pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md", "CITATION.cff",
+               "CONTRIBUTING.md")
 PYTEST_PLUGINS = {"indexzoo": "indexzoo.conformance.pytest_plugin",
                   "indexzoo-bench": "indexzoo.tools.pytest_bench"}
 
@@ -79,15 +82,15 @@ def wheel_problems(wheel: Path, root: Path = ROOT) -> list[str]:
 
 
 def sdist_problems(sdist: Path, root: Path = ROOT) -> list[str]:
-    """Every way ``sdist`` falls short: it must hold every package source file, pyproject.toml,
-    README.md and LICENSE, and no tests."""
+    """Every way ``sdist`` falls short: it must hold every package source file and
+    :data:`SDIST_NOTES`, and no tests."""
     with tarfile.open(sdist) as t:
         members = [m.name for m in t.getmembers() if m.isfile()]
     top = {m.split("/", 1)[0] for m in members}
     if len(top) != 1:
         return [f"not one top folder: {sorted(top)}"]
     names = {m.split("/", 1)[1] for m in members if "/" in m}
-    want = {"pyproject.toml", "README.md", "LICENSE"}
+    want = set(SDIST_NOTES)
     for folder in FOLDERS:
         for src in (root / folder).rglob("*"):
             if src.is_file() and src.suffix in (".py", ".cu", ".typed") \
