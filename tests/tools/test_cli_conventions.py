@@ -91,3 +91,26 @@ def test_info_system_json_is_doctor_json() -> None:
     code, text = run("info", "--system", "--json")
     assert code == 0
     assert set(json.loads(text)) == set(json.loads(run("doctor", "--json")[1]))
+
+
+def test_check_json_gives_every_check_and_the_counts_per_group() -> None:
+    code, text = run("check", "sorted-array", "--group", "capabilities", "--group", "contract",
+                     "--json")
+    got = json.loads(text)
+    assert set(got) == {"index", "params", "device", "size", "commit", "ok", "seconds",
+                        "groups", "checks"}
+    assert (got["index"], got["device"], got["size"], got["params"]) == (
+        "sorted-array", "cpu", "small", {})
+    assert set(got["groups"]) == {"capabilities", "contract"}
+    for group, counts in got["groups"].items():
+        mine = [c for c in got["checks"] if c["group"] == group]
+        assert counts["run"] + counts["skipped"] == len(mine) > 0
+        assert counts["passed"] == sum(c["status"] == "passed" for c in mine)
+    assert got["ok"] is True and code == 0
+    assert all(c["label"].startswith(c["group"] + "/") for c in got["checks"])
+
+
+def test_check_json_with_params_names_them() -> None:
+    code, text = run("check", "sorted-array", "--group", "capabilities", "--set",
+                     "threads_per_block=128", "--json")
+    assert code == 0 and json.loads(text)["params"] == {"threads_per_block": 128}
