@@ -10,7 +10,8 @@
     indexzoo cache info|clear     the compiled kernels and programs kept on disk: where, how many
     indexzoo --version            indexzoo's version (``python -m indexzoo`` runs the same command)
 
-``--json`` makes ``list``, ``info``, ``doctor`` and ``check`` print one JSON object instead of text.
+``--json`` makes ``list``, ``info``, ``doctor``, ``check`` and ``recommend`` print one JSON
+object instead of text.
 
 Exit codes: 0 success, 2 usage or configuration error, 1 any other error (out of memory
 included), 130 interrupted (Ctrl-C or SIGTERM). Errors are one line on stderr: ``indexzoo:

@@ -1,5 +1,6 @@
 """The command line's conventions: ``--version``, ``python -m indexzoo``, and ``--json`` on
-``info`` and ``doctor`` (one JSON object with the fields the text shows)."""
+``info``, ``doctor``, ``check`` and ``recommend`` (one JSON object with the fields the text
+shows). No timing is asserted."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 import indexzoo
@@ -114,3 +117,41 @@ def test_check_json_with_params_names_them() -> None:
     code, text = run("check", "sorted-array", "--group", "capabilities", "--set",
                      "threads_per_block=128", "--json")
     assert code == 0 and json.loads(text)["params"] == {"threads_per_block": 128}
+
+
+def test_recommend_json_gives_the_table_the_pick_and_the_file_written(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.npy"
+    np.save(keys, np.random.default_rng(3).integers(0, 1 << 40, 5_000, dtype=np.uint64))
+    wl = tmp_path / "ranges.json"
+    wl.write_text(json.dumps({"n_lookups": 1024, "range_hits": 4}))
+    target = tmp_path / "pick.json"
+    code, text = run("recommend", str(keys), "--workload", str(wl), "--indexes",
+                     "warpcore-hash,sorted-array", "--device", "cpu", "--repeats", "2",
+                     "--out", str(target), "--json")
+    assert code == 0
+    got = json.loads(text)
+    assert {"device", "keys_measured", "keys_total", "lookups", "kind", "ranked", "not_ranked",
+            "pick", "why", "spec", "written"} <= set(got)
+    assert (got["device"], got["kind"], got["range_hits"], got["keys_total"]) == (
+        "cpu", "range", 4, 5_000)
+    assert [r["index"] for r in got["ranked"]] == ["sorted-array"]
+    assert got["ranked"][0]["lookups_per_second"] > 0 and len(got["ranked"][0]["lookup_seconds"]) >= 2
+    assert got["not_ranked"] == [{"index": "warpcore-hash", "params": {}, "note": "",
+                                  "status": "skipped",
+                                  "reason": "no range lookups (the workload asks for ranges)"}]
+    assert got["pick"]["index"] == "sorted-array" and got["written"] == str(target)
+    assert json.loads(target.read_text()) == {"index": "sorted-array", "params": {},
+                                              "device": "cpu"} == {
+        k: got["spec"][k] for k in ("index", "params", "device")}
+
+
+def test_recommend_json_without_a_pick_exits_1_with_pick_null(tmp_path: Path) -> None:
+    keys = tmp_path / "keys.npy"
+    np.save(keys, np.arange(1000, dtype=np.uint64))
+    wl = tmp_path / "ranges.json"
+    wl.write_text(json.dumps({"n_lookups": 256, "range_hits": 4}))
+    code, text = run("recommend", str(keys), "--workload", str(wl), "--indexes", "warpcore-hash",
+                     "--device", "cpu", "--out", str(tmp_path / "none.yaml"), "--json")
+    got = json.loads(text)
+    assert code == 1 and got["pick"] is None and got["written"] is None and got["ranked"] == []
+    assert not (tmp_path / "none.yaml").exists()
