@@ -43,9 +43,11 @@ def extra_requirements(extra: str) -> tuple[str, ...]:
 def install_line(extra: str, package: str | None = None) -> str:
     """A pip command that installs indexzoo's ``extra`` (only ``package`` of it, if given) and
     works today: the extra's requirements by name, else the clone's editable install. A
-    ``package`` the extra does not declare is installed by its own name."""
+    ``package`` the extra does not declare is installed by its own name; a ``package`` named
+    as the extra itself (``dask`` of the ``dask`` extra, which needs ``distributed`` too)
+    stands for the whole extra."""
     wanted = extra_requirements(extra)
-    if package is not None:
+    if package is not None and _normal(package) != _normal(extra):
         name = _normal(package)
         chosen = tuple(r for r in wanted
                        if (m := _NAME.match(r)) is not None and _normal(m.group(1)) == name)

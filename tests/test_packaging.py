@@ -340,6 +340,9 @@ def test_missing_package_messages_give_a_line_that_installs_the_package() -> Non
     assert message.endswith("(indexzoo's yaml extra), which is not installed; install it with: "
                             "pip install 'pyyaml>=6'")
     assert install_line("dask", "dask-cuda") == "pip install dask-cuda"
+    # the package named as its extra stands for the whole extra (dask needs distributed too)
+    assert install_line("dask", "dask") == "pip install 'dask>=2024.1' 'distributed>=2024.1'"
+    assert install_line("yaml", "pyyaml") == "pip install 'pyyaml>=6'"
     assert install_line("no-such-extra") == "pip install -e '.[no-such-extra]' in indexzoo's source folder"
 
 
