@@ -6,10 +6,10 @@
 * :func:`run_checks` / ``indexzoo check NAME`` - the same checks without pytest;
 * :class:`Oracle` - exact NumPy answers for every ``out`` mode.
 
-The checks need ``hypothesis`` (``pip install 'indexzoo[test]'``); importing this package does
-not: it imports none of its modules, and each name is loaded on first use (``ConformanceSuite``
-and ``parametrize_with_checks`` need pytest), so the suite's pytest plugin costs a run that
-does not use it nothing.
+The checks need ``hypothesis`` (the ``test`` extra: ``pip install 'hypothesis>=6.100'``);
+importing this package does not: it imports none of its modules, and each name is loaded on
+first use (``ConformanceSuite`` and ``parametrize_with_checks`` need pytest), so the suite's
+pytest plugin costs a run that does not use it nothing.
 """
 
 from __future__ import annotations

@@ -61,7 +61,6 @@ __all__ = [
 
 DEVICES = ("cpu", "cuda")
 ENV_VAR = envvars.DEVICE.name
-_CUDA_EXTRA_HINT = "pip install 'indexzoo[cuda12]' or 'indexzoo[cuda13]' (match your CUDA driver)"
 #: What the three driver probes found when none found a driver (doctor's "not found" line).
 NO_DRIVER_PROBES = ("no nvidia-smi on the PATH, no /proc/driver/nvidia/version, "
                     "libcuda.so.1 not loadable")
@@ -196,15 +195,19 @@ def cuda_extra(info: DriverInfo | None = None) -> str | None:
 
 def install_command(info: DriverInfo | None = None) -> str:
     """The pip command that installs the GPU extra for this machine's driver (both choices
-    when the driver's CUDA version is unknown)."""
+    when the driver's CUDA version is unknown): commands that work without a package registry
+    (:func:`indexzoo.extras.install_line`)."""
+    from .extras import install_line
+
     info = info or nvidia_driver()
     extra = cuda_extra(info)
     if extra:
-        return f"pip install 'indexzoo[{extra}]'"
+        return install_line(extra)
     if info.found and info.cuda_version is not None:  # CUDA 11 or older
         return (f"the driver runs CUDA {info.cuda_text} only; indexzoo's GPU extras need a "
-                "driver >= 525 (CUDA 12), then pip install 'indexzoo[cuda12]'")
-    return _CUDA_EXTRA_HINT
+                f"driver >= 525 (CUDA 12), then {install_line('cuda12')}")
+    return (f"{install_line('cuda12')} (CUDA 12 drivers) or {install_line('cuda13')} "
+            "(CUDA 13 drivers)")
 
 
 def gpu_setup_hint() -> str | None:

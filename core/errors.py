@@ -93,12 +93,15 @@ class ResourceError(IndexZooError, RuntimeError):
 
 
 class MissingDependency(IndexZooError, ImportError):
-    """An optional dependency is missing; the message names the extra that installs it."""
+    """An optional dependency is missing; the message names the extra it belongs to and a pip
+    command that installs it (:func:`indexzoo.extras.install_line`)."""
 
     def __init__(self, package: str, extra: str, purpose: str):
+        from .extras import install_line
+
         self.package = package
         self.extra = extra
         super().__init__(
-            f"{purpose} needs the optional package {package!r}, which is not installed; "
-            f"install it with: pip install 'indexzoo[{extra}]'"
+            f"{purpose} needs the optional package {package!r} (indexzoo's {extra} extra), "
+            f"which is not installed; install it with: {install_line(extra, package)}"
         )

@@ -16,7 +16,8 @@ above):
 6. ``plugins`` - ``indexzoo.plugins.*`` (the built-in indexes and query engines, each family
    with its own kernels);
 7. ``conformance`` - ``indexzoo.conformance`` (the shared suite);
-8. ``tools`` - ``indexzoo.tools`` (the command line, bench, plots, recommend, doctor).
+8. ``tools`` - ``indexzoo.tools`` (the command line, bench, plots, recommend, doctor) and
+   ``indexzoo.__main__`` (``python -m indexzoo``).
 
 The order is the one the imports make, kept as strict as they allow: the kernels and the
 ray-tracing engine import only the contract's modules (``indexzoo.errors``,
@@ -28,8 +29,9 @@ registry imports it, so the public names and plugin discovery sit on top of ever
 layer and below the plugins they find.
 
 Every module has a layer declared here: by its package (:data:`PACKAGE_LAYERS`) or by name
-(:data:`CONTRACT_MODULES`, :data:`QUERY_MODULES`, :data:`REGISTRY_MODULES`); a module of the
-top-level package that none of them names has no layer, and that is itself a violation.
+(:data:`CONTRACT_MODULES`, :data:`QUERY_MODULES`, :data:`REGISTRY_MODULES`,
+:data:`TOOLS_MODULES`); a module of the top-level package that none of them names has no
+layer, and that is itself a violation.
 
 Rules, each over every import statement (at module level, inside functions, and under
 ``TYPE_CHECKING``):
@@ -71,7 +73,7 @@ PACKAGE_LAYERS = (("indexzoo.tools", "tools"), ("indexzoo.conformance", "conform
 #: The modules of the top-level package ``indexzoo`` (``core/*.py``) that form the contract.
 CONTRACT_MODULES = frozenset(f"indexzoo.{m}" for m in (
     "archive", "base_schema", "cachedirs", "columns", "config", "contract", "devices", "display",
-    "duplicate_keys", "envvars", "errors", "files", "flatten", "hooks", "hookspecs", "keys",
+    "duplicate_keys", "envvars", "errors", "extras", "files", "flatten", "hooks", "hookspecs", "keys",
     "lookup", "metadata", "npyheader", "operations", "persist", "pipeline", "plugin_api",
     "plugin_hooks", "presets", "probes", "reading", "resources", "restore", "result_memory",
     "results", "schema", "schema_paths", "schema_types", "sinks", "state", "text", "unflatten", "validation"))
@@ -82,6 +84,10 @@ QUERY_MODULES = frozenset({"indexzoo.ssb"})
 
 REGISTRY_MODULES = frozenset({"indexzoo", "indexzoo.registry", "indexzoo.join"})
 
+#: Top-level modules of the tools layer: ``indexzoo.__main__`` (``python -m indexzoo``, the
+#: command line).
+TOOLS_MODULES = frozenset({"indexzoo.__main__"})
+
 
 def layer(module: str) -> str | None:
     """The layer of an ``indexzoo`` module; None for a module the contract does not declare."""
@@ -89,7 +95,7 @@ def layer(module: str) -> str | None:
         if module == prefix or module.startswith(prefix + "."):
             return name
     for names, name in ((CONTRACT_MODULES, "contract"), (QUERY_MODULES, "query"),
-                        (REGISTRY_MODULES, "registry")):
+                        (REGISTRY_MODULES, "registry"), (TOOLS_MODULES, "tools")):
         if module in names:
             return name
     return None

@@ -164,3 +164,213 @@ def test_the_readme_states_how_long_the_test_command_takes() -> None:
     assert re.search(r"about \d+ minutes on a busy 2-core machine", paragraph), paragraph
     assert "CI prints" in paragraph  # the time of each run, beside the figure stated here
     assert "no GPU package" in paragraph
+
+
+# ---------------------------------------------------------------------- the distributions
+def test_the_version_has_one_source() -> None:
+    """pyproject reads the version from ``indexzoo.__version__``; the installed metadata agrees."""
+    import importlib.metadata
+
+    import indexzoo
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in config["project"] and "version" in config["project"]["dynamic"]
+    assert config["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "indexzoo.__version__"}
+    assert importlib.metadata.version("indexzoo") == indexzoo.__version__
+
+
+def test_the_license_is_the_mit_license_pyproject_names() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["project"]["license"] == "MIT"
+    assert config["project"]["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License") and "Copyright (c) 2026 the indexzoo authors" in text
+    # setuptools reads SPDX license expressions from version 77 on
+    assert "setuptools>=77" in config["build-system"]["requires"]
+    assert not any(c.startswith("License ::") for c in config["project"]["classifiers"])
+
+
+def test_ci_builds_and_checks_the_distributions_once() -> None:
+    side = (ROOT / ".ci" / "exhaustive").read_text()
+    package = (ROOT / ".ci" / "package").read_text()
+    assert side.count("bash .ci/package") == 1
+    assert package.count("\"$py\" -m build") == 1 and "twine check --strict" in package
+    assert "tests/support/distribution.py" in package
+    dev = _names(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["dev"])
+    assert {"build", "twine"} <= set(dev)
+
+
+def test_the_sdist_leaves_the_tests_out() -> None:
+    lines = (ROOT / "MANIFEST.in").read_text().splitlines()
+    assert {"prune tests", "prune benchmarks"} <= set(lines)
+
+
+def _fake_wheel(path: Path, leave_out: str = "") -> Path:
+    """A wheel as setuptools writes indexzoo's, from this source tree, less ``leave_out``."""
+    import zipfile
+
+    from tests.support import distribution
+
+    version = distribution.source_version()
+    info = f"indexzoo-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        for name in sorted(distribution.wheel_members() - {leave_out}):
+            z.writestr(name, "")
+        z.writestr(f"{info}/METADATA", f"Metadata-Version: 2.4\nName: indexzoo\nVersion: {version}"
+                                       "\nLicense-Expression: MIT\n")
+        z.writestr(f"{info}/licenses/LICENSE", "MIT License\n")
+        z.writestr(f"{info}/entry_points.txt",
+                   "[console_scripts]\nindexzoo = indexzoo.tools.cli:main\n\n[pytest11]\n"
+                   "indexzoo = indexzoo.conformance.pytest_plugin\n"
+                   "indexzoo-bench = indexzoo.tools.pytest_bench\n")
+    return path
+
+
+def test_the_wheel_check_passes_a_complete_wheel_and_names_each_missing_file(tmp_path: Path) -> None:
+    from tests.support import distribution
+
+    assert distribution.wheel_problems(_fake_wheel(tmp_path / "a.whl")) == []
+    for gone in ("indexzoo/native/rt/optix/query.cu", "indexzoo/py.typed",
+                 "indexzoo/conformance/suite.py", "indexzoo/tools/pytest_bench.py"):
+        got = distribution.wheel_problems(_fake_wheel(tmp_path / "b.whl", leave_out=gone))
+        assert f"missing {gone}" in got, got
+
+
+def test_the_wheel_check_wants_both_pytest_plugins_and_the_source_version(tmp_path: Path) -> None:
+    import zipfile
+
+    from tests.support import distribution
+
+    wheel = _fake_wheel(tmp_path / "a.whl")
+    with zipfile.ZipFile(wheel) as z:
+        files = {n: z.read(n).decode() for n in z.namelist()}
+    info = next(n for n in files if n.endswith("entry_points.txt"))
+    files[info] = files[info].replace("indexzoo-bench = indexzoo.tools.pytest_bench\n", "")
+    meta = next(n for n in files if n.endswith("METADATA"))
+    files[meta] = files[meta].replace(f"Version: {distribution.source_version()}", "Version: 9.9")
+    with zipfile.ZipFile(tmp_path / "b.whl", "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    got = distribution.wheel_problems(tmp_path / "b.whl")
+    assert "no pytest11 entry point indexzoo-bench = indexzoo.tools.pytest_bench" in got
+    assert f"the metadata does not give Version: {distribution.source_version()}" in got
+
+
+def test_the_sdist_check_refuses_test_files_and_wants_every_source(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    from tests.support import distribution
+
+    def sdist(extra: list[str], leave_out: str = "") -> Path:
+        path = tmp_path / f"s{len(extra)}{bool(leave_out)}.tar.gz"
+        names = {*distribution.SDIST_NOTES, *extra}
+        for folder in distribution.FOLDERS:
+            names |= {p.relative_to(ROOT).as_posix() for p in (ROOT / folder).rglob("*")
+                      if p.is_file() and p.suffix in (".py", ".cu", ".typed")
+                      and "__pycache__" not in p.parts}
+        with tarfile.open(path, "w:gz") as t:
+            for name in sorted(names - {leave_out}):
+                t.addfile(tarfile.TarInfo(f"indexzoo-0/{name}"), io.BytesIO(b""))
+        return path
+
+    assert distribution.sdist_problems(sdist([])) == []
+    assert distribution.sdist_problems(sdist(["tests/conftest.py"])) == [
+        "holds a test file: tests/conftest.py"]
+    assert distribution.sdist_problems(sdist([], leave_out="core/py.typed")) == [
+        "missing core/py.typed"]
+
+
+# ---------------------------------------------------------------------- install lines
+#: An install line that asks a package registry for indexzoo, which no registry serves:
+#: ``indexzoo[extra]`` as a requirement, or the bare name after an install command.
+REGISTRY_INSTALL = re.compile(
+    r"""(?<![\w./-])indexzoo\[[\w,\s-]*\]"""
+    r"""|\b(?:pip3?|pipx|uv(?:\s+pip)?|conda|mamba)\s+(?:install|add)\s+(?:-{1,2}[\w-]+\s+)*"""
+    r"""['"]?indexzoo(?![\w./-])""")
+
+
+def test_the_registry_install_pattern_tells_working_lines_from_broken_ones() -> None:
+    broken = ["pip install 'indexzoo[dask]'", 'pip install "indexzoo[cuda12,optix]"',
+              "pip install indexzoo", "pip install -U indexzoo", "uv pip install indexzoo",
+              "Fix: or 'indexzoo[cuda13]' (match your driver)"]
+    working = ["pip install -e '.[dask]'", "pip install '.[cuda12,optix]'",
+               'pip install "$(echo dist/indexzoo-*.whl)[dask]"', "pip install dist/indexzoo-*.whl",
+               "pip install ./tests/example_plugin", "pip install 'dask>=2024.1'",
+               "import indexzoo", "pip install indexzoo-example"]
+    assert [b for b in broken if not REGISTRY_INSTALL.search(b)] == []
+    assert [w for w in working if REGISTRY_INSTALL.search(w)] == []
+
+
+def _texts_users_read() -> list[Path]:
+    """The README, the docs, the project's notes, the CI scripts, and every source file of
+    the package (its messages and docstrings)."""
+    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"), ROOT / "benchmarks" / "README.md",
+             *ROOT.glob("*.md"), *(ROOT / ".ci").iterdir()]
+    for folder in MAPPING:
+        files += [p for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".cu", ".md")]
+    return [f for f in files if f.is_file()]
+
+
+def test_no_install_line_asks_a_registry_for_indexzoo() -> None:
+    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+             for path in _texts_users_read()
+             for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+             if REGISTRY_INSTALL.search(line)]
+    assert found == [], "indexzoo is on no package registry:\n" + "\n".join(found)
+
+
+def test_the_readme_says_indexzoo_is_not_on_a_registry_and_how_to_install_it() -> None:
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert "indexzoo is not on a package registry yet" in text
+    assert "pip install -e ." in text and "python -m build" in text
+
+
+def test_missing_package_messages_give_a_line_that_installs_the_package() -> None:
+    """The message names the extra and installs the package by its requirement in that extra
+    (read from the installed metadata); a package the extra lacks, by its own name."""
+    from indexzoo import MissingDependency
+    from indexzoo.extras import extra_requirements, install_line
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extra_requirements("dask") == tuple(extras["dask"])
+    assert install_line("cuda12") == ("pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'")
+    message = str(MissingDependency("pyyaml", "yaml", "reading YAML spec files"))
+    assert message.endswith("(indexzoo's yaml extra), which is not installed; install it with: "
+                            "pip install 'pyyaml>=6'")
+    assert install_line("dask", "dask-cuda") == "pip install dask-cuda"
+    # the package named as its extra stands for the whole extra (dask needs distributed too)
+    assert install_line("dask", "dask") == "pip install 'dask>=2024.1' 'distributed>=2024.1'"
+    assert install_line("yaml", "pyyaml") == "pip install 'pyyaml>=6'"
+    assert install_line("no-such-extra") == "pip install -e '.[no-such-extra]' in indexzoo's source folder"
+
+
+# ---------------------------------------------------------------------- the project's notes
+def test_the_citation_file_cites_indexzoo_and_each_reference_in_full() -> None:
+    import yaml
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    assert cff["title"].startswith("indexzoo") and cff["license"] == "MIT"
+    assert cff["authors"] == [{"name": "the indexzoo authors"}]
+    assert "version" not in cff  # the version has one source: indexzoo.__version__
+    assert len(cff["references"]) >= 5
+    for ref in cff["references"]:
+        assert ref["title"] and ref["type"] and ref["authors"], ref
+        assert all(a.get("family-names") and a.get("given-names") for a in ref["authors"]), ref
+
+
+def test_the_changelog_has_an_entry_for_this_version() -> None:
+    import indexzoo
+
+    headings = [line for line in (ROOT / "CHANGELOG.md").read_text().splitlines()
+                if line.startswith("## ")]
+    assert headings and headings[0].startswith(f"## {indexzoo.__version__} ")
+
+
+def test_contributing_points_to_the_plugin_guide_and_the_readme_test_command() -> None:
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "docs/plugin-authors.md" in text
+    assert f"```bash\n{_readme_command('test')}\n```" in text
+    assert "GPU" in text and (ROOT / "docs" / "plugin-authors.md").is_file()

@@ -1,5 +1,5 @@
 """SQL text in: :func:`parse` reads one SELECT over one table into the :class:`Query` the
-builder makes, through sqlglot (DuckDB's dialect; ``pip install 'indexzoo[sql]'``).
+builder makes, through sqlglot (DuckDB's dialect; the ``sql`` extra: ``pip install 'sqlglot>=25'``).
 
 The subset the engines run:
 

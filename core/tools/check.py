@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from typing import Any, TextIO
@@ -29,6 +30,8 @@ def add_cli(sub: Any) -> None:
                    help="what the run draws its key sets and lookups from (default: drawn at "
                         "random and printed); give a printed seed to replay that run")
     s.add_argument("--group", action="append", help="only this check group (repeatable)")
+    s.add_argument("--json", action="store_true",
+                   help="machine-readable output: one JSON object with every check's outcome")
     s.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE",
                    help="a parameter of the index under test (repeatable; VALUE as JSON or "
                         "text), e.g. --set engine=optix")
@@ -72,6 +75,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
                        seed=args.seed)
     env = environment(ctx.device)
     shown = "".join(f" {k}={v!r}" for k, v in params.items())
+    if args.json:
+        return _check_json(ctx, args, params, env["commit"], out)
     out.write(f"indexzoo check {printable(ctx.name + shown)} on {ctx.device} ({device_name(ctx.device)}), "
               f"size {args.size}, seed {ctx.seed}, commit {env['commit']}\n")
     out.flush()
@@ -79,3 +84,31 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     results = run_checks(ctx, groups=args.group, progress=sys.stderr)
     out.write(summary(results) + f"  ({time.perf_counter() - t0:.1f} s, seed {ctx.seed})\n")
     return 0 if all(r.ok for r in results) else 1
+
+
+def _check_json(ctx: Any, args: argparse.Namespace, params: dict[str, Any], commit: str,
+                out: TextIO) -> int:
+    """``check --json``: the run as one JSON object (progress still goes to stderr): the
+    index, params, device, size, commit, ``ok``, ``seconds``, per group ``passed``, ``run``,
+    ``skipped`` and ``xfail``, and every check with its ``status`` and ``message``."""
+    from indexzoo.conformance import GROUPS, run_checks
+
+    t0 = time.perf_counter()
+    results = run_checks(ctx, groups=args.group, progress=sys.stderr)
+    groups = {}
+    for group in GROUPS:
+        rs = [r for r in results if r.check.group == group]
+        if rs:
+            ran = [r for r in rs if r.status != "skipped"]
+            groups[group] = {"passed": sum(r.status == "passed" for r in ran), "run": len(ran),
+                             "skipped": len(rs) - len(ran),
+                             "xfail": sum(r.status == "xfail" for r in ran)}
+    ok = all(r.ok for r in results)
+    json.dump({"index": ctx.name, "params": params, "device": ctx.device, "size": args.size,
+               "commit": commit, "ok": ok, "seconds": round(time.perf_counter() - t0, 3),
+               "groups": groups,
+               "checks": [{"label": r.label, "group": r.check.group, "status": r.status,
+                           "message": r.message, "seconds": round(r.seconds, 3)}
+                          for r in results]}, out, indent=2, default=repr)
+    out.write("\n")
+    return 0 if ok else 1

@@ -8,6 +8,10 @@
     indexzoo recommend KEYS_FILE  measure the installed indexes on your keys; write the winner
     indexzoo doctor               devices, driver, CUDA libraries, OptiX, threading, indexes
     indexzoo cache info|clear     the compiled kernels and programs kept on disk: where, how many
+    indexzoo --version            indexzoo's version (``python -m indexzoo`` runs the same command)
+
+``--json`` makes ``list``, ``info``, ``doctor``, ``check`` and ``recommend`` print one JSON
+object instead of text.
 
 Exit codes: 0 success, 2 usage or configuration error, 1 any other error (out of memory
 included), 130 interrupted (Ctrl-C or SIGTERM). Errors are one line on stderr: ``indexzoo:
@@ -29,6 +33,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from indexzoo import __version__
 from indexzoo.config import describe_bounds
 from indexzoo.contract import check_plugin_class
 from indexzoo.display import byte_size, one_line, printable
@@ -171,6 +176,8 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     if args.name is None:
         raise ConfigError("info: give an index NAME (see `indexzoo list`) or --system")
     cls = lookup(args.name)
+    if args.json:
+        return _info_json(cls, out)
     caps = cls.capabilities
     out.write(f"{printable(cls.name)}: {_describe(cls)}\n")
     out.write(f"provider:     {printable(providers()[cls.name])}\n")
@@ -196,10 +203,35 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _info_json(cls: Any, out: TextIO) -> int:
+    """``info NAME --json``: what ``info`` prints, as one JSON object (parameter defaults that
+    JSON cannot hold are given as their ``repr``)."""
+    resolution = check_plugin_class(cls)
+    params = {}
+    for fname, field in cls.Params.model_fields.items():
+        params[fname] = {"type": _type_name(field.annotation),
+                         "default": field.get_default(call_default_factory=True),
+                         "bounds": describe_bounds(field) or None,
+                         "description": plain(field.description) if field.description else None}
+    got: dict[str, Any] = {
+        "name": cls.name, "description": _describe(cls), "provider": providers()[cls.name],
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "capabilities": cls.capabilities.model_dump(mode="json"),
+        "plugin_api": str(resolution.api),
+        "operations": [route.describe() for route in resolution.routes.values()],
+        "parameters": params,
+    }
+    if "engine" in cls.Params.model_fields:
+        got["engines"] = dict(_engines())
+    json.dump(got, out, indent=2, default=repr)
+    out.write("\n")
+    return EXIT_OK
+
+
 def cmd_doctor(args: argparse.Namespace, out: TextIO) -> int:
     from .doctor import report
 
-    return report(out)
+    return report(out, as_json=args.json)
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
@@ -279,6 +311,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog="Exit codes: 0 success, 2 usage or configuration error, 1 other error, "
                "130 interrupted.",
     )
+    p.add_argument("--version", action="version", version=f"indexzoo {__version__}",
+                   help="print indexzoo's version and exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser("list", help="list the registered indexes")
     s.add_argument("--json", action="store_true", help="machine-readable output")
@@ -289,9 +323,11 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?", help="registered index name (see `indexzoo list`)")
     s.add_argument("--system", action="store_true",
                    help="show this machine's devices and libraries instead (= `indexzoo doctor`)")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_info)
     s = sub.add_parser("doctor", help="what this machine offers: devices, NVIDIA driver and "
                        "CUDA version, CuPy, numba-cuda, OptiX, threading layer, indexes")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_doctor)
     s = sub.add_parser("run", help="build and query one index as a spec file says")
     s.add_argument("spec", help="YAML, TOML or JSON spec file")

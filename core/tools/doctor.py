@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
+import json
 import os
 import platform
 from typing import TextIO
@@ -25,9 +26,8 @@ from indexzoo.registry import available, load_errors
 
 from .environment import device_name
 
-__all__ = ["THREADING_NOTE", "auto_engine_text", "environment_rows", "optix_engine", "optix_status",
-           "package_version", "report", "rt_cores_text",
-           "threading_layer"]
+__all__ = ["SECTIONS", "THREADING_NOTE", "auto_engine_text", "environment_rows", "optix_engine",
+           "optix_status", "package_version", "report", "rt_cores_text", "threading_layer"]
 
 #: Why the workqueue layer matters (see indexzoo.native.targets).
 THREADING_NOTE = (
@@ -136,18 +136,77 @@ def environment_rows() -> list[tuple[str, str]]:
     return rows or [("none set", "every INDEXZOO_* variable has its default")]
 
 
-def report(out: TextIO) -> int:
-    """Write the report to ``out``; returns 0."""
+#: The report's sections: the JSON key and the heading of each.
+SECTIONS = (("devices", "devices"), ("environment", "environment variables (docs/cli.md)"),
+            ("nvidia_driver", "NVIDIA driver"), ("gpu_libraries", "GPU libraries"),
+            ("optix", "OptiX"), ("cpu_kernels", "CPU kernels"))
+
+
+def report(out: TextIO, as_json: bool = False) -> int:
+    """Write the report to ``out`` (as one JSON object with ``as_json``: ``indexzoo``,
+    ``python``, ``numpy``, ``numba``, ``platform``, ``cuda_usable``, one object per section of
+    :data:`SECTIONS` mapping each row's name to its text, ``indexes`` and
+    ``unusable_indexes``); returns 0."""
     import numba
     import numpy as np
 
-    out.write(f"indexzoo {indexzoo.__version__} (Python {platform.python_version()}, numpy "
-              f"{np.__version__}, numba {numba.__version__}) on {platform.platform()}\n")
-
+    header = {"indexzoo": indexzoo.__version__, "python": platform.python_version(),
+              "numpy": np.__version__, "numba": numba.__version__,
+              "platform": platform.platform()}
     cuda_ok, cuda_why = devices.cuda_status()
     usable = ["cpu"] + (["cuda"] if cuda_ok else [])
+    sections = _sections(cuda_ok, cuda_why)
+    indexes: dict[str, tuple[tuple[str, ...], list[str]]] = {}
+    unusable: dict[str, str] = {}
+    none_loaded: str | None = None
+    try:
+        for name, cls in available().items():
+            can: tuple[str, ...] = tuple(cls.capabilities.devices)
+            indexes[name] = (can, [d for d in can if d in usable])
+        unusable = dict(load_errors())
+    except ConfigError as exc:  # a malformed variable read as plugins are imported
+        none_loaded = str(exc)
+    if as_json:
+        got = {**header, "cuda_usable": cuda_ok,
+               **{key: dict(rows) for key, rows in sections.items()},
+               "indexes": {name: {"devices": list(devs), "usable_here": here}
+                           for name, (devs, here) in indexes.items()},
+               "unusable_indexes": dict(unusable)}
+        if none_loaded is not None:
+            got["indexes_error"] = none_loaded
+        json.dump(got, out, indent=2)
+        out.write("\n")
+        return 0
+    out.write(f"indexzoo {header['indexzoo']} (Python {header['python']}, numpy "
+              f"{header['numpy']}, numba {header['numba']}) on {header['platform']}\n")
+    for key, heading in SECTIONS:
+        out.write(f"\n{heading}\n")
+        _rows(sections[key], out)
+    out.write("\nindexes (devices each can run on, and which of them are usable here)\n")
+    if none_loaded is not None:
+        out.write(f"  none loaded: {none_loaded}\n")
+        return 0
+    table = [("index", "devices", "usable here")]
+    for name, (devs, here) in indexes.items():
+        missing = [d for d in devs if d not in here]
+        text = " ".join(here) if here else "none"
+        if missing:
+            text += f" (not {' '.join(missing)}: unusable here)"
+        table.append((name, " ".join(devs), text))
+    w0 = max(len(r[0]) for r in table)
+    w1 = max(len(r[1]) for r in table)
+    for a, b, c in table:
+        out.write(f"  {a:<{w0}}  {b:<{w1}}  {c}\n")
+    for name, why in unusable.items():
+        out.write(f"  {name:<{w0}}  {'(failed to load)':<{w1}}  {why}\n")
+    return 0
+
+
+def _sections(cuda_ok: bool, cuda_why: str) -> dict[str, list[tuple[str, str]]]:
+    """The rows of each section of :data:`SECTIONS`, by its key."""
+    import numba
+
     env = os.environ.get(devices.ENV_VAR)
-    out.write("\ndevices\n")
     try:
         chosen = envvars.DEVICE.value()
     except ConfigError as exc:
@@ -157,15 +216,13 @@ def report(out: TextIO) -> int:
             auto = ("cuda" if cuda_ok else "cpu") + f" ({devices.ENV_VAR} is not set)"
         else:
             auto = f"{chosen} ({devices.ENV_VAR}={shown(env, 40)})"
-    _rows([("cpu", f"usable: {device_name('cpu')}"),
-           ("cuda", ("usable: " if cuda_ok else "not usable: ") + cuda_why),
-           ("auto", f"means {auto}")], out)
-
-    out.write("\nenvironment variables (docs/cli.md)\n")
-    _rows(environment_rows(), out)
+    out: dict[str, list[tuple[str, str]]] = {}
+    out["devices"] = [("cpu", f"usable: {device_name('cpu')}"),
+                      ("cuda", ("usable: " if cuda_ok else "not usable: ") + cuda_why),
+                      ("auto", f"means {auto}")]
+    out["environment"] = environment_rows()
 
     info = devices.nvidia_driver()
-    out.write("\nNVIDIA driver\n")
     if info.found:
         rows = [("found", ", ".join(info.evidence)),
                 ("driver", info.driver_version or "version unknown"),
@@ -173,11 +230,10 @@ def report(out: TextIO) -> int:
                                                  if info.cuda_source else ""))]
         if info.gpus:
             rows.append(("GPUs", "; ".join(info.gpus)))
-        _rows(rows, out)
+        out["nvidia_driver"] = rows
     else:
-        _rows([("not found", devices.NO_DRIVER_PROBES)], out)
+        out["nvidia_driver"] = [("not found", devices.NO_DRIVER_PROBES)]
 
-    out.write("\nGPU libraries\n")
     cupy = package_version(*_CUPY_DISTS)
     ncuda = package_version("numba-cuda")
     rows = [("CuPy", f"{cupy[1]} ({cupy[0]})" if cupy else "not installed"),
@@ -185,50 +241,26 @@ def report(out: TextIO) -> int:
     if not cuda_ok:
         first = "" if info.found else "an NVIDIA driver first (none found), then "
         rows.append(("install", first + devices.install_command(info)))
-    _rows(rows, out)
+    out["gpu_libraries"] = rows
 
-    out.write("\nOptiX\n")
     ok, why, where = optix_status()
     engine_ok, engine_why = optix_engine()
-    _rows([("pyoptix", f"importable ({why})" if ok else f"not importable ({why})"),
-           ("OptiX_INSTALL_DIR", (where + ("" if os.path.isdir(where) else
-                                           " (not a directory)")) if where else "not set"),
-           ("engine", ("usable: " if engine_ok else "not usable: ") + engine_why),
-           ("RT cores", rt_cores_text()),
-           ("auto", auto_engine_text(cuda_ok)),
-           ("note", "every ray-tracing index (rx, rx-opt, cgrx, rtscan) takes engine="
-                    "'software', 'optix' or 'auto'; auto is OptiX where the GPU has RT cores "
-                    "and OptiX is usable, else indexzoo's software ray tracer, which needs no "
-                    "OptiX")], out)
+    out["optix"] = [
+        ("pyoptix", f"importable ({why})" if ok else f"not importable ({why})"),
+        ("OptiX_INSTALL_DIR", (where + ("" if os.path.isdir(where) else " (not a directory)"))
+         if where else "not set"),
+        ("engine", ("usable: " if engine_ok else "not usable: ") + engine_why),
+        ("RT cores", rt_cores_text()),
+        ("auto", auto_engine_text(cuda_ok)),
+        ("note", "every ray-tracing index (rx, rx-opt, cgrx, rtscan) takes engine="
+                 "'software', 'optix' or 'auto'; auto is OptiX where the GPU has RT cores "
+                 "and OptiX is usable, else indexzoo's software ray tracer, which needs no "
+                 "OptiX")]
 
-    out.write("\nCPU kernels\n")
     layer, wanted = threading_layer()
     rows = [("threading layer", f"{layer} (NUMBA_THREADING_LAYER={wanted})"),
             ("threads", str(numba.config.NUMBA_NUM_THREADS))]
     if layer == "workqueue":
         rows.append(("note", THREADING_NOTE))
-    _rows(rows, out)
-
-    out.write("\nindexes (devices each can run on, and which of them are usable here)\n")
-    try:
-        registered = available()
-    except ConfigError as exc:  # a malformed variable read as plugins are imported
-        out.write(f"  none loaded: {exc}\n")
-        return 0
-    table = [("index", "devices", "usable here")]
-    for name, cls in registered.items():
-        devs = cls.capabilities.devices
-        here = [d for d in devs if d in usable]
-        missing = [d for d in devs if d not in usable]
-        text = " ".join(here) if here else "none"
-        if missing:
-            text += f" (not {' '.join(missing)}: unusable here)"
-        table.append((name, " ".join(devs), text))
-    w0 = max(len(r[0]) for r in table)
-    w1 = max(len(r[1]) for r in table)
-    for a, b, c in table:
-        out.write(f"  {a:<{w0}}  {b:<{w1}}  {c}\n")
-    for name, why in load_errors().items():
-        out.write(f"  {name:<{w0}}  {'(failed to load)':<{w1}}  {why}\n")
-    return 0
-
+    out["cpu_kernels"] = rows
+    return out

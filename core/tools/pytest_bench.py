@@ -65,7 +65,7 @@ __all__ = ["time_lookups"]
 ROUNDS = 5
 _NEEDS_BENCHMARK = "indexzoo_bench_lookups"
 _BENCHMARK_MISSING = ("indexzoo_bench_lookups needs pytest-benchmark's `benchmark` fixture: "
-                      "pip install pytest-benchmark (or 'indexzoo[bench]'), and do not disable it "
+                      "pip install 'pytest-benchmark[histogram]>=4', and do not disable it "
                       "with -p no:benchmark")
 
 

@@ -528,6 +528,34 @@ def format_report(rec: Recommendation) -> str:
     return "\n".join(lines)
 
 
+def report_json(rec: Recommendation, written: Path | None) -> dict[str, Any]:
+    """``recommend --json``: what :func:`format_report` prints, as one JSON object."""
+    s = rec.sample
+
+    def named(o: Outcome) -> dict[str, Any]:
+        return {"index": o.candidate.name, "params": dict(o.candidate.params),
+                "note": o.candidate.note}
+
+    return {
+        "device": rec.device, "keys_measured": s.n, "keys_total": s.n_total,
+        "lookups": s.n_lookups, "kind": "point" if s.point else "range",
+        "range_hits": None if s.point else s.workload.range_hits,
+        "hit_rate": s.workload.hit_rate, "out": rec.out, "repeats": rec.repeats,
+        "duplicates": s.duplicates,
+        "ranked": [{**named(o), "lookups_per_second": o.throughput,
+                    "half_spread": o.timing.half_spread if o.timing else None,
+                    "lookup_seconds": list(o.timing.seconds) if o.timing else [],
+                    "resident_bytes": o.resident_bytes, "peak_build_bytes": o.peak_build_bytes}
+                   for o in rec.ranked],
+        "not_ranked": [{**named(o), "status": o.status, "reason": o.reason}
+                       for o in rec.outcomes if o.status != "measured"],
+        "pick": None if rec.pick is None else named(rec.pick),
+        "why": rec.why,
+        "spec": None if rec.pick is None else rec.spec().model_dump(mode="json"),
+        "written": None if written is None else str(written),
+    }
+
+
 def spec_text(rec: Recommendation, path: Path) -> str:
     """The spec file: YAML (with a comment saying where it comes from) or JSON."""
     spec = rec.spec()
@@ -572,6 +600,9 @@ def add_cli(sub: Any) -> None:
                    help="results must come from an ascending array (the lightweight tree's "
                    "input)")
     s.add_argument("--repeats", type=int, default=5, help="timed repetitions (default 5)")
+    s.add_argument("--json", action="store_true",
+                   help="print the measurements and the pick as one JSON object instead of "
+                   "the table (the spec file is written as without it)")
     s.add_argument("--max-keys", type=int, metavar="N",
                    help=f"keys measured at most (default {KEY_CAP['cpu']:,} on cpu, "
                    f"{KEY_CAP['cuda']:,} on cuda)")
@@ -617,8 +648,12 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     rec = recommend_indexes(sample, device, names, args.out_mode, budget, args.repeats,
                             args.ordered, use_tree=args.indexes in ("all", "builtin"))
     interrupts.check()
-    out.write(format_report(rec) + "\n")
+    if not args.json:
+        out.write(format_report(rec) + "\n")
     if rec.pick is None:
+        if args.json:
+            json.dump(report_json(rec, None), out, indent=2, default=repr)
+            out.write("\n")
         return 1
     text = spec_text(rec, target).encode()
     try:  # checked again: a file may have appeared at --out while the indexes were measured
@@ -631,5 +666,9 @@ def cmd_recommend(args: argparse.Namespace, out: TextIO) -> int:
     except IsADirectoryError:  # --force never replaces a folder
         raise ConfigError(f"--out {shown_path(target)} is a directory (made while recommend "
                           "measured); the pick above is not written: use --out FILE") from None
-    out.write(f"wrote {target}\n")
+    if args.json:
+        json.dump(report_json(rec, target), out, indent=2, default=repr)
+        out.write("\n")
+    else:
+        out.write(f"wrote {target}\n")
     return 0

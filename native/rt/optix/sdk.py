@@ -11,9 +11,10 @@ __all__ = ["ENV", "INSTALL_HINT", "headers_dir", "import_optix"]
 
 #: How a user gets OptiX going (the README's "OptiX" section says the same).
 INSTALL_HINT = (
-    "install NVIDIA's OptiX Python bindings (pip install 'indexzoo[optix]', which builds "
-    "pyoptix against the OptiX SDK your driver supports), download the OptiX SDK headers and "
-    "set OptiX_INSTALL_DIR to the folder holding include/optix.h")
+    "install NVIDIA's OptiX Python bindings (pip install pyoptix 'cuda-python>=12', or pip "
+    "install -e '.[optix]' in indexzoo's source folder; pip builds pyoptix against the OptiX "
+    "SDK your driver supports), download the OptiX SDK headers and set OptiX_INSTALL_DIR to "
+    "the folder holding include/optix.h")
 
 ENV = "OptiX_INSTALL_DIR"
 

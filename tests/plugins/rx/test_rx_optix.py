@@ -66,7 +66,7 @@ def test_status_names_the_missing_bindings_and_how_to_install(monkeypatch: pytes
     got = optix.status()
     assert not got.usable
     assert "pyoptix is not installed" in got.reason
-    assert "indexzoo[optix]" in got.reason and "OptiX_INSTALL_DIR" in got.reason
+    assert "pip install pyoptix" in got.reason and "OptiX_INSTALL_DIR" in got.reason
     with pytest.raises(DeviceUnavailable, match="pyoptix is not installed"):
         optix.require()
 

@@ -310,4 +310,5 @@ def test_without_dask_making_a_sharded_index_names_the_extra_to_install() -> Non
             "except indexzoo.IndexZooError as exc:\n    print(type(exc).__name__, exc)\n")
     got = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                          text=True).stdout
-    assert "MissingDependency" in got and "pip install 'indexzoo[dask]'" in got
+    assert "MissingDependency" in got
+    assert "pip install 'dask>=2024.1' 'distributed>=2024.1'" in got  # both are needed
