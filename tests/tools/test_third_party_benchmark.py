@@ -65,7 +65,7 @@ def test_without_pytest_benchmark_only_the_tests_that_time_fail_and_say_why(
     res = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:benchmark")
     res.assert_outcomes(passed=1, errors=1)
     res.stdout.fnmatch_lines(["*indexzoo_bench_lookups needs pytest-benchmark's `benchmark` "
-                              "fixture: pip install pytest-benchmark*"])
+                              "fixture: pip install 'pytest-benchmark*"])
 
 
 @pytest.mark.parametrize("options, error", [
