@@ -34,10 +34,10 @@ def test_version_prints_the_installed_version(capsys: pytest.CaptureFixture[str]
 
 def test_python_dash_m_indexzoo_is_the_command() -> None:
     got = subprocess.run([sys.executable, "-m", "indexzoo", "--version"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=600)
     assert (got.returncode, got.stdout) == (0, f"indexzoo {indexzoo.__version__}\n")
     bad = subprocess.run([sys.executable, "-m", "indexzoo", "no-such-command"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and bad.stderr.startswith("indexzoo: error: ")
 
 
