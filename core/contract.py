@@ -197,6 +197,11 @@ class GpuIndex(abc.ABC, Generic[S]):
     #: True: a point lookup ``q`` the class has no point hook for is answered by the range
     #: hook of the same out mode with the range ``[q, q]``.
     points_as_ranges: ClassVar[bool] = False
+    #: True: the class narrows the capabilities of the index class it derives from on purpose
+    #: (fewer kinds, out modes, dtypes, ...); the hooks it inherits for operations it no longer
+    #: declares are never called. False (the default): such an inherited hook is refused when
+    #: the class is registered, as a hook for an undeclared operation is.
+    narrows: ClassVar[bool] = False
     #: The layout of the plugin's saved state: raise it when ``_build`` starts to store
     #: something else, and files saved with the old layout are refused (never loaded into code
     #: that would read them differently). See docs/persistence.md.

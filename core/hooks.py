@@ -264,6 +264,20 @@ def _caps_at(owner: type, cls: type, base: type) -> Any:
     return caps
 
 
+def _inherited_problem(cls: type, name: str, owner: type, op: Operation) -> list[str]:
+    """A hook ``cls`` inherits from ``owner`` for an operation ``cls`` itself does not declare:
+    refused, unless ``cls`` narrows its parent's capabilities deliberately (``narrows =
+    True``: the hooks it no longer declares are never called)."""
+    caps = getattr(cls, "capabilities", None)
+    if (owner is cls or caps is None or op in declared_operations(caps)
+            or getattr(cls, "narrows", False) is True):
+        return []
+    return [f"{name} (inherited from {owner.__qualname__}) answers {op}, which the "
+            f"capabilities of {cls.__qualname__} do not declare ({_undeclared(op, caps)}); "
+            f"declare it, or set narrows = True in {cls.__qualname__} to drop what its parent "
+            f"declares deliberately"]
+
+
 def _check(cls: type, base: type) -> list[str]:
     """The problems of ``cls``'s hooks."""
     problems: list[str] = []
@@ -282,6 +296,8 @@ def _check(cls: type, base: type) -> list[str]:
                 problems.append(
                     f"{name} answers {op}, which the capabilities of {owner.__qualname__} do "
                     f"not declare ({_undeclared(op, caps)}); declare it or remove the hook")
+            else:
+                problems += _inherited_problem(cls, name, owner, op)
         elif _RESERVED.fullmatch(name):
             problems.append(f"{name} is not an operation hook: names starting with _point_ or "
                             f"_range_ are reserved for the operations{_close(name, hook_names)} "
@@ -323,6 +339,8 @@ def _check(cls: type, base: type) -> list[str]:
                 problems.append(
                     f"{name} is marked to answer {op}, which the capabilities of "
                     f"{owner.__qualname__} do not declare ({_undeclared(op, caps)})")
+            else:
+                problems += _inherited_problem(cls, name, owner, op)
             if op in answered:
                 problems.append(f"{op} are answered twice, by {answered[op]} and by {name}")
             answered[op] = name
@@ -336,6 +354,8 @@ def _check(cls: type, base: type) -> list[str]:
                         f"{', '.join(KINDS)}")
     if not isinstance(getattr(cls, "points_as_ranges", False), bool):
         problems.append("points_as_ranges must be True or False")
+    if not isinstance(getattr(cls, "narrows", False), bool):
+        problems.append("narrows must be True or False")
     return problems
 
 

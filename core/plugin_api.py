@@ -3,7 +3,7 @@
 A plugin's index class declares the version it targets::
 
     class MyIndex(GpuIndex[MyState]):
-        plugin_api: ClassVar[str] = "2.3"
+        plugin_api: ClassVar[str] = "2.4"
 
 and the registry compares it with this indexzoo's version when the class is registered:
 the same major version and at most this minor version works; anything else (a newer minor
@@ -19,7 +19,7 @@ import re
 __all__ = ["CHANGES", "PLUGIN_API", "parse", "refusal"]
 
 #: The plugin API this indexzoo provides (``MAJOR.MINOR``).
-PLUGIN_API = "2.3"
+PLUGIN_API = "2.4"
 
 #: What changed for plugins in each version, as the deprecation warnings and the docs say it.
 CHANGES: dict[str, tuple[str, ...]] = {
@@ -45,6 +45,12 @@ CHANGES: dict[str, tuple[str, ...]] = {
         "a class that declares no plugin_api is refused (it was taken as 1.0, with a "
         "warning), and 1.0 classes no longer load; a class written for 2.0 to 2.2 loads "
         "unchanged",
+    ),
+    "2.4": (
+        "new: narrows = True for a class that narrows its parent's capabilities on purpose; "
+        "without it, a hook the class inherits for an operation it does not declare is "
+        "refused, as a hook it defines for one is; a class written for 2.0 to 2.3 that "
+        "inherits no such hook loads unchanged",
     ),
 }
 

@@ -68,7 +68,7 @@ class RtBoxIndex(GpuIndex[BoxState]):
 
     name: ClassVar[str] = "rt-boxes"
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False)
-    plugin_api: ClassVar[str] = "2.3"
+    plugin_api: ClassVar[str] = "2.4"
     # a saved GAS: a BVH over n boxes whose order holds each rowID once (section 1)
     state_schema: ClassVar[StateSchema] = StateSchema(
         gas_specs("gas"),

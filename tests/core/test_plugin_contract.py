@@ -89,6 +89,26 @@ def test_a_hook_for_an_operation_the_capabilities_do_not_declare_is_an_error() -
            "Undeclared do not declare" in text
 
 
+def test_a_hook_inherited_for_an_operation_the_class_does_not_declare_is_an_error() -> None:
+    caps = Capabilities(point=True, range=False)
+    text = _problems(_variant("NoRanges", {"capabilities": caps}))
+    assert "_range_rowids (inherited from Brute) answers range lookups with out='rowids', " \
+           "which the capabilities of NoRanges do not declare (range=False); declare it, or " \
+           "set narrows = True in NoRanges" in text
+
+
+def test_a_class_that_narrows_its_parent_on_purpose_is_taken_and_refuses_what_it_dropped(
+) -> None:
+    caps = Capabilities(point=True, range=False)
+    cls = _variant("Narrowed", {"capabilities": caps, "narrows": True})
+    check_plugin_class(cls)
+    index = cls(device="cpu").build(KEYS)
+    assert index.point(KEYS, out="count").count.tolist() == [2, 1, 1, 2, 1]
+    with pytest.raises(indexzoo.Unsupported):
+        index.range(KEYS, KEYS)
+    assert "narrows must be True or False" in _problems(_variant("Vague", {"narrows": "yes"}))
+
+
 def test_capabilities_refused_in_a_class_body_refuse_that_class_naming_the_field() -> None:
     with pytest.raises(ValidationError):  # outside a class body: refused at once
         Capabilities(point="maybe")  # type: ignore[arg-type]
@@ -270,15 +290,15 @@ def test_the_table_has_every_kind_and_mode_with_one_hook_each() -> None:
 
 # ---------------------------------------------------------------- plugin API versions
 @pytest.mark.parametrize("declared,why", [
-    ("2.4", "it targets indexzoo plugin API 2.4, newer than this indexzoo's 2.3"),
-    ("3.0", "it targets indexzoo plugin API 3.0, newer than this indexzoo's 2.3"),
-    ("1.0", "it targets indexzoo plugin API 1.0, which this indexzoo (2.3) no longer supports"),
-    ("0.9", "it targets indexzoo plugin API 0.9, which this indexzoo (2.3) no longer supports"),
-    ("two", "plugin_api must be a 'MAJOR.MINOR' string such as '2.3', got 'two'"),
+    ("2.5", "it targets indexzoo plugin API 2.5, newer than this indexzoo's 2.4"),
+    ("3.0", "it targets indexzoo plugin API 3.0, newer than this indexzoo's 2.4"),
+    ("1.0", "it targets indexzoo plugin API 1.0, which this indexzoo (2.4) no longer supports"),
+    ("0.9", "it targets indexzoo plugin API 0.9, which this indexzoo (2.4) no longer supports"),
+    ("two", "plugin_api must be a 'MAJOR.MINOR' string such as '2.4', got 'two'"),
 ])
 def test_an_incompatible_plugin_api_is_refused_naming_both_versions(declared: str,
                                                                     why: str) -> None:
-    assert PLUGIN_API == "2.3"
+    assert PLUGIN_API == "2.4"
     text = _problems(_variant(f"Api{declared.replace('.', '_')}", {"plugin_api": declared}))
     assert why in text
 
@@ -302,12 +322,12 @@ class Undeclared(GpuIndex[KeysState]):
 
 def test_a_class_that_declares_no_plugin_api_is_refused_saying_what_to_declare() -> None:
     text = _problems(Undeclared)
-    assert "it declares no plugin_api; declare plugin_api: ClassVar[str] = '2.3'" in text
+    assert "it declares no plugin_api; declare plugin_api: ClassVar[str] = '2.4'" in text
     with pytest.raises(PluginError, match="declares no plugin_api"):
         Undeclared(device="cpu")
 
 
-@pytest.mark.parametrize("declared", ["2.0", "2.1", "2.2", "2.3"])
+@pytest.mark.parametrize("declared", ["2.0", "2.1", "2.2", "2.3", "2.4"])
 def test_every_minor_version_of_the_current_major_loads(declared: str) -> None:
     cls = _variant(f"Minor{declared.replace('.', '_')}", {"plugin_api": declared})
     assert check_plugin_class(cls).api == declared

@@ -23,6 +23,7 @@ class RangesOnly(SortedArrayIndex):
     """sorted-array without point lookups."""
 
     name: ClassVar[str] = "test-ranges-only"
+    narrows: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = _narrowed(SortedArrayIndex, point=False)
 
 
@@ -30,6 +31,7 @@ class CountsOnly(SortedArrayIndex):
     """sorted-array answering counts only."""
 
     name: ClassVar[str] = "test-counts-only"
+    narrows: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = _narrowed(SortedArrayIndex, out_modes=("count",))
 
 
@@ -37,6 +39,7 @@ class BitmapsOnly(SortedArrayIndex):
     """sorted-array answering bitmaps only (derived from the rowIDs it lists)."""
 
     name: ClassVar[str] = "test-bitmaps-only"
+    narrows: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = _narrowed(SortedArrayIndex, out_modes=("bitmap",))
 
 

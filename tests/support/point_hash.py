@@ -50,7 +50,7 @@ class PointHash(GpuIndex[HashState]):
     capabilities: ClassVar[Capabilities] = Capabilities(
         point=True, range=False, duplicates=False, devices=("cpu",),
         out_modes=("rowid", "count", "rowids"))
-    plugin_api: ClassVar[str] = "2.3"
+    plugin_api: ClassVar[str] = "2.4"
     state_schema: ClassVar[StateSchema] = StateSchema(
         Array("keys", dtype="native", shape=("n",)),
         Array("slots", dtype="int64", shape=(None,), at_least=0, below="n + 1"),

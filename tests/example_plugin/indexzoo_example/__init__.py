@@ -35,7 +35,7 @@ class LinearScanIndex(GpuIndex[LinearScanState]):
     name: ClassVar[str] = "linear-scan"
     Params: ClassVar[type[IndexParams]] = LinearScanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
-    plugin_api: ClassVar[str] = "2.3"   # the indexzoo plugin API this class is written for
+    plugin_api: ClassVar[str] = "2.4"   # the indexzoo plugin API this class is written for
     points_as_ranges: ClassVar[bool] = True  # a point lookup q is the range [q, q]
     # what a saved index holds, checked on every load before a lookup reads it: the keys, one
     # per row, of the native dtype (docs/plugin-authors.md, "Saved state")
