@@ -170,7 +170,8 @@ def test_bench_table_json_and_plots_carry_the_spread(
     text = out.getvalue()
     assert code == 0, text
     table = text.splitlines()
-    assert "spread" in table[0] and all("±" in line for line in table[3:7])
+    assert "spread" in table[0]
+    assert all("±" in line or " unstable " in line for line in table[3:7])  # a busy machine
     err = capsys.readouterr().err  # the figures once, in the table: not before it on stderr
     assert not re.search(r"^ +[a-z-]+ +[0-9.]+ M lookups/s", err, re.MULTILINE), err
     data = json.loads(next(tmp_path.glob("w-cpu-*.json")).read_text())
