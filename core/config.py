@@ -169,8 +169,33 @@ def _loc(loc: tuple[Any, ...]) -> str:
                     (shown(p, 40) if isinstance(p, str) else str(p)) for p in loc)
 
 
-def format_validation(exc: pydantic.ValidationError) -> str:
-    """One entry per problem: ``field = value: message`` (``field: missing`` when absent).
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation allows (``Workload``, ``KeyFile | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for a in typing.get_args(annotation) for m in _models_in(a)]
+
+
+def _meant(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
+    """``; did you mean 'n_keys'?`` for an unknown entry at ``loc`` of ``model`` whose name is
+    close to one of the fields there (nested models followed); else ""."""
+    scope = [model] if model is not None else []
+    for part in loc[:-1]:
+        scope = [m for s in scope if isinstance(part, str) and part in s.model_fields
+                 for m in _models_in(s.model_fields[part].annotation)]
+    name = loc[-1] if loc else None
+    if not scope or not isinstance(name, str) or len(name) > 100:
+        return ""
+    known = [f for s in scope for f in s.model_fields]
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def format_validation(exc: pydantic.ValidationError,
+                      model: type[BaseModel] | None = None) -> str:
+    """One entry per problem: ``field = value: message`` (``field: missing`` when absent);
+    given the ``model`` validated, an unknown entry close to a field's name gets a "did you
+    mean" (``workload.n_key: unknown entry (value 4096); did you mean 'n_keys'?``).
 
     Values are shown shortened (:func:`indexzoo.display.shown`), whatever their size."""
     parts = []
@@ -180,7 +205,8 @@ def format_validation(exc: pydantic.ValidationError) -> str:
         if e["type"] == "missing":
             parts.append(f"{loc}: missing (required)")
         elif e["type"] == "extra_forbidden":
-            parts.append(f"{loc}: unknown entry (value {shown(e.get('input'))})")
+            parts.append(f"{loc}: unknown entry (value {shown(e.get('input'))})"
+                         + _meant(model, tuple(e["loc"])))
         else:
             parts.append(f"{loc} = {shown(e.get('input'))}: {one_line(e['msg'])}")
     if len(errors) > 8:
@@ -464,4 +490,5 @@ def spec_from_data(data: Any, source: str = "<spec>") -> IndexSpec:
     try:
         return IndexSpec.model_validate(fields)
     except pydantic.ValidationError as exc:
-        raise ConfigError(f"{source}: invalid index spec: {format_validation(exc)}") from None
+        raise ConfigError(f"{source}: invalid index spec: "
+                          f"{format_validation(exc, IndexSpec)}") from None

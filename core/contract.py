@@ -164,6 +164,23 @@ class Footprint(BaseModel):
                 f"peak during build {_mb(self.peak_build_bytes)}")
 
 
+def _table_without_columns(index: str, keys: Any) -> InvalidInput | None:
+    """The error for a table (a DataFrame, an Arrow table, a dict) given as the keys of a
+    one-column index without ``columns``: it names the table's columns and ``columns=[...]``;
+    None where ``keys`` is no table."""
+    try:
+        names = columns_module.table_names(keys)
+    except Exception:  # not a table this can read the names of: the reader's own error stands
+        return None
+    if not names:
+        return None
+    listed = ", ".join(shown(n, 40) for n in names[:8]) + (", ..." if len(names) > 8 else "")
+    return InvalidInput(f"argument 'keys': a table of {len(names)} column(s) ({listed}); index "
+                        f"{index!r} indexes one column: name it with columns=[...], e.g. "
+                        f"build(keys, columns=[{shown(names[0], 40)}]), or pass the column "
+                        "itself")
+
+
 def _mb(n: int) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 10_000 else f"{n} B"
 
@@ -337,7 +354,10 @@ class GpuIndex(abc.ABC, Generic[S]):
                                    f"{self.name!r} takes one")
             arr, null, names = got.arrays[0], got.nulls[0], got.names
         else:
-            arr, null = read_1d(keys, "keys")
+            try:
+                arr, null = read_1d(keys, "keys")
+            except InvalidInput as exc:
+                raise _table_without_columns(self.name, keys) or exc from None
         full = arr
         arr, rows = self._without_nulls([arr], [null], nulls, names)
         arr = arr[0]

@@ -18,7 +18,7 @@ from ..errors import ConfigError, IndexZooError, InvalidInput, Unsupported
 from .expr import Expr, Query, col
 from .plan import Plan, check_rows, lower_values, plan
 from .result import Groups, QueryResult, finish
-from .table import Table
+from .table import Table, unknown_columns
 
 __all__ = ["EngineError", "EngineSpec", "QueryEngine", "View", "floor_bytes",
            "intervals_arrays", "terms_array"]
@@ -115,9 +115,7 @@ class QueryEngine(abc.ABC):
         unknown = [c for c in [*sc, *gr, *(c for e in exprs for c in e.columns())]
                    if c not in t.columns]
         if unknown:
-            raise InvalidInput(f"unknown column{'s' if len(unknown) > 1 else ''} "
-                               f"{', '.join(map(repr, dict.fromkeys(unknown)))}; the table has "
-                               f"{', '.join(t.columns)}")
+            raise unknown_columns(unknown, t.columns)
         va: list[Expr] = lower_values(t, exprs)
         for q in queries:
             p = plan(t, q)

@@ -35,7 +35,7 @@ from ..errors import InvalidInput, OutOfRange, Unsupported
 from .exact import bounds, evaluate_exact, explain, typed
 from .expr import Expr, Filter, Query, col, polynomial
 from .rewrite import Node, sum_parts
-from .table import I64_MAX, I64_MIN, Table
+from .table import I64_MAX, I64_MIN, Table, unknown_columns
 
 __all__ = ["Check", "Output", "Plan", "check_rows", "evaluate", "lower_values", "plan",
            "qualifying"]
@@ -374,9 +374,7 @@ def plan(table: Table, query: Query) -> Plan:
     not take raise, naming them)."""
     unknown = [c for c in query.columns() if c not in table.columns]
     if unknown:
-        raise InvalidInput(f"unknown column{'s' if len(unknown) > 1 else ''} "
-                           f"{', '.join(map(repr, unknown))}; the table has "
-                           f"{', '.join(table.columns)}")
+        raise unknown_columns(unknown, table.columns)
     filters: dict[str, Intervals] = {}
     for f in query.where:
         ivs = _intervals(table, f)

@@ -19,6 +19,7 @@ derives the int64 columns the engines aggregate (:meth:`Table.derive`).
 from __future__ import annotations
 
 import datetime
+import difflib
 import fractions
 import math
 import threading
@@ -34,13 +35,28 @@ from ..errors import InvalidInput
 from ..reading import read_column
 from . import sqltypes
 
-__all__ = ["ColumnInfo", "Table"]
+__all__ = ["ColumnInfo", "Table", "unknown_columns"]
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 
 #: Names of derived columns start with this (no user column does).
 DERIVED = "\x00"
+
+
+def unknown_columns(names: Any, known: Any) -> InvalidInput:
+    """The error for columns ``names`` that a table lacks: each with the closest of the
+    table's ``known`` columns where one is close (``unknown column 'c_regin' (did you mean
+    'c_region'?); the table has ...``)."""
+    names = list(dict.fromkeys(names))
+    known = list(known)
+    listed = []
+    for n in names:
+        close = difflib.get_close_matches(n, known, n=1) if isinstance(n, str) and len(n) <= 100 \
+            else []
+        listed.append(f"{n!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return InvalidInput(f"unknown column{'s' if len(names) > 1 else ''} {', '.join(listed)}; "
+                        f"the table has {', '.join(known)}")
 
 
 @dataclass(frozen=True)
@@ -227,8 +243,7 @@ class Table:
         if got is None:
             got = self._derived.get(name)
         if got is None:
-            raise InvalidInput(f"unknown column {name!r}; the table has "
-                               f"{', '.join(self.columns)}")
+            raise unknown_columns([name], self.columns)
         return got
 
     def __contains__(self, name: str) -> bool:
@@ -334,7 +349,7 @@ class Table:
         whose value is <= it (codes of values; one below the smallest where none is)."""
         i = self.info.get(name)
         if i is None:
-            raise InvalidInput(f"unknown column {name!r}; the table has {', '.join(self.columns)}")
+            raise unknown_columns([name], self.columns)
         if i.integer:
             x = _number(name, i, value)
             if isinstance(x, float):  # +-inf

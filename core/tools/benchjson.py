@@ -19,20 +19,38 @@ from .compare import FORMAT_VERSION
 from .publish import Member, numbered, publish, rewrite
 from .records import Record
 
-__all__ = ["ResultsFile", "write_json"]
+__all__ = ["ResultsFile", "record_json", "write_json"]
+
+#: The fields of :class:`~indexzoo.tools.records.Record` the JSON does not hold as they are:
+#: the medians (twins of the repetitions ``lookup_seconds`` and ``build_seconds``) and the
+#: two names of the index, written as ``index`` (registered) and ``label`` (the table's).
+_NOT_WRITTEN = ("index", "index_name", "lookup_s", "build_s")
+
+
+def record_json(r: Record) -> dict[str, Any]:
+    """One record as the JSON holds it (format
+    :data:`~indexzoo.tools.compare.FORMAT_VERSION`): one name per field."""
+    fields = {k: v for k, v in asdict(r).items() if k not in _NOT_WRITTEN}
+    if not r.lookup_seconds:  # every record of a run has them; a median alone stands for one
+        fields["lookup_seconds"] = [r.lookup_s]
+    if not r.build_seconds:
+        fields["build_seconds"] = [r.build_s]
+    return {"index": r.index_name or r.index, "label": r.index, **fields,
+            "throughput_per_byte": r.throughput_per_byte,
+            "half_spread": r.half_spread, "ratio_to_raw": r.ratio_to_raw,
+            "ratio_to_gather": r.ratio_to_gather, "ratio_to_scan": r.ratio_to_scan,
+            "throughput_slowest": r.throughput_range[0],
+            "throughput_fastest": r.throughput_range[1]}
+
 
 def write_json(records: Sequence[Record], env: dict[str, Any], file: BinaryIO,
                complete: bool = True) -> None:
     """The run's records and environment as JSON, to an open binary file: format
-    :data:`~indexzoo.tools.compare.FORMAT_VERSION`; ``complete`` is false while workloads
-    are still to run (and stays so in the file of a run that ended early)."""
+    :data:`~indexzoo.tools.compare.FORMAT_VERSION` (:func:`record_json`); ``complete`` is
+    false while workloads are still to run (and stays so in the file of a run that ended
+    early)."""
     payload = {"format_version": FORMAT_VERSION, "complete": complete, "environment": env,
-               "records": [
-        {**asdict(r), "throughput_per_byte": r.throughput_per_byte,
-         "half_spread": r.half_spread, "ratio_to_raw": r.ratio_to_raw,
-         "ratio_to_gather": r.ratio_to_gather, "ratio_to_scan": r.ratio_to_scan,
-         "throughput_slowest": r.throughput_range[0],
-         "throughput_fastest": r.throughput_range[1]} for r in records]}
+               "records": [record_json(r) for r in records]}
     file.write((json.dumps(payload, indent=2, default=str) + "\n").encode())
 
 

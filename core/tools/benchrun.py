@@ -386,8 +386,8 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 ranking=ranking,
             )
             records.append(rec)
-            flag = "" if agrees in (True, None) else "  MISMATCH with the peer"
-            log.write(f"    {printable(c.name):<16} {tp / 1e6:10.1f} M lookups/s {t.spread_text()}{flag}\n")
+            if agrees is False:  # the figures themselves are the table's, ranked, at the end
+                log.write(f"    {printable(c.name):<16} MISMATCH with the peer\n")
         del done
         if on_workload_done is not None:
             on_workload_done(list(records))

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from indexzoo.display import byte_size, printable
 
 from .ranking import CONFIDENCE, MIN_PAIRED_ROUNDS, TIE, PairVerdict, verdicts
-from .records import PEER, Record, rounds_text
+from .records import Record, rounds_text
 
-__all__ = ["format_latency", "format_references", "format_table", "format_warnings",
-           "overlap_groups", "ranking_lines"]
+__all__ = ["TABLE_WIDTH", "UNSTABLE", "format_latency", "format_references", "format_table",
+           "format_warnings", "overlap_groups", "ranking_lines", "ratio_text", "spread_cell"]
 
 # ---------------------------------------------------------------------- output
 def _ranked(records: Sequence[Record]) -> list[Record]:
@@ -21,29 +21,65 @@ def _ranked(records: Sequence[Record]) -> list[Record]:
     return sorted(records, key=lambda r: (order[r.workload], -r.throughput))
 
 
+#: The widest the ranked table may be, in columns (with index labels of 13 characters).
+TABLE_WIDTH = 100
+
+#: A spread (half the range of the repetitions) above this is printed as "unstable".
+UNSTABLE = 1.0
+
+
+def ratio_text(x: float | None) -> str:
+    """A ratio to a reference: two decimals from 0.1 on, two significant digits below it
+    (``0.0027``: an index 370 times slower than a cache-resident gather reads as such, not as
+    0.00), ``-`` where there is no reference."""
+    if x is None:
+        return "-"
+    return f"{x:.2f}" if x >= 0.095 or x == 0 else f"{x:.2g}"  # 0.0999 reads 0.10, not 0.1
+
+
+def spread_cell(r: Record) -> str:
+    """The ``±`` of a record; ``unstable`` where the repetitions spread over more than 100%
+    of the median (their range is over twice the median), ``-`` for one repetition."""
+    t = r.lookup_timing
+    if len(t.seconds) > 1 and t.half_spread > UNSTABLE:
+        return "unstable"
+    return t.spread_text() or "-"
+
+
 def format_table(records: Sequence[Record]) -> str:
-    """A plain-text table, one row per (workload, index), fastest first per workload; the
-    spread of each throughput next to it, memory in the unit that fits. Records with
-    latency figures (``--latency``, the latency preset) get a second table of their own
+    """A plain-text table, fastest first per workload: each workload's rows under a line
+    ``workload NAME``, the spread of each throughput next to it, memory in the unit that fits.
+    Columns that hold nothing but ``-`` (``x scan`` on point workloads, the point references on
+    range workloads) are left out, so that the table fits :data:`TABLE_WIDTH` columns. Records
+    with latency figures (``--latency``, the latency preset) get a second table of their own
     (:func:`format_latency`) under it."""
-    head = ["workload", "index", "M lookups/s", "spread", f"x {PEER}", "x raw", "x gather",
-            "x scan", "build ms", "resident", "peak", "lookups/s/B", "agrees"]
-    rows = []
-
-    def ratio(x: float | None) -> str:
-        return "-" if x is None else f"{x:.2f}"
-
+    head = ["index", "M lookups/s", "spread", "x peer", "x raw", "x gather", "x scan",
+            "build ms", "resident", "peak", "agrees"]
+    right = set(range(1, 10))
+    rows: list[list[str]] = []
+    groups: list[tuple[str, int]] = []  # (workload, index of its first row)
     for r in _ranked(records):
+        if not groups or groups[-1][0] != r.workload:
+            groups.append((r.workload, len(rows)))
         rows.append([
-            printable(r.workload), printable(r.index), f"{r.throughput / 1e6:.1f}",
-            r.lookup_timing.spread_text() or "-",
-            ratio(r.ratio_to_peer), ratio(r.ratio_to_raw), ratio(r.ratio_to_gather),
+            printable(r.index), f"{r.throughput / 1e6:.1f}", spread_cell(r),
+            ratio_text(r.ratio_to_peer), ratio_text(r.ratio_to_raw),
+            ratio_text(r.ratio_to_gather),
             "-" if r.ratio_to_scan is None else f"{r.ratio_to_scan:.3g}",
             f"{r.build_s * 1e3:.2f}", byte_size(r.resident_bytes),
-            byte_size(r.peak_build_bytes), f"{r.throughput_per_byte:.3g}",
+            byte_size(r.peak_build_bytes),
             {True: "yes", False: "NO", None: "-"}[r.agrees_with_peer],
         ])
-    table = _plain_table(head, rows, right=set(range(2, 12)))
+    keep = [i for i in range(len(head))
+            if i < 2 or not rows or any(row[i] != "-" for row in rows)]
+    head = [head[i] for i in keep]
+    rows = [[row[i] for i in keep] for row in rows]
+    right = {j for j, i in enumerate(keep) if i in right}
+    lines = _plain_table(head, rows, right).splitlines()
+    body = lines[2:]
+    for workload, at in reversed(groups):
+        body.insert(at, f"workload {printable(workload)}")
+    table = "\n".join(lines[:2] + body)
     latency = format_latency(records)
     return f"{table}\n\n{latency}" if latency else table
 

@@ -14,7 +14,8 @@ A figure of one repetition states no range: its verdict counts every difference,
 says so. ``--fail-above PCT`` turns a verdict of *slower* by more than ``PCT`` percent into
 exit code 1 (:func:`regressions`).
 
-Saved runs of any format up to :data:`FORMAT_VERSION` are read; files written before formats
+Saved runs of any format up to :data:`FORMAT_VERSION` are read (records are matched by their
+table label: ``label`` from format 3 on, ``index`` before); files written before formats
 were numbered (format 1) are read as long as their records carry ``workload``, ``index`` and
 ``throughput`` (the range comes from ``throughput_slowest``/``throughput_fastest``, else from
 the repetitions ``lookup_seconds``, else from ``lookup_spread``). A file of a newer format is
@@ -36,14 +37,21 @@ from indexzoo.errors import ConfigError
 
 from .records import Record
 
-__all__ = ["FASTER", "FORMAT_VERSION", "NOISE", "SLOWER", "Comparison", "Figure", "Report",
+__all__ = ["FASTER", "FORMAT_VERSION", "LABEL_FIELD", "NOISE", "SLOWER", "Comparison", "Figure", "Report",
            "SavedRun", "compare", "figure_of", "format_report", "judge", "load_saved",
            "regressions"]
 
 #: The format of the JSON that ``indexzoo bench`` writes (its top-level ``format_version``).
 #: 1: no ``format_version`` (written before it was added); 2: ``format_version``,
-#: ``complete``, and the GPU's clocks, power limit and ECC mode in ``environment``.
-FORMAT_VERSION = 2
+#: ``complete``, and the GPU's clocks, power limit and ECC mode in ``environment``; 3: one name
+#: per field: a record's ``index`` is the registered name and ``label`` the table's label
+#: (format 2: ``index`` the label, ``index_name`` the registered name), and the medians
+#: ``lookup_s`` and ``build_s``, twins of the repetitions ``lookup_seconds`` and
+#: ``build_seconds``, are gone (the median lookup is ``n_lookups / throughput``).
+FORMAT_VERSION = 3
+
+#: The record field that holds the table's label (what runs are matched by), per format.
+LABEL_FIELD = {1: "index", 2: "index", 3: "label"}
 
 FASTER, SLOWER, NOISE = "faster", "slower", "within noise"
 
@@ -94,13 +102,13 @@ def _range(raw: Mapping[str, Any], tp: float) -> tuple[float, float]:
     return tp / (1 + half), (tp / (1 - half) if half < 1 else math.inf)
 
 
-def figure_of(raw: Any) -> Figure | None:
-    """The figure of one saved record; None where it lacks a workload, an index or a positive,
-    finite throughput."""
+def figure_of(raw: Any, version: int = FORMAT_VERSION) -> Figure | None:
+    """The figure of one saved record of format ``version``; None where it lacks a workload,
+    a label (:data:`LABEL_FIELD`) or a positive, finite throughput."""
     if not isinstance(raw, Mapping):
         return None
     tp = _positive(raw.get("throughput"))
-    workload, index = raw.get("workload"), raw.get("index")
+    workload, index = raw.get("workload"), raw.get(LABEL_FIELD[min(version, FORMAT_VERSION)])
     if tp is None or not isinstance(workload, str) or not isinstance(index, str):
         return None
     lo, hi = _range(raw, tp)
@@ -146,7 +154,8 @@ def load_saved(path: Path, option: str = "--compare") -> SavedRun:
     if version > FORMAT_VERSION:
         raise ConfigError(f"{where}: format_version {version} is newer than this indexzoo reads "
                           f"(up to {FORMAT_VERSION}); compare with the indexzoo that wrote it")
-    figures = {f.key: f for f in map(figure_of, payload["records"]) if f is not None}
+    figures = {f.key: f for f in (figure_of(r, version) for r in payload["records"])
+               if f is not None}
     if not figures:
         raise ConfigError(f"{where}: no record with a workload, an index and a throughput")
     env = payload.get("environment")

@@ -24,7 +24,7 @@ def load_workload(path: str) -> Workload:
         return Workload.model_validate(data)
     except pydantic.ValidationError as exc:
         raise ConfigError(f"{shown_path(path)[1:-1]}: invalid workload: "
-                          f"{format_validation(exc)}") from None
+                          f"{format_validation(exc, Workload)}") from None
 
 
 def parse_assignment(text: str, flag: str) -> tuple[str, str, str]:

@@ -52,7 +52,7 @@ from indexzoo.errors import ConfigError
 from indexzoo.hookspecs import Suggestion, SuggestQuestion
 from indexzoo.keys import KeyMap
 from indexzoo.registry import available, builtin, create, named, suggestions
-from indexzoo.results import Out
+from indexzoo.results import OUT_MODES, Out
 
 from . import interrupts
 from .bench import PRESETS, Contender, Entry, keep_built, time_interleaved
@@ -480,6 +480,23 @@ def choose(measured: Sequence[Outcome]) -> tuple[Outcome | None, str]:
 
 
 # ---------------------------------------------------------------------- output
+def cannot(name: str) -> list[str]:
+    """What the registered index ``name`` cannot do, from its capabilities, in words (a pick
+    measured on point lookups may be asked for ranges later): ``answer range lookups``,
+    ``hold duplicate keys``, ``take updates``, ``answer out='bitmap'``, ``run on the GPU``;
+    empty where it can do all of them."""
+    caps = available()[name].capabilities
+    missing = [what for ok, what in ((caps.point, "answer point lookups"),
+                                     (caps.range, "answer range lookups"),
+                                     (caps.duplicates, "hold duplicate keys"),
+                                     (caps.updates, "take updates")) if not ok]
+    missing += [f"answer out={m!r}" for m in OUT_MODES if m not in caps.out_modes]
+    missing += [f"take {d} keys" for d in ("uint32", "uint64") if d not in caps.key_dtypes]
+    missing += [{"cpu": "run on the CPU", "cuda": "run on the GPU"}[d] for d in ("cpu", "cuda")
+                if d not in caps.devices]
+    return missing
+
+
 def format_report(rec: Recommendation) -> str:
     s = rec.sample
     lines = []
@@ -525,6 +542,10 @@ def format_report(rec: Recommendation) -> str:
         lines.append(f"no recommendation: {rec.why}")
     else:
         lines.append(f"pick: {rec.pick.label} on {rec.device}: {rec.why}")
+        missing = cannot(rec.pick.candidate.name)
+        if missing:
+            lines.append(f"note: {rec.pick.candidate.name} cannot {', '.join(missing[:-1])}"
+                         f"{' or ' if len(missing) > 1 else ''}{missing[-1]}")
     return "\n".join(lines)
 
 
@@ -551,6 +572,7 @@ def report_json(rec: Recommendation, written: Path | None) -> dict[str, Any]:
                        for o in rec.outcomes if o.status != "measured"],
         "pick": None if rec.pick is None else named(rec.pick),
         "why": rec.why,
+        "pick_cannot": [] if rec.pick is None else cannot(rec.pick.candidate.name),
         "spec": None if rec.pick is None else rec.spec().model_dump(mode="json"),
         "written": None if written is None else str(written),
     }

@@ -88,7 +88,7 @@ def load_run_spec(path: str | Path) -> RunSpec:
         spec = RunSpec.model_validate(data)
     except pydantic.ValidationError as exc:
         raise ConfigError(f"{shown_path(path)[1:-1]}: invalid run spec: "
-                          f"{format_validation(exc)}") from None
+                          f"{format_validation(exc, RunSpec)}") from None
     if spec.keys is not None and not Path(spec.keys.path).is_absolute():
         spec = spec.model_copy(update={"keys": spec.keys.model_copy(
             update={"path": str(Path(path).parent / spec.keys.path)})})

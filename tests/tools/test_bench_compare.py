@@ -175,7 +175,7 @@ def test_a_changed_workload_or_other_parameters_are_pointed_out(tmp_path: Path) 
 # ---------------------------------------------------------------------- reading saved runs
 def test_bench_writes_the_format_version_this_code_reads(tmp_path: Path) -> None:
     data = json.loads(saved(tmp_path, [rec("a", SECONDS)]).read_text())
-    assert data["format_version"] == FORMAT_VERSION == 2 and data["complete"] is True
+    assert data["format_version"] == FORMAT_VERSION == 3 and data["complete"] is True
 
 
 def test_a_file_written_before_format_versions_is_read(tmp_path: Path) -> None:
@@ -196,9 +196,48 @@ def test_a_file_written_before_format_versions_is_read(tmp_path: Path) -> None:
     assert [c.verdict for c in report.rows] == [NOISE, FASTER]
 
 
+def test_format_3_has_one_name_per_field(tmp_path: Path) -> None:
+    swept = rec("wh lf=0.5", SECONDS, index_name="wh", param="lf", param_value=0.5)
+    data = json.loads(saved(tmp_path, [rec("a", SECONDS), swept]).read_text())
+    plain, sweep = data["records"]
+    for r in (plain, sweep):
+        assert not {"index_name", "lookup_s", "build_s"} & set(r)
+        assert len(r["lookup_seconds"]) == len(SECONDS) and r["build_seconds"]
+    assert (plain["index"], plain["label"]) == ("a", "a")
+    assert (sweep["index"], sweep["label"]) == ("wh", "wh lf=0.5")
+
+
+def _as_format_2(record: dict[str, Any]) -> dict[str, Any]:
+    """A format-3 record as format 2 wrote it: ``index`` the label, ``index_name`` the
+    registered name, and the medians beside the repetitions."""
+    old = {k: v for k, v in record.items() if k not in ("index", "label")}
+    seconds = sorted(record["lookup_seconds"])
+    return {"index": record["label"], **old, "index_name": record["index"],
+            "lookup_s": seconds[len(seconds) // 2], "build_s": record["build_seconds"][0]}
+
+
+def test_saved_runs_of_formats_2_and_3_are_read_alike(tmp_path: Path) -> None:
+    records = [rec("a", SECONDS), rec("wh lf=0.5", SECONDS, index_name="wh", param="lf",
+                                      param_value=0.5)]
+    v3 = saved(tmp_path, records)
+    data = json.loads(v3.read_text())
+    data["format_version"] = 2
+    data["records"] = [_as_format_2(r) for r in data["records"]]
+    v2 = tmp_path / "v2.json"
+    v2.write_text(json.dumps(data))
+    old2, old3 = load_saved(v2), load_saved(v3)
+    assert (old2.format_version, old3.format_version) == (2, 3)
+    assert set(old2.figures) == set(old3.figures) == {("w", "a"), ("w", "wh lf=0.5")}
+    assert old2.figures == old3.figures
+    for old in (old2, old3):
+        report = compare(old, records, ENV)
+        assert [(c.index, c.verdict) for c in report.rows] == [("a", NOISE), ("wh lf=0.5", NOISE)]
+        assert report.only_new == [] and report.only_old == []
+
+
 @pytest.mark.parametrize("content, why", [
-    ('{"format_version": 3, "records": []}',
-     "format_version 3 is newer than this indexzoo reads (up to 2); compare with the indexzoo "
+    ('{"format_version": 4, "records": []}',
+     "format_version 4 is newer than this indexzoo reads (up to 3); compare with the indexzoo "
      "that wrote it"),
     ('{"format_version": "2", "records": []}', "format_version must be a whole number >= 1"),
     ("[1, 2]", "not a result of indexzoo bench (no list of records)"),
@@ -224,7 +263,7 @@ def _forbid_running(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("args, why", [
     (["--compare", "{missing}"], "cannot be read (No such file or directory)"),
-    (["--compare", "{newer}"], "format_version 3 is newer than this indexzoo reads"),
+    (["--compare", "{newer}"], "format_version 4 is newer than this indexzoo reads"),
     (["--fail-above", "20"], "--fail-above needs --compare OLD.json"),
     (["--compare", "{old}", "--fail-above", "-5"], "--fail-above must be a percentage >= 0"),
 ])
@@ -232,7 +271,7 @@ def test_compare_options_are_checked_before_any_work(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         args: list[str], why: str) -> None:
     _forbid_running(monkeypatch)
-    (tmp_path / "newer.json").write_text('{"format_version": 3, "records": []}')
+    (tmp_path / "newer.json").write_text('{"format_version": 4, "records": []}')
     files = {"missing": tmp_path / "missing.json", "newer": tmp_path / "newer.json",
              "old": saved(tmp_path, [rec("a", SECONDS)])}
     code = main(["bench", "--preset", "tiny", "--device", "cpu", "--no-plot", "--output",
@@ -283,7 +322,6 @@ def _doctored(path: Path, factor: float, target: Path) -> Path:
         for k in ("throughput", "throughput_slowest", "throughput_fastest"):
             r[k] *= factor
         r["lookup_seconds"] = [s / factor for s in r["lookup_seconds"]]
-        r["lookup_s"] /= factor
     target.write_text(json.dumps(data))
     return target
 

@@ -118,7 +118,7 @@ def test_the_json_holds_each_workload_as_soon_as_it_is_finished(
     assert main(two_workloads, out=io.StringIO()) == 0
     (during,) = {json.dumps(s) for s in seen}  # the same file at each of the calls
     first = json.loads(during)
-    assert first["complete"] is False and first["format_version"] == 2
+    assert first["complete"] is False and first["format_version"] == 3
     assert {r["workload"] for r in first["records"]} == {"w:hit_rate=1.0"}
     (path,) = out.iterdir()  # rewritten in place: one file, no temporary
     final = json.loads(path.read_text())

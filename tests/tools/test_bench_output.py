@@ -63,7 +63,8 @@ def test_latencies_are_a_table_of_their_own_not_part_of_the_workload_column() ->
     main, _, extra = text.partition("\n\n")
     assert "latency(" not in main and "us/call" not in main
     assert max(len(line) for line in main.splitlines()) < 150
-    assert [ln.split()[0] for ln in main.splitlines()[2:]] == ["latency", "latency"]
+    assert main.splitlines()[2] == "workload latency"
+    assert [ln.split()[0] for ln in main.splitlines()[3:]] == ["sorted-array", "searchsorted"]
     assert extra.splitlines() == [
         "latency: wall time per call (us, median), by lookups per call",
         "workload  index           1   16  256  4096",
@@ -79,7 +80,7 @@ def test_memory_columns_keep_three_significant_digits_at_any_size() -> None:
     lines = format_table([rec("tiny", resident=36_864), rec("big", resident=1_234_567_890)])
     head = lines.splitlines()[0].split()
     assert "resident" in head and "peak" in head and "MB" not in head
-    rows = {line.split()[1]: line for line in lines.splitlines()[2:]}
+    rows = {line.split()[0]: line for line in lines.splitlines()[3:]}
     assert "36.9 kB" in rows["tiny"] and "73.7 kB" in rows["tiny"]
     assert "1.23 GB" in rows["big"] and "2.47 GB" in rows["big"]
     assert "MB" not in rows["tiny"]  # not "0.0 MB"
@@ -98,3 +99,46 @@ def test_key_counts_are_powers_of_two_only_when_they_are() -> None:
     w = Workload(name="w", n_keys=100_000, n_lookups=1 << 12)
     assert w.describe().startswith("w: 100,000 uniform u64 keys x1, 2^12 point lookups")
     assert "2^16.61" not in w.describe()
+
+
+BUILTIN = ["warpcore-hash", "btree", "sorted-array", "eo-bs", "ao-pb-ks", "ao-pb-bs",
+           "lightweight", "ao-bs", "eo-ks", "searchsorted", "rx-opt", "rx", "cgrx-8x4",
+           "cgrx-5x4", "cgrx"]
+
+
+def ranked_run(workload: str = "quick") -> list[Record]:
+    """A fabricated point run of the built-in indexes: a fast one far above the peer, slow
+    ray-tracing ones hundreds of times below a cache-resident gather, one whose repetitions
+    spread over 100%, four-digit throughputs and builds of seconds."""
+    records = []
+    for i, name in enumerate(BUILTIN):
+        seconds = (1e-4 * (i + 1), 1.1e-4 * (i + 1))
+        if name == "btree":
+            seconds = (1e-4, 9e-4, 2e-4)  # range 8e-4 over a median of 2e-4: ±200%
+        r = rec(name, workload, seconds=seconds, resident=1_234_567_890,
+                raw_searchsorted=5e9, random_gather=68e9, agrees_with_peer=True,
+                ratio_to_peer=float(i + 1) ** -3)
+        r.n_lookups, r.build_s = 1 << 20, 2.09427
+        r.throughput = r.n_lookups / r.lookup_timing.median
+        records.append(r)
+    return records
+
+
+def test_the_ranked_table_fits_100_columns_without_empty_or_zero_columns() -> None:
+    sweep = [r for h in HIT_RATES for r in ranked_run(f"quick:hit_rate={h}")]
+    for records in (ranked_run(), sweep):
+        text = format_table(records)
+        lines = text.splitlines()
+        assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+        head = lines[0].split("  ")
+        assert "x scan" not in lines[0]  # point workloads: a column of "-" only
+        assert "lookups/s/B" not in lines[0]
+        rows = [line for line in lines[2:] if not line.startswith("workload ")]
+        assert len(rows) == len(records)
+        assert " 0.00 " not in text + " " and "0.0 " not in text
+        by_name = {row.split()[0]: row for row in rows}
+        assert "unstable" in by_name["btree"] and "±" not in by_name["btree"]
+        assert by_name["cgrx"].split()[3:6] == ["0.0003", "0.13", "0.0098"]
+        assert [h.strip() for h in head if h.strip()][:4] == ["index", "M lookups/s",
+                                                                 "spread", "x peer"]
+    assert format_table(sweep).count("workload quick:hit_rate=") == len(HIT_RATES)

@@ -79,7 +79,8 @@ def test_bench_param_sweep_and_set(tmp_path: Path) -> None:
                             "--param-sweep", "warpcore-hash.load_factor=0.5,0.9")
     assert code == 0, text
     data = json.loads(next(tmp_path.glob("w-warpcore-hash-load_factor-cpu-*.json")).read_text())
-    by_label = {r["index"]: r for r in data["records"]}
+    by_label = {r["label"]: r for r in data["records"]}
+    assert by_label["warpcore-hash load_factor=0.9"]["index"] == "warpcore-hash"
     assert by_label["sorted-array"]["params"]["threads_per_block"] == 64
     assert by_label["warpcore-hash load_factor=0.9"]["param_value"] == 0.9
     assert by_label["warpcore-hash load_factor=0.5"]["agrees_with_peer"] is True

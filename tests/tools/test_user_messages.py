@@ -265,3 +265,63 @@ def test_check_on_a_device_the_plugin_does_not_declare_says_so_without_a_gpu() -
     with pytest.raises(indexzoo.Unsupported, match="index 'cpu-only-sorted' does not run on "
                                                    "'cuda': its capabilities list the devices cpu"):
         make_context(CpuOnlySorted, device="cuda")
+
+
+# ---------------------------------------------------------------------- did you mean
+def test_a_misspelt_workload_field_gets_a_did_you_mean(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from indexzoo.tools.options import load_workload
+
+    path = tmp_path / "w.json"
+    path.write_text('{"n_key": 4096}')
+    with pytest.raises(ConfigError, match=r"n_key: unknown entry \(value 4096\); did you mean "
+                                          r"'n_keys'\?"):
+        load_workload(str(path))
+    spec = tmp_path / "run.json"
+    spec.write_text('{"index": "sorted-array", "workload": {"n_key": 4096, "hit_rat": 1}}')
+    assert run("run", str(spec))[0] == 2
+    err = capsys.readouterr().err
+    assert "workload.n_key: unknown entry (value 4096); did you mean 'n_keys'?" in err
+    assert "workload.hit_rat: unknown entry (value 1); did you mean 'hit_rate'?" in err
+    spec.write_text('{"index": "sorted-array", "workload": {"zzzz": 1}}')
+    assert run("run", str(spec))[0] == 2
+    assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess
+
+
+def test_a_misspelt_query_column_gets_a_did_you_mean() -> None:
+    from indexzoo import query as q
+
+    table = {"c_region": np.array([1, 2, 3]), "lo_revenue": np.array([4, 5, 6])}
+    spec = q.Query(where=[q.col("c_regin").eq(1)], select=[q.sum("lo_revenue")])
+    with pytest.raises(InvalidInput, match=r"unknown column 'c_regin' \(did you mean "
+                                           r"'c_region'\?\); the table has c_region, lo_revenue"):
+        q.reference(table, spec)
+
+
+def test_building_a_one_column_index_from_a_table_names_columns() -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": np.arange(5, dtype=np.uint64), "qty": np.arange(5)})
+    index = indexzoo.create("sorted-array", device="cpu")
+    with pytest.raises(InvalidInput, match=r"a table of 2 column\(s\) \('id', 'qty'\); .*"
+                                           r"columns=\[\.\.\.\], e\.g\. build\(keys, "
+                                           r"columns=\['id'\]\)"):
+        index.build(frame)
+    assert index.build(frame, columns=["id"]).column_names == ("id",)
+
+
+def test_recommend_says_what_its_pick_cannot_do() -> None:
+    from types import SimpleNamespace
+
+    from indexzoo.tools.recommend import Candidate, Outcome, cannot, format_report
+    from indexzoo.tools.timing import Timing
+
+    assert cannot("warpcore-hash") == ["answer range lookups", "take updates"]
+    pick = Outcome(Candidate("warpcore-hash"), "measured", timing=Timing((1.0, 1.1)),
+                   throughput=1000.0, resident_bytes=100)
+    sample = SimpleNamespace(n=10, n_total=10, point=True, n_lookups=5, duplicates=False,
+                             workload=SimpleNamespace(hit_rate=1.0, range_hits=None))
+    rec = SimpleNamespace(sample=sample, device="cpu", out="rowid", repeats=2, ranked=[pick],
+                          outcomes=[pick], suggestions=[], pick=pick, why="the only index")
+    lines = format_report(rec).splitlines()  # type: ignore[arg-type]
+    assert lines[-2] == "pick: warpcore-hash on cpu: the only index"
+    assert lines[-1] == "note: warpcore-hash cannot answer range lookups or take updates"
