@@ -158,6 +158,11 @@ class Context:
         return 300 if self.size == "small" else 1500
 
     @property
+    def full_scan(self) -> bool:
+        """Whether every lookup of the index reads every key (its class's ``full_scan``)."""
+        return bool(getattr(self.cls, "full_scan", False))
+
+    @property
     def wide(self) -> bool:
         return "uint64" in self.caps.key_dtypes
 

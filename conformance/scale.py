@@ -20,6 +20,7 @@ four), neighbours of keys, random values and the domain's ends.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,15 @@ class Reach:
     batches: tuple[int, int]
     drawn: int  # batch sizes drawn besides the largest
     batch_keys: tuple[int, int]  # key counts of the batch cases
+
+
+#: Most lookups x keys of one batch of a full-scan index (``GpuIndex.full_scan``) at
+#: ``large``: every lookup reads every key, so a large key set is asked small batches.
+SCAN_WORK = {"cpu": 1 << 31, "cuda": 1 << 34}
+#: Fewest lookups of a full-scan index's batch, whatever the key count.
+SCAN_BATCH = 64
+#: The key counts of a full-scan index's batch cases (large batches over a few keys).
+SCAN_BATCH_KEYS = (1 << 8, 1 << 10)
 
 
 def reach(size: str, device: str) -> Reach:
@@ -129,6 +139,10 @@ def key_cases(ctx: Context) -> list[KeyCase]:
                                                                                 "skewed"]))]
     cases += [KeyCase(fam, _above(rng, r.keys[1]), _above(rng, r.batches[1]), top, False,
                       int(rng.integers(2**32))) for fam in tops]
+    if ctx.full_scan and ctx.size != "small":  # every lookup reads every key
+        work = SCAN_WORK.get(ctx.device, SCAN_WORK["cpu"])
+        cases = [dataclasses.replace(c, batch=max(SCAN_BATCH, min(c.batch, work // c.distinct)))
+                 for c in cases]
     return cases
 
 
@@ -138,7 +152,8 @@ def batch_cases(ctx: Context) -> list[BatchCase]:
     r = reach(ctx.size, ctx.device)
     rng = np.random.default_rng([ctx.seed, 2])
     fam = str(rng.choice(_families(ctx)))
-    keys = KeyCase(fam, _log_uniform(rng, *r.batch_keys, 1)[0], 0,
+    span = SCAN_BATCH_KEYS if ctx.full_scan and ctx.size != "small" else r.batch_keys
+    keys = KeyCase(fam, _log_uniform(rng, *span, 1)[0], 0,
                    "uint64" if ctx.wide else "uint32", False, int(rng.integers(2**32)))
     sizes = [*sorted(_log_uniform(rng, *r.batches, r.drawn)), _above(rng, r.batches[1])]
     return [BatchCase(keys, tuple(sizes))]
@@ -356,6 +371,8 @@ def sweep_plan(ctx: Context, distinct: int, batch: int) -> list[tuple[str, Out, 
     modes = _modes(ctx)
     if not modes:
         return []
+    if ctx.full_scan and ctx.size != "small":  # one batch per kind and mode: no sweep
+        return [(kind, mode, batch) for kind in _kinds(ctx) for mode in modes]
     q = max(batch, math.ceil(distinct / (HIT * 2 * len(modes))))
     rounds = max(len(modes), math.ceil(distinct / int(q * HIT)))
     return [(kind, modes[i % len(modes)], q) for kind in _kinds(ctx) for i in range(rounds)]
@@ -388,7 +405,10 @@ def run_case(ctx: Context, case: KeyCase, calls: list[tuple[str, Out, int]],
             lookups: tuple[np.ndarray, ...] = (_as_dtype(_points(u, hits, q, rng, top),
                                                          case.dtype),)
         else:
-            lookups = tuple(_as_dtype(a, case.dtype) for a in _ranges(u, hits, q, rng, top))
+            lo, hi = _ranges(u, hits, q, rng, top)
+            if ctx.full_scan and q:  # a scan that skips a row shows in a range over all
+                lo[0], hi[0] = 0, top
+            lookups = (_as_dtype(lo, case.dtype), _as_dtype(hi, case.dtype))
         exp = oracle.range(lookups[0], lookups[-1])
         where = f"{what}{case}, {keys.shape[0]:,} rows; a batch of {q:,} {kind} lookups"
         bad: list[np.ndarray] = []

@@ -219,6 +219,10 @@ class GpuIndex(abc.ABC, Generic[S]):
     #: declares are never called. False (the default): such an inherited hook is refused when
     #: the class is registered, as a hook for an undeclared operation is.
     narrows: ClassVar[bool] = False
+    #: True: every lookup reads every key (a full scan, as RTScan and fused-scan do). The
+    #: conformance suite's scale checks then keep lookups x keys within reach: large key sets
+    #: get small batches (and a range over every row), large batches small key sets.
+    full_scan: ClassVar[bool] = False
     #: The layout of the plugin's saved state: raise it when ``_build`` starts to store
     #: something else, and files saved with the old layout are refused (never loaded into code
     #: that would read them differently). See docs/persistence.md.

@@ -354,8 +354,9 @@ def _check(cls: type, base: type) -> list[str]:
                         f"{', '.join(KINDS)}")
     if not isinstance(getattr(cls, "points_as_ranges", False), bool):
         problems.append("points_as_ranges must be True or False")
-    if not isinstance(getattr(cls, "narrows", False), bool):
-        problems.append("narrows must be True or False")
+    for flag in ("narrows", "full_scan"):
+        if not isinstance(getattr(cls, flag, False), bool):
+            problems.append(f"{flag} must be True or False")
     return problems
 
 

@@ -51,6 +51,8 @@ CHANGES: dict[str, tuple[str, ...]] = {
         "without it, a hook the class inherits for an operation it does not declare is "
         "refused, as a hook it defines for one is; a class written for 2.0 to 2.3 that "
         "inherits no such hook loads unchanged",
+        "new: full_scan = True for an index whose every lookup reads every key (the "
+        "conformance suite's scale checks then keep lookups x keys within reach)",
     ),
 }
 

@@ -37,6 +37,7 @@ class FusedScanIndex(GpuIndex[ScanState]):
     name: ClassVar[str] = "fused-scan"
     Params: ClassVar[type[FusedScanParams]] = FusedScanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=64)
+    full_scan: ClassVar[bool] = True
     plugin_api: ClassVar[str] = "2.0"
     #: the columns the scan reads: n rows of ``dims`` native keys
     state_schema: ClassVar[StateSchema] = StateSchema(

@@ -180,6 +180,7 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
     Params: ClassVar[type[IndexParams]] = RtscanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True,
                                                         duplicates=True, dims=MAX_COLUMNS)
+    full_scan: ClassVar[bool] = True
     plugin_api: ClassVar[str] = "2.0"
     #: the tables checked, everything else made again from them and compared (saved.py)
     state_schema: ClassVar[StateSchema] = RTSCAN_SCHEMA
