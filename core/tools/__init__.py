@@ -4,6 +4,7 @@
   ``recommend``, ``doctor``;
 * :mod:`.bench`, :mod:`.plots`, :mod:`.references`, :mod:`.workloads`, :mod:`.timing` -
   comparing indexes on a workload (``indexzoo bench`` and the pytest-benchmark suite);
+  :mod:`.floor_kernel` - the scan floor's CUDA C++ reads (16-byte loads) on the GPU;
   :mod:`.compare` - a run against a saved one (``bench --compare``); :mod:`.pytest_bench` - the
   pytest plugin with the pytest-benchmark fixtures (``--indexzoo-bench-*`` options);
 * :mod:`.recommend` - measuring the installed indexes on a user's keys;

@@ -33,7 +33,7 @@ from .calls import (
 from .progress import NO_PROGRESS, Progress
 from .ranking import PairVerdict, Timed, open_pairs
 from .records import PEER, Entry, Record, rounds_text
-from .references import GATHER, RAW, SCAN, lookups_per_call, reference_calls
+from .references import GATHER, RAW, SCANS, lookups_per_call, reference_calls, scan_floor
 from .timing import Timing, synchronize, time_call, time_once
 from .workloads import Dataset, Workload, generate
 
@@ -354,10 +354,12 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                                   rank_budget if interleave else 0.0, log)
         medians = {c.name: Timing(tuple(c.seconds)).median for c in refs if c.seconds}
         ref_tp = {k: lookups_per_call(k, data) / m for k, m in medians.items() if m > 0}
+        scan_name, scan_tp = scan_floor(ref_tp)
         del refs
         if ref_tp:
-            log.write("    references: " + ", ".join(f"{k} {v / 1e6:.1f} M lookups/s"
-                                                     for k, v in ref_tp.items()) + "\n")
+            log.write("    references: " + ", ".join(
+                f"{k} {1e3 / v:.3f} ms a read" if k in SCANS else f"{k} {v / 1e6:.1f} M lookups/s"
+                for k, v in ref_tp.items()) + "\n")
         peer_tp: float | None = None
         peer_sig: np.ndarray | None = None
         for c, _fp, sig, _lat in done:
@@ -382,7 +384,9 @@ def run_bench(workloads: Sequence[Workload], indexes: Sequence[str | Entry], dev
                 lookup_seconds=list(c.seconds), build_seconds=list(c.build.seconds),
                 lookup_rounds=list(c.rounds) if c.order == "interleaved" else [],
                 timing=c.order, raw_searchsorted=ref_tp.get(RAW),
-                random_gather=ref_tp.get(GATHER), scan_floor=ref_tp.get(SCAN),
+                random_gather=ref_tp.get(GATHER), scan_floor=scan_tp,
+                scan_floor_reference=scan_name,
+                scan_references={k: v for k, v in ref_tp.items() if k in SCANS},
                 ranking=ranking,
             )
             records.append(rec)

@@ -10,6 +10,7 @@ from indexzoo.display import byte_size, printable
 
 from .ranking import CONFIDENCE, MIN_PAIRED_ROUNDS, TIE, PairVerdict, verdicts
 from .records import Record, rounds_text
+from .references import SCAN
 
 __all__ = ["TABLE_WIDTH", "UNSTABLE", "format_latency", "format_references", "format_table",
            "format_warnings", "overlap_groups", "ranking_lines", "ratio_text", "spread_cell"]
@@ -232,7 +233,11 @@ def format_references(records: Sequence[Record]) -> list[str]:
                                "M lookups/s"))
         if r.scan_floor:
             scans = True
-            figures.append((w, f"scan floor {1e3 / r.scan_floor:.3f} ms a read of the keys"))
+            name = r.scan_floor_reference or SCAN
+            others = [f"{k} {1e3 / v:.3f} ms" for k, v in r.scan_references.items()
+                      if k != name and v > 0]
+            figures.append((w, f"{name} {1e3 / r.scan_floor:.3f} ms a read of the keys"
+                               + (f" ({'; '.join(others)})" if others else "")))
     if not figures:
         return []
     several = len({r.workload for r in records}) > 1
@@ -243,7 +248,7 @@ def format_references(records: Sequence[Record]) -> list[str]:
                      "random access)")
     if scans:
         lines.append("  x scan: range lookups answered in the time of one plain read of the "
-                     "keys (a scan's floor for one lookup)")
+                     "keys (a scan's floor for one lookup; the fastest read timed)")
     return [*lines, *(f"  {w}: {text}" if several else f"  {text}" for w, text in figures)]
 
 

@@ -65,7 +65,11 @@ class Record:
     # the hardware references of the same run (:mod:`indexzoo.tools.references`), lookups per second
     raw_searchsorted: float | None = None
     random_gather: float | None = None
-    scan_floor: float | None = None  # range lookups: one per plain read of the keys
+    scan_floor: float | None = None  # range lookups: one per plain read of the keys (the fastest)
+    # which read of the keys was the scan floor (a name of indexzoo.tools.references.SCANS, e.g.
+    # "scan floor (vector read)"), and every read timed, reads per second by name
+    scan_floor_reference: str | None = None
+    scan_references: dict[str, float] = field(default_factory=dict)
     # how the workload's timing rounds ended (:mod:`indexzoo.tools.ranking`): "established"
     # (every neighbouring pair ordered or tied), "budget" (the ranking budget was spent first),
     # "rounds" (the most rounds allowed were run), "fixed" (no rounds beyond --repeats asked),

@@ -130,7 +130,7 @@ def test_the_warp_bodies_agree_with_the_scalar_body_in_the_simulator() -> None:
 
 
 def test_the_scan_floor_benchmark_runs_small_on_the_cpu(tmp_path: Path) -> None:
-    """benchmarks/studies/scan_floor.py: the floor, the fused scan and an index, answers checked."""
+    """benchmarks/studies/scan_floor.py: the floors, the fused scan and an index, answers checked."""
     sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks" / "studies"))
     import scan_floor
 
@@ -141,3 +141,10 @@ def test_the_scan_floor_benchmark_runs_small_on_the_cpu(tmp_path: Path) -> None:
     assert data["floor_seconds"] > 0
     checked = [r for r in data["rows_measured"] if r["what"] == "query"]
     assert len(checked) == 20 and all(r["check"] == "ok" for r in checked)
+    # the plain reads, answers checked too: of the queries' table and of 1 to 4 uint32 and
+    # uint64 columns (on the CPU NumPy's reductions; the kernels are the GPU's)
+    floors = [r for r in data["rows_measured"] if r["what"] == "floor"]
+    assert floors and all(r["check"] == "ok" for r in floors)
+    assert {(r["key_bits"], r["columns"]) for r in floors if r["table"] == "sweep"} == \
+        {(b, d) for b in (32, 64) for d in (1, 2, 3, 4)}
+    assert data["floor_variant"] in {r["variant"] for r in floors}

@@ -251,6 +251,30 @@ def test_a_range_workload_states_the_scan_floor(tmp_path: Path) -> None:
     for r in records:
         assert r["scan_floor"] > 0 and r["raw_searchsorted"] is None
         assert r["ratio_to_scan"] == pytest.approx(r["throughput"] / r["scan_floor"])
+        # on the CPU one read of the keys, NumPy's: it is the floor
+        assert r["scan_floor_reference"] == "scan floor"
+        assert r["scan_references"] == {"scan floor": r["scan_floor"]}
+
+
+def test_the_scan_floor_is_the_fastest_read_of_the_keys() -> None:
+    from indexzoo.tools.references import GATHER, SCAN_REDUCTION, SCAN_VECTOR, scan_floor
+
+    assert scan_floor({SCAN_VECTOR: 3300.0, SCAN_REDUCTION: 1800.0, GATHER: 1e9}) == \
+        (SCAN_VECTOR, 3300.0)
+    assert scan_floor({SCAN_VECTOR: 1700.0, SCAN_REDUCTION: 1800.0}) == (SCAN_REDUCTION, 1800.0)
+    assert scan_floor({GATHER: 1e9}) == (None, None)
+
+
+def test_the_references_lines_name_the_read_that_was_the_floor() -> None:
+    from indexzoo.tools.references import SCAN_REDUCTION, SCAN_VECTOR
+
+    reads = {SCAN_VECTOR: 1e3 / 0.3, SCAN_REDUCTION: 1e3 / 0.55}
+    r = rec("fused-scan", [0.001], n=1, scan_floor=reads[SCAN_VECTOR],
+            scan_floor_reference=SCAN_VECTOR, scan_references=reads)
+    text = "\n".join(format_warnings([r]))
+    assert "scan floor (vector read) 0.300 ms a read of the keys (scan floor (reduction) " \
+           "0.550 ms)" in text
+    assert "the fastest read timed" in text
 
 
 def test_a_table_without_references_leaves_their_columns_out() -> None:
