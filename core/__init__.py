@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # the names as type checkers and IDEs see them; at run time s
         query_engines,
         register_plugin,
     )
-    from .results import OUT_MODES, LookupResult, Out
+    from .results import OUT_MODES, LookupResult, Miss, Out
     from .state import BuildState
 
 __version__ = "0.1.0"
@@ -77,6 +77,7 @@ __all__ = [
     "JoinResult",
     "KeyMap",
     "LookupResult",
+    "Miss",
     "MissingDependency",
     "NotBuilt",
     "Operation",
@@ -118,7 +119,7 @@ _HOMES = {
     "PLUGIN_API": "plugin_api",
     **dict.fromkeys(("available", "create", "load", "load_errors", "providers", "query_engine",
                      "query_engines", "register_plugin"), "registry"),
-    **dict.fromkeys(("OUT_MODES", "LookupResult", "Out"), "results"),
+    **dict.fromkeys(("OUT_MODES", "LookupResult", "Miss", "Out"), "results"),
     "BuildState": "state",
 }
 
