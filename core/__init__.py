@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the names as type checkers and IDEs see them; at run time s
     from .registry import (
         available,
         create,
+        from_bytes,
         load,
         load_errors,
         providers,
@@ -92,6 +93,7 @@ __all__ = [
     "answers",
     "available",
     "create",
+    "from_bytes",
     "hookimpl",
     "join",
     "load",
@@ -117,8 +119,8 @@ _HOMES = {
     "KeyMap": "keys",
     **dict.fromkeys(("OPERATIONS", "Operation", "answers"), "operations"),
     "PLUGIN_API": "plugin_api",
-    **dict.fromkeys(("available", "create", "load", "load_errors", "providers", "query_engine",
-                     "query_engines", "register_plugin"), "registry"),
+    **dict.fromkeys(("available", "create", "from_bytes", "load", "load_errors", "providers",
+                     "query_engine", "query_engines", "register_plugin"), "registry"),
     **dict.fromkeys(("OUT_MODES", "LookupResult", "Miss", "Out"), "results"),
     "BuildState": "state",
 }
