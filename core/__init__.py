@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # the names as type checkers and IDEs see them; at run time s
     from .registry import (
         available,
         create,
+        from_bytes,
         load,
         load_errors,
         providers,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:  # the names as type checkers and IDEs see them; at run time s
         query_engines,
         register_plugin,
     )
-    from .results import OUT_MODES, LookupResult, Out
+    from .results import OUT_MODES, LookupResult, Miss, Out
     from .state import BuildState
 
 __version__ = "0.1.0"
@@ -77,6 +78,7 @@ __all__ = [
     "JoinResult",
     "KeyMap",
     "LookupResult",
+    "Miss",
     "MissingDependency",
     "NotBuilt",
     "Operation",
@@ -91,6 +93,7 @@ __all__ = [
     "answers",
     "available",
     "create",
+    "from_bytes",
     "hookimpl",
     "join",
     "load",
@@ -116,9 +119,9 @@ _HOMES = {
     "KeyMap": "keys",
     **dict.fromkeys(("OPERATIONS", "Operation", "answers"), "operations"),
     "PLUGIN_API": "plugin_api",
-    **dict.fromkeys(("available", "create", "load", "load_errors", "providers", "query_engine",
-                     "query_engines", "register_plugin"), "registry"),
-    **dict.fromkeys(("OUT_MODES", "LookupResult", "Out"), "results"),
+    **dict.fromkeys(("available", "create", "from_bytes", "load", "load_errors", "providers",
+                     "query_engine", "query_engines", "register_plugin"), "registry"),
+    **dict.fromkeys(("OUT_MODES", "LookupResult", "Miss", "Out"), "results"),
     "BuildState": "state",
 }
 

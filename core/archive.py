@@ -17,11 +17,17 @@ with checks before anything is allocated from what it says:
 
 A member's bytes are then read only within its declared size, which the file's own size
 bounds: a file cannot make the reader allocate more than it holds.
+
+:func:`open_stream` reads the same archive from a binary file object the caller opened (the
+bytes of ``indexzoo.from_bytes``, an ``io.BytesIO``, an open file), from the object's current
+position to its end, with the same checks: a seekable object is read in place through a
+:class:`Window` (its current position is offset 0), any other is read to its end first.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import stat
@@ -30,11 +36,12 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from .errors import IndexFileError
+from .errors import ConfigError, IndexFileError
 
-__all__ = ["MAX_MEMBERS", "META_MEMBER", "Archive", "Member", "open_archive", "open_regular"]
+__all__ = ["MAX_MEMBERS", "META_MEMBER", "Archive", "Member", "Window", "open_archive",
+           "open_regular", "open_stream", "seekable_window"]
 
 #: The metadata member, the archive's first.
 META_MEMBER = "indexzoo.json"
@@ -96,7 +103,7 @@ class Archive:
     """An open saved index: the file and its checked member table (see the module
     docstring)."""
 
-    def __init__(self, raw: BinaryIO, size: int, source: str) -> None:
+    def __init__(self, raw: BinaryIO | Window, size: int, source: str) -> None:
         self.raw, self.size, self.source = raw, size, source
         self.members: dict[str, Member] = {}
         self._directory()
@@ -269,3 +276,100 @@ def open_archive(path: Path, source: str) -> Iterator[Archive]:
     with open_regular(path, source) as raw:
         size = os.fstat(raw.fileno()).st_size
         yield Archive(raw, size, source)
+
+
+# ---------------------------------------------------------------------- file objects
+def as_bytes(data: Any, what: str) -> bytes | bytearray | memoryview:
+    """What a binary file object's ``read`` returned, else ConfigError (a text file object
+    reads ``str``); ``None`` (nothing to read yet) is no bytes."""
+    if data is None:
+        return b""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return data
+    raise ConfigError(f"{what}: the file object read {type(data).__name__}, not bytes; open it "
+                      "in binary mode ('rb', 'wb')")
+
+
+class Window:
+    """A seekable binary file object seen from ``start``: the window's offset 0 is the
+    object's position ``start``. Reads and writes go through the object's own methods; a
+    short read or a partial write is completed here."""
+
+    def __init__(self, stream: Any, start: int, what: str = "a file object") -> None:
+        self.stream, self.start, self.what = stream, start, what
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return int(self.stream.tell()) - self.start
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        self.stream.seek(self.start + offset if whence == os.SEEK_SET else offset, whence)
+        return self.tell()
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            return bytes(as_bytes(self.stream.read(), self.what))
+        parts, left = [], size
+        while left > 0:
+            got = as_bytes(self.stream.read(left), self.what)
+            if not got:
+                break
+            parts.append(bytes(got))
+            left -= len(got)
+        return b"".join(parts)
+
+    def readinto(self, view: Any) -> int:
+        fill = getattr(self.stream, "readinto", None)
+        if fill is not None:
+            return int(fill(view) or 0)
+        data = self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        total = len(view)
+        while len(view):
+            done = self.stream.write(view)
+            if done is None or done >= len(view):  # None: a write that reports no count
+                break
+            view = view[done:]
+        return total
+
+    def flush(self) -> None:
+        flush = getattr(self.stream, "flush", None)
+        if flush is not None:
+            flush()
+
+
+def seekable_window(stream: Any, what: str = "a file object") -> tuple[Window, int] | None:
+    """A :class:`Window` from the object's current position and the bytes from there to its
+    end, where the object can seek (forward, backward and to its end); else None, the
+    position unchanged."""
+    try:
+        if not stream.seekable():
+            return None
+        start = int(stream.tell())
+        stream.seek(0, os.SEEK_END)
+        end = int(stream.tell())
+        stream.seek(start)
+    except (AttributeError, OSError, ValueError, TypeError):
+        return None
+    return Window(stream, start, what), end - start
+
+
+@contextlib.contextmanager
+def open_stream(stream: Any, source: str) -> Iterator[Archive]:
+    """The archive a binary file object holds from its current position to its end (see the
+    module docstring; ``source`` names it in messages), checked as :func:`open_archive`
+    checks a file; after a load the object is left at its end."""
+    placed = seekable_window(stream, source)
+    if placed is None:  # a pipe, a socket, a reader that cannot seek: its bytes, read whole
+        data = bytes(as_bytes(stream.read(), source))
+        placed = Window(io.BytesIO(data), 0, source), len(data)
+    window, size = placed
+    yield Archive(window, size, source)
+    with contextlib.suppress(OSError, ValueError):
+        window.seek(size)

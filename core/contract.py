@@ -540,14 +540,29 @@ class GpuIndex(abc.ABC, Generic[S]):
         return self
 
     # ------------------------------------------------------------------ saving
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    @typing.overload
+    def save(self, path: str | os.PathLike[str]) -> Path: ...
+
+    @typing.overload
+    def save(self, path: persist.BinaryWriter) -> None: ...
+
+    def save(self, path: str | os.PathLike[str] | persist.BinaryWriter) -> Path | None:
         """Write the index, built or not, to ``path`` (see docs/persistence.md);
         :func:`indexzoo.load` reads it back, on this device or another one the index supports.
 
-        The file replaces ``path`` in one rename once it is complete. Raises
-        :class:`~indexzoo.errors.IndexFileError` if the state holds something the format does
-        not store (the plugin then implements ``_save_state``/``_load_state``)."""
+        The file replaces ``path`` in one rename once it is complete; the path is returned.
+        ``path`` may be a binary file object instead (anything with ``write``: an open file,
+        an ``io.BytesIO``): the same bytes are written to it from its current position and
+        None is returned. Raises :class:`~indexzoo.errors.IndexFileError` if the state holds
+        something the format does not store (the plugin then implements
+        ``_save_state``/``_load_state``); ConfigError for anything but a path or a binary
+        file object."""
         return persist.write(path, self.to_saved())
+
+    def to_bytes(self) -> bytes:
+        """The index, built or not, as the bytes ``save`` writes to a file;
+        :func:`indexzoo.from_bytes` reads them back, with the checks of a load from a file."""
+        return persist.to_bytes(self.to_saved())
 
     def to_saved(self) -> persist.SavedIndex:
         """The index in saved form, in memory: metadata and host arrays (what ``save`` writes

@@ -20,26 +20,36 @@ any kernel reads it (``GpuIndex.from_saved``).
 
 The walks between a build state and the JSON nodes and arrays of the file (which pickling uses
 too) are :mod:`indexzoo.flatten` (save) and :mod:`indexzoo.unflatten` (load).
+
+The same bytes travel without a path: :func:`write` takes a binary file object as well
+(anything with ``write``), :func:`to_bytes` returns them, and :func:`read` takes a binary file
+object (anything with ``read``), :func:`read_bytes` the bytes; the container, metadata, array
+and state checks are the same for every way in.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import shutil
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
 import numpy as np
 
-from .archive import META_MEMBER, Archive, Member, open_archive
+from .archive import META_MEMBER, Archive, Member, Window, open_archive, open_stream, seekable_window
 from .config import as_path
 from .devices import to_device
-from .errors import IndexFileError
+from .display import shown
+from .errors import ConfigError, IndexFileError
 from .files import remove_stale_temporaries, replace_file
 from .flatten import Flattener, class_hints
 from .metadata import (
@@ -60,6 +70,8 @@ __all__ = [
     "FORMAT_VERSION",
     "META_MEMBER",
     "Array",
+    "BinaryReader",
+    "BinaryWriter",
     "Check",
     "Flattener",
     "LoadContext",
@@ -72,14 +84,36 @@ __all__ = [
     "class_hints",
     "indexzoo_version",
     "read",
+    "read_bytes",
+    "to_bytes",
     "to_target",
     "unflatten",
     "view_at",
     "write",
+    "write_stream",
 ]
 
 _ARRAY_DIR = "arrays/"
 _CHUNK = 1 << 22  # bytes read at once (the previous chunk is checksummed meanwhile)
+#: Bytes a save into a file object that cannot seek keeps in memory before it spools to a
+#: temporary file (the archive is written whole, then copied to the object).
+_SPOOL = 1 << 26
+#: What messages call bytes given to :func:`read_bytes`.
+_BYTES_SOURCE = "the given bytes"
+
+
+class BinaryReader(Protocol):
+    """A binary file object to load from: ``read`` (and, for reading in place, ``seek``,
+    ``tell`` and ``seekable``; ``readinto`` where it has one)."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+class BinaryWriter(Protocol):
+    """A binary file object to save into: ``write`` (and, for writing in place, ``seek``,
+    ``tell`` and ``seekable``)."""
+
+    def write(self, data: bytes, /) -> Any: ...
 
 
 @dataclass
@@ -108,15 +142,98 @@ class SavedIndex:
 
 
 # ---------------------------------------------------------------------- writing
-def write(path: str | os.PathLike[str], saved: SavedIndex) -> Path:
+def write(path: str | os.PathLike[str] | BinaryWriter, saved: SavedIndex) -> Path | None:
     """Write ``saved`` to ``path`` through a temporary file in the same folder, flushed to
     disk and renamed over ``path``: a reader sees the old file or the whole new one. The
     temporaries of saves into that folder that were killed are removed first
-    (:func:`indexzoo.files.remove_stale_temporaries`)."""
-    dest = as_path(path, "index.save")
+    (:func:`indexzoo.files.remove_stale_temporaries`). Returns the path.
+
+    ``path`` may be a binary file object instead (anything with ``write``, not a text one):
+    the same bytes are written to it from its current position (:func:`write_stream`), and
+    None is returned."""
+    if not isinstance(path, (str, os.PathLike)) and callable(getattr(path, "write", None)):
+        write_stream(path, saved)
+        return None
+    dest = _path_of(path, "index.save", "write")
     remove_stale_temporaries(dest.parent)
     text = _meta_text(saved)
     return replace_file(dest, lambda raw: _write_zip(raw, text, saved))
+
+
+def write_stream(stream: BinaryWriter, saved: SavedIndex) -> None:
+    """Write the bytes of ``saved`` (what a save to a path writes) to a binary file object,
+    from its current position, and flush it. An object that can seek is written in place;
+    any other (a pipe, a socket, a file opened for appending) gets the archive written whole
+    to a spooled temporary first (in memory up to 64 MiB), then copied to it: the zip
+    container has its members' sizes and checksums written back into their headers, which
+    needs a seek. Nothing is written when the metadata cannot be saved."""
+    _check_stream(stream, "index.save", "write")
+    text = _meta_text(saved)
+    placed = None if _appends(stream) else seekable_window(stream, "index.save")
+    if placed is not None:
+        _write_zip(placed[0], text, saved)
+    else:
+        with tempfile.SpooledTemporaryFile(max_size=_SPOOL) as spool:
+            _write_zip(spool, text, saved)
+            spool.seek(0)
+            shutil.copyfileobj(spool, Window(stream, 0, "index.save"), _CHUNK)
+    flush = getattr(stream, "flush", None)
+    if flush is not None:
+        flush()
+
+
+def to_bytes(saved: SavedIndex) -> bytes:
+    """The bytes of ``saved``: what a save to a path writes."""
+    buffer = io.BytesIO()
+    _write_zip(buffer, _meta_text(saved), saved)
+    return buffer.getvalue()
+
+
+def _is_path(obj: Any) -> bool:
+    return isinstance(obj, (str, os.PathLike))
+
+
+def _path_of(obj: Any, what: str, method: str) -> Path:
+    """``obj`` as a path (:func:`indexzoo.config.as_path`), with a message for anything else
+    that names the file objects taken too (bytes: a path to decode, or a saved index's
+    bytes)."""
+    if _is_path(obj):
+        return as_path(obj, what)
+    hint = ""
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        hint = ("; a path given as bytes: decode it first (os.fsdecode); the bytes of a saved "
+                "index: indexzoo.from_bytes(data)" if method == "read" else
+                "; a path given as bytes: decode it first (os.fsdecode)")
+    raise ConfigError(f"{what}: expected a path (str or os.PathLike) or a binary file object "
+                      f"(with {method}), got {type(obj).__name__} {shown(obj)}{hint}")
+
+
+def _check_stream(stream: Any, what: str, method: str) -> None:
+    """ConfigError for a text file object, or one not open for ``method``."""
+    if isinstance(stream, io.TextIOBase):
+        raise ConfigError(f"{what}: expected a binary file object, got a text one "
+                          f"({type(stream).__name__}); open it in binary mode "
+                          f"('{'rb' if method == 'read' else 'wb'}')")
+    able = getattr(stream, "readable" if method == "read" else "writable", None)
+    try:
+        usable = able() if callable(able) else True
+    except (OSError, ValueError) as exc:  # closed
+        raise ConfigError(f"{what}: the file object cannot be used ({exc})") from None
+    if not usable:
+        raise ConfigError(f"{what}: the file object is not open for "
+                          f"{'reading' if method == 'read' else 'writing'}")
+
+
+def _appends(stream: Any) -> bool:
+    """Whether writes to ``stream`` go to its end wherever it is (opened for appending)."""
+    if "a" in str(getattr(stream, "mode", "")):
+        return True
+    try:
+        import fcntl
+
+        return bool(fcntl.fcntl(stream.fileno(), fcntl.F_GETFL) & os.O_APPEND)
+    except (ImportError, AttributeError, OSError, ValueError, TypeError, io.UnsupportedOperation):
+        return False
 
 
 def _meta_text(saved: SavedIndex) -> bytes:
@@ -130,7 +247,8 @@ def _meta_text(saved: SavedIndex) -> bytes:
     return text
 
 
-def _write_zip(raw: BinaryIO, text: bytes, saved: SavedIndex) -> None:
+def _write_zip(raw: Any, text: bytes, saved: SavedIndex) -> None:
+    """The archive of ``saved`` written to ``raw``, a seekable binary file object."""
     with zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         zf.writestr(META_MEMBER, text)
         for name, arr in saved.arrays.items():
@@ -139,8 +257,9 @@ def _write_zip(raw: BinaryIO, text: bytes, saved: SavedIndex) -> None:
 
 
 # ---------------------------------------------------------------------- reading
-def read(path: str | os.PathLike[str],
-         device: str | Callable[[SavedIndex], str] = "cpu") -> SavedIndex:
+def read(path: str | os.PathLike[str] | BinaryReader,
+         device: str | Callable[[SavedIndex], str] = "cpu", *,
+         source: str | None = None) -> SavedIndex:
     """Read and check a saved index (see the module docstring).
 
     ``device`` is where the arrays are read to: ``"cuda"`` reads them straight into CuPy
@@ -150,14 +269,40 @@ def read(path: str | os.PathLike[str],
 
     Raises :class:`~indexzoo.errors.IndexFileError` for a file that is not a saved index (a
     FIFO, a device or a folder among them), is truncated or corrupted, or has a newer format
-    version; ConfigError for anything but a ``str`` or ``os.PathLike`` (an int would be read as
-    an open file descriptor). The temporaries of saves into the file's folder that were
-    killed are removed first."""
-    path = as_path(path, "indexzoo.load")
-    src = str(path)
-    remove_stale_temporaries(path.parent)
-    with open_archive(path, src) as archive:
-        saved = SavedIndex(_read_meta(archive), source=src)
+    version; ConfigError for anything but a ``str``, an ``os.PathLike`` or a binary file
+    object (an int would be read as an open file descriptor). The temporaries of saves into
+    the file's folder that were killed are removed first.
+
+    ``path`` may be a binary file object (anything with ``read``, not a text one): the saved
+    index is read from its current position to its end, in place where it can seek, else
+    read whole first, and checked the same way; ``source`` names it in messages (default: its
+    ``name`` where that is a string, as an open file's is, else "the given file object")."""
+    if not _is_path(path) and callable(getattr(path, "read", None)):
+        _check_stream(path, "indexzoo.load", "read")
+        name = getattr(path, "name", None)
+        src = source or (name if isinstance(name, str) else "the given file object")
+        return _read_archive(open_stream(path, src), device)
+    where = _path_of(path, "indexzoo.load", "read")
+    remove_stale_temporaries(where.parent)
+    return _read_archive(open_archive(where, source or str(where)), device)
+
+
+def read_bytes(data: bytes | bytearray | memoryview,
+               device: str | Callable[[SavedIndex], str] = "cpu") -> SavedIndex:
+    """:func:`read` of the bytes of a saved index (what :func:`to_bytes` returns or a saved
+    file holds); ConfigError for anything but bytes, a bytearray or a memoryview."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        hint = "; for a path or an open file use indexzoo.load" if (
+            _is_path(data) or hasattr(data, "read")) else ""
+        raise ConfigError(f"indexzoo.from_bytes: expected bytes (bytes, bytearray or "
+                          f"memoryview), got {type(data).__name__} {shown(data)}{hint}")
+    return read(io.BytesIO(data), device, source=_BYTES_SOURCE)
+
+
+def _read_archive(opened: contextlib.AbstractContextManager[Archive],
+                  device: str | Callable[[SavedIndex], str]) -> SavedIndex:
+    with opened as archive:
+        saved = SavedIndex(_read_meta(archive), source=archive.source)
         table = _array_table(archive, saved)
         target = device(saved) if callable(device) else device
         sink = sink_for(target, _CHUNK)
@@ -233,7 +378,7 @@ def _read_member(archive: Archive, member: Member, head: NpyHeader, saved: Saved
     done = 0
     while done < nbytes:
         view = sink.buffer(done, min(_CHUNK, nbytes - done))
-        got = raw.readinto(view)  # type: ignore[attr-defined]
+        got = raw.readinto(view)  # type: ignore[union-attr]
         if not got:
             raise saved.problem(f"{what}: the file ends inside it (truncated)")
         if pending is not None:

@@ -48,6 +48,7 @@ __all__ = [
     "available",
     "builtin",
     "create",
+    "from_bytes",
     "import_timeout",
     "load",
     "load_error_details",
@@ -413,9 +414,13 @@ def _index_class(cls: type) -> type[GpuIndex]:
     return cls
 
 
-def load(path: str | os.PathLike[str], *, device: str | None = None) -> GpuIndex:
+def load(path: str | os.PathLike[str] | persist.BinaryReader, *,
+         device: str | None = None) -> GpuIndex:
     """The index saved at ``path`` (by ``index.save(path)``), on ``device`` (default: the
     device it was saved from where the index runs there and it is usable here, else the CPU).
+
+    ``path`` may be a binary file object instead (anything with ``read``: an open file, an
+    ``io.BytesIO``, a pipe): the saved index is read from its current position to its end.
 
     Its class is found by the index name the file holds, through the registry (never by a
     class path read from the file). The file is untrusted input: every way it can be wrong
@@ -424,6 +429,20 @@ def load(path: str | os.PathLike[str], *, device: str | None = None) -> GpuIndex
     naming the file and what is wrong (docs/persistence.md); an index it names that is not
     installed is :class:`~indexzoo.errors.UnknownIndexInFile`, an IndexFileError that is also
     a ConfigError."""
+    return _loaded(lambda target: persist.read(path, target), device)
+
+
+def from_bytes(data: bytes | bytearray | memoryview, *, device: str | None = None) -> GpuIndex:
+    """The index whose saved bytes are ``data`` (``index.to_bytes()``, or a saved file's
+    contents), on ``device`` as for :func:`load`, refused exactly as the same bytes in a file
+    would be (the messages name "the given bytes"); ConfigError for anything but bytes, a
+    bytearray or a memoryview."""
+    return _loaded(lambda target: persist.read_bytes(data, target), device)
+
+
+def _loaded(read: Callable[[Callable[[persist.SavedIndex], str]], persist.SavedIndex],
+            device: str | None) -> GpuIndex:
+    """The index ``read(target)`` returns the saved form of, its class found by name."""
     found: dict[str, Any] = {}
 
     def target(saved: persist.SavedIndex) -> str:
@@ -439,7 +458,7 @@ def load(path: str | os.PathLike[str], *, device: str | None = None) -> GpuIndex
                     and cuda_status()[0])
         return "cuda" if onto_gpu else "cpu"  # else the index's own checks speak, after reading
 
-    saved = persist.read(path, target)
+    saved = read(target)
     return found["cls"].from_saved(saved, device=found["device"])
 
 

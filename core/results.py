@@ -5,6 +5,11 @@ A plugin implements at least the ``"rowids"`` mode of a lookup (CSR ``offsets`` 
 derives the other modes from it when the plugin has no fused version. The helpers here are
 written against the array API that NumPy and CuPy share, so they run on either device
 unchanged.
+
+A result leaves indexzoo through ``to_host`` (NumPy arrays), ``to_pandas``, ``to_arrow`` and
+DLPack (``np.from_dlpack(result)``, ``torch.from_dlpack(result)``), with a choice of how a
+miss reads (``miss=``); the conversions are :mod:`indexzoo.result_export`
+(``docs/results.md``).
 """
 
 from __future__ import annotations
@@ -17,10 +22,23 @@ import numpy as np
 
 from .devices import xp_of as _xp
 from .probes import scatter
+from .result_export import (
+    Miss,
+    arrow_array,
+    arrow_lists,
+    check_miss,
+    import_pandas,
+    import_pyarrow,
+    pandas_pairs,
+    pandas_series,
+    with_misses,
+)
+from .state import rowid_dtype_for
 
 __all__ = [
     "OUT_MODES",
     "LookupResult",
+    "Miss",
     "Out",
     "bitmap_from_csr",
     "bitmap_words",
@@ -65,6 +83,9 @@ class LookupResult:
       so on a little-endian machine ``bitmap[i].view(np.uint8)`` equals
       ``np.packbits(mask, bitorder="little")`` of the query's boolean row mask; the bits past
       row N-1 are zero.
+
+    ``to_host()``, ``to_pandas()``, ``to_arrow()`` and DLPack (one-array modes) hand the result
+    on, ``miss=`` choosing how a miss reads (``docs/results.md``).
     """
 
     out: Out
@@ -91,8 +112,17 @@ class LookupResult:
         arr = getattr(arr, "_meta", arr)  # a Dask array: the kind of its chunks
         return "cpu" if isinstance(arr, np.ndarray) else "cuda"
 
-    def to_host(self) -> LookupResult:
-        """A copy whose arrays are NumPy arrays."""
+    def to_host(self, *, miss: Miss = "sentinel") -> LookupResult:
+        """A copy whose arrays are NumPy arrays (a GPU result is copied to the host, an answer
+        left on a Dask cluster is computed).
+
+        ``miss`` says how a lookup without a match reads in ``out="rowid"``: ``"sentinel"``
+        (the default) keeps ``index.miss``, the rowID dtype's maximum; ``-1`` gives int64
+        rowIDs with -1 for a miss; ``"mask"`` gives a ``numpy.ma.MaskedArray`` of the rowID
+        dtype masked at the misses. The other modes have no miss value and are unchanged.
+        Anything else is InvalidInput (a ValueError)."""
+        policy = check_miss(miss)
+
         def host(a: Any) -> Any:
             if a is None:
                 return None
@@ -101,8 +131,100 @@ class LookupResult:
                 return a if isinstance(a, np.ndarray) else a.get()
             return a.copy() if isinstance(a, np.ndarray) else a.get()
 
-        return replace(self, **{f.name: host(getattr(self, f.name)) for f in fields(self)
-                                if f.name != "out"})
+        res = replace(self, **{f.name: host(getattr(self, f.name)) for f in fields(self)
+                               if f.name != "out"})
+        if self.out == "rowid" and policy != "sentinel":
+            res = replace(res, rowid=with_misses(res.rowid, policy))
+        return res
+
+    def to_pandas(self, *, miss: Miss = "sentinel") -> Any:
+        """The result as pandas, on the host (a GPU result is copied; needs pandas, the
+        ``pandas`` extra).
+
+        * ``rowid``, ``count``, ``sum``: a ``pandas.Series`` named after the mode, one value
+          per lookup, indexed by the lookup's position (a RangeIndex named ``query``); under
+          ``miss`` a rowID Series is of the rowID dtype with ``index.miss`` (``"sentinel"``),
+          int64 with -1 (``-1``), or nullable ``UInt32``/``UInt64`` with ``<NA>`` (``"mask"``);
+        * ``rowids``, ``bitmap``: a ``pandas.DataFrame`` of one row per match, columns
+          ``query`` (int64) and ``rowid`` (the rowID dtype), by lookup, a lookup without a
+          match having no row (within a lookup, ``rowids`` come in any order, a bitmap's
+          ascending)."""
+        policy = check_miss(miss)
+        what = "LookupResult.to_pandas()"
+        import_pandas(what)  # before a GPU result is copied
+        if self.out in ("rowids", "bitmap"):
+            return pandas_pairs(*self._host_csr(), what)
+        return pandas_series(self._host_array(), self.out, policy, what)
+
+    def to_arrow(self, *, miss: Miss = "sentinel") -> Any:
+        """The result as Arrow, on the host (a GPU result is copied; needs pyarrow, the
+        ``arrow`` extra).
+
+        * ``rowid``, ``count``, ``sum``: a ``pyarrow.Array`` of one value per lookup; under
+          ``miss`` rowIDs are of the rowID dtype with ``index.miss`` (``"sentinel"``), int64
+          with -1 (``-1``), or of the rowID dtype with a null for a miss (``"mask"``);
+        * ``rowids``, ``bitmap``: a ``pyarrow.ListArray`` with one list of rowIDs per lookup
+          (empty for a lookup without a match), built on the CSR offsets; a
+          ``LargeListArray`` (64-bit offsets) from 2^31 matches on."""
+        policy = check_miss(miss)
+        what = "LookupResult.to_arrow()"
+        import_pyarrow(what)
+        if self.out in ("rowids", "bitmap"):
+            return arrow_lists(*self._host_csr(), what)
+        return arrow_array(self._host_array(), self.out, policy, what)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
+        """The DLPack capsule of the result's one array (``out`` ``rowid``, ``count`` or
+        ``sum``), as it is and where it is: the device array itself for a GPU result, no copy
+        to the host, misses as ``index.miss``. The arguments go to that array's own
+        ``__dlpack__`` (those left None are not passed). ``rowids`` and ``bitmap`` results
+        raise BufferError naming what to take instead."""
+        asked = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                   ("dl_device", dl_device), ("copy", copy)) if v is not None}
+        return self._one_array("__dlpack__").__dlpack__(**asked)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack device of the result's one array (``(1, 0)``: the CPU; ``(2, i)``:
+        CUDA device ``i``); BufferError as for ``__dlpack__``."""
+        kind, number = self._one_array("__dlpack_device__").__dlpack_device__()
+        return int(kind), int(number)
+
+    def _one_array(self, what: str) -> Any:
+        """The array a one-array result hands over through DLPack, else BufferError saying
+        what to take instead."""
+        if self.out == "rowids":
+            raise BufferError(
+                f"{what}: a result of out='rowids' is two arrays (CSR offsets and rowids), not "
+                "one; take result.offsets and result.rowids (each supports DLPack), or "
+                "result.to_arrow() for one list of rowIDs per lookup")
+        if self.out == "bitmap":
+            raise BufferError(
+                f"{what}: a result of out='bitmap' is packed bits, not one value per lookup; "
+                "take result.bitmap (a (Q, ceil(N/32)) uint32 array that supports DLPack), or "
+                "result.to_arrow() for one list of rowIDs per lookup")
+        arr = getattr(self, self.out)
+        if hasattr(arr, "__dask_graph__"):
+            raise BufferError(
+                f"{what}: this result is a Dask array (an answer left on the cluster), which "
+                f"has no DLPack form; call result.to_host() for NumPy arrays, or compute "
+                f"result.{self.out}")
+        return arr
+
+    def _host_array(self) -> np.ndarray:
+        """The one array of a one-array result, on the host (copied from a GPU)."""
+        arr: np.ndarray = getattr(self.to_host(), self.out)
+        return arr
+
+    def _host_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """CSR ``(offsets, rowids)`` of a listing result on the host; a bitmap's rowIDs
+        ascending within each lookup, of the rowID dtype of an index of as many rows as the
+        bitmap has bits."""
+        host = self.to_host()
+        if self.out == "bitmap":
+            words = host.bitmap
+            return csr_from_bitmap(words, rowid_dtype_for(32 * int(words.shape[1])))
+        return host.offsets, host.rowids
 
     def matches(self, i: int) -> np.ndarray:
         """The rowIDs matching query ``i`` (``"rowids"`` or ``"bitmap"`` mode), as a NumPy

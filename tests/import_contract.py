@@ -75,8 +75,9 @@ CONTRACT_MODULES = frozenset(f"indexzoo.{m}" for m in (
     "archive", "base_schema", "cachedirs", "columns", "config", "contract", "devices", "display",
     "duplicate_keys", "envvars", "errors", "extras", "files", "flatten", "hooks", "hookspecs", "keys",
     "lookup", "metadata", "npyheader", "operations", "persist", "pipeline", "plugin_api",
-    "plugin_hooks", "presets", "probes", "reading", "resources", "restore", "result_memory",
-    "results", "schema", "schema_paths", "schema_types", "sinks", "state", "text", "unflatten", "validation"))
+    "plugin_hooks", "presets", "probes", "reading", "resources", "restore", "result_export",
+    "result_memory", "results", "schema", "schema_paths", "schema_types", "sinks", "state", "text",
+    "unflatten", "validation"))
 
 #: Top-level modules of the query layer: ``indexzoo.ssb``, the documented name of
 #: :mod:`indexzoo.query.ssb` (it re-exports it).
