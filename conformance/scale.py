@@ -58,7 +58,7 @@ class Reach:
 
 #: Most lookups x keys of one batch of a full-scan index (``GpuIndex.full_scan``) at
 #: ``large``: every lookup reads every key, so a large key set is asked small batches.
-SCAN_WORK = {"cpu": 1 << 31, "cuda": 1 << 34}
+SCAN_WORK = {"cpu": 1 << 28, "cuda": 1 << 34}
 #: Fewest lookups of a full-scan index's batch, whatever the key count.
 SCAN_BATCH = 64
 #: The key counts of a full-scan index's batch cases (large batches over a few keys).

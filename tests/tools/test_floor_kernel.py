@@ -288,11 +288,11 @@ def test_the_vector_read_launches_four_columns_at_a_time(fake_cupy: Any) -> None
     cols = [c[1:] for c in cols]  # off a 16-byte boundary
     # the longest column of each launch (699 uint64 keys) holds 349 whole 16 bytes: in one
     # pass 6 blocks of 64 threads, one load each; the fake GPU holds 4 such blocks at once
-    read = fk.VectorRead(cols, unroll=1, threads=64)
+    read = fk.VectorRead(cols, unroll=1, threads=64, grid="full")
     assert read.blocks == [4, 4] and read.out.shape == (8,)
     read.out[:] = 12345
     assert read() is read.out and read.total() == words_sum(cols) == fk.word_sum(cols)
-    read = fk.VectorRead(cols, unroll=1, threads=64, grid="pass")
+    read = fk.VectorRead(cols, unroll=1, threads=64)  # one pass, the default
     assert read.blocks == [6, 6]
     read.out[:] = 12345
     assert read() is read.out and read.total() == words_sum(cols)
