@@ -202,3 +202,50 @@ def test_rowid_sets_compared_in_parts_find_a_wrong_set_in_any_part(
     assert "wrong rowid sets for 1 lookups, first [400]" in problems[0]
     assert "reported twice" in problems[1]
     assert np.concatenate(found).tolist() == [400]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_full_scan_is_asked_batches_within_reach_with_a_range_over_every_row(
+        device: str, seed: int) -> None:
+    from indexzoo.plugins.fused_scan import FusedScanIndex
+    ctx = Context(factory=FusedScanIndex, caps=FusedScanIndex.capabilities, device=device,
+                  size="large", name="fused-scan", seed=seed, cls=FusedScanIndex)  # type: ignore[arg-type]
+    assert ctx.full_scan
+    work = scale.SCAN_WORK[device]
+    cases = scale.key_cases(ctx)
+    assert max(c.distinct for c in cases) > scale.reach("large", device).keys[1]
+    for case in cases:
+        assert case.batch * case.distinct <= work or case.batch == scale.SCAN_BATCH
+        plan = scale.sweep_plan(ctx, case.distinct, case.batch)
+        assert len(plan) == 2 * len(scale.SCALE_MODES)  # one batch per kind and mode
+    (batches,) = scale.batch_cases(ctx)
+    assert scale.SCAN_BATCH_KEYS[0] <= batches.keys.distinct <= scale.SCAN_BATCH_KEYS[1]
+    assert max(batches.batches) > scale.reach("large", device).batches[1]
+
+
+def test_a_full_scan_that_skips_a_row_is_caught_by_the_range_over_every_row() -> None:
+    seen: list[tuple[Any, Any]] = []
+
+    class SkipsTheLastRow(SortedArrayIndex):
+        """A scan that never reads its last row."""
+
+        name: ClassVar[str] = "test-skips-the-last-row"
+        full_scan: ClassVar[bool] = True
+
+        def build(self, keys: Any, values: Any = None, **kw: Any) -> Any:  # type: ignore[override]
+            return super().build(keys[:-1], None if values is None else values[:-1], **kw)
+
+        def range(self, lo: Any, hi: Any, **kw: Any) -> Any:  # type: ignore[override]
+            seen.append((lo[0], hi[0]))
+            return super().range(lo, hi, **kw)
+
+    ctx = Context(factory=SkipsTheLastRow, caps=SkipsTheLastRow.capabilities, device="cpu",
+                  size="large", name="test-skips-the-last-row", seed=3,
+                  cls=SkipsTheLastRow)  # type: ignore[arg-type]
+    case = scale.KeyCase("uniform", 5000, 100, "uint64", False, 4)
+    # the range over every row is the batch's first: wrong there whatever else is sampled
+    with pytest.raises(AssertionError, match=r"count wrong for \d+ of 100 lookups; first at "
+                                             r"positions \[0[ \]]"):
+        scale.run_case(ctx, case, [("range", "count", 100)])
+    assert seen[0] == (0, 2**64 - 1)
