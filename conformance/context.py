@@ -108,6 +108,10 @@ def skip_reason(check: Check, caps: Capabilities) -> str | None:
     return "; ".join(_lacks(n) for n in missing) or None
 
 
+#: Most lookups x keys of one batch of a full-scan index (``GpuIndex.full_scan``) at
+#: ``large``: every lookup reads every key, so a large key set is asked small batches.
+SCAN_WORK = {"cpu": 1 << 28, "cuda": 1 << 34}
+
 #: Seeds drawn for a run that was given none are below this (short enough to type again).
 SEEDS = 1_000_000
 
@@ -146,7 +150,11 @@ class Context:
 
     @property
     def n_lookups(self) -> int:
-        return 600 if self.size == "small" else 1 << 15
+        if self.size == "small":
+            return 600
+        if self.full_scan:  # every lookup reads every key: lookups x keys within reach
+            return min(1 << 15, max(600, self.scan_work // self.n_max))
+        return 1 << 15
 
     @property
     def max_matches(self) -> int:
@@ -156,6 +164,11 @@ class Context:
     @property
     def n_ranges(self) -> int:
         return 300 if self.size == "small" else 1500
+
+    @property
+    def scan_work(self) -> int:
+        """Most lookups x keys of one batch of a full-scan index at ``large`` here."""
+        return SCAN_WORK.get(self.device, SCAN_WORK["cpu"])
 
     @property
     def full_scan(self) -> bool:

@@ -56,9 +56,6 @@ class Reach:
     batch_keys: tuple[int, int]  # key counts of the batch cases
 
 
-#: Most lookups x keys of one batch of a full-scan index (``GpuIndex.full_scan``) at
-#: ``large``: every lookup reads every key, so a large key set is asked small batches.
-SCAN_WORK = {"cpu": 1 << 28, "cuda": 1 << 34}
 #: Fewest lookups of a full-scan index's batch, whatever the key count.
 SCAN_BATCH = 64
 #: The key counts of a full-scan index's batch cases (large batches over a few keys).
@@ -140,7 +137,7 @@ def key_cases(ctx: Context) -> list[KeyCase]:
     cases += [KeyCase(fam, _above(rng, r.keys[1]), _above(rng, r.batches[1]), top, False,
                       int(rng.integers(2**32))) for fam in tops]
     if ctx.full_scan and ctx.size != "small":  # every lookup reads every key
-        work = SCAN_WORK.get(ctx.device, SCAN_WORK["cpu"])
+        work = ctx.scan_work
         cases = [dataclasses.replace(c, batch=max(SCAN_BATCH, min(c.batch, work // c.distinct)))
                  for c in cases]
     return cases

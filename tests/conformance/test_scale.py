@@ -212,7 +212,7 @@ def test_a_full_scan_is_asked_batches_within_reach_with_a_range_over_every_row(
     ctx = Context(factory=FusedScanIndex, caps=FusedScanIndex.capabilities, device=device,
                   size="large", name="fused-scan", seed=seed, cls=FusedScanIndex)  # type: ignore[arg-type]
     assert ctx.full_scan
-    work = scale.SCAN_WORK[device]
+    work = ctx.scan_work
     cases = scale.key_cases(ctx)
     assert max(c.distinct for c in cases) > scale.reach("large", device).keys[1]
     for case in cases:
