@@ -335,7 +335,7 @@ def test_missing_package_messages_give_a_line_that_installs_the_package() -> Non
 
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extra_requirements("dask") == tuple(extras["dask"])
-    assert install_line("cuda12") == ("pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'")
+    assert install_line("cuda12") == ("pip install 'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20'")
     message = str(MissingDependency("pyyaml", "yaml", "reading YAML spec files"))
     assert message.endswith("(indexzoo's yaml extra), which is not installed; install it with: "
                             "pip install 'pyyaml>=6'")

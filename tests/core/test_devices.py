@@ -70,7 +70,7 @@ def test_cuda_without_a_gpu_says_why(no_gpu: None) -> None:
 def test_missing_cupy_names_the_extra_to_install() -> None:
     usable, reason = devices.cuda_status()
     assert not usable and INSTALL["cuda12"] in reason
-    with pytest.raises(DeviceUnavailable, match=r"'cupy-cuda12x>=13' 'numba-cuda\[cu12\]>=0.20'"):
+    with pytest.raises(DeviceUnavailable, match=r"'cupy-cuda12x\[ctk\]>=14' 'numba-cuda\[cu12\]>=0.20'"):
         indexzoo.create("sorted-array", device="cuda")
 
 
@@ -109,7 +109,7 @@ class CudaArrayLike:
 @pytest.mark.skipif(devices.cuda_status()[0], reason="CuPy is installed here")
 def test_gpu_array_input_without_cupy_names_the_extra() -> None:
     idx = indexzoo.create("sorted-array", device="cpu")
-    with pytest.raises(DeviceUnavailable, match=r"__cuda_array_interface__.*'cupy-cuda12x>=13'"):
+    with pytest.raises(DeviceUnavailable, match=r"__cuda_array_interface__.*'cupy-cuda12x\[ctk\]>=14'"):
         idx.build(CudaArrayLike())
 
 
@@ -166,9 +166,9 @@ def _fresh_driver_cache() -> Any:
 
 
 #: What a user is told to run for each GPU extra: its packages (indexzoo is on no registry).
-INSTALL = {"cuda12": "pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'",
-           "cuda13": "pip install 'cupy-cuda13x>=13' 'numba-cuda[cu13]>=0.20'"}
-NO_CUPY = (False, "CuPy is not installed; pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'")
+INSTALL = {"cuda12": "pip install 'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20'",
+           "cuda13": "pip install 'cupy-cuda13x[ctk]>=14' 'numba-cuda[cu13]>=0.20'"}
+NO_CUPY = (False, "CuPy is not installed; pip install 'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20'")
 
 
 @pytest.mark.parametrize("smi, extra, cuda", [(SMI_12, "cuda12", "12.4"), (SMI_13, "cuda13", "13.0")])
@@ -192,7 +192,7 @@ def test_driver_version_maps_to_cuda_without_nvidia_smi(monkeypatch: pytest.Monk
     assert info.evidence == ("/proc/driver/nvidia/version",)
     assert info.driver_version == "575.57.08" and info.cuda_version == (12, 0)
     assert "compatibility table" in info.cuda_source
-    assert devices.install_command() == "pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'"
+    assert devices.install_command() == "pip install 'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20'"
     assert devices.cuda_for_driver("580.65.06") == (13, 0)
     assert devices.cuda_for_driver("470.1") == (11, 0) and devices.cuda_for_driver("x") is None
 
@@ -201,7 +201,7 @@ def test_libcuda_alone_gives_the_version(monkeypatch: pytest.MonkeyPatch) -> Non
     fake_machine(monkeypatch, libcuda=13010, usable=NO_CUPY)
     info = devices.nvidia_driver()
     assert info.evidence == ("libcuda.so.1 loadable",) and info.cuda_version == (13, 1)
-    assert devices.install_command() == "pip install 'cupy-cuda13x>=13' 'numba-cuda[cu13]>=0.20'"
+    assert devices.install_command() == "pip install 'cupy-cuda13x[ctk]>=14' 'numba-cuda[cu13]>=0.20'"
 
 
 def test_an_old_driver_is_told_to_upgrade(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -229,7 +229,7 @@ def test_auto_warns_once_with_the_install_command(monkeypatch: pytest.MonkeyPatc
 
     fake_machine(monkeypatch, smi=SMI_13, usable=NO_CUPY)
     with pytest.warns(devices.GpuSetupWarning,
-                      match=r"Fix: pip install 'cupy-cuda13x>=13' 'numba-cuda\[cu13\]>=0.20'"):
+                      match=r"Fix: pip install 'cupy-cuda13x\[ctk\]>=14' 'numba-cuda\[cu13\]>=0.20'"):
         assert resolve_device("auto") == "cpu"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -273,7 +273,7 @@ def test_cupy_import_failing_is_explained(monkeypatch: pytest.MonkeyPatch, exc: 
     monkeypatch.delitem(sys.modules, "cupy", raising=False)
     monkeypatch.setattr(sys, "meta_path", [_FailingImport("cupy", exc), *sys.meta_path])
     usable, reason = devices.cuda_status.__wrapped__()
-    assert not usable and reason == f"{says}; pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'"
+    assert not usable and reason == f"{says}; pip install 'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20'"
     monkeypatch.setattr(devices, "cuda_status", lambda: (usable, reason))
     hint = devices.gpu_setup_hint()
     assert hint is not None and f"cannot use the GPU: {says}; running on the CPU" in hint
@@ -283,7 +283,7 @@ def test_cuda_asked_for_names_the_matching_extra(monkeypatch: pytest.MonkeyPatch
     fake_machine(monkeypatch, smi=SMI_13)
     monkeypatch.setattr(devices, "cuda_status", lambda: (
         False, f"CuPy is not installed; {devices.install_command()}"))
-    with pytest.raises(DeviceUnavailable, match=r"'cupy-cuda13x>=13' 'numba-cuda\[cu13\]>=0.20'$"):
+    with pytest.raises(DeviceUnavailable, match=r"'cupy-cuda13x\[ctk\]>=14' 'numba-cuda\[cu13\]>=0.20'$"):
         resolve_device("cuda")
 
 
@@ -300,4 +300,4 @@ def test_cli_says_it_once_in_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert main(["run", str(spec)], out=io.StringIO()) == 0
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and err[0].startswith("indexzoo: GpuSetupWarning: an NVIDIA driver")
-    assert err[0].endswith("Fix: pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'")
+    assert err[0].endswith("Fix: pip install 'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20'")

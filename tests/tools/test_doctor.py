@@ -51,14 +51,14 @@ def report() -> str:
 def test_driver_without_cupy(machine: Any) -> None:
     machine()
     text = report()
-    assert ("cuda  not usable: CuPy is not installed; pip install 'cupy-cuda12x>=13' "
+    assert ("cuda  not usable: CuPy is not installed; pip install 'cupy-cuda12x[ctk]>=14' "
             "'numba-cuda[cu12]>=0.20'") in text
     assert "auto  means cpu (INDEXZOO_DEVICE is not set)" in text
     assert "found   nvidia-smi on the PATH" in text
     assert "driver  550.54.14" in text and "CUDA    12.4 (from nvidia-smi)" in text
     assert "GPUs    NVIDIA H100 80GB HBM3" in text
     assert "CuPy        not installed" in text
-    assert "install     pip install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'" in text
+    assert "install     pip install 'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20'" in text
     assert "pyoptix            not importable (not installed)" in text
     assert "OptiX_INSTALL_DIR  /nonexistent/optix (not a directory)" in text
     assert "threading layer  workqueue (NUMBA_THREADING_LAYER=default)" in text

@@ -50,8 +50,8 @@ def test_without_a_driver_the_missing_driver_is_the_cause_and_cupy_the_next_step
     usable, reason = no_driver_no_cupy
     assert not usable
     assert reason == (f"{NO_DRIVER}; with an NVIDIA GPU, install its driver, then CuPy: pip "
-                      "install 'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20' (CUDA 12 drivers) or "
-                      "pip install 'cupy-cuda13x>=13' 'numba-cuda[cu13]>=0.20' (CUDA 13 drivers)")
+                      "install 'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20' (CUDA 12 drivers) or "
+                      "pip install 'cupy-cuda13x[ctk]>=14' 'numba-cuda[cu13]>=0.20' (CUDA 13 drivers)")
     assert not reason.startswith("CuPy")
 
 
@@ -61,7 +61,7 @@ def test_doctor_without_a_driver_leads_with_it(no_driver_no_cupy: tuple[bool, st
     assert f"  cuda  not usable: {NO_DRIVER}; with an NVIDIA GPU, install its driver" in text
     assert "cuda  not usable: CuPy is not installed" not in text
     assert ("  install     an NVIDIA driver first (none found), then pip install "
-            "'cupy-cuda12x>=13' 'numba-cuda[cu12]>=0.20'") in text
+            "'cupy-cuda12x[ctk]>=14' 'numba-cuda[cu12]>=0.20'") in text
 
 
 def test_asking_for_cuda_without_a_driver_says_there_is_no_gpu(
