@@ -23,7 +23,6 @@ This module is the command line; the runner is :mod:`.benchrun`, the table
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as _dt
 import math
 import sys
@@ -31,16 +30,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from indexzoo.config import check_writable_folder
 from indexzoo.devices import resolve_device
-from indexzoo.display import printable, shown, shown_path
+from indexzoo.display import printable, shown
 from indexzoo.envvars import RANK_BUDGET
 from indexzoo.errors import ConfigError, MissingDependency
 from indexzoo.registry import named
 from indexzoo.resources import check_fits, estimate_workload
 
 from . import interrupts
-from .benchjson import ResultsFile, write_json
+from .benchjson import (
+    ResultsFile,
+    header,
+    prepare_output,
+    publish_plots,
+    remove_if_empty,
+    timestamp,
+    write_json,
+)
 from .benchrun import (
     LATENCY_BATCHES,
     PEER,
@@ -67,15 +73,15 @@ from .estimate import SAMPLE, check_budget, estimate_bench, parse_duration
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
 from .progress import Progress
-from .publish import Member, publish
+from .publish import Member
 from .records import Entry, Record
 from .workloads import Workload
 
 __all__ = ["LATENCY_BATCHES", "PEER", "PRESETS", "SWEEPS", "Contender", "Entry", "Record",
            "ResultsFile", "add_cli", "bench_entries", "environment", "format_latency",
-           "format_references", "format_table", "format_warnings", "keep_built",
-           "overlap_groups", "rank_rounds", "run_bench", "sweep_workloads", "time_interleaved",
-           "write_json"]
+           "format_references", "format_table", "format_warnings", "header", "keep_built",
+           "overlap_groups", "prepare_output", "publish_plots", "rank_rounds", "remove_if_empty",
+           "run_bench", "sweep_workloads", "time_interleaved", "timestamp", "write_json"]
 
 # ---------------------------------------------------------------------- CLI
 def add_cli(sub: Any) -> None:
@@ -168,29 +174,6 @@ def _entries(names: list[str], sets: list[str], sweep: str | None) -> list[Entry
     return entries
 
 
-def _prepare_output(folder: Path) -> bool:
-    """Make sure results can be written to ``folder`` before any work: create it, write and
-    remove a probe file. ConfigError if it cannot be; returns whether it was created."""
-    name = shown_path(folder)
-    try:
-        exists = folder.exists()
-        if exists and not folder.is_dir():
-            raise ConfigError(f"--output {name} exists and is not a directory")
-        folder.mkdir(parents=True, exist_ok=True)
-    except ConfigError:
-        raise
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"--output {name}: the directory cannot be created "
-                          f"({getattr(exc, 'strerror', None) or exc})") from None
-    check_writable_folder(folder, f"--output {name}")
-    return not exists
-
-
-def _remove_if_empty(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        folder.rmdir()  # only succeeds when empty
-
-
 #: The names :func:`indexzoo.tools.plots.plot_files` gives a run's PNGs, after the JSON's stem.
 _PLOT_SUFFIXES = (".png", "-pareto.png")
 
@@ -206,11 +189,7 @@ def _write_plots(records: Sequence[Record], env: dict[str, Any], stem: Path,
         if not final.name.startswith(stem.name) or final.parent != stem.parent:
             raise ValueError(f"plot file {final} is not named after {stem}")
         members.append(Member(final.name[len(stem.name):], draw))
-    try:
-        return publish(stem.parent, [stem.name], members)
-    except FileExistsError:
-        raise ConfigError(f"--output {shown_path(stem.parent)}: the plots' names after "
-                          f"{shown(stem.name, 60)} are taken; the JSON is written") from None
+    return publish_plots(stem, members)
 
 
 def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
@@ -242,12 +221,12 @@ def cmd_bench(args: argparse.Namespace, out: TextIO) -> int:
         except ImportError:
             raise MissingDependency("matplotlib", "bench", "writing benchmark plots") from None
     folder = Path(args.output)
-    created = _prepare_output(folder)  # before any work: results are never lost at the end
+    created = prepare_output(folder)  # before any work: results are never lost at the end
     try:
         return _bench(args, out, device, workloads, entries, latency, folder, with_plot, saved)
     finally:
         if created:
-            _remove_if_empty(folder)  # nothing was written (an error, an interrupt)
+            remove_if_empty(folder)  # nothing was written (an error, an interrupt)
 
 
 def _saved_run(args: argparse.Namespace) -> SavedRun | None:
@@ -286,8 +265,8 @@ def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[W
     check_fits(estimate_workload(biggest, args.out_mode), device,
                f"the benchmark's largest workload ({biggest.describe()})")
     env = environment(device)
-    sys.stderr.write(f"indexzoo bench on {device} ({env['device_name']}), commit {env['commit']}\n")
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    sys.stderr.write(header(device, env) + "\n")
+    stamp = timestamp(_dt.datetime.now())
     label = (Path(args.workload).stem if args.workload else args.preset) + \
         (f"-{args.sweep}" if args.sweep else "") + \
         (f"-{args.param_sweep.split('=')[0].replace('.', '-')}" if args.param_sweep else "")

@@ -11,27 +11,46 @@ uneven), per engine and for DuckDB, and a table prints per
 query: the median time, the engine's bytes read against the bandwidth floor (one read of the
 columns the query needs), the time against the read floor (those bytes over the device's copy
 bandwidth, measured in the same run: a copy of 1 GiB on a GPU, 256 MiB on the CPU, read plus
-write), and the ratios to ``crystal`` and to DuckDB. JSON and a plot go to ``--output``. A
-wrong answer is reported and makes the command exit 1.
+write), and the ratios to ``crystal`` and to DuckDB. A wrong answer is reported and makes the
+command exit 1.
+
+Results are written as ``indexzoo bench`` writes them (:mod:`indexzoo.tools.bench`): the run
+starts with the commit header on standard error, where its progress goes too; the JSON
+(``format_version``, ``complete``) gets a name of its own, ``ssb-DEVICE-sfSF-YYYYmmdd-HHMMSS``
+(``-2``, ``-3``, ... where that is taken: an earlier run is never replaced), after the first
+scale factor, and is rewritten after each further one; the PNG follows, named after it.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from indexzoo import query_engine, query_engines
+from indexzoo.display import printable
+from indexzoo.errors import MissingDependency
 from indexzoo.query import QueryResult, Table, floor_bytes, ssb
 
+from . import interrupts
+from .benchjson import (
+    ResultsFile,
+    header,
+    prepare_output,
+    publish_plots,
+    remove_if_empty,
+    timestamp,
+)
 from .environment import environment
+from .progress import NO_PROGRESS, Progress
+from .publish import Member
 
-__all__ = ["cmd_ssb", "run_ssb"]
+__all__ = ["cmd_ssb", "publish_plot", "results_file", "run_ssb"]
 
 DUCKDB = "duckdb"
 
@@ -122,54 +141,82 @@ def _same(got: QueryResult, want: QueryResult) -> bool:
 
 
 def run_ssb(sfs: Sequence[float], engines: Sequence[str], device: str, repeats: int,
-            queries: Sequence[str], out: TextIO, seed: int = 0) -> list[dict[str, Any]]:
-    """Every (scale factor, query, engine) record: times, bytes, answer check."""
+            queries: Sequence[str], out: TextIO, seed: int = 0,
+            on_sf_done: Callable[[list[dict[str, Any]]], object] | None = None,
+            steps: Progress = NO_PROGRESS, log: TextIO | None = None) -> list[dict[str, Any]]:
+    """Every (scale factor, query, engine) record: times, bytes, answer check. The tables go
+    to ``out``; progress to ``steps`` (status lines) and ``log`` (standard error by default);
+    ``on_sf_done`` gets the records so far after each scale factor."""
     import duckdb
 
+    log = sys.stderr if log is None else log
     records: list[dict[str, Any]] = []
     for sf in sfs:
         t0 = time.perf_counter()
-        table: Table = ssb.generate(sf, seed=seed)
+        with steps.step(f"bench ssb SF {sf:g}: generating the table", keep=False):
+            table: Table = ssb.generate(sf, seed=seed)
         print(f"SF {sf:g}: {table.n_rows:,} rows generated in {time.perf_counter() - t0:.1f} s",
-              file=out, flush=True)
-        bandwidth = copy_bandwidth(device)
+              file=log, flush=True)
+        with steps.step(f"bench ssb SF {sf:g}: measuring the copy bandwidth", keep=False):
+            bandwidth = copy_bandwidth(device)
         print(f"copy bandwidth of {device}: {bandwidth / 1e9:.0f} GB/s (read + write)", file=out,
               flush=True)
         con = duckdb.connect()
         con.register(ssb.TABLE, ssb.to_arrow(table))
-        for name in queries:
-            spec = ssb.QUERIES[name]
-            timed = spec.without_order()
-            want = ssb.duckdb_answer(table, spec, con)
-            text = ssb.sql(timed)
-            med, spread, _ = _timed(functools.partial(_duckdb_run, con, text), "cpu", repeats)
-            floor = floor_bytes(table, spec)
-            rows: dict[str, dict[str, Any]] = {DUCKDB: {"engine": DUCKDB, "seconds": med, "spread": spread,
-                             "bytes_read": None, "build_seconds": 0.0, "correct": True}}
-            for e in engines:
-                eng = query_engine(e, device=device)
-                t = time.perf_counter()
-                view = eng.prepare(table, [spec], name=name)
-                build = time.perf_counter() - t
-                ok = _same(eng.run(view, spec), want)
-                med, spread, res = _timed(functools.partial(eng.run, view, timed), device,
-                                          repeats)
-                rows[e] = {"engine": e, "seconds": med, "spread": spread,
-                           "bytes_read": int(res.bytes_read), "build_seconds": build,
-                           "correct": ok, "stats": {k: v for k, v in res.stats.items()
-                                                    if isinstance(v, (int, float, str))}}
-            base = rows.get("crystal", {}).get("seconds")
-            for r in rows.values():
-                r.update(sf=sf, query=name, floor_bytes=floor, bandwidth=bandwidth,
-                         floor_seconds=floor / bandwidth,
-                         x_floor=(None if r["engine"] == DUCKDB  # the CPU's, not the device's
-                                  else r["seconds"] / (floor / bandwidth)),
-                         selectivity=ssb.selectivity(table, spec),
-                         vs_crystal=(r["seconds"] / base) if base else None,
-                         vs_duckdb=r["seconds"] / rows[DUCKDB]["seconds"])
-                records.append(r)
+        for i, name in enumerate(queries, 1):
+            interrupts.check()
+            with steps.step(f"bench ssb SF {sf:g}, query {i}/{len(queries)} {name}",
+                            keep=False) as st:
+                rows = _query_rows(con, table, name, engines, device, repeats, st.update)
+            records.extend(_with_ratios(rows, table, name, sf, bandwidth))
             print(format_rows(list(rows.values())), file=out, flush=True)
+        if on_sf_done is not None:
+            on_sf_done(records)
     return records
+
+
+def _query_rows(con: Any, table: Table, name: str, engines: Sequence[str], device: str,
+                repeats: int, say: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    """One query's measurements, DuckDB's first then each engine's, by engine."""
+    spec = ssb.QUERIES[name]
+    timed = spec.without_order()
+    say("duckdb")
+    want = ssb.duckdb_answer(table, spec, con)
+    text = ssb.sql(timed)
+    med, spread, _ = _timed(functools.partial(_duckdb_run, con, text), "cpu", repeats)
+    rows: dict[str, dict[str, Any]] = {DUCKDB: {"engine": DUCKDB, "seconds": med, "spread": spread,
+                                                "bytes_read": None, "build_seconds": 0.0,
+                                                "correct": True}}
+    for e in engines:
+        say(e)
+        eng = query_engine(e, device=device)
+        t = time.perf_counter()
+        view = eng.prepare(table, [spec], name=name)
+        build = time.perf_counter() - t
+        ok = _same(eng.run(view, spec), want)
+        med, spread, res = _timed(functools.partial(eng.run, view, timed), device, repeats)
+        rows[e] = {"engine": e, "seconds": med, "spread": spread,
+                   "bytes_read": int(res.bytes_read), "build_seconds": build,
+                   "correct": ok, "stats": {k: v for k, v in res.stats.items()
+                                            if isinstance(v, (int, float, str))}}
+    return rows
+
+
+def _with_ratios(rows: dict[str, dict[str, Any]], table: Table, name: str, sf: float,
+                 bandwidth: float) -> list[dict[str, Any]]:
+    """The rows of one query with the floor, the selectivity and the ratios."""
+    spec = ssb.QUERIES[name]
+    floor = floor_bytes(table, spec)
+    base = rows.get("crystal", {}).get("seconds")
+    for r in rows.values():
+        r.update(sf=sf, query=name, floor_bytes=floor, bandwidth=bandwidth,
+                 floor_seconds=floor / bandwidth,
+                 x_floor=(None if r["engine"] == DUCKDB  # the CPU's, not the device's
+                          else r["seconds"] / (floor / bandwidth)),
+                 selectivity=ssb.selectivity(table, spec),
+                 vs_crystal=(r["seconds"] / base) if base else None,
+                 vs_duckdb=r["seconds"] / rows[DUCKDB]["seconds"])
+    return list(rows.values())
 
 
 def _bytes(n: int | None) -> str:
@@ -198,15 +245,16 @@ def format_rows(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot(records: Sequence[dict[str, Any]], env: dict[str, Any], path: Path) -> None:
-    """Per scale factor, time per query and engine (log scale)."""
+def plot(records: Sequence[dict[str, Any]], env: dict[str, Any], file: Path | BinaryIO) -> None:
+    """Per scale factor, time per query and engine (log scale), as a PNG to ``file`` (a path
+    or an open binary file). The legend stands right of the bars, never over them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     sfs = sorted({r["sf"] for r in records})
-    fig, axes = plt.subplots(len(sfs), 1, figsize=(11, 3.6 * len(sfs)), squeeze=False)
+    fig, axes = plt.subplots(len(sfs), 1, figsize=(12.5, 3.6 * len(sfs)), squeeze=False)
     for ax, sf in zip(axes[:, 0], sfs, strict=True):
         rs = [r for r in records if r["sf"] == sf]
         queries = list(dict.fromkeys(r["query"] for r in rs))
@@ -224,10 +272,32 @@ def plot(records: Sequence[dict[str, Any]], env: dict[str, Any], path: Path) -> 
         ax.set_ylabel("ms (median)")
         ax.set_title(f"SSB flat, SF {sf:g}, {env.get('device_name', env.get('device', ''))}, "
                      f"commit {str(env.get('commit', ''))[:10]}")
-        ax.legend(fontsize=7, ncol=3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(file, dpi=110, format="png")
     plt.close(fig)
+
+
+def results_file(folder: Path, device: str, sfs: Sequence[float], queries: Sequence[str],
+                 env: dict[str, Any], with_plot: bool, log: TextIO | None = None,
+                 stamp: str | None = None) -> ResultsFile:
+    """The run's JSON (:class:`indexzoo.tools.benchjson.ResultsFile`, as ``bench`` writes
+    its own): ``ssb-DEVICE-sfSF[-QUERIES]-YYYYmmdd-HHMMSS.json``, ``-2``, ``-3``, ... where
+    that name or the PNG's is taken; written after each scale factor, ``complete`` with the
+    last."""
+    stem = f"ssb-{device}-sf{'-'.join(f'{s:g}' for s in sfs)}"
+    if list(queries) != list(ssb.QUERIES):
+        stem += "-" + "-".join(queries)
+    stem += "-" + (timestamp() if stamp is None else stamp)
+    return ResultsFile(folder / stem, env, len(sfs), log, (".png",) if with_plot else (),
+                       to_json=dict, unit="scale factor")
+
+
+def publish_plot(records: Sequence[dict[str, Any]], env: dict[str, Any], stem: Path) -> Path:
+    """The PNG, named after the JSON's ``stem`` (``STEM.png``), never over a file there
+    (:func:`indexzoo.tools.benchjson.publish_plots`)."""
+    (path,) = publish_plots(stem, [Member(".png", functools.partial(plot, records, env))])
+    return path
 
 
 def cmd_ssb(args: argparse.Namespace, device: str, out: TextIO) -> int:
@@ -250,19 +320,42 @@ def cmd_ssb(args: argparse.Namespace, device: str, out: TextIO) -> int:
 
         raise ConfigError(f"unknown SSB queries {', '.join(bad)}; they are "
                           f"{', '.join(ssb.QUERIES)}")
-    records = run_ssb(sfs, engines, device, args.repeats, queries, out)
-    env = environment(device)
+    for option, given in (("--compare", getattr(args, "compare", None)),
+                          ("--fail-above", getattr(args, "fail_above", None)),
+                          ("--time-budget", getattr(args, "time_budget", None))):
+        if given is not None:
+            from indexzoo import ConfigError
+
+            raise ConfigError(f"{option} does not apply to --preset ssb (it has no comparison "
+                              "with a saved run and no duration estimate)")
+    with_plot = not args.no_plot
+    if with_plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise MissingDependency("matplotlib", "bench", "writing benchmark plots") from None
     folder = Path(args.output)
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = f"ssb-{device}-sf{'-'.join(f'{s:g}' for s in sfs)}"
-    if len(queries) < len(ssb.QUERIES):
-        stem += "-" + "-".join(queries)
-    (folder / f"{stem}.json").write_text(json.dumps({"environment": env, "records": records},
-                                                    indent=1, default=str))
-    if not args.no_plot:
-        plot(records, env, folder / f"{stem}.png")
-    print(f"wrote {folder / stem}.json" + ("" if args.no_plot else f" and {stem}.png"),
-          file=out)
+    created = prepare_output(folder)  # before any work: results are never lost at the end
+    try:
+        return _ssb(args, device, out, sfs, engines, queries, folder, with_plot)
+    finally:
+        if created:
+            remove_if_empty(folder)  # nothing was written (an error, an interrupt)
+
+
+def _ssb(args: argparse.Namespace, device: str, out: TextIO, sfs: list[float],
+         engines: list[str], queries: list[str], folder: Path, with_plot: bool) -> int:
+    env = environment(device)
+    sys.stderr.write(header(device, env, "indexzoo bench --preset ssb") + "\n")
+    results = results_file(folder, device, sfs, queries, env, with_plot, sys.stderr)
+    records = run_ssb(sfs, engines, device, args.repeats, queries, out,
+                      on_sf_done=results.update, steps=Progress())
+    interrupts.check()
+    written = [results.path] if results.path is not None else []
+    if written and with_plot and records:
+        written.append(publish_plot(records, env, results.named_stem))
+    for f in written:
+        out.write(f"wrote {printable(str(f))}\n")
     wrong = sorted({f"{r['query']}/{r['engine']}" for r in records if not r["correct"]})
     if wrong:
         print(f"WRONG answers: {', '.join(wrong)}", file=out)

@@ -12,6 +12,12 @@ import pytest
 
 from indexzoo.tools import ssb_bench
 from indexzoo.tools.cli import main
+from indexzoo.tools.compare import FORMAT_VERSION
+
+
+def _one(folder: Path, pattern: str) -> Path:
+    (path,) = folder.glob(pattern)
+    return path
 
 
 def test_bench_ssb_prints_times_bytes_and_ratios_per_query(tmp_path: Path,
@@ -28,7 +34,7 @@ def test_bench_ssb_prints_times_bytes_and_ratios_per_query(tmp_path: Path,
     assert "x crystal" in text and "x duckdb" in text and "/floor" in text
     assert "x floor" in text and "read floor" in text and "copy bandwidth of cpu" in text
     assert "WRONG" not in text
-    saved = json.loads((tmp_path / "ssb-cpu-sf0.002.json").read_text())
+    saved = json.loads(_one(tmp_path, "ssb-cpu-sf0.002-????????-??????.json").read_text())
     records = saved["records"]
     assert {r["engine"] for r in records} == {"duckdb", "crystal", "rtcudb-sorted"}
     assert len(records) == 3 * 13 and saved["environment"]["commit"]
@@ -39,7 +45,8 @@ def test_bench_ssb_prints_times_bytes_and_ratios_per_query(tmp_path: Path,
         assert r["floor_seconds"] == pytest.approx(r["floor_bytes"] / r["bandwidth"])
         assert r["x_floor"] == pytest.approx(r["seconds"] / r["floor_seconds"])
     assert all(r["x_floor"] is None for r in records if r["engine"] == "duckdb")
-    assert (tmp_path / "ssb-cpu-sf0.002.png").stat().st_size > 0
+    assert saved["format_version"] == FORMAT_VERSION and saved["complete"] is True
+    assert _one(tmp_path, "ssb-cpu-sf0.002-????????-??????.png").stat().st_size > 0
 
 
 def test_bench_ssb_names_unknown_engines(tmp_path: Path,
@@ -57,7 +64,7 @@ def test_bench_ssb_runs_the_queries_named(tmp_path: Path) -> None:
                "crystal", "--queries", "q2.1,q4.3", "--repeats", "1", "--no-plot", "--output",
                str(tmp_path)], out)
     assert rc == 0, out.getvalue()
-    saved = json.loads((tmp_path / "ssb-cpu-sf0.002-q2.1-q4.3.json").read_text())
+    saved = json.loads(_one(tmp_path, "ssb-cpu-sf0.002-q2.1-q4.3-*.json").read_text())
     assert sorted({r["query"] for r in saved["records"]}) == ["q2.1", "q4.3"]
 
 
