@@ -145,10 +145,32 @@ def _mix_scalar(x: int) -> int:
 
 def mix64(x: Any) -> Any:
     """splitmix64's finaliser on a uint64 array: a bijection of the 64-bit integers."""
-    x = x + _U64(_GOLDEN)
-    x = (x ^ (x >> _U64(30))) * _U64(_M1)
-    x = (x ^ (x >> _U64(27))) * _U64(_M2)
-    return x ^ (x >> _U64(31))
+    x = x + _U64(_GOLDEN)  # a new array: the steps below work in place
+    x ^= x >> _U64(30)
+    x *= _U64(_M1)
+    x ^= x >> _U64(27)
+    x *= _U64(_M2)
+    x ^= x >> _U64(31)
+    return x
+
+
+def _unshift(x: Any, s: int) -> Any:
+    """The inverse of ``x ^ (x >> s)`` on uint64."""
+    out = x.copy()
+    for k in range(s, 64, s):
+        out ^= x >> _U64(k)
+    return out
+
+
+def unmix64(y: Any) -> Any:
+    """The inverse of :func:`mix64`: ``unmix64(mix64(x)) == x``."""
+    y = _unshift(y, 31)
+    y *= _U64(pow(_M2, -1, 1 << 64))
+    y = _unshift(y, 27)
+    y *= _U64(pow(_M1, -1, 1 << 64))
+    y = _unshift(y, 30)
+    y -= _U64(_GOLDEN)
+    return y
 
 
 def permute_bits(x: Any, bits: int, seed: int) -> Any:
@@ -163,9 +185,12 @@ def permute_bits(x: Any, bits: int, seed: int) -> Any:
     return x
 
 
+def _stream_base(seed: int, stream: int) -> int:
+    return _mix_scalar((seed * 0x100000001B3 + stream * 0x9E37) & _MASK64)
+
+
 def _random_u64(xp: Any, n: int, seed: int, stream: int) -> Any:
-    base = _mix_scalar((seed * 0x100000001B3 + stream * 0x9E37) & _MASK64)
-    return mix64(xp.arange(n, dtype=_U64) + _U64(base))
+    return mix64(xp.arange(n, dtype=_U64) + _U64(_stream_base(seed, stream)))
 
 
 def _uniform01(xp: Any, n: int, seed: int, stream: int) -> Any:
@@ -173,7 +198,13 @@ def _uniform01(xp: Any, n: int, seed: int, stream: int) -> Any:
 
 
 def _shuffle(xp: Any, arr: Any, seed: int, stream: int) -> Any:
-    return arr[xp.argsort(_random_u64(xp, int(arr.shape[0]), seed, stream))]
+    """``arr`` in the order of its stream's random values (all distinct: mix64 is a
+    bijection), found by sorting the values and inverting mix64 on them, which is the argsort
+    of the values at the cost of a sort."""
+    n = int(arr.shape[0])
+    order = unmix64(xp.sort(_random_u64(xp, n, seed, stream)))
+    order -= _U64(_stream_base(seed, stream))
+    return arr[order.view(np.int64)]
 
 
 # ---------------------------------------------------------------------- keys
@@ -262,7 +293,10 @@ def generate_lookups(w: Workload, keys: Any, xp: Any) -> tuple[Any, Any, Any, in
     q = w.n_lookups
     dtype = keys.dtype
     bits = dtype.itemsize * 8
-    sorted_distinct = xp.unique(keys).astype(_U64)
+    # the distinct keys by a sort (NumPy's hash-based unique is several times slower here)
+    ordered = xp.sort(keys)
+    sorted_distinct = ordered[xp.concatenate([xp.ones(min(ordered.shape[0], 1), dtype=bool),
+                                              ordered[1:] != ordered[:-1]])].astype(_U64)
     d = int(sorted_distinct.shape[0])
     n_hit = round(w.hit_rate * q) if d else 0
     n_miss = q - n_hit

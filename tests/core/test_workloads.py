@@ -8,7 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from indexzoo.devices import to_numpy
-from indexzoo.tools.workloads import Workload, generate, permute_bits
+from indexzoo.tools import workloads
+from indexzoo.tools.workloads import Workload, generate, mix64, permute_bits, unmix64
 
 
 def host(data, attr):  # type: ignore[no-untyped-def]
@@ -146,3 +147,18 @@ def test_uniform_keys_spread_over_the_whole_domain(device: str) -> None:
     keys = host(generate(Workload(n_keys=1 << 14, key_bits=32, n_lookups=0), device), "keys")
     hist = np.histogram(keys.astype(np.float64), bins=16, range=(0, 2.0**32))[0]
     assert hist.min() > 0.8 * hist.mean() and hist.max() < 1.2 * hist.mean()
+
+
+def test_unmix64_inverts_mix64_and_leaves_its_input_alone() -> None:
+    x = np.random.default_rng(1).integers(0, 2**64 - 1, 10_000, dtype=np.uint64, endpoint=True)
+    x = np.concatenate([x, np.array([0, 1, 2**63, 2**64 - 1], dtype=np.uint64)])
+    before = x.copy()
+    assert np.array_equal(unmix64(mix64(x)), x) and np.array_equal(x, before)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 4097])
+def test_a_shuffle_is_the_order_of_its_random_stream(n: int) -> None:
+    """The shuffle sorts the stream and inverts mix64 on it: the argsort of the stream."""
+    arr = np.arange(n, dtype=np.int64) * 3
+    stream = workloads._random_u64(np, n, 42, 3)
+    assert np.array_equal(workloads._shuffle(np, arr, 42, 3), arr[np.argsort(stream)])
