@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import abc
 import difflib
+import logging
 import os
 import sys
 import threading
+import time
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -58,6 +60,12 @@ from .results import OUT_MODES, LookupResult, Out
 from .schema import StateSchema
 from .state import BASE_FIELDS, BuildState, describe_columns, rowid_dtype_for
 from .validation import as_1d, null_error, prepare_values, read_1d, same_length
+
+#: Diagnostics of indexzoo (builds and their times); progress of the command line stays on
+#: stderr. Silent unless the application configures logging.
+log = logging.getLogger("indexzoo")
+#: Builds at least this long are told at INFO (shorter ones at DEBUG).
+LONG_BUILD_S = 2.0
 
 __all__ = ["NULL_POLICIES", "BuildState", "Capabilities", "Footprint", "GpuIndex", "NullPolicy"]
 
@@ -376,9 +384,21 @@ class GpuIndex(abc.ABC, Generic[S]):
             raise Unsupported(f"index {self.name!r} does not support duplicate keys")
         st = self._new_state(keymap, int(ukeys.shape[0]), vals, rows=rows,
                              n_rows=int(full.shape[0]), nulls=nulls, names=names)
-        self._build(st, ukeys)
+        self._logged_build(st, ukeys)
         self._publish(st)
         return self
+
+    def _logged_build(self, st: S, keys: Any) -> None:
+        """The plugin's ``_build``, told on the ``indexzoo`` logger: DEBUG when it starts, and
+        its time when it ends (INFO from LONG_BUILD_S on, so that a long build can be seen with
+        ``logging.basicConfig(level=logging.INFO)``)."""
+        n = f"{int(keys.shape[0]):,}"
+        log.debug("%s: building on %s keys (%s)", self.name, n, self.device)
+        t0 = time.perf_counter()
+        self._build(st, keys)
+        took = time.perf_counter() - t0
+        log.log(logging.INFO if took >= LONG_BUILD_S else logging.DEBUG,
+                "%s: built on %s keys (%s) in %.2f s", self.name, n, self.device, took)
 
     def _without_nulls(self, cols: list[Any], nulls: list[Any], policy: str,
                        names: tuple[str, ...] | None) -> tuple[list[Any], Any]:
@@ -433,7 +453,7 @@ class GpuIndex(abc.ABC, Generic[S]):
                 raise Unsupported(f"index {self.name!r} does not support duplicate rows")
         st = self._new_state(keymaps[0], n, vals, keymaps, rows=rows,
                              n_rows=int(full.shape[0]), nulls=nulls, names=got.names)
-        self._build(st, ukeys)
+        self._logged_build(st, ukeys)
         self._publish(st)
         return self
 

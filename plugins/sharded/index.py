@@ -503,7 +503,9 @@ def _for_inner(inner: type[GpuIndex]) -> type[ShardedIndex]:
             got = type(f"Sharded_{inner.name.replace('-', '_')}", (ShardedIndex,),
                        {"capabilities": caps, "inner_class": inner, "__module__": __name__,
                         "__doc__": ShardedIndex.__doc__,
-                        "conformance_expected_failures": expected})
+                        "conformance_expected_failures": expected,
+                        # takes the inner index's capabilities, often narrower than its own
+                        "narrows": True})
             _classes[inner] = got
         return got
 

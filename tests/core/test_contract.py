@@ -227,6 +227,7 @@ def test_plugin_error_inside_build_restores_the_previous_build() -> None:
 # ---------------------------------------------------------------- capabilities
 class PointOnly(RowidsOnly):
     name: ClassVar[str] = "point-only"
+    narrows: ClassVar[bool] = True  # a narrower RowidsOnly, on purpose
     capabilities: ClassVar[Capabilities] = Capabilities(
         point=True, range=False, out_modes=("rowid", "count"), key_dtypes=("uint64",))
 
@@ -256,6 +257,7 @@ def test_narrow_keys_are_widened_for_a_uint64_only_plugin(dtype: str) -> None:
 
 class Uint32Only(RowidsOnly):
     name: ClassVar[str] = "u32-only"
+    narrows: ClassVar[bool] = True  # a narrower RowidsOnly, on purpose
     capabilities: ClassVar[Capabilities] = Capabilities(key_dtypes=("uint32",))
 
 
@@ -266,6 +268,7 @@ def test_wide_keys_on_a_uint32_only_plugin_raise_unsupported() -> None:
 
 class NoDuplicates(RowidsOnly):
     name: ClassVar[str] = "no-dup"
+    narrows: ClassVar[bool] = True  # a narrower RowidsOnly, on purpose
     capabilities: ClassVar[Capabilities] = Capabilities(duplicates=False)
 
 
@@ -276,6 +279,7 @@ def test_duplicates_on_a_plugin_without_them_raise_unsupported() -> None:
 
 class CudaOnly(RowidsOnly):
     name: ClassVar[str] = "cuda-only"
+    narrows: ClassVar[bool] = True  # a narrower RowidsOnly, on purpose
     capabilities: ClassVar[Capabilities] = Capabilities(devices=("cuda",))
 
 
@@ -360,3 +364,22 @@ def test_the_index_owns_its_keys_changing_the_input_later_changes_nothing(dtype:
     index = KeepsKeys(device=device).build(keys)
     keys[:] = 7
     assert index.point([5, 7], out="count").to_host().count.tolist() == [1, 0]
+
+
+def test_builds_are_told_on_the_indexzoo_logger(caplog: pytest.LogCaptureFixture,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from indexzoo import contract
+    keys = np.arange(1000, dtype=np.uint64)
+    with caplog.at_level(logging.DEBUG, logger="indexzoo"):
+        indexzoo.create("sorted-array", device="cpu").build(keys)
+    said = [(r.name, r.levelno, r.getMessage()) for r in caplog.records if r.name == "indexzoo"]
+    assert said[0] == ("indexzoo", logging.DEBUG, "sorted-array: building on 1,000 keys (cpu)")
+    assert said[1][1] == logging.DEBUG and said[1][2].startswith(
+        "sorted-array: built on 1,000 keys (cpu) in ")
+    caplog.clear()
+    monkeypatch.setattr(contract, "LONG_BUILD_S", 0.0)  # every build counts as long
+    with caplog.at_level(logging.INFO, logger="indexzoo"):
+        indexzoo.create("sorted-array", device="cpu").build(keys)
+    assert [r.levelno for r in caplog.records if r.name == "indexzoo"] == [logging.INFO]

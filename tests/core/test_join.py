@@ -76,6 +76,7 @@ def test_an_index_without_rowids_cannot_join_and_bad_input_is_refused() -> None:
 
     class PointOnly(SortedArrayIndex):
         name = "point-only-join"
+        narrows = True  # sorted-array without its list and sum answers, on purpose
         capabilities = SortedArrayIndex.capabilities.model_copy(
             update={"out_modes": ("rowid", "count")})
 
