@@ -2,7 +2,11 @@
 
 The CUDA-core baseline of RTScan's paper and of a GPU database's selection (Crystal's fused
 kernels): every lookup reads every row of every column once, tests its conjunction of range
-predicates and writes one packed bitmap (:mod:`indexzoo.plugins.fused_scan.kernels`). Registered as an index
+predicates and writes one packed bitmap. The CPU runs the numba body of
+:mod:`indexzoo.plugins.fused_scan.kernels`; the GPU by default the CUDA C++ body of
+:mod:`indexzoo.plugins.fused_scan.vector` (16-byte loads, which numba cannot issue), over the
+keys laid out so that every column starts on a 16-byte boundary (``params.body="numba"``:
+the numba warp bodies). Registered as an index
 so that it answers through the same contract as the indexes it is compared with, in
 ``indexzoo bench`` and in the benchmark scripts, and is certified by the same suite.
 """
@@ -19,15 +23,18 @@ from indexzoo.persist import Array, StateSchema
 from .params import FusedScanParams
 
 if TYPE_CHECKING:
-    from . import kernels
+    from . import kernels, vector
 else:  # imported when a scan runs: the registry lists the class without them
     kernels = lazy_module("indexzoo.plugins.fused_scan.kernels")
+    vector = lazy_module("indexzoo.plugins.fused_scan.vector")
 
 __all__ = ["FusedScanIndex", "ScanState"]
 
 
 class ScanState(BuildState):
     keys: Any  # (N, d) native keys, Fortran order
+    #: the vector body's (ld, d) table whose first N rows ``keys`` views (None: no vector body)
+    table: Any = None
 
 
 class FusedScanIndex(GpuIndex[ScanState]):
@@ -44,18 +51,45 @@ class FusedScanIndex(GpuIndex[ScanState]):
         Array("keys", dtype="native", shape=("n", "dims")))
     params: FusedScanParams
 
+    def _vector(self) -> bool:
+        return self.device != "cpu" and self.params.body == "vector"
+
     def _build(self, st: ScanState, keys: Any) -> None:
+        keys = keys.reshape(keys.shape[0], -1)
+        st.table = None
+        if self._vector():
+            st.table, keys = vector.vector_table(keys)
         st.keys = keys
 
+    def _save_state(self, st: ScanState) -> dict[str, Any]:
+        return {"keys": st.keys}  # the table is this device's layout of them
+
+    def _load_state(self, st: ScanState, saved: dict[str, Any]) -> None:
+        self._build(st, saved["keys"])
+
     def _footprint(self, st: ScanState) -> Footprint:
-        return Footprint(breakdown={"keys": int(st.keys.nbytes)},
-                         peak_build_bytes=int(st.keys.nbytes))
+        held = st.table if st.table is not None else st.keys
+        return Footprint(breakdown={"keys": int(held.nbytes)},
+                         peak_build_bytes=int(held.nbytes) + int(st.keys.nbytes))
+
+    def _vector_scan(self, st: ScanState) -> Callable[[Any, Any], Any]:
+        scan = vector.bind_vector_scan(st.table, int(st.keys.shape[0]),
+                                       threads_per_block=self.params.threads_per_block)
+        xp, d = self.xp, int(st.keys.shape[1])
+
+        def bounded(lo: Any, hi: Any) -> Any:
+            return scan(xp.ascontiguousarray(lo.reshape(-1, d)),
+                        xp.ascontiguousarray(hi.reshape(-1, d)))
+
+        return bounded
 
     def _range_bitmap(self, st: ScanState, lo: Any, hi: Any) -> Any:
         p = self.params
         if self.device == "cpu":
             return kernels.scan_bitmaps(st.keys, lo, hi, device="cpu",
                                         threads_per_block=p.threads_per_block)
+        if st.table is not None:
+            return self._vector_scan(st)(lo, hi)
         return kernels.scan_bitmaps(st.keys, lo, hi, device=self.device, items=p.items,
                                     unroll=p.unroll, threads_per_block=p.threads_per_block)
 
@@ -64,6 +98,8 @@ class FusedScanIndex(GpuIndex[ScanState]):
         and launches (the CPU calls the hook)."""
         if op.out != "bitmap" or self.device == "cpu":
             return None
+        if st.table is not None:
+            return self._vector_scan(st)
         p = self.params
         return kernels.bind_scan(st.keys, items=p.items, unroll=p.unroll,
                                  threads_per_block=p.threads_per_block)

@@ -1,4 +1,5 @@
-"""The tunables of ``fused-scan``: the GPU body of the scan (items per lane, unrolling)."""
+"""The tunables of ``fused-scan``: the GPU body of the scan (the vector body, or the numba
+body with its items per lane and unrolling)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,19 @@ class FusedScanParams(KernelParams):
     defaults are the fastest body measured against a plain read of the same columns
     (``docs/plugins/fused-scan.md``)."""
 
+    body: Literal["vector", "numba"] = Field(
+        default="vector", description="The GPU body: 'vector', CUDA C++ with 16-byte loads "
+        "(uint32 and uint64 keys; the default, at the floor read on an H200); 'numba', the "
+        "numba kernels of one source with the CPU's, shaped by items and unroll.")
+
     threads_per_block: int = Field(
         default=128, ge=32, le=1024, multiple_of=32,
         description="CUDA threads per block of the scan (ignored on the CPU).")
     items: Literal[1, 2, 4, 8, 16] = Field(
-        default=4, description="Output words per warp: each lane holds this many rows of "
-        "each column, their loads in flight together (1: one row per lane).")
+        default=4, description="body='numba': output words per warp: each lane holds this many "
+        "rows of each column, their loads in flight together (1: one row per lane).")
     unroll: bool = Field(
-        default=True, description="With up to four columns, a body written out for the "
+        default=True, description="body='numba', up to four columns: a body written out for the "
         "column count: every column's loads first, no early exit (more loads in flight, "
         "nothing skipped); else a loop over the columns that stops once every row of a lane "
         "has failed.")

@@ -1,0 +1,128 @@
+"""The fused scan's GPU body with 16-byte loads (``vector_scan.cu``, compiled by CuPy's
+``RawKernel`` at first use): the default GPU body of ``fused-scan``.
+
+numba's CUDA kernels load a ``uint32`` column four bytes at a time; at 1e8 rows x 3 columns on
+an H200 the best numba body reached 0.73-0.78 of a plain 16-byte-load read of the same columns
+(``benchmarks/results/h200/2026-11-29-large-checks-bf0618d``). This body loads each column a
+16-byte vector per lane (4 uint32 or 2 uint64 rows) and stores each warp's 32 bitmap words
+at once: on the same GPU 0.99-1.02 of that read at 1 to 4 uint32 and 1 to 2 uint64 columns
+(``docs/plugins/fused-scan.md``).
+
+It needs every column on a 16-byte boundary: a Fortran-order table whose column stride is a
+multiple of the rows of a vector. :func:`vector_table` lays the keys out so (a copy with up to
+three rows of padding per column when the row count is not such a multiple; the index keeps
+the rows ``0 .. n-1`` of it as its keys). The CPU runs the numba scalar body of
+:mod:`indexzoo.plugins.fused_scan.kernels`; the tests run this body on the CPU under an
+emulation (``tests/support/scan_host.cpp``).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from indexzoo.devices import import_cupy
+from indexzoo.errors import InvalidInput
+
+__all__ = ["MAX_WRITTEN_OUT", "THREADS", "UNROLLS", "bind_vector_scan", "default_unroll", "source",
+           "vector_rows", "vector_table"]
+
+#: Column counts the body is written out for (more: a loop over the columns).
+MAX_WRITTEN_OUT = 8
+#: Vectors of each column a lane may have in flight (a warp's chunk is 8 steps of a vector a
+#: lane for uint32 keys, 16 for uint64).
+UNROLLS = (1, 2, 4, 8, 16)
+#: Threads per block (the fastest on an H200 at 1 to 4 columns).
+THREADS = 128
+#: Queries one launch spreads over grid.y (the kernel loops over more).
+MAX_GRID_Y = 65535
+#: Rows a 16-byte vector holds, by the keys' width in bytes.
+_ROWS = {4: 4, 8: 2}
+
+
+@functools.cache
+def source() -> str:
+    """The CUDA C++ of the body (``vector_scan.cu``, shipped with the package)."""
+    return importlib.resources.files(__package__).joinpath("vector_scan.cu").read_text()
+
+
+def vector_rows(dtype: Any) -> int:
+    """Rows of ``dtype`` keys one 16-byte load holds (uint32: 4, uint64: 2)."""
+    dt = np.dtype(dtype)
+    if dt not in (np.uint32, np.uint64):
+        raise InvalidInput(f"the vector scan takes uint32 or uint64 keys, got {dt}")
+    return _ROWS[dt.itemsize]
+
+
+def _aligned(arr: Any) -> bool:
+    return int(arr.data.ptr) % 16 == 0
+
+
+def vector_table(keys: Any) -> tuple[Any, Any]:
+    """``(table, keys)``: the (ld, d) Fortran-order table the body reads, ``ld`` the row count
+    rounded up to a multiple of :func:`vector_rows` (every column on a 16-byte boundary), and
+    the view of its first n rows, equal to ``keys``. ``keys`` (a CuPy (n, d) array) is used as
+    the table where it already is one; otherwise copied once (padding rows zero)."""
+    cupy = import_cupy()
+    n, d = int(keys.shape[0]), int(keys.shape[1])
+    r = vector_rows(keys.dtype)
+    if n % r == 0 and keys.flags.f_contiguous and _aligned(keys):
+        return keys, keys
+    table = cupy.zeros((-(-n // r) * r, d), dtype=keys.dtype, order="F")
+    table[:n] = keys
+    return table, table[:n]
+
+
+@functools.cache
+def _kernel(wide: bool, written_out: int, unroll: int) -> Any:
+    cupy = import_cupy()
+    options = (f"-DFS_WIDE={int(wide)}", f"-DFS_D={written_out}", f"-DFS_U={unroll}",
+               "-std=c++17")
+    return cupy.RawKernel(source(), "fused_scan", options=options)
+
+
+def default_unroll(dtype: Any) -> int:
+    """Vectors of a column each lane has in flight: 8 rows (2 vectors of uint32 keys, 4 of
+    uint64), the fastest on an H200 (``docs/plugins/fused-scan.md``)."""
+    return 8 // vector_rows(dtype)
+
+
+def bind_vector_scan(table: Any, n: int, *, unroll: int | None = None,
+                     threads_per_block: int = THREADS) -> Callable[[Any, Any], Any]:
+    """The scan over the first ``n`` rows of ``table`` (from :func:`vector_table`): a function
+    ``(lo, hi) -> bitmaps`` for (Q, d) C-contiguous CuPy bounds of the table's dtype, returning
+    (Q, ceil(n/32)) uint32 bitmaps (a new array, every word written). ``unroll`` (one of
+    :data:`UNROLLS`, at most the steps of a warp's chunk: 8 for uint32, 16 for uint64):
+    vectors of each column a lane has in flight (default :func:`default_unroll`)."""
+    cupy = import_cupy()
+    ld, d = int(table.shape[0]), int(table.shape[1])
+    r = vector_rows(table.dtype)
+    u = default_unroll(table.dtype) if unroll is None else unroll
+    if u not in UNROLLS or u > 32 // r:
+        raise InvalidInput(f"unroll must be one of {UNROLLS} up to {32 // r} for {table.dtype} "
+                           f"keys, got {unroll}")
+    if threads_per_block < 32 or threads_per_block > 1024 or threads_per_block % 32:
+        raise InvalidInput("threads_per_block must be a multiple of 32 from 32 to 1024, got "
+                           f"{threads_per_block}")
+    if not table.flags.f_contiguous or ld % r or not _aligned(table) or not 0 <= n <= ld:
+        raise InvalidInput("the vector scan reads a table from vector_table()")
+    kernel = _kernel(table.dtype == np.uint64, d if d <= MAX_WRITTEN_OUT else 0, u)
+    words = -(-n // 32)
+    warps = -(-words // 32)  # a warp writes 32 words
+    blocks = max(1, -(-warps // (threads_per_block // 32)))
+    u32 = np.uint32
+    head = (table, np.int64(ld), np.int32(d), np.int64(n))
+
+    def scan(lo: Any, hi: Any) -> Any:
+        q = int(lo.shape[0])
+        out = cupy.empty((q, words), dtype=u32)
+        if q and words:
+            kernel((blocks, min(q, MAX_GRID_Y)), (threads_per_block,),
+                   (*head, lo, hi, np.int64(q), np.int64(words), out))
+        return out
+
+    return scan
