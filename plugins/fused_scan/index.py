@@ -55,7 +55,8 @@ class FusedScanIndex(GpuIndex[ScanState]):
         return self.device != "cpu" and self.params.body == "vector"
 
     def _build(self, st: ScanState, keys: Any) -> None:
-        keys = keys.reshape(keys.shape[0], -1)
+        if keys.ndim == 1:  # one column
+            keys = keys.reshape(-1, 1)
         st.table = None
         if self._vector():
             st.table, keys = vector.vector_table(keys)
