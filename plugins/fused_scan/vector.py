@@ -85,10 +85,12 @@ def _kernel(wide: bool, written_out: int, unroll: int) -> Any:
     return cupy.RawKernel(source(), "fused_scan", options=options)
 
 
-def default_unroll(dtype: Any) -> int:
-    """Vectors of a column each lane has in flight: 8 rows (2 vectors of uint32 keys, 4 of
-    uint64), the fastest on an H200 (``docs/plugins/fused-scan.md``)."""
-    return 8 // vector_rows(dtype)
+def default_unroll(dtype: Any, columns: int = 2) -> int:
+    """Vectors of a column each lane has in flight: 8 rows at two columns or more (2 vectors
+    of uint32 keys, 4 of uint64), 16 rows at one uint32 column, where 8 leave too few bytes in
+    flight a warp; the fastest on an H200 (``docs/plugins/fused-scan.md``)."""
+    rows = 16 if columns == 1 and vector_rows(dtype) == 4 else 8
+    return rows // vector_rows(dtype)
 
 
 def bind_vector_scan(table: Any, n: int, *, unroll: int | None = None,
@@ -101,7 +103,7 @@ def bind_vector_scan(table: Any, n: int, *, unroll: int | None = None,
     cupy = import_cupy()
     ld, d = int(table.shape[0]), int(table.shape[1])
     r = vector_rows(table.dtype)
-    u = default_unroll(table.dtype) if unroll is None else unroll
+    u = default_unroll(table.dtype, d) if unroll is None else unroll
     if u not in UNROLLS or u > 32 // r:
         raise InvalidInput(f"unroll must be one of {UNROLLS} up to {32 // r} for {table.dtype} "
                            f"keys, got {unroll}")

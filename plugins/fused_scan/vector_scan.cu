@@ -19,7 +19,8 @@
 //
 // Measured on an H200 (docs/plugins/fused-scan.md): U steps of a chunk at a time, the groups
 // one after the other (not unrolled into each other, which costs registers and occupancy), 8
-// rows of each column in flight per lane (U = 2 vectors of uint32, 4 of uint64), loads that
+// rows of each column in flight per lane (U = 2 vectors of uint32, 4 of uint64; 16 rows at one
+// uint32 column, where 8 leave too few bytes in flight a warp), loads that
 // evict first, 128 threads a block. Tried and not kept: several chunks a warp, stores that
 // evict first, columns staggered off their natural distance.
 //

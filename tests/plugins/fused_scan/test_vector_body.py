@@ -140,6 +140,7 @@ def test_the_body_answers_like_numpy_and_reads_every_row_once_a_query(
 def test_vector_rows_and_unrolls_follow_the_key_width() -> None:
     assert vector.vector_rows(np.uint32) == 4 and vector.vector_rows(np.uint64) == 2
     assert vector.default_unroll(np.uint32) == 2 and vector.default_unroll(np.uint64) == 4
+    assert vector.default_unroll(np.uint32, 1) == 4 and vector.default_unroll(np.uint64, 1) == 4
     with pytest.raises(InvalidInput, match="uint32 or uint64"):
         vector.vector_rows(np.int32)
 
