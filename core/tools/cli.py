@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from indexzoo import __version__
+from indexzoo.buildtime import set_progress
 from indexzoo.config import describe_bounds
 from indexzoo.contract import check_plugin_class
 from indexzoo.display import byte_size, one_line, printable
@@ -436,7 +437,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
                     args = _parser(given[0] if given else None).parse_args(argv)
                 except SystemExit as exc:  # argparse: 2 for usage errors, 0 for --help
                     return int(exc.code or 0)
-                code = int(args.func(args, out))
+                # the command's status lines show its builds: none writes lines of its own
+                before = set_progress(False)
+                try:
+                    code = int(args.func(args, out))
+                finally:
+                    set_progress(before)
                 interrupts.check()  # an interrupt swallowed on the way still counts
                 return code
             except KeyboardInterrupt:
