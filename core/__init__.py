@@ -21,6 +21,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names as type checkers and IDEs see them; at run time see _HOMES
+    from .buildtime import set_progress
     from .config import IndexParams, IndexSpec, load_spec
     from .contract import Capabilities, Footprint, GpuIndex
     from .devices import resolve_device
@@ -104,6 +105,7 @@ __all__ = [
     "query_engines",
     "register_plugin",
     "resolve_device",
+    "set_progress",
 ]
 
 #: The module of each public name (the ``TYPE_CHECKING`` imports above, as data).
@@ -123,6 +125,7 @@ _HOMES = {
                      "query_engine", "query_engines", "register_plugin"), "registry"),
     **dict.fromkeys(("OUT_MODES", "LookupResult", "Miss", "Out"), "results"),
     "BuildState": "state",
+    "set_progress": "buildtime",
 }
 
 

@@ -16,13 +16,14 @@ import stat
 import sys
 import types
 import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import annotated_types
 import numpy as np
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .display import one_line, shown, shown_path
@@ -30,18 +31,29 @@ from .duplicate_keys import DuplicateKey, check_yaml_mapping, json_duplicate, to
 from .errors import ConfigError, MissingDependency
 from .probes import BUCKET_BITS
 
-__all__ = ["MAX_SPEC_BYTES", "IndexParams", "IndexSpec", "as_path", "check_regular_file",
-           "check_writable_folder", "describe_bounds",
-           "format_validation", "load_spec", "read_config_file", "validate_params"]
+__all__ = ["MAX_SPEC_BYTES", "PRESET", "IndexParams", "IndexSpec", "UnknownPreset", "as_path",
+           "check_regular_file", "check_writable_folder", "describe_bounds", "format_validation",
+           "load_spec", "read_config_file", "validate_params", "with_preset"]
 
 #: Spec and workload files larger than this are refused before they are parsed.
 MAX_SPEC_BYTES = 1 << 20
 
 P = TypeVar("P", bound="IndexParams")
 
+#: The parameter that names one of an index's presets (``params: {preset: lean}``,
+#: ``--set preset=lean``): the preset's values, with the parameters given beside it over them.
+PRESET = "preset"
+
 
 class IndexParams(BaseModel):
-    """Parameters every index has. Plugins subclass this for their own tunables."""
+    """Parameters every index has. Plugins subclass this for their own tunables.
+
+    ``presets`` names configurations of the family (name -> parameter values) that a user
+    selects with the parameter ``preset``: ``create("rx", preset="lean", leaf_size=16)`` is
+    the preset's values with ``leaf_size`` given over them (:func:`with_preset`)."""
+
+    #: The family's named configurations: preset name -> parameter values.
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     # every float parameter of every plugin is finite: inf and NaN pass pydantic's bounds
     # checks in surprising ways (NaN compares false) and end as OverflowError deep in a build
@@ -77,6 +89,12 @@ class IndexParams(BaseModel):
             "leaves, for a quarter of a full 64-bit sort; 64 (or the key width) is a full sort."
         ),
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        """``preset: NAME`` replaced by the preset's values (the given parameters over them)."""
+        return with_preset(cls, data) if isinstance(data, Mapping) else data
 
     @field_validator("*", mode="before")
     @classmethod
@@ -241,8 +259,38 @@ def _config_error(index: str, cls: type[BaseModel], exc: pydantic.ValidationErro
     return ConfigError(f"index {shown(index, 40)}: " + "; ".join(lines))
 
 
+class UnknownPreset(ValueError):
+    """A ``preset`` that names none of the family's presets (or is not a name)."""
+
+
+def with_preset(cls: type[IndexParams], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with its ``preset`` entry replaced by the values of that preset of ``cls``,
+    the other entries given over them (explicit parameters win); ``preset: None`` is no preset.
+    :class:`UnknownPreset` (a ValueError) for a name that is none of ``cls.presets``, saying
+    which one was meant and listing them. A Params class with a field of its own named
+    ``preset`` keeps it as that field."""
+    if PRESET not in params or PRESET in cls.model_fields:
+        return dict(params)
+    name = params[PRESET]
+    given = {k: v for k, v in params.items() if k != PRESET}
+    if name is None:
+        return given
+    presets = cls.presets
+    if isinstance(name, str) and name in presets:
+        return {**presets[name], **given}
+    listed = (f"its presets: {', '.join(presets)}" if presets else
+              "it has no presets")
+    if not isinstance(name, str):
+        raise UnknownPreset(f"preset must be a preset's name, got {type(name).__name__} "
+                            f"{shown(name)}; {listed}")
+    close = difflib.get_close_matches(name, list(presets), n=1) if len(name) <= 100 else []
+    meant = f"; did you mean {close[0]!r}?" if close else ""
+    raise UnknownPreset(f"unknown preset {shown(name, 40)}{meant} ({listed})")
+
+
 def validate_params(cls: type[P], params: Any, index: str) -> P:
-    """An instance of ``cls`` from None, a dict or an instance, or ConfigError."""
+    """An instance of ``cls`` from None, a dict or an instance, or ConfigError. A ``preset``
+    entry selects one of ``cls.presets`` (:func:`with_preset`)."""
     if params is None:
         params = {}
     if isinstance(params, cls):
@@ -254,6 +302,10 @@ def validate_params(cls: type[P], params: Any, index: str) -> P:
             f"index {shown(index, 40)}: params must be a mapping of parameter names to values, "
             f"got {type(params).__name__}"
         )
+    try:
+        params = with_preset(cls, params)
+    except UnknownPreset as exc:
+        raise ConfigError(f"index {shown(index, 40)}: {exc}") from None
     try:
         return cls.model_validate(params)
     except pydantic.ValidationError as exc:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import reprlib
 from typing import Any
 
-__all__ = ["byte_size", "count_text", "int_text", "one_line", "printable", "shown", "shown_path"]
+__all__ = ["byte_size", "count_text", "duration", "int_text", "one_line", "printable", "shown",
+           "shown_path"]
 
 _LIMIT = 60
 
@@ -105,3 +106,18 @@ def count_text(n: int) -> str:
     if n > 1 and n & (n - 1) == 0:
         return f"2^{n.bit_length() - 1}"
     return f"{n:,}"
+
+
+def duration(seconds: float) -> str:
+    """``0.42 s``, ``3.1 s``, ``54 s``, ``3 min 05 s``, ``2 h 10 min``: short, for a status line."""
+    if seconds < 1:
+        return f"{seconds:.2f} s"
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"

@@ -147,9 +147,11 @@ DEVICE: EnvVar[str] = EnvVar(
 MEMORY_CHECK: EnvVar[bool] = EnvVar(
     "INDEXZOO_MEMORY_CHECK", _flag, True, _FLAG_FORM,
     "0 turns off the memory check of `run` and `bench`")
-PROGRESS: EnvVar[bool] = EnvVar(
-    "INDEXZOO_PROGRESS", _flag, True, _FLAG_FORM,
-    "0 turns off the progress lines `run` and `bench` show on a terminal (standard error)")
+PROGRESS: EnvVar[bool | None] = EnvVar(
+    "INDEXZOO_PROGRESS", _flag, None, _FLAG_FORM,
+    "0 turns off the progress lines `run` and `bench` show on a terminal (standard error) and "
+    "the lines a long build writes there from Python; 1 writes the build's lines also where "
+    "standard error is not a terminal (unset: on a terminal only)")
 PLUGIN_TIMEOUT: EnvVar[float] = EnvVar(
     "INDEXZOO_PLUGIN_TIMEOUT", _seconds(0.0, MOST_TIMEOUT_S, low_allowed=False), 30.0,
     f"a number of seconds above 0 and at most {MOST_TIMEOUT_S:g}, e.g. 30",

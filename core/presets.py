@@ -30,6 +30,7 @@ def preset_params(base: type[P], name: str, defaults: Mapping[str, Any]) -> type
     model: type[P] = create_model(
         f"{name.title().replace('-', '')}Params", __base__=base, **fields)
     model.__doc__ = f"Parameters of the preset ``{name}``: {base.__name__} with its defaults."
+    model.presets = {}  # a preset is one configuration: the family's presets are the base's
     return model
 
 

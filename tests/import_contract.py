@@ -72,7 +72,7 @@ PACKAGE_LAYERS = (("indexzoo.tools", "tools"), ("indexzoo.conformance", "conform
 
 #: The modules of the top-level package ``indexzoo`` (``core/*.py``) that form the contract.
 CONTRACT_MODULES = frozenset(f"indexzoo.{m}" for m in (
-    "archive", "base_schema", "cachedirs", "columns", "config", "contract", "devices", "display",
+    "archive", "base_schema", "buildtime", "cachedirs", "columns", "config", "contract", "devices", "display",
     "duplicate_keys", "envvars", "errors", "extras", "files", "flatten", "hooks", "hookspecs", "keys",
     "lookup", "metadata", "npyheader", "operations", "persist", "pipeline", "plugin_api",
     "plugin_hooks", "presets", "probes", "reading", "resources", "restore", "result_export",

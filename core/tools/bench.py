@@ -69,7 +69,7 @@ from .benchtable import (
 )
 from .compare import SavedRun, compare, format_report, load_saved, regressions
 from .environment import environment
-from .estimate import SAMPLE, check_budget, estimate_bench, parse_duration
+from .estimate import SAMPLE, DurationEstimate, estimate_bench, time_budget, within_budget
 from .options import load_workload, option_value, parse_assignment
 from .plots import PlotInfo, plot_files
 from .progress import Progress
@@ -237,25 +237,17 @@ def _saved_run(args: argparse.Namespace) -> SavedRun | None:
         if not (math.isfinite(args.fail_above) and args.fail_above >= 0):
             raise ConfigError(f"--fail-above must be a percentage >= 0, got {args.fail_above}")
     return load_saved(Path(args.compare)) if args.compare is not None else None
-#: The default --time-budget on the CPU, in seconds (none on a GPU).
-CPU_TIME_BUDGET = 600.0
-
-
 def _check_duration(args: argparse.Namespace, device: str, workloads: list[Workload],
                     entries: list[Entry], steps: Progress) -> None:
     """Refuse (ConfigError) a run estimated (:mod:`indexzoo.tools.estimate`) to exceed
     --time-budget unless --yes is given; state the estimate of any other on standard error."""
-    budget = parse_duration(args.time_budget) if args.time_budget is not None else \
-        CPU_TIME_BUDGET if device == "cpu" else None
-    est = estimate_bench(workloads, bench_entries(entries), device, args.repeats,
-                         args.out_mode, steps, limit=None if args.yes else budget,
-                         rank_budget=0.0 if args.sequential else args.rank_budget)
-    if est is None:
-        return
-    if not args.yes:
-        check_budget(est, budget, device)
-    sys.stderr.write(f"estimated duration: {est.describe()}, calibrated on samples of "
-                     f"2^{SAMPLE.bit_length() - 1} keys\n")
+    def estimate(limit: float | None) -> DurationEstimate | None:
+        return estimate_bench(workloads, bench_entries(entries), device, args.repeats,
+                              args.out_mode, steps, limit=limit,
+                              rank_budget=0.0 if args.sequential else args.rank_budget)
+
+    within_budget(estimate, time_budget(args.time_budget, device), args.yes, device,
+                  f"samples of 2^{SAMPLE.bit_length() - 1} keys")
 
 
 def _bench(args: argparse.Namespace, out: TextIO, device: str, workloads: list[Workload],

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from indexzoo import __version__
+from indexzoo.buildtime import set_progress
 from indexzoo.config import describe_bounds
 from indexzoo.contract import check_plugin_class
 from indexzoo.display import byte_size, one_line, printable
@@ -196,11 +197,24 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
                   + (f"  ({bounds})" if bounds else "") + "\n")
         if field.description:
             out.write(f"      {plain(field.description)}\n")
+    presets = cls.Params.presets
+    if presets:
+        out.write("presets (params: {preset: NAME}, or --set preset=NAME; the parameters "
+                  "given beside it win):\n")
+        registered = available()
+        for pname, values in presets.items():
+            also = f"  (also the index {printable(pname)})" if pname in registered else ""
+            out.write(f"  {printable(pname)}: {printable(_values(values))}{also}\n")
     if "engine" in cls.Params.model_fields:
         out.write("engines:\n")
         for engine, text in _engines():
             out.write(f"  {engine}: {text}\n")
     return EXIT_OK
+
+
+def _values(values: Any) -> str:
+    """A preset's values as ``key_mode='naive', x_bits=23``; ``(the defaults)`` for none."""
+    return ", ".join(f"{k}={v!r}" for k, v in values.items()) or "(the defaults)"
 
 
 def _info_json(cls: Any, out: TextIO) -> int:
@@ -220,6 +234,7 @@ def _info_json(cls: Any, out: TextIO) -> int:
         "plugin_api": str(resolution.api),
         "operations": [route.describe() for route in resolution.routes.values()],
         "parameters": params,
+        "presets": {name: dict(values) for name, values in cls.Params.presets.items()},
     }
     if "engine" in cls.Params.model_fields:
         got["engines"] = dict(_engines())
@@ -422,7 +437,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
                     args = _parser(given[0] if given else None).parse_args(argv)
                 except SystemExit as exc:  # argparse: 2 for usage errors, 0 for --help
                     return int(exc.code or 0)
-                code = int(args.func(args, out))
+                # the command's status lines show its builds: none writes lines of its own
+                before = set_progress(False)
+                try:
+                    code = int(args.func(args, out))
+                finally:
+                    set_progress(before)
                 interrupts.check()  # an interrupt swallowed on the way still counts
                 return code
             except KeyboardInterrupt:

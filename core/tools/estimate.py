@@ -31,10 +31,11 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, TextIO
 
 from indexzoo.display import printable
 from indexzoo.errors import ConfigError, DeviceUnavailable
@@ -48,8 +49,9 @@ from .references import reference_calls
 from .timing import synchronize, time_once
 from .workloads import Dataset, Workload, generate
 
-__all__ = ["MEMORY_GROWTH", "SAMPLE", "DurationEstimate", "check_budget", "estimate_bench",
-           "parse_duration", "sample_workload"]
+__all__ = ["BENCH_ADVICE", "CPU_TIME_BUDGET", "MEMORY_GROWTH", "SAMPLE", "DurationEstimate",
+           "check_budget", "estimate_bench", "parse_duration", "sample_workload", "time_budget",
+           "within_budget"]
 
 #: Keys and lookups of the sample an estimate is calibrated on.
 SAMPLE = 1 << 16
@@ -238,10 +240,43 @@ def parse_duration(text: str) -> float | None:
     return float(m.group(1)) * _UNITS[(m.group(2) or "").lower()]
 
 
-def check_budget(est: DurationEstimate, budget: float | None, device: str) -> None:
-    """ConfigError, in one line, where the estimate exceeds the time budget."""
+#: The default --time-budget on the CPU, in seconds (none on a GPU).
+CPU_TIME_BUDGET = 600.0
+#: What a refused ``bench`` run can change.
+BENCH_ADVICE = "a smaller workload, fewer indexes (--indexes) or fewer --repeats"
+
+
+def time_budget(text: str | None, device: str) -> float | None:
+    """Seconds of ``--time-budget`` (None: no limit); not given, :data:`CPU_TIME_BUDGET` on
+    the CPU and no limit on a GPU."""
+    if text is not None:
+        return parse_duration(text)
+    return CPU_TIME_BUDGET if device == "cpu" else None
+
+
+def check_budget(est: DurationEstimate, budget: float | None, device: str,
+                 advice: str = BENCH_ADVICE) -> None:
+    """ConfigError, in one line, where the estimate exceeds the time budget; ``advice`` says
+    what to pick instead."""
     if budget is None or est.seconds <= budget:
         return
     raise ConfigError(f"this benchmark would take {est.describe()} on {device}, more than "
-                      f"--time-budget {duration(budget)}; pass --yes to run it anyway, or pick a "
-                      "smaller workload, fewer indexes (--indexes) or fewer --repeats")
+                      f"--time-budget {duration(budget)}; pass --yes to run it anyway, or pick "
+                      f"{advice}")
+
+
+def within_budget(estimate: Callable[[float | None], DurationEstimate | None],
+                  budget: float | None, yes: bool, device: str, calibrated: str,
+                  advice: str = BENCH_ADVICE, log: TextIO | None = None) -> None:
+    """What ``bench`` does before it runs: ``estimate(limit)`` (the limit is the budget, none
+    with ``yes``: an estimate may stop there, a lower bound); a run estimated past the budget
+    is refused (ConfigError, :func:`check_budget`) unless ``yes``; any other states its
+    estimate on ``log`` (standard error), ``estimated duration: about ..., calibrated on
+    {calibrated}``. No estimate (a run within the sample's size): nothing."""
+    est = estimate(None if yes else budget)
+    if est is None:
+        return
+    if not yes:
+        check_budget(est, budget, device, advice)
+    (log or sys.stderr).write(f"estimated duration: {est.describe()}, calibrated on "
+                              f"{calibrated}\n")

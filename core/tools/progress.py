@@ -7,7 +7,9 @@ line either stays, ending with the step's time (``keep=True``), or is wiped so t
 command's own report line takes its place (``keep=False``).
 
 It shows anything only when the stream is a terminal and ``INDEXZOO_PROGRESS`` is not ``0``:
-piped or redirected output, CI logs and captured test output are unchanged.
+piped or redirected output, CI logs and captured test output are unchanged (``1`` does not
+change that: a line redrawn in place needs a terminal). A command's builds make no lines of
+their own meanwhile (:func:`indexzoo.buildtime.set_progress`).
 :data:`NO_PROGRESS` is the silent stand-in that functions take by default.
 """
 
@@ -24,6 +26,7 @@ from collections.abc import Callable, Iterator
 from typing import TextIO, TypeVar
 
 from indexzoo import envvars
+from indexzoo.display import duration
 
 __all__ = ["NO_PROGRESS", "REFRESH_S", "Progress", "Step", "duration"]
 
@@ -31,21 +34,6 @@ T = TypeVar("T")
 
 #: Seconds between two redraws of a status line.
 REFRESH_S = 0.25
-
-
-def duration(seconds: float) -> str:
-    """``0.42 s``, ``3.1 s``, ``54 s``, ``3 min 05 s``, ``2 h 10 min``: short, for a status line."""
-    if seconds < 1:
-        return f"{seconds:.2f} s"
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 class Step:
@@ -111,8 +99,8 @@ class Progress:
     @staticmethod
     def _wanted(stream: TextIO) -> bool:
         wanted = envvars.PROGRESS.value()  # read always: a malformed value is reported
-        try:
-            return wanted and bool(stream.isatty())
+        try:  # 1 does not draw status lines where there is no terminal to redraw them on
+            return wanted is not False and bool(stream.isatty())
         except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
             return False
 

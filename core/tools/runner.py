@@ -27,10 +27,11 @@ import numpy as np
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from indexzoo.buildtime import NOTE_FROM_S, predicted_seconds
 from indexzoo.config import IndexSpec, check_regular_file, format_validation, read_config_file
 from indexzoo.contract import GpuIndex
 from indexzoo.devices import array_module, to_device, to_numpy
-from indexzoo.display import one_line, printable, shown, shown_path
+from indexzoo.display import duration, one_line, printable, shown, shown_path
 from indexzoo.errors import ConfigError, IndexZooError, MissingDependency
 from indexzoo.keys import KeyMap
 from indexzoo.reading import read_column
@@ -437,6 +438,14 @@ def _data_step(spec: RunSpec, dev: str) -> str:
     return f"reading {printable(spec.keys.path)}, generating {_count(w.n_lookups)} lookups"
 
 
+def _about(index: GpuIndex, keys: Any) -> str:
+    """``, about 38 s each`` where a build of ``keys`` (an array, or a list of columns) is
+    predicted to take longer than a few seconds (:mod:`indexzoo.buildtime`), else ``""``."""
+    n = len(keys[0]) if isinstance(keys, list) else len(keys)
+    predicted = predicted_seconds(type(index).build_rate, index.device, n)
+    return f", about {duration(predicted)} each" if predicted and predicted > NOTE_FROM_S else ""
+
+
 def run_spec(path: str | Path, stream: TextIO, device: str | None = None,
              steps: Progress | None = None) -> int:
     """Run a spec file and write the plan and then the summary to ``stream``; returns an exit
@@ -458,7 +467,7 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None,
     prepare_s = time.perf_counter() - t0
     point = data.queries is not None
     out: Out = spec.out or ("rowid" if point else "count")
-    with steps.step(f"building {printable(index.name)}") as st:
+    with steps.step(f"building {printable(index.name)}{_about(index, keys)}") as st:
         build = time_call(st.calls(lambda: index.build(keys), spec.repeats), dev,
                           repeats=spec.repeats)
     fp = index.memory_footprint()

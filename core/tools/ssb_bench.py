@@ -19,16 +19,23 @@ starts with the commit header on standard error, where its progress goes too; th
 (``format_version``, ``complete``) gets a name of its own, ``ssb-DEVICE-sfSF-YYYYmmdd-HHMMSS``
 (``-2``, ``-3``, ... where that is taken: an earlier run is never replaced), after the first
 scale factor, and is rewritten after each further one; the PNG follows, named after it.
+
+Before it starts, the run estimates its duration (:func:`estimate_ssb`, on SSB flat at
+:data:`SAMPLE_SF`) and keeps to ``--time-budget`` exactly as ``bench`` does
+(:func:`indexzoo.tools.estimate.within_budget`): a run estimated past it is refused, in one
+line, unless ``--yes``; any other states its estimate on standard error.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import math
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -47,10 +54,11 @@ from .benchjson import (
     timestamp,
 )
 from .environment import environment
+from .estimate import DurationEstimate, time_budget, within_budget
 from .progress import NO_PROGRESS, Progress
 from .publish import Member
 
-__all__ = ["cmd_ssb", "publish_plot", "results_file", "run_ssb"]
+__all__ = ["SAMPLE_SF", "cmd_ssb", "estimate_ssb", "publish_plot", "results_file", "run_ssb"]
 
 DUCKDB = "duckdb"
 
@@ -86,13 +94,19 @@ def _timed(fn: Callable[[], Any], device: str, repeats: int,
     return statistics.median(times), max(times) - min(times), out
 
 
-def copy_bandwidth(device: str, repeats: int = 10) -> float:
+#: The array ``copy_bandwidth`` copies, in bytes, by device.
+COPY_BYTES = {"cuda": 1 << 30, "cpu": 1 << 28}
+#: Copies ``copy_bandwidth`` makes by default: two warm-ups and ten timed.
+COPIES = 12
+
+
+def copy_bandwidth(device: str, repeats: int = COPIES - 2) -> float:
     """Bytes a second ``device`` moves in a copy of one array into another (read plus write;
     the median of ``repeats`` after two warm-ups): 1 GiB on a GPU, 256 MiB on the CPU."""
+    nbytes = COPY_BYTES[device]
     if device == "cuda":
         import cupy
 
-        nbytes = 1 << 30
         src = cupy.ones(nbytes // 4, dtype=cupy.int32)
         dst = cupy.empty_like(src)
         times = []
@@ -106,7 +120,6 @@ def copy_bandwidth(device: str, repeats: int = 10) -> float:
     else:
         import numpy as np
 
-        nbytes = 1 << 28
         a = np.ones(nbytes // 4, dtype=np.int32)
         b = np.empty_like(a)
         times = []
@@ -173,6 +186,146 @@ def run_ssb(sfs: Sequence[float], engines: Sequence[str], device: str, repeats: 
         if on_sf_done is not None:
             on_sf_done(records)
     return records
+
+
+#: The scale factors the duration estimate is calibrated on (:func:`estimate_ssb`): this one
+#: and half of it.
+SAMPLE_SF = 0.01
+#: What a refused run can change.
+ADVICE = ("smaller scale factors (--sf), fewer engines (--engines) or queries (--queries), or "
+          "fewer --repeats")
+
+
+#: Timed calls of each query's run in the estimate (the fastest counts: the others met a
+#: busy machine).
+RUNS_TIMED = 3
+
+
+def _seconds(fn: Callable[[], Any], device: str, times: int = 1) -> float:
+    """The fewest seconds of ``times`` calls of ``fn``, after an untimed one (which
+    compiles)."""
+    fn()
+    _sync(device)
+    interrupts.check()
+    best = math.inf
+    for _ in range(times):
+        t = time.perf_counter()
+        fn()
+        _sync(device)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _runs(t: float, repeats: int) -> float:
+    """Seconds :func:`_timed` spends on ``repeats`` runs of ``t`` seconds (the warm-up runs
+    for :data:`WARM_UP_SECONDS`, one at least)."""
+    return max(t, WARM_UP_SECONDS) + repeats * t
+
+
+@dataclass(frozen=True)
+class _Line:
+    """Seconds of one call as a line in the scale factor through its times on the two
+    samples: a fixed part (launches, allocations, DuckDB's planning), which a line through the
+    origin would multiply with the rows, and a part per unit of scale factor (never negative:
+    a call timed faster on the larger sample is taken as all fixed)."""
+
+    fixed: float
+    per_sf: float
+
+    @staticmethod
+    def through(small: float, large: float) -> _Line:
+        """The line through both times, its slope kept between none and that of the line
+        through the origin and ``large`` (timing noise on calls of a millisecond would
+        otherwise multiply into minutes at a large scale factor)."""
+        s1, s2 = SAMPLE_SF / 2, SAMPLE_SF
+        per = min(max((large - small) / (s2 - s1), 0.0), large / s2)
+        return _Line(large - per * s2, per)
+
+    def at(self, sf: float) -> float:
+        return self.fixed + self.per_sf * sf
+
+
+def _lines(samples: Iterable[tuple[float, ...]]) -> list[_Line]:
+    """The calls' lines from their times on the small sample and on the large one."""
+    small, large = samples
+    return [_Line.through(a, b) for a, b in zip(small, large, strict=True)]
+
+
+def _duckdb_calls(con: Any, table: Table, spec: Any) -> tuple[float, float]:
+    """Seconds of DuckDB's answer to ``spec`` over ``table`` (registered in ``con``) and of
+    one timed run of it, ORDER BY removed."""
+    answer = _seconds(functools.partial(ssb.duckdb_answer, table, spec, con), "cpu")
+    run = _seconds(functools.partial(_duckdb_run, con, ssb.sql(spec.without_order())), "cpu",
+                   RUNS_TIMED)
+    return answer, run
+
+
+def _engine_calls(eng: Any, table: Table, spec: Any, name: str,
+                  device: str) -> tuple[float, float, float]:
+    """Seconds of ``eng`` preparing its view of ``spec`` over ``table``, of the checked run
+    and of one timed run (ORDER BY removed), each after an untimed call (which compiles)."""
+    eng.prepare(table, [spec], name=name)
+    _sync(device)
+    interrupts.check()
+    t = time.perf_counter()
+    view = eng.prepare(table, [spec], name=name)
+    _sync(device)
+    prepare = time.perf_counter() - t
+    check = _seconds(functools.partial(eng.run, view, spec), device)
+    run = _seconds(functools.partial(eng.run, view, spec.without_order()), device, RUNS_TIMED)
+    return prepare, check, run
+
+
+def estimate_ssb(sfs: Sequence[float], engines: Sequence[str], device: str, repeats: int,
+                 queries: Sequence[str], steps: Progress = NO_PROGRESS,
+                 limit: float | None = None) -> DurationEstimate | None:
+    """How long :func:`run_ssb` will take, as ``bench`` estimates its own
+    (:mod:`indexzoo.tools.estimate`), calibrated right before the run on SSB flat at
+    :data:`SAMPLE_SF` and at half of it: DuckDB answers and runs each query, and each engine
+    prepares, checks and runs it, each after an untimed call (which compiles), timed once (a
+    run: the fastest of :data:`RUNS_TIMED`). Each
+    call's two times give a line in the scale factor (:class:`_Line`: a fixed part and a part
+    that grows with the rows), read at each scale factor and counted as often as the run makes
+    that call (the answer, the check, the warm-up and the ``repeats``); the table's generation
+    is scaled with the rows, and the copies of :func:`copy_bandwidth` are timed at their size
+    (three of them). None where every scale factor is within the sample's; once the estimate
+    passes ``limit`` seconds it stops, incomplete (a lower bound)."""
+    if all(sf <= SAMPLE_SF for sf in sfs):
+        return None
+    import duckdb
+
+    est = DurationEstimate()
+    sizes = (SAMPLE_SF / 2, SAMPLE_SF)
+    with steps.step("estimating the duration") as st:
+        st.update(f"generating SSB flat at SF {SAMPLE_SF / 2:g} and {SAMPLE_SF:g}")
+        tables = [ssb.generate(sizes[0])]
+        t = time.perf_counter()
+        tables.append(ssb.generate(sizes[1]))
+        est.generation = (time.perf_counter() - t) * sum(sfs) / SAMPLE_SF
+        st.update("the copy bandwidth")
+        copy = 2 * COPY_BYTES[device] / copy_bandwidth(device, repeats=1)
+        est.add("copy bandwidth", len(sfs) * COPIES * copy)
+        cons = []
+        for table in tables:
+            cons.append(duckdb.connect())
+            cons[-1].register(ssb.TABLE, ssb.to_arrow(table))
+        for i, name in enumerate(queries, 1):
+            spec = ssb.QUERIES[name]
+            st.update(f"query {i}/{len(queries)} {name}: {DUCKDB}")
+            answer, run = _lines(_duckdb_calls(con, table, spec)
+                                 for con, table in zip(cons, tables, strict=True))
+            est.add(DUCKDB, sum(answer.at(sf) + _runs(run.at(sf), repeats) for sf in sfs))
+            for e in engines:
+                st.update(f"query {i}/{len(queries)} {name}: {e}")
+                eng = query_engine(e, device=device)
+                prepare, check, run = _lines(_engine_calls(eng, table, spec, name, device)
+                                             for table in tables)
+                est.add(e, sum(prepare.at(sf) + check.at(sf) + _runs(run.at(sf), repeats)
+                               for sf in sfs))
+                if limit is not None and est.seconds > limit:
+                    est.complete = False
+                    return est
+    return est
 
 
 def _query_rows(con: Any, table: Table, name: str, engines: Sequence[str], device: str,
@@ -321,13 +474,13 @@ def cmd_ssb(args: argparse.Namespace, device: str, out: TextIO) -> int:
         raise ConfigError(f"unknown SSB queries {', '.join(bad)}; they are "
                           f"{', '.join(ssb.QUERIES)}")
     for option, given in (("--compare", getattr(args, "compare", None)),
-                          ("--fail-above", getattr(args, "fail_above", None)),
-                          ("--time-budget", getattr(args, "time_budget", None))):
+                          ("--fail-above", getattr(args, "fail_above", None))):
         if given is not None:
             from indexzoo import ConfigError
 
             raise ConfigError(f"{option} does not apply to --preset ssb (it has no comparison "
-                              "with a saved run and no duration estimate)")
+                              "with a saved run)")
+    budget = time_budget(getattr(args, "time_budget", None), device)  # checked before any work
     with_plot = not args.no_plot
     if with_plot:
         try:
@@ -337,19 +490,27 @@ def cmd_ssb(args: argparse.Namespace, device: str, out: TextIO) -> int:
     folder = Path(args.output)
     created = prepare_output(folder)  # before any work: results are never lost at the end
     try:
-        return _ssb(args, device, out, sfs, engines, queries, folder, with_plot)
+        return _ssb(args, device, out, sfs, engines, queries, folder, with_plot, budget)
     finally:
         if created:
             remove_if_empty(folder)  # nothing was written (an error, an interrupt)
 
 
 def _ssb(args: argparse.Namespace, device: str, out: TextIO, sfs: list[float],
-         engines: list[str], queries: list[str], folder: Path, with_plot: bool) -> int:
+         engines: list[str], queries: list[str], folder: Path, with_plot: bool,
+         budget: float | None) -> int:
     env = environment(device)
     sys.stderr.write(header(device, env, "indexzoo bench --preset ssb") + "\n")
+    steps = Progress()
+
+    def estimate(limit: float | None) -> DurationEstimate | None:
+        return estimate_ssb(sfs, engines, device, args.repeats, queries, steps, limit)
+
+    within_budget(estimate, budget, getattr(args, "yes", False), device,
+                  f"SSB flat at SF {SAMPLE_SF:g}", ADVICE)
     results = results_file(folder, device, sfs, queries, env, with_plot, sys.stderr)
     records = run_ssb(sfs, engines, device, args.repeats, queries, out,
-                      on_sf_done=results.update, steps=Progress())
+                      on_sf_done=results.update, steps=steps)
     interrupts.check()
     written = [results.path] if results.path is not None else []
     if written and with_plot and records:

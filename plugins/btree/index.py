@@ -83,6 +83,10 @@ class BTreeIndex(GpuIndex[BTreeState]):
     """Bulk-loaded B+-tree: one thread per lookup (or the paper's groups of 16), linked leaves."""
 
     name: ClassVar[str] = "btree"
+    #: Keys a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22
+    #: keys (benchmarks/results/cpu/2026-11-29-build-rates/), an H200's at 2^26
+    #: (benchmarks/results/h200/2026-11-28-restructure-324db91/paper-scan/: 12.2 ms).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 4e6, "cuda": 5.5e9}
     Params: ClassVar[type[IndexParams]] = BTreeParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"

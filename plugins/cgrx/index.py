@@ -118,6 +118,10 @@ class CgrxIndex(rt.EngineIndex, GpuIndex[CgrxState]):
     per lookup, a search and scan in the bucket."""
 
     name: ClassVar[str] = "cgrx"
+    #: Keys a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22
+    #: keys (benchmarks/results/cpu/2026-11-29-build-rates/), an H200's at 2^26
+    #: (benchmarks/results/h200/2026-11-26-defaults-c90bde0/: 14.3-16.5 ms).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 4e6, "cuda": 4.1e9}
     Params: ClassVar[type[IndexParams]] = CgrxParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"

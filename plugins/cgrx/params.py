@@ -57,3 +57,6 @@ PRESETS: dict[str, dict[str, int]] = {
     # (measured: docs/plugins/cgrx.md)
     "cgrx-8x4": dict(bucket_log=8, scan_group_log=4, leaf_size=1),
 }
+
+#: ``cgrx`` with ``preset: cgrx-5x4`` builds what the registered ``cgrx-5x4`` builds.
+CgrxParams.presets = PRESETS

@@ -42,6 +42,9 @@ class FusedScanIndex(GpuIndex[ScanState]):
     bitmap (the CUDA-core peer of RTScan; Crystal-style selection). No build work but a copy."""
 
     name: ClassVar[str] = "fused-scan"
+    #: Rows a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22 rows
+    #: (benchmarks/results/cpu/2026-11-29-build-rates/); no GPU figure.
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 2e8}
     Params: ClassVar[type[FusedScanParams]] = FusedScanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, dims=64)
     full_scan: ClassVar[bool] = True

@@ -124,6 +124,10 @@ class LightweightIndex(GpuIndex[LightweightState]):
     at build; presets name the paper's five schemes."""
 
     name: ClassVar[str] = "lightweight"
+    #: Keys a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22
+    #: keys (benchmarks/results/cpu/2026-11-29-build-rates/), an H200's at 2^26
+    #: (benchmarks/results/h200/2026-11-26-defaults-c90bde0/: 10.6 ms).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 4e6, "cuda": 6.3e9}
     Params: ClassVar[type[IndexParams]] = LightweightParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"

@@ -143,6 +143,10 @@ PRESET_PARAMS: dict[str, dict[str, object]] = {
 }
 
 
+#: ``lightweight`` with ``preset: eo-ks`` is that scheme's configuration, which every option
+#: given beside it changes (the registered ``eo-ks`` fixes the scheme's own fields).
+LightweightParams.presets = PRESET_PARAMS
+
 _SCHEME_FIELDS = ("layout", "pivot_buffer", "search")
 
 
@@ -171,6 +175,7 @@ def preset_params(preset: str) -> type[LightweightParams]:
     model = create_model(f"{preset.title().replace('-', '')}Params",  # type: ignore[call-overload]
                          __base__=LightweightParams, **fields)
     model.__doc__ = f"Parameters of the preset ``{preset}`` (the lightweight family)."
+    model.presets = {}  # one scheme: the family's presets are those of ``lightweight``
     return model
 
 

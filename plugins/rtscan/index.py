@@ -177,6 +177,10 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
     64 columns, the groups ANDed)."""
 
     name: ClassVar[str] = "rtscan"
+    #: Rows a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22 x 3
+    #: rows (benchmarks/results/cpu/2026-11-29-build-rates/), an H100's at 1e8 x 3 rows
+    #: (benchmarks/results/h100/2026-11-23-5a580fe/call2-938deae/: 1.55 s).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 9e5, "cuda": 6.5e7}
     Params: ClassVar[type[IndexParams]] = RtscanParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True,
                                                         duplicates=True, dims=MAX_COLUMNS)

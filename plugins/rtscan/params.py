@@ -115,3 +115,6 @@ PRESETS: dict[str, dict[str, object]] = {
     "rtscan-nosieve": dict(sieve_vectors=0, refine="rt"),
     "rtscan-direct": dict(refine="direct"),
 }
+
+#: ``rtscan`` with ``preset: rtc3`` builds what the registered ``rtc3`` builds.
+RtscanParams.presets = PRESETS

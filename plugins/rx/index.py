@@ -169,6 +169,10 @@ class RxIndex(rt.KeySceneIndex, GpuIndex[RxState]):
     Every configuration of the paper: key modes, primitives, ray kinds, compaction, updates."""
 
     name: ClassVar[str] = "rx"
+    #: Keys a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22
+    #: keys (benchmarks/results/cpu/2026-11-29-build-rates/), an H200's at 2^26
+    #: (benchmarks/results/h200/2026-11-21-rx-4816583/: 113 ms).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 3e5, "cuda": 5.9e8}
     Params: ClassVar[type[IndexParams]] = RxParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True,
                                                         updates=True)

@@ -42,8 +42,9 @@ PAPER_DEFAULT: dict[str, object] = dict(
     key_mode="3d", x_bits=23, y_bits=23, z_bits=18, primitive="triangle",
     point_ray="perpendicular", range_ray="offset", compact=True, update="rebuild")
 
-#: Named configurations of the paper's design experiments (§3), for
-#: ``indexzoo.create("rx", **PRESETS[name])`` or ``--set`` in ``indexzoo bench``.
+#: Named configurations of the paper's design experiments (§3), selected by the parameter
+#: ``preset`` (``indexzoo.create("rx", preset="lean")``, ``params: {preset: lean}`` in a spec
+#: file, ``--set rx.preset=lean`` in ``indexzoo bench``); parameters given beside it win.
 PRESETS: dict[str, dict[str, object]] = {
     "paper": PAPER_DEFAULT,
     "naive": dict(key_mode="naive"),                                   # Fig. 3
@@ -60,3 +61,4 @@ PRESETS: dict[str, dict[str, object]] = {
     # and faster to build than the paper's RX (measured: docs/plugins/rx.md)
     "lean": dict(geometry="generated", leaf_size=24),
 }
+RxParams.presets = PRESETS

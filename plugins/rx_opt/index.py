@@ -134,6 +134,10 @@ class RxOptIndex(rt.KeySceneIndex, GpuIndex[OptRxState]):
     probes, inverse mapping."""
 
     name: ClassVar[str] = "rx-opt"
+    #: Keys a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22
+    #: keys (benchmarks/results/cpu/2026-11-29-build-rates/), an H200's at 2^26
+    #: (benchmarks/results/h200/2026-11-28-restructure-324db91/paper-scan/: 115 ms).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 8e5, "cuda": 5.8e8}
     Params: ClassVar[type[IndexParams]] = RxOptParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"

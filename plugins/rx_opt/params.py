@@ -61,7 +61,9 @@ class RxOptParams(KeySceneParams):
         return self
 
 
-#: Named configurations of the thesis's ablations (Ch. 5), for ``--set`` in ``indexzoo bench``.
+#: Named configurations of the thesis's ablations (Ch. 5), selected by the parameter ``preset``
+#: (``indexzoo.create("rx-opt", preset="rx-like")``, ``params: {preset: rx-like}``,
+#: ``--set rx-opt.preset=rx-like``); parameters given beside it win.
 PRESETS: dict[str, dict[str, object]] = {
     "optimized": {},                                                   # §5.15
     "rx-like": dict(range_method="anyhit", compress_duplicates=False, partitions=1,
@@ -72,3 +74,4 @@ PRESETS: dict[str, dict[str, object]] = {
     "inverse": dict(inverse_mapping="on"),                              # Fig. 5.14
     "lean": dict(geometry="generated", leaf_size=24),
 }
+RxOptParams.presets = PRESETS

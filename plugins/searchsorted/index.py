@@ -38,6 +38,10 @@ class SearchsortedIndex(GpuIndex[SearchsortedState]):
     """numpy/cupy ``searchsorted`` over sorted (key, rowID) pairs: the peer of every benchmark."""
 
     name: ClassVar[str] = "searchsorted"
+    #: Keys a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22
+    #: keys (benchmarks/results/cpu/2026-11-29-build-rates/), an H200's at 2^26
+    #: (benchmarks/results/h200/2026-11-26-defaults-c90bde0/: 9.2 ms).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 4e6, "cuda": 7.3e9}
     Params: ClassVar[type[IndexParams]] = IndexParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"

@@ -58,6 +58,10 @@ class SortedArrayIndex(GpuIndex[SortedArrayState]):
     """Sorted (key, rowID) array with naive binary search: the SA baseline of the RX paper."""
 
     name: ClassVar[str] = "sorted-array"
+    #: Keys a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22
+    #: keys (benchmarks/results/cpu/2026-11-29-build-rates/), an H200's at 2^26
+    #: (benchmarks/results/h200/2026-11-26-defaults-c90bde0/: 9.2 ms).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 4e6, "cuda": 7.3e9}
     Params: ClassVar[type[IndexParams]] = SortedArrayParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"

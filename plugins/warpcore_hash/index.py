@@ -290,6 +290,10 @@ class WarpcoreHashIndex(GpuIndex[WarpcoreHashState]):
     """Open addressing, cooperative probing by groups of G threads, double hashing (WarpCore)."""
 
     name: ClassVar[str] = "warpcore-hash"
+    #: Keys a build makes per second (:mod:`indexzoo.buildtime`): the CPU's at 2^22
+    #: keys (benchmarks/results/cpu/2026-11-29-build-rates/), an H200's at 2^26
+    #: (benchmarks/results/h200/2026-11-28-restructure-324db91/paper-scan/: 8.5 ms).
+    build_rate: ClassVar[dict[str, float]] = {"cpu": 5e6, "cuda": 7.9e9}
     Params: ClassVar[type[IndexParams]] = WarpcoreHashParams
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=False, duplicates=True)
     plugin_api: ClassVar[str] = "2.0"

@@ -141,7 +141,7 @@ def test_a_mistake_in_the_arguments_creates_no_output_folder(tmp_path: Path) -> 
     assert rc != 0 and not (tmp_path / "new").exists()
 
 
-@pytest.mark.parametrize("option", [["--time-budget", "10m"], ["--compare", "old.json"]])
+@pytest.mark.parametrize("option", [["--compare", "old.json"], ["--fail-above", "5"]])
 def test_options_ssb_has_no_use_for_are_refused(tmp_path: Path, option: list[str],
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["bench", "--preset", "ssb", "--device", "cpu", "--sf", "0.002", *option,
