@@ -1257,6 +1257,29 @@ def test_the_benchmark_script_runs_small_on_the_cpu(tmp_path: Path) -> None:
     assert {r["workload"] for r in report["results"]} >= {"uniform", "zipf1.3", "small_domain"}
 
 
+def test_the_footprint_benchmark_runs_small_on_the_cpu(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/studies/rtscan_footprint.py`` (the GPU run of issue 57) on 3000 rows: every
+    variant built, every answer checked, the footprints and the targets' line printed."""
+    sys.path.insert(0, str(REPO / "benchmarks" / "studies"))
+    try:
+        import rtscan_footprint
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "fp.json"
+    assert rtscan_footprint.main(["--device", "cpu", "--rows", "3000", "--repeats", "1",
+                                  "--warmup", "0", "--kinds", "lt,window",
+                                  "--selectivities", "0.1,0.9", "--json", str(out)]) == 0
+    import json
+
+    report = json.loads(out.read_text())
+    queries = [r for r in report["rows_measured"] if r["what"] == "query"]
+    assert {r["variant"] for r in queries} == set(rtscan_footprint.VARIANTS)
+    assert len(queries) == 4 * len(rtscan_footprint.VARIANTS)
+    assert all(r["check"] == "ok" for r in queries)
+    assert "summary" in capsys.readouterr().out
+
+
 def test_the_tpch_reader_parses_tbl_files_like_the_csv_module(tmp_path: Path) -> None:
     # the vectorized reader (used without pyarrow) against the csv module line by line, on
     # chunks that cut lines in two, and on a last line without its newline
