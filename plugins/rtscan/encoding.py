@@ -20,6 +20,19 @@ The tables of all columns are stored flat (``values``, ``flat_starts``, ``offset
 one kernel (:mod:`.plan`) encodes every predicate of a batch; ``uniq[j]`` and ``starts[j]``
 are views of them.
 
+Two layouts hold this (the ``layout`` parameter):
+
+* ``paper`` (:class:`ColumnTables`): the order, the mapping table and, with encoding, the
+  codes: four times the table for uint32 columns of distinct values;
+* ``compact`` (:class:`SortedTables`, ours): the order and a sample of each sorted column,
+  every :data:`SAMPLE_STRIDE`-th value (ranks 0, 64, 128, ...); the index keeps the keys. The
+  sorted column is ``keys[order[r]]``, so a bound's side of the rank interval is a binary
+  search in the sample, then one among the at most 63 ranks between two samples, reading
+  ``keys[order[r]]``. No codes and no mapping table: twice the table. The interval is the
+  same rank interval: the first rank of the first value ``>= lo`` is the first rank whose
+  sorted value is ``>= lo``, and so on. A rank is computed where it is used (the RT scene's
+  coordinates, the sieve's vectors: at build, from the order).
+
 Everything here is NumPy/CuPy bulk primitives (argsort, comparisons, searchsorted, gathers).
 """
 
@@ -32,8 +45,13 @@ import numpy as np
 
 from indexzoo.devices import xp_of
 
-__all__ = ["ColumnTables", "build_tables", "coordinate_shifts", "group_columns", "rank_bounds",
-           "rank_dtype"]
+__all__ = ["SAMPLE_STRIDE", "ColumnTables", "SortedTables", "build_sorted_tables",
+           "build_tables", "coordinate_shifts", "group_columns", "rank_bounds", "rank_dtype",
+           "ranks_of", "run_starts", "sorted_bounds", "sorted_column"]
+
+#: Ranks between two samples of a sorted column in the compact layout (a power of two): the
+#: sample holds 1/64 of the column, and a bound's search ends in 6 steps through the order.
+SAMPLE_STRIDE = 64
 
 
 def rank_dtype(n: int) -> np.dtype:
@@ -66,6 +84,32 @@ class ColumnTables:
         if self.ranks is not None:
             parts["codes"] = int(self.ranks.nbytes)
         return parts
+
+
+@dataclass(frozen=True)
+class SortedTables:
+    """The compact layout's encoding of every column of one build: the orders and a sample of
+    each sorted column (the index keeps the keys, ``keys[order[r, j], j]`` is column j's
+    value of rank r)."""
+
+    order: Any          # (N, d) Fortran order: row of each rank, per column
+    sample: Any         # every column's sorted values at ranks 0, S, 2S, ..., concatenated
+    sample_offsets: Any  # (d + 1,) int64: column j's samples are sample[offsets[j]:...[j+1]]
+    stride: int         # S (SAMPLE_STRIDE)
+    peak_bytes: int     # most bytes held at once while encoding (outputs included)
+
+    @property
+    def n(self) -> int:
+        return int(self.order.shape[0])
+
+    @property
+    def ranks(self) -> None:
+        """No codes are kept (ranks are computed where they are used)."""
+        return None
+
+    def nbytes(self) -> dict[str, int]:
+        return {"order": int(self.order.nbytes),
+                "sorted_sample": int(self.sample.nbytes) + int(self.sample_offsets.nbytes)}
 
 
 def _argsort(xp: Any, col: Any) -> Any:
@@ -111,14 +155,65 @@ def build_tables(keys: Any, keep_ranks: bool) -> ColumnTables:
                         xp.asarray(offs))
 
 
-def coordinate_shifts(tables: ColumnTables, encoding: bool) -> tuple[int, ...]:
+def run_starts(srt: Any) -> Any:
+    """The first rank of each run of equal values of a sorted column, then N (rank dtype):
+    the mapping table's ``starts``."""
+    xp = xp_of(srt)
+    n = int(srt.shape[0])
+    new = xp.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = srt[1:] != srt[:-1]
+    first = xp.flatnonzero(new)
+    return xp.concatenate([first, xp.asarray([n], dtype=first.dtype)]).astype(rank_dtype(n))
+
+
+def build_sorted_tables(keys: Any) -> tuple[SortedTables, tuple[Any, ...]]:
+    """The compact layout's tables of the (N, d) ``keys`` (Fortran order), and each column's
+    run starts (:func:`run_starts`, for the sieve's borders; not kept)."""
+    xp = xp_of(keys)
+    n, d = int(keys.shape[0]), int(keys.shape[1])
+    rdt = rank_dtype(n)
+    s = SAMPLE_STRIDE
+    m = -(-n // s)
+    order = xp.empty((n, d), dtype=rdt, order="F")
+    sample = xp.empty(m * d, dtype=keys.dtype)
+    starts = []
+    isz = keys.dtype.itemsize
+    held = int(order.nbytes) + int(sample.nbytes)
+    peak = held + n * (2 * (isz + 8))  # one column's sort: permutation and double buffers
+    for j in range(d):
+        col = keys[:, j]
+        perm = _argsort(xp, col)
+        order[:, j] = perm
+        srt = col[perm]
+        del perm
+        sample[j * m:(j + 1) * m] = srt[::s]
+        starts.append(run_starts(srt))
+        held += int(starts[-1].nbytes)
+        peak = max(peak, held + n * (8 + isz + 1) + int(starts[-1].nbytes))
+    offs = xp.asarray(np.arange(d + 1, dtype=np.int64) * m)
+    return SortedTables(order, sample, offs, s, peak), tuple(starts)
+
+
+def sorted_column(keys: Any, order: Any, j: int) -> Any:
+    """Column ``j`` sorted: ``keys[order[:, j], j]`` (a temporary of N values)."""
+    return keys[order[:, j].astype(np.int64), j]
+
+
+def ranks_of(order: Any, j: int) -> Any:
+    """Column ``j``'s rank of each row (the inverse of ``order[:, j]``; a temporary)."""
+    xp = xp_of(order)
+    n = int(order.shape[0])
+    ranks = xp.empty(n, dtype=order.dtype)
+    ranks[order[:, j]] = xp.arange(n, dtype=order.dtype)
+    return ranks
+
+
+def coordinate_shifts(tops: list[int], encoding: bool) -> tuple[int, ...]:
     """Per column: the right shift that brings its scene coordinates below 2^32 (0 with
-    encoding, whose coordinates are ranks, and for values that fit)."""
-    shifts = []
-    for u in tables.uniq:
-        top = 0 if tables.n == 0 or encoding else int(u[-1])
-        shifts.append(max(0, top.bit_length() - 32))
-    return tuple(shifts)
+    encoding, whose coordinates are ranks, and for values that fit); ``tops``: each column's
+    largest value (0 when empty)."""
+    return tuple(0 if encoding else max(0, int(t).bit_length() - 32) for t in tops)
 
 
 def group_columns(d: int, size: int) -> list[tuple[int, ...]]:
@@ -126,8 +221,20 @@ def group_columns(d: int, size: int) -> list[tuple[int, ...]]:
     return [tuple(range(s, min(s + size, d))) for s in range(0, d, size)]
 
 
+def sorted_bounds(srt: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """The rank interval ``[x0, x1)`` (int64) of ``lo <= x <= hi`` for each pair of bounds, by
+    binary search in the whole sorted column ``srt``: the reference of the compact layout's
+    two-step search (:mod:`.plan`)."""
+    xp = xp_of(srt)
+    lo = lo.astype(srt.dtype, copy=False)
+    hi = hi.astype(srt.dtype, copy=False)
+    return (xp.searchsorted(srt, lo, side="left").astype(np.int64),
+            xp.searchsorted(srt, hi, side="right").astype(np.int64))
+
+
 def rank_bounds(uniq: Any, starts: Any, lo: Any, hi: Any) -> tuple[Any, Any]:
-    """The rank interval ``[x0, x1)`` (int64) of ``lo <= x <= hi`` for each pair of bounds."""
+    """The rank interval ``[x0, x1)`` (int64) of ``lo <= x <= hi`` for each pair of bounds
+    (the paper's mapping table)."""
     xp = xp_of(uniq)
     lo = lo.astype(uniq.dtype, copy=False)
     hi = hi.astype(uniq.dtype, copy=False)

@@ -10,11 +10,14 @@ Paper -> code
   ``refine``, ``merge``; :mod:`.profile` times them). The query plan (rank bounds, vector
   choice, refine boxes and their rays or slabs) is one kernel launch (:mod:`.plan`).
 * §4.2 Uniform Encoding (``encoding``): :mod:`.encoding`. Codes are 0-based ranks from a stable
-  argsort, duplicates consecutive; the mapping table (distinct values, first rank) rewrites a
-  bound ``lo`` to the first rank of the first value ``>= lo`` and ``hi`` to the last rank of
-  the last value ``<= hi``. With encoding off the coordinates are the values.
-* §4.3 Data Sieving (``sieve_vectors``, ``selection``): :mod:`.sieve`; the approximate result
-  is one kernel pass (the AND of at most two vectors per column).
+  argsort, duplicates consecutive; a bound ``lo`` becomes the first rank of the first value
+  ``>= lo`` and ``hi`` the last rank of the last value ``<= hi``: through the mapping table
+  (distinct values, first rank) in the paper's layout, through each column's sorted sample and
+  then its keys by its order in the compact one (``layout``, below). With encoding off the
+  coordinates are the values.
+* §4.3 Data Sieving (``sieve_vectors``, ``sieve_fine``, ``selection``): :mod:`.sieve`; the
+  approximate result is one kernel pass (the AND of at most two borders' sets per column, one
+  vector each, or three for a border of the second level).
 * §4.3.2 refine regions: :mod:`.regions`, as order-independent boxes (ours)
   ``U_j x prod_{k<j} C_k x prod_{k>j} H_k``.
 * §4.4 Matrix RT Refine (``refine="rt"``): :mod:`.layout` (cube width, epsilon, rays with
@@ -26,9 +29,39 @@ Paper -> code
 * [AMBIG] ``rtscan``'s default refine (``refine="auto"``): the paper's Matrix RT Refine where
   the engine is OptiX (RT cores, the paper's hardware), the direct refine on the software
   engine. Without RT cores the direct refine was 1.21-2.31x a plain read of the columns at
-  1e8 x 3, the RT refine 0.13-1.69x, and it holds 7.9x the table against 12.2x (one H100,
-  ``benchmarks/results/h100/2026-11-26-scan-raw/``). The paper's RTScan on any engine is the
-  ``rtscan-rt`` preset; its other variants keep the RT refine.
+  1e8 x 3, the RT refine 0.13-1.69x, and it held 7.9x the table against 12.2x in the paper's
+  layout (one H100, ``benchmarks/results/h100/2026-11-26-scan-raw/``). The paper's RTScan on
+  any engine is the ``rtscan-rt`` preset; its other variants keep the RT refine.
+* [AMBIG] The layout (``layout``; issue 57: at most 4x the table). The paper's structures
+  (codes, order, mapping table, 127 vectors a column) hold 7.97x a table of uint32 columns
+  with the direct refine; the order and one copy of each row's values (codes or keys) are
+  already 2x, so 127 vectors cannot fit. ``compact`` (the default of every preset but
+  ``rtscan-paper``) keeps the keys, the order and every :data:`~.encoding.SAMPLE_STRIDE`-th
+  (64th) value of each sorted column (1/64 of it): a bound's rank is a binary search in the
+  sample, then at most 6 steps reading ``keys[order[r]]``. Nothing else of the encoding is
+  stored: ranks are computed where they are used (the RT scene's cube coordinates and the
+  sieve's vectors, at build, from the order), and the exact check of every refined row reads
+  its keys against the query's values (a row's rank is in ``[x0, x1)`` exactly when its value
+  is in ``[lo, hi]``, so the answers are the same). 3.95x at 1e6 x 3 and at 1e8 x 3
+  (``4 N d`` keys + ``4 N d`` order + ``4 N d / 64`` samples + ``62 N d / 8`` vectors + a few
+  KB of borders, over ``4 N d``). ``layout="paper"`` (the ``rtscan-paper`` preset, with
+  ``sieve_vectors=128, sieve_fine=0``) is the paper's layout as before.
+* [AMBIG] The sieve in that budget: two levels (``sieve_fine``, ours), K = 32 bins of 32 fine
+  bins each, 31 + 31 vectors a column (1.94x the table), where one level of 63 vectors (64
+  bins) would have doubled the rows the refine gathers against the paper's 128 bins, and the
+  refine's rows are what the time above the sieve's pass costs. A fine border ``f_{c,t}`` is
+  ``F_c | (F_{c+1} & G_t)``: 1024 bins, so a quarter of a bin is N/4096 rows per predicate side
+  (one eighth of the paper's), for two more vectors read per bound side (N/4 bytes of a
+  column's N/8-byte vectors, against the N rows of 4 bytes a plain scan reads). Fine borders
+  are equi-depth within their bin and moved to the start of their value's run as the first
+  level's; a ``G_t`` that moves no border in any bin is not stored (sieve "sized to need"). The
+  selection rule is the paper's over all borders of both levels. ``sieve_fine=0`` is the
+  paper's one level.
+* [AMBIG] Files: a file saved before ``layout`` existed holds the paper's layout and one sieve
+  level and still loads as such (``_params_for_load`` fills in ``layout="paper"``,
+  ``sieve_fine=0``; state version 1 is kept because such a state is read as it was written).
+  A file of the compact layout names it in its params, which an older rtscan refuses as an
+  unknown parameter.
 * ``rtscan-direct`` (ours, ``refine="direct"``): the slab's rows ``order[a:b]``, checked
   on CUDA cores with the same atomics, no BVH.
 * Point lookups (ours): never a bitmap per key; each key's rank run in the column where it
@@ -40,9 +73,9 @@ Decisions where the paper is ambiguous
   the scene (ranks at N = 1e8: eps = 16, the paper's value). The coverage argument is in
   :mod:`.layout`; the artifact's eps = 0 is not copied (it misses rows past 2^24), and epsilon
   is no parameter: the rule always applies.
-* [AMBIG-2/3/4] ``sieve_vectors`` = K areas (the artifact's ``VAREA_N``), K-1 stored vectors,
-  equi-depth borders ``i N / K`` moved to the start of their value's run; a value spanning
-  several borders leaves fewer vectors.
+* [AMBIG-2/3/4] ``sieve_vectors`` = K areas (the artifact's ``VAREA_N``; the paper's 128, our
+  default 32 with a second level), K-1 stored vectors, equi-depth borders ``i N / K`` moved to
+  the start of their value's run; a value spanning several borders leaves fewer vectors.
 * [AMBIG-5] Spacing and interval are fractions of the cube width ``w`` (Fig. 29), default
   ``I = S = w`` (the tuned "interval = space"), cubes ``w + eps`` wide; rows in gaps are still
   met because segment ends sit half a unit off the integer centres (proof in :mod:`.layout`).
@@ -58,6 +91,8 @@ Decisions where the paper is ambiguous
 * [AMBIG-15] Bitmaps are the native answer (``out="bitmap"``); the base class derives rowIDs
   (ascending), counts (popcount), one rowID and sums from them.
 * [ours] The vector choice compares rank widths (row counts) with and without encoding.
+* [ours] Encoding in the compact layout decides the RT scene's coordinates only (ranks, or
+  the values): the plan and the direct refine work in ranks and check keys either way.
 * [ours] Equality needs no ``special_eq_scan``: ``x = v`` is the rank interval of ``v``, sieved
   and refined like any range (a key inside one bin gets an empty approximation and one slab).
 * [ours] Groups of one or two columns keep the unused coordinates at 0 (cubes and rays on the
@@ -111,7 +146,15 @@ from indexzoo.native.rt import select_engine
 from indexzoo.persist import StateSchema
 
 from .bits import words_for
-from .encoding import ColumnTables, build_tables, coordinate_shifts, group_columns, rank_bounds
+from .encoding import (
+    ColumnTables,
+    SortedTables,
+    build_sorted_tables,
+    build_tables,
+    coordinate_shifts,
+    group_columns,
+    ranks_of,
+)
 from .params import RtscanParams
 from .profile import StageTimer
 from .saved import RTSCAN_SCHEMA
@@ -160,9 +203,11 @@ def _threads_per_slot(n: int) -> int:
 class RtscanState(BuildState):
     """One build of ``rtscan``."""
 
-    lc: Any              # (N, d) Fortran order: each row's codes (ranks) or values
-    tables: ColumnTables  # orders and mapping tables (codes = tables.ranks when encoding)
-    sieve: sieve_kernels.Sieve | None
+    lc: Any              # (N, d) Fortran order: each row's values (the keys), or its codes
+    #                      (ranks: the paper's layout with encoding)
+    tables: ColumnTables | SortedTables  # orders and mapping tables (codes = tables.ranks
+    #                      when encoding), or orders and sorted samples (compact layout)
+    sieve: sieve_kernels.Sieve | sieve_kernels.FineSieve | None
     groups: tuple[refine_kernels.GroupScene, ...]
     shifts: tuple[int, ...]  # per column: coordinate = value >> shift (encoding off)
     plan_args: plan_kernels.PlanArgs  # the plan kernel's own inputs (groups, geometry, shifts)
@@ -209,31 +254,46 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
             keys = keys.reshape(-1, 1)
         n, d = int(keys.shape[0]), int(keys.shape[1])
         own = int(keys.nbytes)  # the index's own copy of the keys, held during the build
+        tables: ColumnTables | SortedTables
         with self._stage("build_tables"):
-            st.tables = tables = build_tables(keys, keep_ranks=p.encoding)
-        st.lc = tables.ranks if p.encoding else keys
+            if p.layout == "compact":
+                tables, starts = build_sorted_tables(keys)
+            else:
+                tables = build_tables(keys, keep_ranks=p.encoding)
+                starts = tables.starts
+            st.tables = tables
+        st.lc = keys if tables.ranks is None else tables.ranks
         held = own + sum(tables.nbytes().values())
         peak = own + tables.peak_bytes
-        st.shifts = coordinate_shifts(tables, p.encoding)
+        st.shifts = coordinate_shifts(self._tops(st), p.encoding)
         st.sieve = None
         with self._stage("build_sieve"):
             if p.sieve_vectors and n:
-                temp = None if tables.ranks is not None else self._ranks(tables)
-                ranks = tables.ranks if temp is None else temp
-                st.sieve, extra = sieve_kernels.build_sieve(
-                    [ranks[:, j] for j in range(d)], tables.starts, n, p.sieve_vectors)
+                held_ranks: Any = tables.ranks
+                temp = None if held_ranks is not None else self._ranks(tables)
+                ranks = held_ranks if temp is None else temp
+                cols = [ranks[:, j] for j in range(d)]
+                if p.sieve_fine:
+                    st.sieve, extra = sieve_kernels.build_fine_sieve(
+                        cols, starts, n, p.sieve_vectors, p.sieve_fine)
+                else:
+                    st.sieve, extra = sieve_kernels.build_sieve(cols, starts, n,
+                                                                p.sieve_vectors)
                 peak = max(peak, held + extra + (0 if temp is None else int(temp.nbytes)))
                 held += sum(st.sieve.nbytes().values())
-                del temp, ranks
+                del temp, ranks, cols, held_ranks
+        del starts
         groups = []
         engine = self._engine(st.device)
         st.refine = self._resolved_refine(engine)
         with self._stage("build_bvh"):
-            for cols in self._group_columns(d):
-                coords = [self._coords(st, j) for j in cols]
-                g = refine_kernels.build_group(coords, cols, n, p, with_scene=st.refine == "rt",
-                                               engine=engine)
-                temp = 4 * n * sum(1 for j in cols if st.shifts[j])  # shifted copies
+            for cols_ in self._group_columns(d):
+                coords = [self._coords(st, j) for j in cols_]
+                g = refine_kernels.build_group(coords, cols_, n, p,
+                                               with_scene=st.refine == "rt", engine=engine)
+                # the coordinates made for the scene: shifted values, or ranks (compact)
+                temp = sum(int(c.nbytes) for c, j in zip(coords, cols_, strict=True)
+                           if not self._coords_are_held(st, j))
                 peak = max(peak, held + temp + g.peak_bytes)
                 held += sum(g.nbytes().values())
                 groups.append(g)
@@ -241,6 +301,15 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         st.plan_args = self._plan_args(st)
         held += sum(st.plan_args.nbytes().values())
         st.peak = max(peak, held)
+
+    def _tops(self, st: RtscanState) -> list[int]:
+        """Each column's largest value (0 for an empty build), for the coordinate shifts."""
+        t, n = st.tables, int(st.tables.order.shape[0])
+        if n == 0:
+            return [0] * int(t.order.shape[1])
+        if isinstance(t, ColumnTables):
+            return [int(u[-1]) for u in t.uniq]
+        return [int(st.lc[int(t.order[n - 1, j]), j]) for j in range(int(t.order.shape[1]))]
 
     def _engine(self, device: str) -> rt.Engine:
         """The engine of ``params.engine`` on ``device`` (:func:`select_engine`, as rx's). The
@@ -265,6 +334,16 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
             for g in st.groups)
         return saved
 
+    @classmethod
+    def _params_for_load(cls, params: Any, device: str) -> Any:
+        """A file saved before the ``layout`` parameter (its params have every field of their
+        time, ``sieve_vectors`` among them, and no ``layout``) holds the paper's layout and one
+        sieve level (state version 1 then and now: its state is read as it was written); then
+        the engine's rule (``engine="optix"`` onto the CPU becomes ``"auto"``)."""
+        if isinstance(params, dict) and "sieve_vectors" in params and "layout" not in params:
+            params = {**params, "layout": "paper", "sieve_fine": 0}
+        return super()._params_for_load(params, device)
+
     def _load_state(self, st: RtscanState, saved: dict[str, Any]) -> None:
         super()._load_state(st, saved)
         p = self.params
@@ -286,8 +365,9 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         return group_columns(d, self.params.group_size)
 
     @staticmethod
-    def _ranks(tables: ColumnTables) -> Any:
-        """Each row's rank per column (a temporary without encoding, for the vectors)."""
+    def _ranks(tables: ColumnTables | SortedTables) -> Any:
+        """Each row's rank per column (a temporary where no codes are kept, for the
+        vectors)."""
         xp = xp_of(tables.order)
         n, d = tables.order.shape
         ranks = xp.empty((n, d), dtype=tables.order.dtype, order="F")
@@ -296,12 +376,19 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         return ranks
 
     def _coords(self, st: RtscanState, j: int) -> Any:
-        """Column ``j``'s scene coordinates, below 2^32: the ranks or values themselves (a
-        view), or 64-bit values shifted right (a uint32 copy)."""
+        """Column ``j``'s scene coordinates, below 2^32: the ranks or values held (a view),
+        64-bit values shifted right (a uint32 copy), or ranks made from the order (compact
+        layout with encoding: computed where they are used)."""
+        if self.params.encoding and st.tables.ranks is None:
+            return ranks_of(st.tables.order, j)
         col = st.lc[:, j]
         if st.shifts[j]:
             col = (col >> col.dtype.type(st.shifts[j])).astype(np.uint32)
         return col
+
+    def _coords_are_held(self, st: RtscanState, j: int) -> bool:
+        """Whether :meth:`_coords` of column ``j`` is a view of what the build holds."""
+        return not st.shifts[j] and not (self.params.encoding and st.tables.ranks is None)
 
     def _footprint(self, st: RtscanState) -> Footprint:
         parts = dict(st.tables.nbytes())
@@ -317,16 +404,20 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
 
     # -------------------------------------------------------------- predicates
     def _predicates(self, st: RtscanState, lo: Any, hi: Any) -> tuple[Any, Any, Any, Any]:
-        """Rank intervals ``[x0, x1)`` and the exact bounds in code space (``plo``, ``phi``:
-        ranks with encoding, values without), all (Q, d)."""
+        """Rank intervals ``[x0, x1)`` (the plan's first launch, :data:`.plan.RANKS` or
+        :data:`.plan.SORTED_RANKS`) and the exact bounds in the space of ``lc`` (``plo``,
+        ``phi``: ranks where it holds codes, the bounds themselves else), all (Q, d)."""
+        from .plan import RK_COLUMNS, X0, X1
+
         xp, n = st.xp, st.n
         q, d = int(lo.shape[0]), int(lo.shape[1])
-        x0 = xp.empty((q, d), dtype=np.int64)
-        x1 = xp.empty((q, d), dtype=np.int64)
-        for j in range(d):
-            x0[:, j], x1[:, j] = rank_bounds(st.tables.uniq[j], st.tables.starts[j],
-                                             lo[:, j], hi[:, j])
-        if not self.params.encoding:
+        rk = xp.zeros((q, d, RK_COLUMNS), dtype=np.int64)
+        if q:
+            kernel, args = plan_kernels.rank_launch(st.tables, st.lc)
+            kernel(self.device, 2 * d * q, lo, hi, *args, rk,
+                   threads_per_block=self.params.threads_per_block)
+        x0, x1 = xp.ascontiguousarray(rk[:, :, X0]), xp.ascontiguousarray(rk[:, :, X1])
+        if st.tables.ranks is None:
             return x0, x1, xp.ascontiguousarray(lo), xp.ascontiguousarray(hi)
         empty = x0 >= x1
         dt = st.lc.dtype
@@ -373,12 +464,12 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
             D_COUNT,
             DIRECT_COLUMNS,
             PLAN,
-            RANKS,
             RK_COLUMNS,
             SEL_COLUMNS,
             SELECTION_CODES,
             SLOTS,
             Plan,
+            rank_launch,
         )
 
         p, xp, tables, pa = self.params, st.xp, st.tables, st.plan_args
@@ -393,20 +484,33 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         sel = buf[n_rk:n_rk + n_sel].reshape(g, q, SEL_COLUMNS)
         boxes = buf[n_rk + n_sel:].reshape(g, q * SLOTS, width)
         sv = st.sieve
-        if sv is None:
-            borders = (pa.no_borders, pa.no_borders, pa.no_borders)
-        else:
-            borders = (sv.borders, sv.border_offsets, sv.vector_base)
+        borders = self._borders(st)
         dev = device or self.device
-        RANKS(dev, 2 * d * q, lo, hi, tables.values, tables.flat_starts, tables.offsets, rk,
-              threads_per_block=p.threads_per_block)
+        kernel, args = rank_launch(tables, st.lc)
+        kernel(dev, 2 * d * q, lo, hi, *args, rk, threads_per_block=p.threads_per_block)
         PLAN(dev, q, lo, hi, *borders, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo,
-             np.int64(st.n), np.bool_(p.encoding), np.bool_(sv is not None),
-             np.int64(SELECTION_CODES[p.selection]), np.bool_(rt),
+             np.int64(st.n), np.bool_(p.encoding), np.bool_(tables.ranks is not None),
+             np.bool_(sv is not None), np.int64(SELECTION_CODES[p.selection]), np.bool_(rt),
              np.int64(_AXIS_CODES[p.ray_axis]), bounds[0], bounds[1], rk, sel, boxes,
              threads_per_block=p.threads_per_block)
         ends = xp.cumsum(boxes[:, :, RAYS if rt else D_COUNT], axis=1) if running_sums else None
         return Plan(bounds[0], bounds[1], rk, sel, boxes, ends)
+
+    @staticmethod
+    def _borders(st: RtscanState) -> tuple[Any, ...]:
+        """The plan kernel's sieve arguments (:func:`.plan.plan_item`): the borders (the first
+        level's of a two-level sieve), their offsets, the vectors of each column's first
+        borders, the fine table, its offsets, the fine vectors and the fine bins (0: one
+        level); stand-ins where there is no such part, never read then."""
+        none = st.plan_args.no_borders
+        sv = st.sieve
+        if sv is None:
+            return none, none, none, none, none, none.reshape(1, 1), np.int64(0)
+        if isinstance(sv, sieve_kernels.FineSieve):
+            return (sv.coarse, sv.coarse_offsets, sv.vector_base, sv.fine, sv.fine_base,
+                    sv.fine_ids, np.int64(sv.bins))
+        return (sv.borders, sv.border_offsets, sv.vector_base, none, none, none.reshape(1, 1),
+                np.int64(0))
 
     def _answer(self, st: RtscanState, lo: Any, hi: Any, out: Any,
                 device: str | None = None) -> None:

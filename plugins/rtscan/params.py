@@ -13,11 +13,13 @@ from pydantic import Field, model_validator
 
 from indexzoo.native.rt import EngineParams
 
-__all__ = ["MAX_CUBE_WIDTH", "MAX_RAY_LENGTH", "MAX_SIEVE_VECTORS", "MIN_SIEVE_VECTORS",
-           "PRESETS", "RtscanParams"]
+__all__ = ["MAX_CUBE_WIDTH", "MAX_RAY_LENGTH", "MAX_SIEVE_FINE", "MAX_SIEVE_VECTORS",
+           "MIN_SIEVE_VECTORS", "PAPER_LAYOUT", "PRESETS", "RtscanParams"]
 
 MIN_SIEVE_VECTORS = 16
 MAX_SIEVE_VECTORS = 128
+#: The most fine bins per coarse bin of the two-level sieve.
+MAX_SIEVE_FINE = 64
 #: The longest ray segment, in cube widths.
 MAX_RAY_LENGTH = 1e6
 #: The widest cube the refine can plan: a segment's period along the rays, ``(L + S) w`` with
@@ -29,6 +31,18 @@ MAX_CUBE_WIDTH = 1 << 43
 class RtscanParams(EngineParams):
     """Uniform encoding, data sieving, Matrix RT Refine (or the direct refine), column groups."""
 
+    layout: Literal["compact", "paper"] = Field(
+        default="compact",
+        description="What a build holds besides the sieve. compact: the keys, each column's "
+                    "order (the row of each rank) and every 64th value of each sorted column; "
+                    "a bound's rank is found by binary search in that sample, then among the "
+                    "63 ranks between two samples through the order and the keys, and ranks "
+                    "are computed where they are used (the RT scene's coordinates at build), "
+                    "never stored. paper: the codes (each row's rank per column; the keys "
+                    "without encoding), the order and the mapping tables (distinct values, "
+                    "first ranks) [§4.2], as the paper and indexzoo's first RTScan; the "
+                    "rtscan-paper preset with sieve_vectors=128, sieve_fine=0. Both answer "
+                    "the same.")
     encoding: bool = Field(
         default=True,
         description="Uniform encoding [§4.2]: each column's values become their ranks 0..N-1 "
@@ -36,11 +50,21 @@ class RtscanParams(EngineParams):
                     "and uniform; off: the values themselves are the coordinates (the paper's "
                     "no-encoding ablation).")
     sieve_vectors: int = Field(
-        default=128, ge=0, le=MAX_SIEVE_VECTORS,
+        default=32, ge=0, le=MAX_SIEVE_VECTORS,
         description="Data sieving [§4.3]: K equi-depth bins per column, K-1 stored bit "
                     "vectors [x < border] (borders moved to the start of their value's run); "
                     f"0: no sieving (the whole query box is refined). K is 0 or "
-                    f"{MIN_SIEVE_VECTORS}..{MAX_SIEVE_VECTORS}.")
+                    f"{MIN_SIEVE_VECTORS}..{MAX_SIEVE_VECTORS} (the paper: 128).")
+    sieve_fine: int = Field(
+        default=32, ge=0, le=MAX_SIEVE_FINE,
+        description="The sieve's second level (ours): each of the K bins split into this many "
+                    "equi-depth fine bins (borders moved to the start of their value's run), "
+                    "one vector per fine border shared by all bins: G_t = [x < the t-th fine "
+                    "border of x's own bin]. A fine border's vector is then F_c | (F_{c+1} & "
+                    "G_t), three vectors read in place of one, for K times this many bins from "
+                    "K + this - 2 vectors (32 x 32 = 1024 bins from 62 vectors, where the "
+                    "paper's one level has 128 bins from 127). 0: one level, the paper's. "
+                    f"0 or 2..{MAX_SIEVE_FINE}; no effect without sieving.")
     selection: Literal["auto", "positive", "negative"] = Field(
         default="auto",
         description="Which sieving vector approximates each side of a predicate [§4.3.3]: "
@@ -98,14 +122,21 @@ class RtscanParams(EngineParams):
         if k and k < MIN_SIEVE_VECTORS:
             raise ValueError(f"sieve_vectors must be 0 (no sieving) or "
                              f"{MIN_SIEVE_VECTORS}..{MAX_SIEVE_VECTORS}, got {k}")
+        if self.sieve_fine == 1:
+            raise ValueError(f"sieve_fine must be 0 (one level) or 2..{MAX_SIEVE_FINE}, got 1")
         if self.selection != "auto" and k == 0:
             raise ValueError(f"selection={self.selection!r} picks sieving vectors; it needs "
                              "sieve_vectors > 0")
         return self
 
 
+#: The paper's layout: codes, mapping tables and 127 sieve vectors per column (7.97x a table
+#: of uint32 columns with the direct refine; the ``rtscan-paper`` preset).
+PAPER_LAYOUT: dict[str, object] = dict(layout="paper", sieve_vectors=128, sieve_fine=0)
+
 #: The paper's variants (its RTScan as ``rtscan-rt``, each with Matrix RT Refine on any
-#: engine) and ``rtscan-direct`` (ours), registered as indexes of their own.
+#: engine), ``rtscan-direct`` (ours) and ``rtscan-paper`` (the paper's layout, refined as
+#: ``rtscan``), registered as indexes of their own.
 PRESETS: dict[str, dict[str, object]] = {
     "rtscan-rt": dict(refine="rt"),
     "rtc1": dict(group_size=1, encoding=False, sieve_vectors=0, refine="rt"),
@@ -114,6 +145,7 @@ PRESETS: dict[str, dict[str, object]] = {
     "rtscan-noenc": dict(encoding=False, refine="rt"),
     "rtscan-nosieve": dict(sieve_vectors=0, refine="rt"),
     "rtscan-direct": dict(refine="direct"),
+    "rtscan-paper": dict(PAPER_LAYOUT),
 }
 
 #: ``rtscan`` with ``preset: rtc3`` builds what the registered ``rtc3`` builds.

@@ -5,11 +5,14 @@ the direct refine) (:data:`PLAN`, one thread per query).
 
 The same steps as the host reference functions, which the tests hold it against:
 
-* encode (:func:`.encoding.rank_bounds`): the rank interval ``[x0, x1)`` of each predicate by
-  two binary searches in the column's mapping table, and the exact bounds in code space
-  (``plo``, ``phi``: ranks with encoding, the bounds themselves without);
+* encode (:func:`.encoding.rank_bounds`, :func:`.encoding.sorted_bounds`): the rank interval
+  ``[x0, x1)`` of each predicate by two binary searches, in the column's mapping table
+  (:data:`RANKS`, the paper's layout) or in its sorted sample and then through the order and
+  the keys (:data:`SORTED_RANKS`, the compact layout), and the exact bounds in the space of
+  ``lc`` (``plo``, ``phi``: ranks where ``lc`` holds codes, the bounds themselves else);
 * choose (:func:`.sieve.choose`): the borders around ``x0`` and ``x1`` by binary search, the
-  approximation ``[a0, a1)`` and the vectors to read (``vlo``, ``vhi``) by the selection rule;
+  approximation ``[a0, a1)`` and the codes of its borders (the vectors to read) by the
+  selection rule;
 * boxes (:func:`.regions.refine_boxes`): per group ``U_j x prod_{k<j} C_k x prod_{k>j} H_k``,
   each of ``U_j``'s two intervals a box, so at most ``2 g <= 6`` boxes per query and group: a
   fixed slot each (:data:`SLOTS` per query), an empty box a slot with no work. The arrays are
@@ -38,15 +41,14 @@ from indexzoo.native.search import bisect
 from indexzoo.native.targets import Kernel
 
 from .layout import PLAN_COLUMNS, RAYS, box_plan
+from .sieve import SEL_COLUMNS, ZERO
 
 __all__ = ["CLEAR", "DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_MODE", "D_QUERY", "D_START",
            "NO_UNSET", "PLAN", "RANKS", "RK_COLUMNS", "SELECTION_CODES", "SEL_COLUMNS",
-           "SKIP_COL", "SLOTS", "Plan", "PlanArgs", "plan_args"]
+           "SKIP_COL", "SLOTS", "SORTED_RANKS", "Plan", "PlanArgs", "plan_args", "rank_launch"]
 
 #: Box slots per query and group: two per column of a group of at most three.
 SLOTS = 6
-#: Columns of a group's sieve choice per query: ``vlo`` (3), ``vhi`` (3), the zero flag.
-SEL_COLUMNS = 7
 #: Columns of a direct refine's plan (one row per slot): the bitmap row, the column whose
 #: slab is gathered, the slab's first rank, its number of rows (0: an empty slot), and what
 #: the slab's ranks on that column already tell about its rows (``D_MODE``).
@@ -61,9 +63,10 @@ DIRECT_COLUMNS = 5
 SKIP_COL, NO_UNSET, CLEAR = 1, 2, 4
 #: The ``selection`` parameter as the kernel's code.
 SELECTION_CODES = {"auto": 0, "positive": 1, "negative": 2}
-#: Columns of ``rk``: each predicate's rank interval, its approximation and the vectors read.
-X0, X1, A0, A1, VLO, VHI = 0, 1, 2, 3, 4, 5
-RK_COLUMNS = 6
+#: Columns of ``rk``: each predicate's rank interval, its approximation and the codes of the
+#: approximation's borders (three columns each, :mod:`.sieve`; -1: no bound).
+X0, X1, A0, A1, VLO, VHI = 0, 1, 2, 3, 4, 7
+RK_COLUMNS = 10
 
 
 @dataclass(frozen=True)
@@ -103,8 +106,8 @@ class Plan:
 
     plo: Any    # (Q, d) exact inclusive bounds in code space (lc's dtype)
     phi: Any
-    rk: Any     # (Q, d, 6) int64: x0, x1, a0, a1, vlo, vhi
-    sel: Any    # (G, Q, 7) int64: vlo (3), vhi (3), zero
+    rk: Any     # (Q, d, 10) int64: x0, x1, a0, a1, the codes of a0 and a1
+    sel: Any    # (G, Q, 19) int64: per column the codes of both borders, the zero flag
     boxes: Any  # (G, S, 12) RT ray plan (layout's columns) or (G, S, 5) direct plan
     ends: Any   # (G, S) int64: the running sum of the slots' work (rays or rows)
 
@@ -127,8 +130,9 @@ def _upper(a, lo, hi, x):
 
 @register_jitable
 def _choose(borders, b0, b1, vbase, x0, x1, selection):
-    """:func:`.sieve.choose` for one predicate: the column's borders are ``borders[b0:b1]``
-    (b_0 = 0 .. N), border ``i``'s vector is ``vbase + i``. Returns ``a0, a1, vlo, vhi``."""
+    """:func:`.sieve.choose` for one predicate over a one-level sieve: the column's borders are
+    ``borders[b0:b1]`` (b_0 = 0 .. N), border ``i``'s vector is ``vbase + i``. Returns
+    ``a0, a1`` and the vectors of their borders (-1: none, at 0 or N)."""
     last = b1 - b0 - 1
     # upper side: b[i] <= x1 < b[i+1], or x1 == N (i = last)
     i = _upper(borders, b0, b1, x1) - 1 - b0
@@ -149,11 +153,79 @@ def _choose(borders, b0, b1, vbase, x0, x1, selection):
         klo = nxt
     else:
         klo = i
-    a0 = borders[b0 + klo]
-    a1 = borders[b0 + khi]
     vlo = np.int64(-1) if (klo == 0 or klo == last) else klo + vbase
     vhi = np.int64(-1) if (khi == 0 or khi == last) else khi + vbase
-    return a0, a1, vlo, vhi
+    return borders[b0 + klo], borders[b0 + khi], vlo, vhi
+
+
+@register_jitable
+def _fine_around(coarse, c0, c1, fine, row0, f, x):
+    """The borders around rank ``x`` of a two-level sieve's column (first-level borders
+    ``coarse[c0:c1]``, fine table from ``fine[row0]``, ``f`` a row): the last one ``<= x`` and
+    the first one ``> x``, each as ``(rank, c, t)`` (``t = 0``: the first-level border
+    ``c``); the first of equal ones (the smallest ``t``, the first level before). ``x = N``:
+    both are N."""
+    c = _upper(coarse, c0, c1, x) - 1 - c0  # b_c <= x < b_{c+1}; c = m + 1 iff x = N
+    if c == c1 - c0 - 1:
+        return x, c, np.int64(0), x, c, np.int64(0)
+    row = row0 + c * f
+    tu = _upper(fine, row, row + f, x) - row  # >= 1: the row starts at b_c <= x
+    low = np.int64(fine[row + tu - 1])
+    tl = _lower(fine, row, row + tu, low) - row
+    if tu < f:
+        return low, c, tl, np.int64(fine[row + tu]), c, tu
+    return low, c, tl, coarse[c0 + c + 1], c + 1, np.int64(0)
+
+
+@register_jitable
+def _fine_code(c, t, m, vbase, ids, j):
+    """The code ``(p, q, g)`` of border ``(c, t)`` of column ``j`` (:mod:`.sieve`): F_c
+    alone at the first level (none at 0 and N), else ``F_c | (F_{c+1} & G_t)``."""
+    none = np.int64(-1)
+    if t == 0:
+        if c == 0 or c == m + 1:
+            return none, none, none
+        return vbase + c - 1, none, none
+    p = vbase + c - 1 if c >= 1 else none
+    q = vbase + c if c + 1 <= m else none
+    return p, q, ids[j, t]
+
+
+@register_jitable
+def _choose_fine(coarse, c0, c1, fine, row0, f, vbase, ids, j, x0, x1, selection, rk, q):
+    """:func:`_choose` over a two-level sieve: the same rule over all the column's borders
+    (:func:`_fine_around`), the codes of the chosen ones written to ``rk[q, j]``. Returns
+    ``a0, a1``."""
+    m = c1 - c0 - 2
+    lv, lc, lt, uv, uc, ut = _fine_around(coarse, c0, c1, fine, row0, f, x1)
+    pos = x1 - lv < uv - x1 if selection == 0 else selection == 1
+    if lv == x1 or pos:
+        a1, hc, ht = lv, lc, lt
+    else:
+        a1, hc, ht = uv, uc, ut
+    lv, lc, lt, uv, uc, ut = _fine_around(coarse, c0, c1, fine, row0, f, x0)
+    pos = uv - x0 < x0 - lv if selection == 0 else selection == 1
+    if lv == x0 or not pos:
+        a0, oc, ot = lv, lc, lt
+    else:
+        a0, oc, ot = uv, uc, ut
+    p, h, g = _fine_code(oc, ot, m, vbase, ids, j)
+    rk[q, j, VLO] = p
+    rk[q, j, VLO + 1] = h
+    rk[q, j, VLO + 2] = g
+    p, h, g = _fine_code(hc, ht, m, vbase, ids, j)
+    rk[q, j, VHI] = p
+    rk[q, j, VHI + 1] = h
+    rk[q, j, VHI + 2] = g
+    return a0, a1
+
+
+@register_jitable
+def _no_bounds(rk, q, j):
+    """No bound on either side of column ``j``'s approximation (codes -1)."""
+    for c in range(3):
+        rk[q, j, VLO + c] = -1
+        rk[q, j, VHI + c] = -1
 
 
 @register_jitable
@@ -212,6 +284,28 @@ def _slab_mode(r0, r1, x0, x1, a0, a1):
 
 
 @register_jitable
+def sorted_bound(sample, t0, t1, keys, order, j, stride, n, x, right):
+    """The first rank of column ``j`` whose value is ``>= x`` (``> x`` with ``right``), ``n``
+    if none, in the compact layout: a binary search in the column's sample ``sample[t0:t1]``
+    (its values at ranks 0, S, 2S, ...) finds the first sample past ``x`` and so the ``S - 1``
+    ranks the answer may lie in after the one before it; a binary search there reads
+    ``keys[order[r, j], j]``, at most ``log2 S`` steps of two loads."""
+    i = bisect(sample, t0, t1, x, right) - t0
+    if i == 0:
+        return np.int64(0)
+    lo = (i - 1) * stride + 1
+    hi = min(i * stride, n)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        v = keys[order[mid, j], j]
+        if (v > x) if right else (v >= x):
+            hi = mid
+        else:
+            lo = mid + 1
+    return np.int64(lo)
+
+
+@register_jitable
 def _coord(r, j, encoding, lc, order, shifts):
     """The scene coordinate of rank ``r`` of column ``j``: the rank, or the value of that rank
     (shifted right for wide columns)."""
@@ -241,11 +335,33 @@ def rank_item(i, lo, hi, values, starts, offsets, rk):
 
 
 @register_jitable
-def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts,
-              group_cols, geo, n, encoding, sieving, selection, rt, axis, plo, phi, rk, sel,
-              boxes):
+def sorted_rank_item(i, lo, hi, sample, offsets, keys, order, stride, rk):
+    """:func:`rank_item` in the compact layout: one side of one predicate by
+    :func:`sorted_bound` (the column's sample, then its keys through its order)."""
+    d = lo.shape[1]
+    n = np.int64(order.shape[0])
+    q = i // (2 * d)
+    r = i - q * 2 * d
+    j = r >> 1
+    t0 = offsets[j]
+    t1 = offsets[j + 1]
+    if r & 1 == 0:
+        rk[q, j, X0] = sorted_bound(sample, t0, t1, keys, order, j, stride, n, lo[q, j], False)
+    else:
+        rk[q, j, X1] = sorted_bound(sample, t0, t1, keys, order, j, stride, n, hi[q, j], True)
+
+
+@register_jitable
+def plan_item(q, lo, hi, borders, border_offsets, vector_base, fine, fine_base, fine_ids,
+              bins, lc, order, shifts, group_cols, geo, n, encoding, ranked, sieving,
+              selection, rt, axis, plo, phi, rk, sel, boxes):
     """The plan of query ``q`` (see the module docstring), from its rank intervals
-    (:data:`RANKS` wrote ``rk[q, :, X0]`` and ``rk[q, :, X1]``)."""
+    (:data:`RANKS` or :data:`SORTED_RANKS` wrote ``rk[q, :, X0]`` and ``rk[q, :, X1]``).
+    The sieve: one level (``bins = 0``: ``borders``, ``border_offsets``, ``vector_base`` of a
+    :class:`.sieve.Sieve`) or two (``bins`` fine bins: ``borders`` and ``border_offsets`` are
+    a :class:`.sieve.FineSieve`'s first level, ``fine``, ``fine_base``, ``fine_ids`` its
+    second); ``encoding``: the scene's coordinates are ranks; ``ranked``: ``lc`` holds ranks
+    (the paper's layout with encoding), so the exact bounds are ranks too."""
     d = lo.shape[1]
     alive = True
     for j in range(d):
@@ -253,7 +369,7 @@ def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts
         x1 = rk[q, j, X1]
         if x0 >= x1:
             alive = False
-        if encoding:
+        if ranked:
             if x0 >= x1:
                 plo[q, j] = 1
                 phi[q, j] = 0
@@ -263,15 +379,21 @@ def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts
         else:
             plo[q, j] = lo[q, j]
             phi[q, j] = hi[q, j]
-        if sieving:
+        if sieving and bins > 0:
+            a0, a1 = _choose_fine(borders, border_offsets[j], border_offsets[j + 1], fine,
+                                  fine_base[j], bins, vector_base[j], fine_ids, j, x0, x1,
+                                  selection, rk, q)
+        elif sieving:
             a0, a1, vlo, vhi = _choose(borders, border_offsets[j], border_offsets[j + 1],
                                        vector_base[j], x0, x1, selection)
+            _no_bounds(rk, q, j)
+            rk[q, j, VLO] = vlo
+            rk[q, j, VHI] = vhi
         else:
-            a0, a1, vlo, vhi = np.int64(0), np.int64(0), np.int64(-1), np.int64(-1)
+            a0, a1 = np.int64(0), np.int64(0)
+            _no_bounds(rk, q, j)
         rk[q, j, A0] = a0
         rk[q, j, A1] = a1
-        rk[q, j, VLO] = vlo
-        rk[q, j, VHI] = vhi
     cnt = RAYS if rt else D_COUNT
     for gi in range(group_cols.shape[0]):
         g = np.int64(0)
@@ -287,20 +409,16 @@ def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts
                 j = group_cols[gi, k]
                 rk[q, j, A0] = rk[q, j, X0]
                 rk[q, j, A1] = rk[q, j, X1]
-                rk[q, j, VLO] = -1
-                rk[q, j, VHI] = -1
+                _no_bounds(rk, q, j)
         zero = not alive
         for k in range(3):
             j = group_cols[gi, k]
-            if j >= 0:
-                sel[gi, q, k] = rk[q, j, VLO]
-                sel[gi, q, 3 + k] = rk[q, j, VHI]
-                if rk[q, j, A0] >= rk[q, j, A1]:
-                    zero = True
-            else:
-                sel[gi, q, k] = -1
-                sel[gi, q, 3 + k] = -1
-        sel[gi, q, 6] = 1 if zero else 0
+            for c in range(3):
+                sel[gi, q, 6 * k + c] = rk[q, j, VLO + c] if j >= 0 else np.int64(-1)
+                sel[gi, q, 6 * k + 3 + c] = rk[q, j, VHI + c] if j >= 0 else np.int64(-1)
+            if j >= 0 and rk[q, j, A0] >= rk[q, j, A1]:
+                zero = True
+        sel[gi, q, ZERO] = 1 if zero else 0
         for slot in range(SLOTS):
             b = q * SLOTS + slot
             jj = slot >> 1
@@ -357,5 +475,17 @@ def plan_item(q, lo, hi, borders, border_offsets, vector_base, lc, order, shifts
 
 #: The rank intervals of a batch's predicates: ``2 d Q`` items (:func:`rank_item`).
 RANKS = Kernel(rank_item, name="rtscan_ranks")
+#: The same in the compact layout (:func:`sorted_rank_item`).
+SORTED_RANKS = Kernel(sorted_rank_item, name="rtscan_sorted_ranks")
+
+
+def rank_launch(tables: Any, lc: Any) -> tuple[Kernel, tuple[Any, ...]]:
+    """The kernel that encodes a batch's bounds over ``tables`` and its arguments between
+    ``lo, hi`` and ``rk``: :data:`RANKS` over the mapping tables (the paper's layout), or
+    :data:`SORTED_RANKS` over the sorted samples, the keys ``lc`` and the orders."""
+    if hasattr(tables, "sample"):
+        return SORTED_RANKS, (tables.sample, tables.sample_offsets, lc, tables.order,
+                              np.int64(tables.stride))
+    return RANKS, (tables.values, tables.flat_starts, tables.offsets)
 #: The rest of a batch's plan, after :data:`RANKS`: ``Q`` items (:func:`plan_item`).
 PLAN = Kernel(plan_item, name="rtscan_plan")

@@ -24,7 +24,7 @@ from indexzoo.devices import xp_of
 from indexzoo.native.targets import Slot
 
 from .bits import words_for
-from .plan import DIRECT_COLUMNS, PLAN, RANKS, RK_COLUMNS, SEL_COLUMNS, SELECTION_CODES, SLOTS
+from .plan import DIRECT_COLUMNS, PLAN, RK_COLUMNS, SEL_COLUMNS, SELECTION_CODES, SLOTS, rank_launch
 from .refine import strided_kernel
 from .sieve import SIEVE
 
@@ -42,18 +42,15 @@ def prepared_direct(index: Any, st: Any, device: str, most: int, per_slot: int,
     n, d = int(st.n), int(st.lc.shape[1])
     code, i64, u32 = np.dtype(st.lc.dtype), np.dtype(np.int64), np.dtype(np.uint32)
     tpb = p.threads_per_block
-    if sv is None:
-        borders: tuple[Any, ...] = (pa.no_borders, pa.no_borders, pa.no_borders)
-        vectors = pa.no_vectors
-    else:
-        borders = (sv.borders, sv.border_offsets, sv.vector_base)
-        vectors = sv.vectors
+    borders = index._borders(st)
+    vectors = pa.no_vectors if sv is None else sv.vectors
     bounds, codes = Slot(code, 2), Slot(code, 2)
-    ranks = RANKS.bind(device, bounds, bounds, tables.values, tables.flat_starts, tables.offsets,
-                       Slot(i64, 3), threads_per_block=tpb)
+    kernel, args = rank_launch(tables, st.lc)
+    ranks = kernel.bind(device, bounds, bounds, *args, Slot(i64, 3), threads_per_block=tpb)
     plan = PLAN.bind(device, bounds, bounds, *borders, st.lc, tables.order, pa.shifts,
                      pa.group_cols, pa.geo, np.int64(n), np.bool_(p.encoding),
-                     np.bool_(sv is not None), np.int64(SELECTION_CODES[p.selection]),
+                     np.bool_(tables.ranks is not None), np.bool_(sv is not None),
+                     np.int64(SELECTION_CODES[p.selection]),
                      np.bool_(False), np.int64(axis), codes, codes, Slot(i64, 3), Slot(i64, 3),
                      Slot(i64, 3), threads_per_block=tpb)
     words = words_for(n)

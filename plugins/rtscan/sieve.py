@@ -10,7 +10,30 @@ vectors). With the implicit borders 0 (``F = 0``) and N (``F`` = all rows), a co
 borders ``b_0 = 0 < b_1 < ... < b_m < b_{m+1} = N``. Vectors are packed like the contract's
 bitmaps (row ``r`` = bit ``r % 32`` of word ``r // 32``, padding zero), stacked for all columns.
 
-Selection, for the rank interval ``P = [x0, x1)`` of a predicate, side by side:
+Two levels (ours, ``sieve_fine = F > 0``; :class:`FineSieve`): each bin ``c`` (ranks
+``[b_c, b_{c+1})``) is split again into F equi-depth fine bins, the fine border ``f_{c,t} =
+b_c + t (b_{c+1} - b_c) // F`` moved down to the start of its run (never below ``b_c``), and
+one vector per ``t = 1 .. F-1`` is shared by all bins: ``G_t = [rank < f_{c(r),t}]``, with
+``c(r)`` the row's own bin. Then ``[rank < f_{c,t}] = F_c | (F_{c+1} & G_t)`` exactly (the rows
+of bins below ``c`` are in ``F_c``, those of bin ``c`` are in ``F_{c+1}`` and not in ``F_c``,
+those above in neither), so every fine border is a border of the sieve, read as three vectors
+instead of one. ``K = F = 32`` gives 1024 bins from 62 vectors per column (half the memory of
+the paper's 127 vectors, one eighth of the refine's rows); a ``G_t`` that adds no border in any
+bin (bins narrower than F rows) is not stored.
+
+Per column a two-level sieve keeps its first-level borders ``0, b_1 .. b_m, N`` and its fine
+table (``(m + 1, F)`` ranks, ``[c, 0] = b_c``): a bound finds its bin among the first, then its
+fine borders in the bin's row (:func:`.plan._choose_fine`), so no list of every border is
+stored. Every border (both levels; on the host, :meth:`FineSieve.column_borders` lists them
+ascending, a border met twice taken at its first level and smallest ``t``) has a **code**, the
+vectors that make ``[rank < border]``: ``(p, q, g)``, global vector indices, -1 for none:
+
+* ``g < 0`` (a border of the first level): the set is ``F[p]``; ``p = -1`` only at 0 and N
+  (the side sets no bound: an empty approximation is the plan's zero flag);
+* ``g >= 0`` (a fine border): the set is ``(F[p] or 0) | ((F[q] or all rows) & G[g])``.
+
+Selection, for the rank interval ``P = [x0, x1)`` of a predicate, side by side, over all the
+column's borders:
 
 * upper side ``x < x1``, ``b_i < x1 < b_{i+1}``: positive selection takes ``F_i`` (a subset of
   the rows below x1; the refine sets the bits of ``[b_i, x1)``), negative ``F_{i+1}`` (a
@@ -37,9 +60,16 @@ from indexzoo.devices import to_numpy, xp_of
 from indexzoo.native.targets import Kernel
 
 from .bits import pack_rows
+from .encoding import rank_dtype
 
-__all__ = ["SIEVE", "Choice", "Sieve", "approximate", "approximate_sel", "build_sieve",
-           "choose", "run_borders", "sieve_borders"]
+__all__ = ["SEL_COLUMNS", "SIEVE", "Choice", "FineSieve", "Sieve", "approximate_sel",
+           "border_codes", "build_fine_sieve", "build_sieve", "choose", "fine_borders",
+           "fine_layout", "run_borders", "sieve_borders"]
+
+#: Columns of a group's sieve choice per query: per column of the group (3) the codes of its
+#: lower side and of its upper side (3 each), then the zero flag.
+SEL_COLUMNS = 19
+ZERO = 18
 
 Selection = Literal["auto", "positive", "negative"]
 
@@ -66,6 +96,85 @@ class Sieve:
     @property
     def n_vectors(self) -> tuple[int, ...]:
         return tuple(int(b.shape[0]) - 2 for b in self.bounds)
+
+
+@dataclass(frozen=True)
+class FineSieve:
+    """The two-level sieve of every column (see the module docstring)."""
+
+    vectors: Any         # (M, W) uint32: per column its F_1 .. F_m, then its kept G_t
+    coarse: Any          # every column's first-level borders 0, b_1 .. b_m, N (int64, device)
+    coarse_offsets: Any  # (d + 1,) int64: column j's are coarse[coarse_offsets[j]:...[j+1]]
+    fine: Any            # every column's fine table (m_j + 1 rows of F ranks), flat (device)
+    fine_base: Any       # (d,) int64: where column j's fine table starts in ``fine``
+    fine_ids: Any        # (d, F) int64: the vector of G_t (-1: t = 0, or not kept)
+    vector_base: Any     # (d,) int64: the vector of column j's F_1
+    bins: int            # F: fine bins per first-level bin
+
+    def nbytes(self) -> dict[str, int]:
+        """Device bytes: the vectors, the borders of both levels and the vector ids."""
+        small = (self.coarse, self.coarse_offsets, self.fine, self.fine_base, self.fine_ids,
+                 self.vector_base)
+        return {"sieve_vectors": int(self.vectors.nbytes),
+                "sieve_borders": sum(int(a.nbytes) for a in small)}
+
+    @property
+    def n_vectors(self) -> tuple[int, ...]:
+        ids = to_numpy(self.fine_ids)
+        offs = to_numpy(self.coarse_offsets)
+        return tuple(int(offs[j + 1] - offs[j]) - 2 + int((ids[j] >= 0).sum())
+                     for j in range(ids.shape[0]))
+
+    def column_borders(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """Column ``j``'s borders, ascending and distinct, and their codes (B, 3) int64, on the
+        host: a border of both levels is taken at the first, a fine border met at several
+        ``t`` at the smallest (the sets are equal, see the module docstring)."""
+        offs = to_numpy(self.coarse_offsets)
+        b = to_numpy(self.coarse)[offs[j]:offs[j + 1]].astype(np.int64)
+        m = int(b.shape[0]) - 2
+        f = self.bins
+        at = int(to_numpy(self.fine_base)[j])
+        tab = to_numpy(self.fine)[at:at + (m + 1) * f].astype(np.int64).reshape(m + 1, f)
+        ids = to_numpy(self.fine_ids)[j]
+        vb = int(to_numpy(self.vector_base)[j])
+        pos = [b]
+        code = [np.full((m + 2, 3), -1, dtype=np.int64)]
+        code[0][1:m + 1, 0] = vb + np.arange(m, dtype=np.int64)
+        for c in range(m + 1):
+            t = np.flatnonzero(tab[c] > b[c])
+            if not t.size:
+                continue
+            cc = np.empty((t.size, 3), dtype=np.int64)
+            cc[:, 0] = vb + c - 1 if c >= 1 else -1
+            cc[:, 1] = vb + c if c + 1 <= m else -1
+            cc[:, 2] = ids[t]
+            pos.append(tab[c, t])
+            code.append(cc)
+        allpos, allcode = np.concatenate(pos), np.concatenate(code)
+        srt = np.argsort(allpos, kind="stable")  # the first level first, then t ascending
+        allpos, allcode = allpos[srt], allcode[srt]
+        keep = np.ones(allpos.shape[0], dtype=bool)
+        keep[1:] = allpos[1:] != allpos[:-1]
+        return allpos[keep], allcode[keep]
+
+    @property
+    def bounds(self) -> tuple[np.ndarray, ...]:
+        """Every column's borders (:meth:`column_borders`), on the host."""
+        return tuple(self.column_borders(j)[0] for j in range(int(self.vector_base.shape[0])))
+
+
+def border_codes(sieve: Sieve | FineSieve, j: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column ``j``'s borders and their codes (B, 3) on the host (see the module docstring):
+    a :class:`FineSieve`'s :meth:`~FineSieve.column_borders`, or a one-level :class:`Sieve`'s
+    ``bounds[j]`` with border ``i``'s code ``(vector_base[j] + i, -1, -1)``, none at 0 and
+    N."""
+    if isinstance(sieve, FineSieve):
+        return sieve.column_borders(j)
+    b = sieve.bounds[j]
+    k = int(b.shape[0])
+    c = np.full((k, 3), -1, dtype=np.int64)
+    c[1:k - 1, 0] = np.arange(1, k - 1, dtype=np.int64) + (sieve.base[j] - 1)
+    return np.asarray(b), c
 
 
 def run_borders(starts: Any, n: int, k: int) -> Any:
@@ -111,25 +220,98 @@ def build_sieve(ranks: list[Any], starts: tuple[Any, ...], n: int, k: int) -> tu
     return Sieve(vectors, bounds, base, dflat, xp.asarray(offs), vbase), peak
 
 
+def fine_borders(starts: tuple[Any, ...], n: int, k: int, f: int
+                 ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """The two-level sieve's borders of every column of ``n > 0`` rows (host int64 arrays),
+    from each column's run starts: the first-level borders ``0, b_1 .. b_m, N``; the fine
+    table ``(m + 1, F)`` (``[c, t]`` = ``f_{c,t}``, ``[c, 0] = b_c``); and the ``t`` whose
+    vector ``G_t`` is kept (those that move a border in some bin)."""
+    coarse, tables, kept = [], [], []
+    for st in starts:
+        xp = xp_of(st)
+        inner = to_numpy(run_borders(st, n, k))
+        b = np.concatenate([[0], inner, [n]]).astype(np.int64)
+        m = int(inner.shape[0])
+        width = np.diff(b)  # (m + 1,) every bin's rows, at least 1
+        pos = b[:-1, None] + (np.arange(f, dtype=np.int64)[None, :] * width[:, None]) // f
+        s64 = st.astype(np.int64)
+        first = s64[xp.searchsorted(s64, xp.asarray(pos.reshape(-1)), side="right") - 1]
+        tab = np.maximum(to_numpy(first).reshape(m + 1, f), b[:-1, None])
+        coarse.append(b)
+        tables.append(tab)
+        kept.append(np.asarray([t for t in range(1, f)
+                                if bool((tab[:, t] != tab[:, t - 1]).any())], dtype=np.int64))
+    return coarse, tables, kept
+
+
+def fine_layout(coarse: list[np.ndarray], tables: list[np.ndarray], kept: list[np.ndarray],
+                n: int, f: int) -> dict[str, np.ndarray]:
+    """The host arrays of a :class:`FineSieve` but its vectors (``coarse``, ``coarse_offsets``,
+    ``fine``, ``fine_base``, ``fine_ids``, ``vector_base``): per column its ``m`` first-level
+    vectors, then its kept fine ones."""
+    d = len(coarse)
+    ms = [int(b.shape[0]) - 2 for b in coarse]
+    vb = np.cumsum([0] + [m + int(t.shape[0]) for m, t in zip(ms, kept, strict=True)])[:-1]
+    ids = np.full((d, f), -1, dtype=np.int64)
+    for j in range(d):
+        ids[j, kept[j]] = vb[j] + ms[j] + np.arange(kept[j].shape[0], dtype=np.int64)
+    rows = [int(t.size) for t in tables]
+    return {"coarse": np.concatenate(coarse).astype(np.int64),
+            "coarse_offsets": np.cumsum([0] + [m + 2 for m in ms]).astype(np.int64),
+            "fine": np.concatenate([t.reshape(-1) for t in tables]).astype(rank_dtype(n)),
+            "fine_base": np.cumsum([0, *rows])[:-1].astype(np.int64),
+            "fine_ids": ids, "vector_base": vb.astype(np.int64)}
+
+
+def build_fine_sieve(ranks: list[Any], starts: tuple[Any, ...], n: int, k: int,
+                     f: int) -> tuple[FineSieve, int]:
+    """The two-level sieve of every column (``ranks[j]``: the rank of each row, ``starts[j]``
+    its run starts) and the build's peak extra bytes (one row's bin, threshold and mask at a
+    time, and a vector's packing)."""
+    xp = xp_of(starts[0])
+    words = (n + 31) // 32
+    coarse, tables, kept = fine_borders(starts, n, k, f)
+    host = fine_layout(coarse, tables, kept, n, f)
+    total = sum(int(b.shape[0]) - 2 + int(t.shape[0]) for b, t in zip(coarse, kept,
+                                                                      strict=True))
+    vectors = xp.empty((total, words), dtype=np.uint32)
+    for j, rk in enumerate(ranks):
+        b, base = coarse[j], int(host["vector_base"][j])
+        m = int(b.shape[0]) - 2
+        for i in range(1, m + 1):
+            vectors[base + i - 1] = pack_rows((rk < int(b[i]))[None, :])[0]
+        if kept[j].shape[0]:
+            bins = xp.searchsorted(xp.asarray(b[1:m + 1]), rk, side="right").astype(np.int32)
+            tab = xp.asarray(tables[j])
+            for t in kept[j].tolist():
+                vectors[int(host["fine_ids"][j, t])] = pack_rows((rk < tab[bins, t])[None, :])[0]
+            del bins
+    peak = total * words * 4 + n * (4 + 8 + 1) + 2 * words * 4
+    dev = {name: xp.asarray(a) for name, a in host.items()}
+    return FineSieve(vectors, dev["coarse"], dev["coarse_offsets"], dev["fine"],
+                     dev["fine_base"], dev["fine_ids"], dev["vector_base"], f), peak
+
+
 @dataclass(frozen=True)
 class Choice:
     """The approximation of one column for a batch of queries (int64 arrays over queries):
-    ``A = [a0, a1)`` in ranks, and the vectors to read (global index in ``vectors``; -1: none,
-    i.e. ``a0 = 0`` or ``a1 = N``)."""
+    ``A = [a0, a1)`` in ranks, and the codes (Q, 3) of the borders ``a0`` (its rows excluded)
+    and ``a1`` (only its rows kept); ``(-1, -1, -1)``: no bound on that side (``a0 = 0`` or
+    ``a1 = N``; or ``a0 = N``, ``a1 = 0``, an empty approximation)."""
 
     a0: Any
     a1: Any
-    vlo: Any  # exclude the rows of [rank < a0]
-    vhi: Any  # keep only the rows of [rank < a1]
+    lo_code: Any
+    hi_code: Any
 
 
-def choose(sieve: Sieve, j: int, x0: np.ndarray, x1: np.ndarray,
+def choose(sieve: Sieve | FineSieve, j: int, x0: np.ndarray, x1: np.ndarray,
            selection: Selection) -> Choice:
-    """The vectors approximating ``[x0, x1)`` (rank bounds of column ``j``, non-empty
+    """The borders approximating ``[x0, x1)`` (rank bounds of column ``j``, non-empty
     predicates; host arrays) by the selection rule (see the module docstring). The host
     reference of the plan kernel's choice (:mod:`.plan`)."""
     xp = np
-    b = sieve.bounds[j]
+    b, codes = border_codes(sieve, j)
     last = int(b.shape[0]) - 1  # index of b_{m+1} = N
     # upper side: b[i] <= x1 < b[i+1], or x1 == N (i = last)
     i = xp.searchsorted(b, x1, side="right") - 1
@@ -143,31 +325,43 @@ def choose(sieve: Sieve, j: int, x0: np.ndarray, x1: np.ndarray,
     exact = b[i] == x0
     pos = b[nxt] - x0 < x0 - b[i] if selection == "auto" else selection == "positive"
     klo = xp.where(exact, i, xp.where(pos, nxt, i))
-    a0, a1 = b[klo], b[khi]
-    vbase = sieve.base[j] - 1
-    vlo = xp.where((klo == 0) | (klo == last), -1, klo + vbase)
-    vhi = xp.where((khi == 0) | (khi == last), -1, khi + vbase)
-    return Choice(a0, a1, vlo, vhi)
+    return Choice(b[klo], b[khi], codes[klo], codes[khi])
+
+
+@register_jitable
+def _side(vectors, sel, q, at, w):
+    """Word ``w`` of the set of the border whose code is ``sel[q, at:at+3]`` (``(p, q, g)``,
+    see the module docstring; never called with a code of no bound)."""
+    p = sel[q, at]
+    g = sel[q, at + 2]
+    if g < 0:
+        return vectors[p, w]
+    s = vectors[g, w]
+    h = sel[q, at + 1]
+    if h >= 0:
+        s &= vectors[h, w]
+    if p >= 0:
+        s |= vectors[p, w]
+    return s
 
 
 @register_jitable
 def sieve_item(i, vectors, sel, words, tail, out):
-    """Word ``i % words`` of query ``q = i // words``: the AND of its columns' chosen vectors
-    (``sel[q]``: the vectors excluded (3, -1: none), kept (3, -1: none), the zero flag)."""
+    """Word ``i % words`` of query ``q = i // words``: the AND of its columns' chosen sets
+    (``sel[q]``: per column the codes of its lower and upper border, then the zero flag)."""
     q = i // words
     w = i - q * words
-    if sel[q, 6]:
+    if sel[q, ZERO]:
         out[q, w] = np.uint32(0)
         return
     full = np.uint32(0xFFFFFFFF)
     acc = full
     for k in range(3):
-        h = sel[q, 3 + k]
-        if h >= 0:
-            acc &= vectors[h, w]
-        lo = sel[q, k]
-        if lo >= 0:
-            acc &= full ^ vectors[lo, w]
+        at = 6 * k
+        if sel[q, at + 3] >= 0 or sel[q, at + 5] >= 0:
+            acc &= _side(vectors, sel, q, at + 3, w)
+        if sel[q, at] >= 0 or sel[q, at + 2] >= 0:
+            acc &= full ^ _side(vectors, sel, q, at, w)
     if w == words - 1:
         acc &= tail
     out[q, w] = np.uint32(acc)
@@ -176,26 +370,12 @@ def sieve_item(i, vectors, sel, words, tail, out):
 SIEVE = Kernel(sieve_item, name="rtscan_sieve")
 
 
-def approximate(device: str, sieve: Sieve, vlo: Any, vhi: Any, zero: Any, n: int, out: Any,
-                threads_per_block: int) -> None:
-    """``out`` (Q, W): the AND over columns ``k`` of ``F[vhi[:, k]] & ~F[vlo[:, k]]`` (a -1
-    reads as all rows; at most three columns), zero for the queries flagged in ``zero``; the
-    padding bits clear. (The range path's plan holds these as :func:`approximate_sel`'s
-    ``sel``.)"""
-    xp = xp_of(out)
-    q, g = int(vlo.shape[0]), int(vlo.shape[1])
-    sel = xp.full((q, 7), -1, dtype=np.int64)
-    sel[:, :g] = vlo
-    sel[:, 3:3 + g] = vhi
-    sel[:, 6] = zero
-    approximate_sel(device, sieve.vectors, sel, n, out, threads_per_block)
-
-
 def approximate_sel(device: str, vectors: Any, sel: Any, n: int, out: Any,
                     threads_per_block: int) -> None:
-    """:func:`approximate` of a column group's choice ``sel`` (Q, 7) int64 (``vlo`` (3),
-    ``vhi`` (3), zero flag) over the stacked ``vectors`` (any (M, W) array when every index is
-    -1: no sieve). One launch."""
+    """``out`` (Q, W): a column group's approximate bitmaps from its choice ``sel`` (Q, 19)
+    int64 (per column the codes of the lower and the upper border, then the zero flag) over
+    the stacked ``vectors`` (any (M, W) array when every code is -1: no sieve); the padding
+    bits clear. One launch."""
     q, words = int(out.shape[0]), int(out.shape[1])
     if q == 0 or words == 0:
         return

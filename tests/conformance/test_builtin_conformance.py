@@ -20,7 +20,7 @@ ANSWER_GROUPS = ("differential", "out_modes", "ranges", "extremes")
 #: groups that check answers run in the default tier, the rest of the suite in the exhaustive
 #: tier. Every other index, a new one included, runs the whole suite here.
 VARIANTS = {"ao-bs", "ao-pb-bs", "ao-pb-ks", "eo-bs", "cgrx-5x4", "cgrx-8x4", "rtc1", "rtc3",
-            "rtscan-direct", "rtscan-noenc", "rtscan-nosieve", "rtscan-rt"}
+            "rtscan-direct", "rtscan-noenc", "rtscan-nosieve", "rtscan-paper", "rtscan-rt"}
 
 for _name in [*builtin(), "linear-scan"]:
     _base = {"index": _name, "__module__": __name__}

@@ -49,7 +49,7 @@ CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
         "sorted-array", "searchsorted", "warpcore-hash", "btree", "lightweight", "ao-bs",
         "eo-bs", "ao-pb-bs", "eo-ks", "ao-pb-ks", "rx", "rx-opt", "cgrx", "cgrx-5x4",
         "cgrx-8x4", "rtscan", "rtscan-rt", "rtc1", "rtc3", "rtscan-noenc", "rtscan-nosieve",
-        "rtscan-direct", "fused-scan")}
+        "rtscan-direct", "rtscan-paper", "fused-scan")}
 CONFIGS["sharded"] = ("sharded", {"shards": 2})
 #: More layouts of the same indexes, for the exhaustive run.
 EXTRA_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {

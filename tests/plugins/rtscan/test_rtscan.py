@@ -26,6 +26,7 @@ from indexzoo.native.rt.bvh import slab_box
 from indexzoo.native.rt.geometry import AABBS
 from indexzoo.native.rt.trace import build_gas
 from indexzoo.plugins.rtscan import PRESET_CLASSES, RtscanIndex, StageTimes
+from indexzoo.plugins.rtscan.encoding import ColumnTables, rank_bounds, sorted_bounds
 from indexzoo.plugins.rtscan.layout import (
     AXIS,
     NA,
@@ -41,7 +42,7 @@ from indexzoo.plugins.rtscan.params import MAX_CUBE_WIDTH, MAX_RAY_LENGTH
 from indexzoo.plugins.rtscan.plan import CLEAR, NO_UNSET, SKIP_COL
 from indexzoo.plugins.rtscan.refine import direct_plan, direct_strided, refine_rt
 from indexzoo.plugins.rtscan.regions import refine_boxes
-from indexzoo.plugins.rtscan.sieve import approximate_sel, choose
+from indexzoo.plugins.rtscan.sieve import SEL_COLUMNS, approximate_sel, choose
 
 U32 = np.uint32
 TOP32 = 2**32 - 1
@@ -132,8 +133,27 @@ def uniform3() -> list[np.ndarray]:
 
 @pytest.fixture(scope="module")
 def built(uniform3: list[np.ndarray]) -> RtscanIndex:
-    """The default ``rtscan`` over three uniform columns (K = 32 so bins hold ~94 rows)."""
-    return make(uniform3, sieve_vectors=32)
+    """``rtscan`` over three uniform columns, K = 32 bins of 4 fine bins each (so the 128 fine
+    bins hold ~23 rows; the default 32 x 32 would leave ~3)."""
+    return make(uniform3, sieve_vectors=32, sieve_fine=4)
+
+
+def reference_ranks(index: RtscanIndex, lo: np.ndarray, hi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The rank intervals (Q, d) of the bounds by the host references: the mapping tables
+    (paper layout), or a binary search in the whole sorted column (compact layout)."""
+    st = index.state
+    t = st.tables
+    q, d = lo.shape
+    x0, x1 = np.empty((q, d), np.int64), np.empty((q, d), np.int64)
+    for j in range(d):
+        if isinstance(t, ColumnTables):
+            x0[:, j], x1[:, j] = (to_numpy(a) for a in rank_bounds(t.uniq[j], t.starts[j],
+                                                                  lo[:, j], hi[:, j]))
+        else:
+            srt = np.sort(to_numpy(st.lc[:, j]))
+            x0[:, j], x1[:, j] = sorted_bounds(srt, lo[:, j], hi[:, j])
+    return x0, x1
 
 
 # ============================================================================ operators, borders
@@ -187,7 +207,7 @@ def test_constants_on_a_sieve_border_one_below_and_one_above(uniform3: list[np.n
     srt = np.sort(uniform3[0])
     bounds = to_numpy(built.state.sieve.bounds[0])
     values = [int(srt[r]) for r in bounds[1:-1]]
-    assert len(values) == 31
+    assert len(values) == 32 * 4 - 1  # both levels' borders
     consts = sorted({min(max(v + dv, 0), TOP32) for v in [*values, int(srt[0]), int(srt[-1])]
                      for dv in (-1, 0, 1)})
     lo = np.array([[0, 0, 0]] * len(consts) + [[c, 0, 0] for c in consts], dtype=U32)
@@ -218,9 +238,9 @@ def test_positive_negative_and_auto_selection_give_identical_bitmaps(
 
 
 def test_selection_takes_the_nearer_border_and_a_tie_goes_negative() -> None:
-    """Unique values 0..1023 (rank = value), K = 16: borders every 64 ranks."""
+    """Unique values 0..1023 (rank = value), K = 16 and one level: borders every 64 ranks."""
     col = np.random.default_rng(1).permutation(1024).astype(U32)
-    index = make([col], sieve_vectors=16)
+    index = make([col], sieve_vectors=16, sieve_fine=0)
     sieve = index.state.sieve
     x = np.array
     # upper side, x < x1: 64 < x1 < 128; nearer 64 positive, nearer 128 or the middle negative
@@ -237,6 +257,29 @@ def test_selection_takes_the_nearer_border_and_a_tie_goes_negative() -> None:
     lo = x([[0], [0], [0], [70], [96], [120], [64], [63], [65]], dtype=U32)
     hi = x([[69], [95], [119], [1023], [1023], [1023], [200], [127], [129]], dtype=U32)
     check(index, [col], lo, hi, "tie")
+
+
+def test_the_second_level_splits_every_bin_and_its_borders_read_three_vectors() -> None:
+    """Unique values 0..1023, K = 16 bins of F = 4 fine bins: borders every 16 ranks. A
+    first-level border is one vector F_c; a fine border (c, t) is F_c | (F_{c+1} & G_t), one
+    vector G_t per t shared by every bin; the nearer border wins, a tie goes negative."""
+    col = np.random.default_rng(1).permutation(1024).astype(U32)
+    index = make([col], "rtscan-direct", sieve_vectors=16, sieve_fine=4)
+    sieve = index.state.sieve
+    assert sieve.bounds[0].tolist() == list(range(0, 1025, 16))
+    assert sieve.n_vectors == (15 + 3,)
+    x = np.array
+    up = choose(sieve, 0, x([0, 0, 0, 0]), x([70, 76, 72, 1000]), "auto")
+    assert up.a1.tolist() == [64, 80, 80, 1008]
+    f1, f2, g1 = 0, 1, 15  # F_1, F_2, G_1 of the column
+    assert up.hi_code.tolist()[:3] == [[f1, -1, -1], [f1, f2, g1], [f1, f2, g1]]
+    assert up.hi_code.tolist()[3] == [14, -1, 15 + 2]  # 1000: a tie, 1008 = F_15 | G_3
+    low = choose(sieve, 0, x([10, 200]), x([1024, 1024]), "auto")
+    assert low.a0.tolist() == [16, 192]  # 10: nearer 16 (positive); 200: nearer 192
+    assert low.lo_code.tolist() == [[-1, 0, 15], [2, -1, -1]]  # (0 | (F_1 & G_1)), F_3
+    lo = x([[0], [0], [0], [10], [200], [16], [15], [17], [1000]], dtype=U32)
+    hi = x([[69], [75], [71], [1023], [1023], [31], [32], [1023], [1023]], dtype=U32)
+    check(index, [col], lo, hi, "two levels")
 
 
 def test_refine_boxes_are_the_papers_regions() -> None:
@@ -257,14 +300,20 @@ def host_plan(index: RtscanIndex, lo: np.ndarray, hi: np.ndarray) -> dict[str, A
     passes every row and has no boxes."""
     st, p = index.state, index.params
     n = st.n
-    x0, x1, plo, phi = (to_numpy(a) for a in index._predicates(st, lo, hi))
+    x0, x1 = reference_ranks(index, lo, hi)
+    if st.tables.ranks is None:  # the exact bounds are the values
+        plo, phi = lo, hi
+    else:
+        empty = x0 >= x1
+        plo = np.where(empty, 1, x0)
+        phi = np.where(empty, 0, np.minimum(x1 - 1, max(n - 1, 0)))
     q = int(lo.shape[0])
     alive = np.all(x0 < x1, axis=1)
     groups = []
     for grp in st.groups:
         cols = list(grp.cols)
         g = len(cols)
-        sel = np.full((q, 7), -1, dtype=np.int64)
+        sel = np.full((q, SEL_COLUMNS), -1, dtype=np.int64)
         a = np.zeros((q, g, 2), dtype=np.int64)
         rows: list[tuple[int, ...]] = []
         for i in range(q):
@@ -279,10 +328,11 @@ def host_plan(index: RtscanIndex, lo: np.ndarray, hi: np.ndarray) -> dict[str, A
                          for k, j in enumerate(cols)]
                 a0 = np.stack([c.a0 for c in picks], axis=1)
                 a1 = np.stack([c.a1 for c in picks], axis=1)
-                sel[i, :g] = [int(c.vlo[0]) for c in picks]
-                sel[i, 3:3 + g] = [int(c.vhi[0]) for c in picks]
+                for k, c in enumerate(picks):
+                    sel[i, 6 * k:6 * k + 3] = c.lo_code[0]
+                    sel[i, 6 * k + 3:6 * k + 6] = c.hi_code[0]
             a[i, :, 0], a[i, :, 1] = a0[0], a1[0]
-            sel[i, 6] = int(not alive[i] or bool(np.any(a0 >= a1)))
+            sel[i, -1] = int(not alive[i] or bool(np.any(a0 >= a1)))
             if not alive[i] or free:
                 continue
             boxes = refine_boxes(gx0, gx1, a0, a1)
@@ -322,13 +372,16 @@ def check_plan(index: RtscanIndex, lo: np.ndarray, hi: np.ndarray, label: str,
     alive = want["alive"]
     np.testing.assert_array_equal(to_numpy(plan.plo)[alive], want["plo"][alive], err_msg=label)
     np.testing.assert_array_equal(to_numpy(plan.phi)[alive], want["phi"][alive], err_msg=label)
+    x0, x1, _, _ = (to_numpy(a) for a in index._predicates(st, lo, hi))  # the point path's
+    np.testing.assert_array_equal(x0, want["x0"], err_msg=label)
+    np.testing.assert_array_equal(x1, want["x1"], err_msg=label)
     boxes, ends = to_numpy(plan.boxes), to_numpy(plan.ends)
     cnt = plan.count_column
     for gi, (grp, g) in enumerate(zip(st.groups, want["groups"], strict=True)):
         sel = to_numpy(plan.sel)[gi]
-        np.testing.assert_array_equal(sel[:, 6], g["sel"][:, 6], err_msg=f"{label} zero")
-        live = alive & (sel[:, 6] == 0)
-        np.testing.assert_array_equal(sel[live, :6], g["sel"][live, :6], err_msg=label)
+        np.testing.assert_array_equal(sel[:, -1], g["sel"][:, -1], err_msg=f"{label} zero")
+        live = alive & (sel[:, -1] == 0)
+        np.testing.assert_array_equal(sel[live, :-1], g["sel"][live, :-1], err_msg=label)
         for k, j in enumerate(grp.cols):
             np.testing.assert_array_equal(rk[alive, j, 2], g["a"][alive, k, 0], err_msg=label)
             np.testing.assert_array_equal(rk[alive, j, 3], g["a"][alive, k, 1], err_msg=label)
@@ -396,9 +449,12 @@ PLAN_CASES = [
     {"group_size": 2}, {"group_size": 1, "encoding": False, "sieve_vectors": 0},
     {"sieve_vectors": 0, "encoding": False, "ray_length": 0.0, "ray_axis": "z"},
     {"ray_axis": "y", "sieve_vectors": 16}, {"ray_interval": 0.5, "ray_spacing": 0.25},
+    {"layout": "paper", "sieve_fine": 0}, {"layout": "paper", "encoding": False},
+    {"layout": "paper", "refine": "direct", "sieve_fine": 4}, {"sieve_fine": 0},
+    {"sieve_fine": 3, "selection": "negative"},
 ]
 #: The cases the README's test command runs; every case runs in the exhaustive tier.
-PLAN_CASES_QUICK = [0, 1, 3, 8]
+PLAN_CASES_QUICK = [0, 1, 3, 8, 12, 15]
 
 
 @pytest.mark.parametrize("params", [
@@ -418,7 +474,7 @@ def test_the_plan_kernel_is_the_host_plan(params: dict[str, Any], kind: str) -> 
             cols = [rng.integers(0, 20, n).astype(U32) for _ in range(d)]
             cols[0] = np.where(rng.random(n) < 0.5, 7, cols[0]).astype(U32)
             cols[-1] = np.full(n, 2**31, U32)
-        index = make(cols, **{"sieve_vectors": 32, **params})
+        index = make(cols, **{"sieve_vectors": 32, "sieve_fine": 4, **params})
         lo, hi = plan_bounds(cols, index, 92 + d)
         check_plan(index, lo, hi, f"{kind} d={d} {params}")
         check(index, cols, lo, hi, f"{kind} d={d} {params}")
@@ -468,7 +524,8 @@ def test_the_plan_kernel_with_64_bit_columns() -> None:
     cols = [rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True),
             rng.integers(0, 2**40, n, dtype=np.uint64) << np.uint64(20),
             rng.integers(0, 50, n).astype(np.uint64)]
-    for params in ({}, {"encoding": False}, {"encoding": False, "refine": "direct"}):
+    for params in ({}, {"encoding": False}, {"encoding": False, "refine": "direct"},
+                   {"layout": "paper"}, {"layout": "paper", "encoding": False}):
         index = make(cols, **params)
         lo, hi = plan_bounds(cols, index, 94)
         check_plan(index, lo, hi, str(params))
@@ -528,7 +585,7 @@ def test_a_one_query_call_copies_to_the_host_once(uniform3: list[np.ndarray],
         check(index, cols, lo, hi, name)
         assert calls == ["d2h"], (name, calls)
         assert launched.count("rtscan_plan") == 1 and launched.count("rtscan_sieve") == 2
-        assert launched.count("rtscan_ranks") == 1
+        assert launched.count("rtscan_sorted_ranks") == 1  # the compact layout's encoding
         assert len(launched) <= 6, launched
 
 
@@ -554,9 +611,13 @@ def test_heavy_hitters_all_copies_on_equal_none_on_either_side() -> None:
     n = 4000
     heavy = np.where(rng.random(n) < 0.3, rng.integers(0, 1000, n), 500).astype(U32)
     cols = [heavy, rng.integers(0, 50, n).astype(U32)]
-    index = make(cols, sieve_vectors=64)
+    index = make(cols, sieve_vectors=64, sieve_fine=0)
     # the value 500 spans most of the 64 bins: its run keeps all its codes on one side
     assert index.state.sieve.n_vectors[0] < 20
+    run = np.flatnonzero(np.sort(heavy) == 500)
+    for fine in (0, 8):  # no border of either level inside the run
+        b = make(cols, sieve_vectors=64, sieve_fine=fine).state.sieve.bounds[0]
+        assert not ((b > run[0]) & (b <= run[-1])).any()
     lo = np.array([[500, 0], [0, 0], [501, 0], [499, 0], [500, 10]], U32)
     hi = np.array([[500, TOP32], [499, TOP32], [TOP32, TOP32], [501, TOP32], [500, 20]], U32)
     got = check(index, cols, lo, hi, "heavy")
@@ -586,7 +647,8 @@ def test_small_domain_of_64_values(k: int) -> None:
     llo, lhi = lt_bounds(cols, [i / 10 for i in range(11)])
     for encoding in (True, False):
         index = make(cols, sieve_vectors=k, encoding=encoding)
-        assert max(index.state.sieve.n_vectors) <= min(k - 1, 63)
+        # borders only between values: at most 63 of both levels
+        assert max(b.shape[0] - 2 for b in index.state.sieve.bounds) <= min(k * 32 - 1, 63)
         check(index, cols, np.concatenate([lo, llo]), np.concatenate([hi, lhi]),
               f"K={k} encoding={encoding}")
 
@@ -707,8 +769,10 @@ def test_codes_past_2_24_in_an_actual_build() -> None:
 INVARIANT = [
     {"ray_interval": 0.25}, {"ray_interval": 0.5}, {"ray_spacing": 0.0},
     {"ray_spacing": 0.5}, {"ray_length": 1.0}, {"ray_length": 0.0}, {"ray_axis": "x"},
-    {"ray_axis": "z"}, {"sieve_vectors": 16}, {"sieve_vectors": 64}, {"sieve_vectors": 128},
-    {"sieve_vectors": 0}, {"encoding": False}, {"refine": "direct"}, {"cube_width": 7},
+    {"ray_axis": "z"}, {"sieve_vectors": 16}, {"sieve_vectors": 64},
+    {"sieve_vectors": 128, "sieve_fine": 0}, {"sieve_vectors": 0}, {"sieve_fine": 0},
+    {"sieve_fine": 16}, {"layout": "paper"}, {"layout": "paper", "sieve_fine": 0},
+    {"encoding": False}, {"refine": "direct"}, {"cube_width": 7},
     {"group_size": 2}, {"group_size": 1}, {"leaf_size": 1}, {"max_rays": 7},
 ]
 
@@ -720,7 +784,8 @@ def test_every_parameter_gives_identical_bitmaps(uniform3: list[np.ndarray],
     lo, hi = np.concatenate([lo, llo]), np.concatenate([hi, lhi])
     want = oracle(uniform3, lo, hi)
     for params in INVARIANT:
-        index = make(uniform3, device=device, **{"sieve_vectors": 32, **params})
+        index = make(uniform3, device=device, **{"sieve_vectors": 32, "sieve_fine": 4,
+                                                 **params})
         index.stage_timer = timer = StageTimes(device)
         np.testing.assert_array_equal(bitmap(index, lo, hi), want, err_msg=str(params))
         work = "candidates" if params.get("refine") == "direct" else "rays"
@@ -859,7 +924,8 @@ def _held_arrays(obj: Any, seen: set[int]) -> int:
 
 
 @pytest.mark.parametrize("params", [{}, {"encoding": False}, {"refine": "direct"},
-                                    {"sieve_vectors": 0, "group_size": 1}])
+                                    {"sieve_vectors": 0, "group_size": 1},
+                                    {"layout": "paper"}, {"sieve_fine": 0}])
 def test_footprint_is_every_array_the_index_holds(uniform3: list[np.ndarray],
                                                   params: dict[str, Any]) -> None:
     index = make(uniform3, **params)
@@ -871,14 +937,86 @@ def test_footprint_is_every_array_the_index_holds(uniform3: list[np.ndarray],
     assert fp.resident_bytes == held, (fp.breakdown, held)
     assert fp.peak_build_bytes >= fp.resident_bytes
     if index.params.sieve_vectors:
-        k = index.params.sieve_vectors
-        assert fp.breakdown["sieve_vectors"] == 3 * (k - 1) * ((3000 + 31) // 32) * 4
+        k, f = index.params.sieve_vectors, index.params.sieve_fine
+        vectors = k - 1 + (f - 1 if f else 0)  # the fine ones: every G_t moves a border
+        assert fp.breakdown["sieve_vectors"] == 3 * vectors * ((3000 + 31) // 32) * 4
 
 
 def test_vectors_grow_with_k(uniform3: list[np.ndarray]) -> None:
-    sizes = [make(uniform3, sieve_vectors=k, refine="direct").memory_footprint()
+    sizes = [make(uniform3, sieve_vectors=k, sieve_fine=0, refine="direct").memory_footprint()
              .breakdown["sieve_vectors"] for k in (16, 32, 64, 128)]
     assert sizes == sorted(sizes) and sizes[-1] == 127 * 3 * 94 * 4
+
+
+@pytest.mark.parametrize("d", [1, 3, 4])
+@pytest.mark.parametrize("name", ["rtscan", "rtscan-direct"])
+def test_the_default_layout_holds_at_most_4x_the_table(name: str, d: int) -> None:
+    """Issue 57: ``rtscan`` and ``rtscan-direct`` (the direct refine: ``rtscan``'s on this
+    engine) hold at most four times the bytes of their uint32 columns, 2^16 rows of 1, 3 and 4
+    columns: the keys, the orders, the sorted samples, 62 sieve vectors per column and their
+    borders; no codes, no mapping tables. The paper's layout holds twice that."""
+    n = 1 << 16
+    cols = table("uniform", n, d, 100 + d)
+    index = make(cols, name, refine="direct")
+    fp = index.memory_footprint()
+    table_bytes = 4 * n * d
+    assert fp.resident_bytes <= 4 * table_bytes, (fp.resident_bytes / table_bytes, fp.breakdown)
+    assert set(fp.breakdown) == {"keys", "order", "sorted_sample", "sieve_vectors",
+                                 "sieve_borders", "plan_args"}
+    assert fp.breakdown["sieve_vectors"] == d * 62 * (n // 32) * 4
+    paper = make(cols, "rtscan-paper", refine="direct").memory_footprint()
+    assert paper.resident_bytes > 7.9 * table_bytes  # codes, mapping tables, 127 vectors
+
+
+def test_the_compact_layout_finds_the_rank_intervals_of_the_mapping_tables() -> None:
+    """The sample's binary search and the few steps through the order and the keys give the
+    mapping tables' rank intervals, for every value of the sample and its neighbours, runs
+    that span several samples, and bounds outside the values, at N = 5 * 64 + 7."""
+    rng = np.random.default_rng(120)
+    n = 5 * 64 + 7
+    cols = [np.sort(rng.integers(0, 40, n)).astype(U32)[rng.permutation(n)],  # long runs
+            rng.integers(1, TOP32 - 1, n, dtype=np.uint64).astype(U32),
+            np.full(n, 7, U32)]
+    compact = make(cols, "rtscan-direct")
+    paper = make(cols, "rtscan-direct", layout="paper")
+    assert compact.state.tables.ranks is None and compact.state.lc.dtype == np.uint32
+    srt = [np.sort(c).astype(np.int64) for c in cols]
+    picks = np.unique(np.concatenate([np.arange(0, n, 64), np.arange(63, n, 64), [n - 1]]))
+    vals = [np.unique(np.clip(np.concatenate([s[picks] + dv for dv in (-1, 0, 1)]
+                                             + [[0, TOP32]]), 0, TOP32)) for s in srt]
+    m = max(v.shape[0] for v in vals)
+    pick = np.stack([np.resize(v, m) for v in vals], axis=1).astype(U32)
+    for lo, hi in ((pick, pick), (pick, np.full_like(pick, TOP32)), (np.zeros_like(pick), pick),
+                   (pick, pick[::-1].copy())):
+        got = [to_numpy(a) for a in compact._predicates(compact.state, lo, hi)[:2]]
+        want = [to_numpy(a) for a in paper._predicates(paper.state, lo, hi)[:2]]
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        check(compact, cols, lo, hi, "compact")
+
+
+def test_files_of_the_paper_layout_saved_before_the_compact_one_load_and_answer() -> None:
+    """``data/v1_*.izx`` were saved by rtscan at ebfee87 (state version 1, the paper's
+    layout, before the ``layout`` and ``sieve_fine`` parameters; made by
+    ``data/make_v1_files.py``). They load as ``layout="paper"`` with one sieve level, answer
+    as the brute force, and save and load again; the default layout saves and loads too."""
+    data = Path(__file__).parent / "data"
+    keys = np.load(data / "v1_keys.npy")
+    cols = [keys[:, j] for j in range(3)]
+    lo, hi = random_bounds(cols, 40, 121)
+    names = sorted(p.stem[3:] for p in data.glob("v1_*.izx"))
+    assert names == ["rtscan", "rtscan-direct", "rtscan-noenc", "rtscan-nosieve", "rtscan-rt"]
+    for name in names:
+        index = indexzoo.load(data / f"v1_{name}.izx", device="cpu")
+        assert index.name == name and isinstance(index, RtscanIndex)
+        assert (index.params.layout, index.params.sieve_fine) == ("paper", 0)
+        assert isinstance(index.state.tables, ColumnTables)
+        check(index, cols, lo, hi, f"v1 {name}")
+        again = indexzoo.from_bytes(index.to_bytes(), device="cpu")
+        check(again, cols, lo, hi, f"v1 {name} saved again")
+    compact = indexzoo.from_bytes(make(cols, "rtscan-direct").to_bytes(), device="cpu")
+    assert compact.params.layout == "compact"
+    check(compact, cols, lo, hi, "compact saved")
 
 
 # ============================================================================ presets, params
@@ -887,7 +1025,9 @@ def test_presets_are_indexes_of_their_own() -> None:
               "rtc3": {"group_size": 3, "encoding": False, "sieve_vectors": 0,
                        "ray_length": 0.0, "ray_axis": "z"},
               "rtscan-noenc": {"encoding": False}, "rtscan-nosieve": {"sieve_vectors": 0},
-              "rtscan-direct": {"refine": "direct"}, "rtscan-rt": {"refine": "rt"}}
+              "rtscan-direct": {"refine": "direct"}, "rtscan-rt": {"refine": "rt"},
+              "rtscan-paper": {"layout": "paper", "sieve_vectors": 128, "sieve_fine": 0,
+                               "refine": "auto"}}
     for name in ("rtc1", "rtc3", "rtscan-noenc", "rtscan-nosieve"):  # the paper's: RT refine
         expect[name]["refine"] = "rt"
     assert set(PRESET_CLASSES) == set(expect)
@@ -897,7 +1037,8 @@ def test_presets_are_indexes_of_their_own() -> None:
         for k, v in values.items():
             assert getattr(p, k) == v, (name, k)
     default = indexzoo.create("rtscan").params
-    assert (default.encoding, default.sieve_vectors, default.refine) == (True, 128, "auto")
+    assert (default.layout, default.encoding, default.sieve_vectors, default.sieve_fine,
+            default.refine) == ("compact", True, 32, 32, "auto")
     assert indexzoo.create("rtc1").capabilities.dims == 64
 
 
@@ -907,7 +1048,8 @@ def test_presets_are_indexes_of_their_own() -> None:
                                  {"cube_width": 0}, {"cube_width": MAX_CUBE_WIDTH + 1},
                                  {"ray_length": 2e6}, {"selection": "best"},
                                  {"sieve_vectors": 0, "selection": "positive"},
-                                 {"refine": "bvh"}, {"encoding": 1}])
+                                 {"refine": "bvh"}, {"encoding": 1}, {"sieve_fine": 1},
+                                 {"sieve_fine": 65}, {"layout": "sorted"}])
 def test_bad_parameters_are_config_errors(bad: dict[str, Any]) -> None:
     with pytest.raises(ConfigError):
         indexzoo.create("rtscan", **bad)
@@ -989,9 +1131,9 @@ SIM_SCRIPT = textwrap.dedent("""
     cols = np.column_stack([rng.integers(0, 40, n).astype(np.uint32) for _ in range(3)])
     lo = np.array([[3, 5, 0], [10, 0, 7], [0, 0, 0]], np.uint32)
     hi = np.array([[30, 20, 33], [39, 25, 9], [5, 39, 39]], np.uint32)
-    for enc in (True, False):
+    for enc, layout in ((True, "compact"), (False, "compact"), (True, "paper")):
         idx = indexzoo.create("rtscan", device="cpu", sieve_vectors=16, encoding=enc,
-                              refine="rt", threads_per_block=32).build(cols)
+                              layout=layout, refine="rt", threads_per_block=32).build(cols)
         st = idx.state
         x0, x1, plo, phi = idx._predicates(st, lo, hi)
         plo, phi = np.ascontiguousarray(plo), np.ascontiguousarray(phi)
@@ -999,15 +1141,16 @@ SIM_SCRIPT = textwrap.dedent("""
         picks = [S.choose(st.sieve, j, x0[:, j], x1[:, j], "auto") for j in range(3)]
         a0 = np.stack([c.a0 for c in picks], 1)
         a1 = np.stack([c.a1 for c in picks], 1)
-        vlo = np.ascontiguousarray(np.stack([c.vlo for c in picks], 1))
-        vhi = np.ascontiguousarray(np.stack([c.vhi for c in picks], 1))
-        zero = np.any(a0 >= a1, axis=1)
+        sel = np.full((3, S.SEL_COLUMNS), -1, np.int64)
+        for k, c in enumerate(picks):
+            sel[:, 6 * k:6 * k + 3], sel[:, 6 * k + 3:6 * k + 6] = c.lo_code, c.hi_code
+        sel[:, -1] = np.any(a0 >= a1, axis=1)
         boxes = refine_boxes(x0, x1, a0, a1)
         lo3, hi3 = idx._box_coords(st, grp, boxes.lo, boxes.hi)
         want = idx.range(lo, hi, out="bitmap").bitmap
         for dev in ("cpu", "cuda"):
             w = np.empty((3, (n + 31) // 32), np.uint32)
-            S.approximate(dev, st.sieve, vlo, vhi, zero, n, w, 32)
+            S.approximate_sel(dev, st.sieve.vectors, sel, n, w, 32)
             w2 = w.copy()
             R.refine_rt(grp, boxes.query, lo3, hi3, st.lc, plo, phi, w, idx.params,
                         device=dev)
@@ -1024,7 +1167,8 @@ SIM_SCRIPT = textwrap.dedent("""
     hi4 = np.array([[30, 20, 33, 6], [39, 25, 9, 8], [5, 39, 39, 99], [4, 39, 39, 99],
                     [99, 99, 99, 3]], np.uint32)
     for params in ({}, {"encoding": False}, {"refine": "direct"}, {"sieve_vectors": 0},
-                   {"group_size": 2, "selection": "positive"}):
+                   {"group_size": 2, "selection": "positive"}, {"layout": "paper"},
+                   {"sieve_fine": 0}):
         idx = indexzoo.create("rtscan", device="cpu", threads_per_block=32,
                               **{"sieve_vectors": 16, "refine": "rt", **params}).build(cols4)
         st = idx.state
@@ -1055,7 +1199,7 @@ SIM_SCRIPT = textwrap.dedent("""
     # CPU: every direct-refine configuration, batches of one to three queries, a dead query
     from indexzoo.plugins.rtscan.prepared import prepared_direct
     for params in ({}, {"encoding": False}, {"sieve_vectors": 0}, {"selection": "positive"},
-                   {"selection": "negative"}):
+                   {"selection": "negative"}, {"layout": "paper"}, {"sieve_fine": 0}):
         idx = indexzoo.create("rtscan", device="cpu", threads_per_block=32,
                               **{"sieve_vectors": 16, "refine": "direct", **params}).build(cols)
         bound = prepared_direct(idx, idx.state, "cuda", 2, 16, -1)
@@ -1111,6 +1255,29 @@ def test_the_benchmark_script_runs_small_on_the_cpu(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     assert report["checks_failed"] == 0
     assert {r["workload"] for r in report["results"]} >= {"uniform", "zipf1.3", "small_domain"}
+
+
+def test_the_footprint_benchmark_runs_small_on_the_cpu(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/studies/rtscan_footprint.py`` (the GPU run of issue 57) on 3000 rows: every
+    variant built, every answer checked, the footprints and the targets' line printed."""
+    sys.path.insert(0, str(REPO / "benchmarks" / "studies"))
+    try:
+        import rtscan_footprint
+    finally:
+        sys.path.pop(0)
+    out = tmp_path / "fp.json"
+    assert rtscan_footprint.main(["--device", "cpu", "--rows", "3000", "--repeats", "1",
+                                  "--warmup", "0", "--kinds", "lt,window",
+                                  "--selectivities", "0.1,0.9", "--json", str(out)]) == 0
+    import json
+
+    report = json.loads(out.read_text())
+    queries = [r for r in report["rows_measured"] if r["what"] == "query"]
+    assert {r["variant"] for r in queries} == set(rtscan_footprint.VARIANTS)
+    assert len(queries) == 4 * len(rtscan_footprint.VARIANTS)
+    assert all(r["check"] == "ok" for r in queries)
+    assert "summary" in capsys.readouterr().out
 
 
 def test_the_tpch_reader_parses_tbl_files_like_the_csv_module(tmp_path: Path) -> None:
