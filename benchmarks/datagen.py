@@ -7,13 +7,15 @@ tree's, and with ``--against COMMIT`` another commit's too, in alternating round
         --set out_of_range_share=1
 
 Each round runs every tree in a fresh interpreter (the other commit's sources taken with
-``git archive`` into a temporary folder laid out as the installed package, on ``PYTHONPATH``):
-``first`` is the first call, which pays for what a process pays once (importing numba,
-starting its threads, loading the kernels from the kernel cache); then ``--calls`` more calls
-of the same workload, whose median is ``warm``. The table shows the median over the rounds of
-each, and old / new. The workload is checked to give the same data in every tree (a digest of
-its arrays), unless ``--no-digest``. Other jobs on the machine change the seconds more than
-the ratios: note the load average (printed) beside the figures.
+``git archive`` into a temporary folder laid out as the installed package, on ``PYTHONPATH``).
+It first starts numba the way any CPU index of indexzoo does (one small parallel kernel of
+``indexzoo.native``: importing numba, its CPU target, its threads; ``numba`` in the lines,
+not counted in the generator's time; ``--cold-numba`` leaves that to the first call). Then
+``first`` is the first call, which loads the generator's own kernels from the kernel cache,
+and ``--calls`` more calls of the same workload, whose median is ``warm``. The table shows the
+median over the rounds of each, and old / new. The workload is checked to give the same data
+in every tree (a digest of its arrays), unless ``--no-digest``. Other jobs on the machine
+change the seconds more than the ratios: note the load average (printed) beside the figures.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIRS = {"core": "indexzoo", "native": "indexzoo/native", "plugins": "indexzoo/plugins",
                 "conformance": "indexzoo/conformance"}
 
-#: What each interpreter runs: argv[1] the workload (JSON), argv[2] the calls after the first.
+#: What each interpreter runs: argv[1] the workload (JSON), argv[2] the calls after the first,
+#: argv[3] "1" to start numba first (one small parallel kernel of indexzoo.native).
 CHILD = r"""
 import hashlib, json, sys, time
 import numpy as np
@@ -42,6 +45,13 @@ t0 = time.perf_counter()
 from indexzoo.tools.workloads import Workload, generate
 w = Workload(**json.loads(sys.argv[1]))
 t1 = time.perf_counter()
+numba_s = 0.0
+if sys.argv[3] == "1":  # what any CPU index makes the process pay: numba, its threads
+    from indexzoo.native.csr import gather_runs
+    n = 1 << 16
+    gather_runs("cpu", np.arange(n), np.arange(n), np.ones(n, dtype=np.int64))
+    numba_s = time.perf_counter() - t1
+    t1 = time.perf_counter()
 data = generate(w, "cpu")
 first = time.perf_counter() - t1
 warm = []
@@ -53,7 +63,7 @@ h = hashlib.sha256()
 for a in (data.keys, data.queries, data.lo, data.hi):
     if a is not None:
         h.update(np.ascontiguousarray(a).tobytes())
-print(json.dumps({"import": t1 - t0, "first": first, "warm": warm,
+print(json.dumps({"import": t1 - t0, "numba": numba_s, "first": first, "warm": warm,
                   "digest": h.hexdigest()[:16], "n_hits": data.n_hits}))
 """
 
@@ -74,12 +84,13 @@ def unpack(commit: str, into: Path) -> Path:
     return pkg
 
 
-def one_run(pythonpath: Path | None, workload: dict[str, object], calls: int) -> dict:
+def one_run(pythonpath: Path | None, workload: dict[str, object], calls: int,
+            numba_first: bool) -> dict:
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
-    res = subprocess.run([sys.executable, "-c", CHILD, json.dumps(workload), str(calls)],
-                         env=env, capture_output=True, text=True)
+    res = subprocess.run([sys.executable, "-c", CHILD, json.dumps(workload), str(calls),
+                          "1" if numba_first else "0"], env=env, capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(f"the generator failed ({res.returncode}):\n{res.stderr[-3000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -103,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=3, help="calls after the first, per run")
     p.add_argument("--no-digest", action="store_true",
                    help="do not require the same data from both trees")
+    p.add_argument("--cold-numba", action="store_true",
+                   help="let the first call start numba too (by default a small kernel of "
+                   "indexzoo.native starts it before, as any CPU index does)")
     p.add_argument("--json", type=Path, help="also write every run here")
     args = p.parse_args(argv)
     if args.rounds < 1 or args.calls < 1:
@@ -124,9 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         runs: dict[str, list[dict]] = {name: [] for name in trees}
         for r in range(1, args.rounds + 1):
             for name, path in trees.items():
-                got = one_run(path, workload, args.calls)
+                got = one_run(path, workload, args.calls, not args.cold_numba)
                 runs[name].append(got)
-                print(f"round {r}  {name:>12}: first {got['first']:7.3f} s, warm "
+                print(f"round {r}  {name:>12}: numba {got['numba']:5.2f} s, first "
+                      f"{got['first']:7.3f} s, warm "
                       f"{', '.join(f'{s:.3f}' for s in got['warm'])} s  (digest "
                       f"{got['digest']}, load {os.getloadavg()[0]:.2f})", flush=True)
         digests = {g["digest"] for rs in runs.values() for g in rs}

@@ -15,14 +15,17 @@ need to stay what they were: the order of the stream's values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from numba.extending import register_jitable
 
 from indexzoo.native.targets import Kernel
 
 __all__ = ["GATHER", "GATHER_HITS", "KEYS_PERMUTED", "MISSES", "PLAN_LOOKUPS", "RANGE_HITS",
-           "STREAM", "STREAM_UNIFORM01", "UNSHUFFLED_INDEX", "hit_rank", "miss_value", "mix",
-           "unmix"]
+           "SERIAL_BELOW", "STREAM", "STREAM_UNIFORM01", "UNSHUFFLED_INDEX", "hit_rank",
+           "miss_value", "mix", "unmix"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
@@ -190,12 +193,22 @@ def range_hits_item(i, lo, hi, distinct, base, span, k):
     hi[i] = distinct[min(j + k - 1, d - 1)]
 
 
-STREAM = Kernel(stream_item, name="workload_stream")
-STREAM_UNIFORM01 = Kernel(stream_uniform01_item, name="workload_stream_uniform01")
-UNSHUFFLED_INDEX = Kernel(unshuffled_index_item, name="workload_unshuffled_index")
-GATHER = Kernel(gather_item, name="workload_gather")
-KEYS_PERMUTED = Kernel(keys_permuted_item, name="workload_keys_permuted")
-PLAN_LOOKUPS = Kernel(plan_lookups_item, name="workload_plan_lookups")
-GATHER_HITS = Kernel(gather_hits_item, name="workload_gather_hits")
-MISSES = Kernel(misses_item, name="workload_misses")
-RANGE_HITS = Kernel(range_hits_item, name="workload_range_hits")
+#: CPU calls with fewer items than this run on one core: the items cost nanoseconds, and
+#: waking numba's threads costs milliseconds on a loaded machine (a workload of 2^14 keys and
+#: 2^15 lookups took 5x longer with every call parallel there).
+SERIAL_BELOW = 1 << 17
+
+
+def _kernel(body: Callable[..., Any], name: str) -> Kernel:
+    return Kernel(body, name=name, serial_below=SERIAL_BELOW)
+
+
+STREAM = _kernel(stream_item, "workload_stream")
+STREAM_UNIFORM01 = _kernel(stream_uniform01_item, "workload_stream_uniform01")
+UNSHUFFLED_INDEX = _kernel(unshuffled_index_item, "workload_unshuffled_index")
+GATHER = _kernel(gather_item, "workload_gather")
+KEYS_PERMUTED = _kernel(keys_permuted_item, "workload_keys_permuted")
+PLAN_LOOKUPS = _kernel(plan_lookups_item, "workload_plan_lookups")
+GATHER_HITS = _kernel(gather_hits_item, "workload_gather_hits")
+MISSES = _kernel(misses_item, "workload_misses")
+RANGE_HITS = _kernel(range_hits_item, "workload_range_hits")
