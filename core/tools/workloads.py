@@ -17,6 +17,7 @@ rest inside gaps between keys.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
 else:  # numba is imported when data are generated, not when a workload is read
     kernels = lazy_module(f"{__package__}.workload_kernels")
 
-__all__ = ["Dataset", "KeySpace", "Workload", "generate", "generate_keys", "generate_lookups",
-           "key_space", "mix64", "permute_bits"]
+__all__ = ["Dataset", "KeySpace", "Workload", "fit_misses", "generate", "generate_keys",
+           "generate_lookups", "key_space", "mix64", "permute_bits"]
 
 _U64 = np.uint64
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -351,6 +352,37 @@ def key_space(keys: Any, xp: Any, bounds: tuple[int, int] | None = None) -> KeyS
         xp.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
         ordered = ordered[keep]
     return KeySpace(ordered.astype(_U64, copy=False), keys.dtype.itemsize * 8, bounds)
+
+
+def fit_misses(w: Workload, space: KeySpace, keys: str,
+               explicit: Collection[str] = ()) -> tuple[Workload, str | None]:
+    """``w`` with its misses where ``space`` has room for them, and a note saying what was
+    changed and why (None: nothing was). Keys without gaps between them (dense IDs) take
+    every miss outside ``[min, max]`` (``out_of_range_share`` 1), keys that fill the domain up
+    to both ends every miss between them (0). A field in ``explicit`` (those the user set)
+    is never changed: ConfigError naming it and what is possible, as where the keys leave
+    no room for any miss. ``keys`` names the keys in the messages."""
+    d = int(space.distinct.shape[0])
+    _, n_gap, n_out = _miss_counts(w, d)
+    if n_gap + n_out == 0:
+        return w, None
+    gaps, outside = space.has_gaps, space.room_outside
+    if not gaps and not outside:
+        raise ConfigError(f"workload.hit_rate {w.hit_rate:g} cannot be met: {keys} leave no "
+                          "value for a lookup to miss with (no gaps between them and none "
+                          "outside [min, max]); only hit_rate 1 is possible")
+    if (not n_gap or gaps) and (not n_out or outside):
+        return w, None
+    share = 0.0 if gaps else 1.0
+    why = ("have no gaps between them" if not gaps else
+           "reach both ends of their domain")
+    if "out_of_range_share" in explicit:
+        raise ConfigError(f"workload.out_of_range_share {w.out_of_range_share:g} cannot be met: "
+                          f"{keys} {why}; only out_of_range_share {share:g} is possible")
+    where = "outside [min, max]" if share else "into gaps between them"
+    return (w.model_copy(update={"out_of_range_share": share}),
+            f"{keys} {why}, so the {n_gap + n_out:,} misses fall {where}: "
+            f"workload.out_of_range_share {share:g} instead of {w.out_of_range_share:g}")
 
 
 def _miss_counts(w: Workload, d: int) -> tuple[int, int, int]:

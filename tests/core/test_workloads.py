@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from indexzoo.devices import to_numpy
+from indexzoo.errors import ConfigError
 from indexzoo.tools import workloads
 from indexzoo.tools.workloads import Workload, generate, mix64, permute_bits, unmix64
 
@@ -236,3 +237,17 @@ def test_a_key_space_says_where_misses_can_fall() -> None:
     ends = workloads.key_space(np.array([0, 2**32 - 1], dtype=np.uint32), np)
     assert ends.has_gaps and not ends.room_outside
 
+
+def test_misses_move_where_the_keys_leave_room_unless_the_user_said_where() -> None:
+    ends = workloads.key_space(np.array([0, 7, 2**32 - 1], dtype=np.uint32), np)
+    w = Workload(n_keys=3, key_bits=32, n_lookups=10, hit_rate=0.5, out_of_range_share=0.4)
+    fitted, note = workloads.fit_misses(w, ends, "the keys")
+    assert fitted.out_of_range_share == 0.0
+    assert note == ("the keys reach both ends of their domain, so the 5 misses fall into gaps "
+                    "between them: workload.out_of_range_share 0 instead of 0.4")
+    with pytest.raises(ConfigError, match=r"^workload.out_of_range_share 0.4 cannot be met: "
+                       r"the keys reach both ends of their domain; only out_of_range_share 0 "
+                       r"is possible$"):
+        workloads.fit_misses(w, ends, "the keys", explicit={"out_of_range_share"})
+    assert workloads.fit_misses(w.model_copy(update={"hit_rate": 1.0}), ends, "k") == (
+        w.model_copy(update={"hit_rate": 1.0}), None)
