@@ -4,10 +4,12 @@ where they were asked for, skew, and determinism per seed (the same on every dev
 from __future__ import annotations
 
 import hashlib
+import textwrap
 
 import numpy as np
 import pytest
 from pydantic import ValidationError
+from support.helpers import agrees_in_the_simulator
 
 from indexzoo.devices import to_numpy
 from indexzoo.errors import ConfigError
@@ -251,3 +253,51 @@ def test_misses_move_where_the_keys_leave_room_unless_the_user_said_where() -> N
         workloads.fit_misses(w, ends, "the keys", explicit={"out_of_range_share"})
     assert workloads.fit_misses(w.model_copy(update={"hit_rate": 1.0}), ends, "k") == (
         w.model_copy(update={"hit_rate": 1.0}), None)
+
+
+#: Every kernel of the generator on the CPU and through cuda.jit under numba's CUDA simulator,
+#: on the same inputs (each call its own arrays: the simulator copies numpy arrays to its
+#: device, so the pipeline's in-place calls, which CuPy arrays allow, are left out).
+SIMULATED = textwrap.dedent("""
+    import numpy as np
+    from indexzoo.tools import workload_kernels as k
+    from indexzoo.tools import workloads as wl
+
+    U = np.uint64
+    w = wl.Workload(n_keys=300, n_lookups=400, hit_rate=0.7, out_of_range_share=0.3, lookup_zipf=0.9)
+    keys, space = wl.generate_keys(w)
+    sd = space.distinct
+    order = wl._shuffle(np, sd, 42, 9)
+    misses = wl._miss_args(np, space, 60, 60, 42)
+    cdf = np.cumsum(np.arange(1, 301, dtype=np.float64) ** -0.9)
+    cdf /= cdf[-1]
+    ordered = wl._sorted_stream(np, 400, 42, 10)
+    runs = [  # (kernel, n, arguments, positions of the outputs)
+        (k.STREAM, 400, lambda: (np.empty(400, U), U(7)), [0]),
+        (k.STREAM_UNIFORM01, 400, lambda: (np.empty(400), U(7)), [0]),
+        (k.UNSHUFFLED_INDEX, 400, lambda: (np.empty(400, U), ordered, wl._base(42, 10)), [0]),
+        (k.GATHER, 600, lambda: (np.empty(600, np.uint32), sd.astype(np.uint32),
+                                 np.arange(600, dtype=U)[::-1].copy(), U(2)), [0]),
+        (k.KEYS_PERMUTED, 300, lambda: (np.empty(300, U), *wl._permute_constants(56, 42),
+                                        U(100), U(8)), [0]),
+        (k.PLAN_LOOKUPS, 400, lambda: (np.zeros(400, U), np.empty(400, np.int32), ordered,
+                                       wl._base(42, 10), True, np.int64(280), np.int64(300),
+                                       wl._base(42, 5), cdf, True, *misses), [0, 1]),
+        (k.GATHER_HITS, 400, lambda: (np.zeros(400, np.uint32), order,
+                                      np.arange(-100, 300, dtype=np.int64)), [0]),
+        (k.MISSES, 120, lambda: (np.zeros(130, U), np.int64(10), *misses), [0]),
+        (k.RANGE_HITS, 50, lambda: (np.zeros(50, U), np.zeros(50, U), sd, U(7), U(290),
+                                    np.int64(11)), [0, 1]),
+    ]
+    for kernel, n, make, outs in runs:
+        a, b = make(), make()
+        kernel("cpu", n, *a)
+        kernel("cuda", n, *b, threads_per_block=32)
+        for j in outs:
+            assert np.array_equal(a[j], b[j]), kernel
+    print("simulator agrees")
+""")
+
+
+def test_the_generator_kernels_agree_in_the_cuda_simulator() -> None:
+    agrees_in_the_simulator(SIMULATED)
