@@ -160,9 +160,12 @@ class Footprint(BaseModel):
         return int(sum(self.breakdown.values()))
 
     def __str__(self) -> str:
-        parts = ", ".join(f"{k} {_mb(v)}" for k, v in self.breakdown.items())
-        return (f"resident {_mb(self.resident_bytes)} ({parts}); "
-                f"peak during build {_mb(self.peak_build_bytes)}")
+        """One line in one unit, the one of its largest count: ``resident 12.00 MB (keys
+        8.00 MB, rowids 4.00 MB); peak during build 32.00 MB``."""
+        resident, peak, *parts = _in_one_unit(
+            [self.resident_bytes, self.peak_build_bytes, *self.breakdown.values()])
+        listed = ", ".join(f"{k} {v}" for k, v in zip(self.breakdown, parts, strict=True))
+        return f"resident {resident} ({listed}); peak during build {peak}"
 
 
 def _table_without_columns(index: str, keys: Any) -> InvalidInput | None:
@@ -182,8 +185,14 @@ def _table_without_columns(index: str, keys: Any) -> InvalidInput | None:
                         "itself")
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.2f} MB" if n >= 10_000 else f"{n} B"
+def _in_one_unit(counts: list[int]) -> list[str]:
+    """Byte counts in the unit of the largest: bytes below 1 kB, else kB, MB or GB with two
+    decimals (a line never mixes ``8000 B`` with ``0.02 MB``)."""
+    top = max(counts, default=0)
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if top >= scale:
+            return [f"{n / scale:.2f} {unit}" for n in counts]
+    return [f"{n} B" for n in counts]
 
 
 class GpuIndex(abc.ABC, Generic[S]):

@@ -23,7 +23,8 @@ import indexzoo
 NOT_FOR_LISTING = re.compile(r"(numba|llvmlite)(\..*)?|indexzoo\.plugins\.\w+\.kernels\w*"
                              r"|indexzoo\.native\.(csr|search|runs\w*|groupagg|coop|cpu_atomics)"
                              r"|indexzoo\.native\.rt\.(bvh|geometry|keymap|keyprims|programs"
-                             r"|query|scene|software|trace|traversal)")
+                             r"|query|scene|software|trace|traversal)"
+                             r"|indexzoo\.tools\.workload_kernels")
 
 #: Printed by the child: the modules whose code ran (a module ``lazy_module`` returned is in
 #: sys.modules before its code runs; its globals get ``__builtins__`` when it runs).

@@ -42,7 +42,15 @@ from indexzoo.results import LookupResult, Out
 from . import interrupts
 from .progress import Progress
 from .timing import synchronize, time_call
-from .workloads import Dataset, Workload, generate, generate_lookups
+from .workloads import (
+    Dataset,
+    KeySpace,
+    Workload,
+    fit_misses,
+    generate_keys,
+    generate_lookups,
+    key_space,
+)
 
 __all__ = ["RunSpec", "load_keys", "plan_lines", "run_spec"]
 
@@ -338,19 +346,58 @@ def check_memory(spec: RunSpec, device: str) -> None:
                device, what)
 
 
-def _dataset(spec: RunSpec, device: str) -> tuple[Any, Dataset]:
-    """(keys to build on, lookups), on ``device`` where the dtype allows (bytes and datetime
-    keys stay on the host); keys keep a key file's dtype."""
+def _lookup_bounds(km: KeyMap) -> tuple[int, int]:
+    """The smallest and the largest encoding of a value of the key file's dtype: where the
+    misses may fall (uint16 keys are held as uint32, text as its ranks in the dictionary)."""
+    if km.dictionary is not None:
+        return 0, int(km.dictionary.shape[0]) - 1
+    src = km.source
+    if km.kind == "float":
+        ends = np.array([-np.inf, np.inf], dtype=src)
+    elif km.kind == "datetime":  # the smallest int64 is NaT
+        ends = np.array([np.iinfo(np.int64).min + 1, np.iinfo(np.int64).max]).view(src)
+    elif km.kind == "bytes":
+        ends = np.array([b"", b"\xff" * src.itemsize], dtype=src)
+    elif src == np.bool_:
+        ends = np.array([False, True])
+    else:
+        ends = np.array([np.iinfo(src).min, np.iinfo(src).max], dtype=src)
+    lo, hi = km.encode(ends).tolist()
+    return int(lo), int(hi)
+
+
+def _fitted(spec: RunSpec, space: KeySpace, notes: list[str]) -> Workload:
+    """The spec's workload with its misses where the keys have room for them
+    (:func:`~indexzoo.tools.workloads.fit_misses`); what was changed goes to ``notes``."""
     w = spec.workload
+    what = (f"the keys of {printable(spec.keys.path)}" if spec.keys is not None
+            else f"the {w.distribution} keys")
+    w, note = fit_misses(w, space, what, w.model_fields_set)
+    if note is not None:
+        notes.append(note)
+    return w
+
+
+def _dataset(spec: RunSpec, device: str, notes: list[str] | None = None) -> tuple[Any, Dataset]:
+    """(keys to build on, lookups), on ``device`` where the dtype allows (bytes and datetime
+    keys stay on the host); keys keep a key file's dtype. A workload whose misses do not fit
+    the keys is adapted where the user left the field to its default, and says so in
+    ``notes``."""
+    notes = [] if notes is None else notes
+    xp = array_module(device)
     if spec.keys is None:
-        data = generate(w, device)
-        return data.keys, data
+        keys, space = generate_keys(spec.workload, device)
+        w = _fitted(spec, space, notes)
+        q, lo, hi, n_hit = generate_lookups(w, keys, xp, space)
+        return keys, Dataset(w, keys, q, lo, hi, n_hit)
     cols = load_key_columns(spec.keys)
     keys = cols[0]
     km = KeyMap.for_keys(keys)
     host_only = km.kind in ("datetime", "bytes", "strings")
     ukeys = to_device(km.encode(keys), device)
-    q, lo, hi, n_hit = generate_lookups(w, ukeys, array_module(device))
+    space = key_space(ukeys, xp, _lookup_bounds(km))
+    w = _fitted(spec, space, notes)
+    q, lo, hi, n_hit = generate_lookups(w, ukeys, xp, space)
 
     def back(a: Any) -> Any:  # lookups in the key file's dtype (host-only dtypes on the host)
         if a is None:
@@ -460,10 +507,14 @@ def run_spec(path: str | Path, stream: TextIO, device: str | None = None,
     stream.flush()
     check_memory(spec, dev)
     t0 = time.perf_counter()
+    notes: list[str] = []
     with steps.step(_data_step(spec, dev)):
-        keys, data = _dataset(spec, dev)
+        keys, data = _dataset(spec, dev, notes)
         synchronize(dev)
     interrupts.check()
+    if notes:
+        stream.write("".join(f"note       {n}\n" for n in notes))
+        stream.flush()
     prepare_s = time.perf_counter() - t0
     point = data.queries is not None
     out: Out = spec.out or ("rowid" if point else "count")

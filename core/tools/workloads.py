@@ -4,7 +4,11 @@ the index's device.
 The generator uses counter-based hashing (a bijective mixer of ``(seed, stream, i)``) instead
 of a stateful random generator, so the same workload gives the same keys and lookups on the
 CPU and on the GPU, deterministically per seed, and unique keys come out of one pass: a
-bijection of ``0..n-1`` onto the key domain cannot repeat itself.
+bijection of ``0..n-1`` onto the key domain cannot repeat itself. A shuffle orders its items
+by their stream's random values: the stream is sorted (``xp.sort``) and mix64 inverted on it,
+which gives the argsort at the cost of a sort. The per-item steps run as kernels
+(:mod:`indexzoo.tools.workload_kernels`, the same bodies on both devices), each fusing what
+used to take several array passes and temporaries.
 
 Lookups are made to measure: exactly ``round(hit_rate * n_lookups)`` of them hit; of the
 misses, ``round(out_of_range_share * misses)`` fall outside ``[min key, max key]`` and the
@@ -13,8 +17,9 @@ rest inside gaps between keys.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -22,8 +27,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from indexzoo.devices import array_module
 from indexzoo.display import count_text, printable
 from indexzoo.errors import ConfigError
+from indexzoo.native.lazy import lazy_module
 
-__all__ = ["Dataset", "Workload", "generate", "generate_lookups", "mix64", "permute_bits"]
+if TYPE_CHECKING:
+    from . import workload_kernels as kernels
+else:  # numba is imported when data are generated, not when a workload is read
+    kernels = lazy_module(f"{__package__}.workload_kernels")
+
+__all__ = ["Dataset", "KeySpace", "Workload", "fit_misses", "generate", "generate_keys",
+           "generate_lookups", "key_space", "mix64", "permute_bits"]
 
 _U64 = np.uint64
 _GOLDEN = 0x9E3779B97F4A7C15
@@ -173,14 +185,20 @@ def unmix64(y: Any) -> Any:
     return y
 
 
+def _permute_constants(bits: int, seed: int) -> tuple[Any, ...]:
+    """``(mask, half, c0, k1, k2, k3)`` of :func:`permute_bits`, as uint64."""
+    mask = (1 << bits) - 1
+    k1, k2 = _mix_scalar(seed) | 1, _mix_scalar(seed ^ _GOLDEN) | 1
+    return tuple(_U64(c) for c in (mask, max(1, bits // 2), _mix_scalar(seed + 1) & mask,
+                                   k1, k2, (k1 ^ k2) | 1))
+
+
 def permute_bits(x: Any, bits: int, seed: int) -> Any:
     """A seeded bijection of ``[0, 2^bits)`` (uint64 in, uint64 out), for 1 <= bits <= 64."""
-    mask = _U64((1 << bits) - 1)
-    half = _U64(max(1, bits // 2))
-    k1, k2 = _mix_scalar(seed) | 1, _mix_scalar(seed ^ _GOLDEN) | 1
-    x = (x ^ _U64(_mix_scalar(seed + 1) & int(mask))) & mask
-    for k in (k1, k2, k1 ^ k2 | 1):
-        x = (x * _U64(k | 1)) & mask  # odd multiplier: a bijection mod 2^bits
+    mask, half, c0, *ks = _permute_constants(bits, seed)
+    x = (x ^ c0) & mask
+    for k in ks:
+        x = (x * k) & mask  # odd multiplier: a bijection mod 2^bits
         x = x ^ (x >> half)  # xor-shift: a bijection
     return x
 
@@ -189,40 +207,70 @@ def _stream_base(seed: int, stream: int) -> int:
     return _mix_scalar((seed * 0x100000001B3 + stream * 0x9E37) & _MASK64)
 
 
+def _base(seed: int, stream: int) -> Any:
+    return _U64(_stream_base(seed, stream))
+
+
+def _device(xp: Any) -> str:
+    return "cpu" if xp is np else "cuda"
+
+
 def _random_u64(xp: Any, n: int, seed: int, stream: int) -> Any:
-    return mix64(xp.arange(n, dtype=_U64) + _U64(_stream_base(seed, stream)))
+    """The stream's first ``n`` random values: ``mix64(base + i)``."""
+    out = xp.empty(n, dtype=_U64)
+    kernels.STREAM(_device(xp), n, out, _base(seed, stream))
+    return out
 
 
 def _uniform01(xp: Any, n: int, seed: int, stream: int) -> Any:
-    return (_random_u64(xp, n, seed, stream) >> _U64(11)).astype(np.float64) * (2.0**-53)
+    """The stream's first ``n`` values as float64 in ``[0, 1)`` (their top 53 bits)."""
+    out = xp.empty(n, dtype=np.float64)
+    kernels.STREAM_UNIFORM01(_device(xp), n, out, _base(seed, stream))
+    return out
 
 
-def _shuffle(xp: Any, arr: Any, seed: int, stream: int) -> Any:
-    """``arr`` in the order of its stream's random values (all distinct: mix64 is a
-    bijection), found by sorting the values and inverting mix64 on them, which is the argsort
-    of the values at the cost of a sort."""
-    n = int(arr.shape[0])
-    order = unmix64(xp.sort(_random_u64(xp, n, seed, stream)))
-    order -= _U64(_stream_base(seed, stream))
-    return arr[order.view(np.int64)]
+def _sorted_stream(xp: Any, n: int, seed: int, stream: int) -> Any:
+    """The stream's first ``n`` random values, sorted (all distinct: mix64 is a bijection);
+    inverting mix64 on them gives their counters in that order, the argsort of the stream."""
+    ordered = _random_u64(xp, n, seed, stream)
+    ordered.sort()
+    return ordered
+
+
+def _shuffle(xp: Any, arr: Any, seed: int, stream: int, repeat: int = 1) -> Any:
+    """``arr`` (each element ``repeat`` times) in the order of its stream's random values:
+    the stream sorted, mix64 inverted on it (the argsort of the stream, in place), then the
+    gather."""
+    n = int(arr.shape[0]) * repeat
+    dev = _device(xp)
+    ordered = _sorted_stream(xp, n, seed, stream)
+    kernels.UNSHUFFLED_INDEX(dev, n, ordered, ordered, _base(seed, stream))
+    out = ordered if arr.dtype == _U64 else xp.empty(n, dtype=arr.dtype)
+    kernels.GATHER(dev, n, out, arr, ordered, _U64(repeat))
+    return out
 
 
 # ---------------------------------------------------------------------- keys
-def _distinct_keys(w: Workload, xp: Any) -> Any:
-    """The distinct keys, in random order, uint64."""
+def _distinct_keys(w: Workload, xp: Any) -> tuple[Any, Any]:
+    """The distinct keys, in random order, uint64; and the same sorted where that comes for
+    free (dense and zipf keys), else None."""
     d, bits, seed = w.distinct_keys, w.key_bits, w.seed
-    i = xp.arange(d, dtype=_U64)
+    dev = _device(xp)
     if w.distribution == "dense":
-        return _shuffle(xp, i, seed, 1)
-    if w.distribution == "uniform":
-        return permute_bits(i, bits, seed)
-    if w.distribution == "clustered":
-        cs = w.cluster_size
-        span_bits = max(1, (cs - 1).bit_length() + 1)  # clusters 2*cs apart at least
-        if ((d + cs - 1) // cs) > (1 << (bits - span_bits)):
-            raise ConfigError(f"{d} keys in clusters of {cs} do not fit in {bits} bits")
-        bases = permute_bits(i // _U64(cs), bits - span_bits, seed) << _U64(span_bits)
-        return bases + i % _U64(cs)
+        ordered = _sorted_stream(xp, d, seed, 1)
+        kernels.UNSHUFFLED_INDEX(dev, d, ordered, ordered, _base(seed, 1))
+        return ordered, xp.arange(d, dtype=_U64)
+    if w.distribution in ("uniform", "clustered"):
+        cs, span_bits = 1, 0
+        if w.distribution == "clustered":
+            cs = w.cluster_size
+            span_bits = max(1, (cs - 1).bit_length() + 1)  # clusters 2*cs apart at least
+            if ((d + cs - 1) // cs) > (1 << (bits - span_bits)):
+                raise ConfigError(f"{d} keys in clusters of {cs} do not fit in {bits} bits")
+        out = xp.empty(d, dtype=_U64)
+        kernels.KEYS_PERMUTED(dev, d, out, *_permute_constants(bits - span_bits, seed),
+                              _U64(cs), _U64(span_bits))
+        return out, None
     # zipf: heavy-tailed gaps g = floor(u^(-1/a)) >= 1, scaled to the key domain if needed.
     # A gap is at most 2^64 (the domain): below u = 2^(-64 a) it is 2^64. A small exponent
     # (1e-3) made u^(-1/a) overflow to inf, the scaling NaN and the "unique" keys collapse (to
@@ -236,105 +284,209 @@ def _distinct_keys(w: Workload, xp: Any) -> Any:
     if total > room:
         gaps = 1.0 + xp.floor((gaps - 1.0) * (room / total))
     keys = xp.cumsum(gaps.astype(_U64)) - _U64(1)
-    return _shuffle(xp, keys, seed, 3)
+    return _shuffle(xp, keys, seed, 3), keys
 
 
-def _build_keys(w: Workload, distinct: Any, xp: Any) -> Any:
-    keys = distinct
-    if w.multiplicity > 1:
-        keys = xp.repeat(distinct, w.multiplicity)
-        if not w.sorted_build:
-            keys = _shuffle(xp, keys, w.seed, 4)
+def _build_keys(w: Workload, distinct: Any, sorted_distinct: Any, xp: Any) -> Any:
+    """The build's keys: each distinct key ``multiplicity`` times, shuffled or sorted."""
+    m = w.multiplicity
     if w.sorted_build:
-        keys = xp.sort(keys)
-    return keys.astype(w.key_dtype)
+        ordered = sorted_distinct if sorted_distinct is not None else xp.sort(distinct)
+        keys = ordered if m == 1 else xp.repeat(ordered, m)
+    elif m > 1:
+        keys = _shuffle(xp, distinct, w.seed, 4, repeat=m)
+    else:
+        keys = distinct
+    return keys.astype(w.key_dtype, copy=False)
+
+
+def generate_keys(w: Workload, device: str = "cpu") -> tuple[Any, KeySpace]:
+    """The build's keys of ``w`` on ``device`` (those of :func:`generate`) and their
+    :class:`KeySpace`, for :func:`generate_lookups`."""
+    xp = array_module(device)
+    distinct, ordered = _distinct_keys(w, xp)
+    if ordered is None:  # a sort of the distinct keys is their key space
+        ordered = xp.sort(distinct)
+    return _build_keys(w, distinct, ordered, xp), KeySpace(ordered, w.key_bits)
 
 
 # ---------------------------------------------------------------------- lookups
-def _zipf_ranks(xp: Any, n: int, d: int, s: float, seed: int) -> Any:
-    u = _uniform01(xp, n, seed, 5)
-    if s == 0.0:
-        return xp.minimum((u * d).astype(np.int64), d - 1)
-    cdf = xp.cumsum(xp.arange(1, d + 1, dtype=np.float64) ** (-s))
-    cdf /= cdf[-1]
-    return xp.minimum(xp.searchsorted(cdf, u, side="right"), d - 1)
+@dataclass(frozen=True)
+class KeySpace:
+    """Where lookups can fall for a set of keys: their distinct keys, sorted (uint64), the key
+    width, and the values a lookup may take (``bounds``, inclusive; default the whole width:
+    keys of a narrower dtype held wider, e.g. uint16 keys as uint32 or text as its ranks,
+    allow fewer)."""
+
+    distinct: Any
+    bits: int
+    bounds: tuple[int, int] | None = None
+
+    @property
+    def domain(self) -> tuple[int, int]:
+        """The smallest and the largest value a lookup may take."""
+        return self.bounds if self.bounds is not None else (0, (1 << self.bits) - 1)
+
+    @property
+    def has_gaps(self) -> bool:
+        """Some two neighbouring distinct keys are more than one apart: a miss can fall
+        between them."""
+        d = self.distinct
+        return int(d.shape[0]) > 1 and int(d[-1]) - int(d[0]) + 1 > int(d.shape[0])
+
+    @property
+    def room_outside(self) -> bool:
+        """Some value of the domain lies below the smallest or above the largest key."""
+        d, (lo, hi) = self.distinct, self.domain
+        return not d.shape[0] or int(d[0]) > lo or int(d[-1]) < hi
 
 
-def _gap_misses(xp: Any, sorted_distinct: Any, n: int, seed: int, bits: int) -> Any:
-    if n == 0:
-        return xp.zeros(0, dtype=_U64)
-    gaps = sorted_distinct[1:] - sorted_distinct[:-1]
-    where = xp.nonzero(gaps > _U64(1))[0]
-    if where.shape[0] == 0:
-        raise ConfigError(
-            "the keys have no gaps, so misses inside [min, max] are impossible; "
-            "set out_of_range_share=1 or use a distribution with gaps"
-        )
-    pick = where[(_random_u64(xp, n, seed, 6) % _U64(where.shape[0])).astype(np.int64)]
-    width = gaps[pick] - _U64(1)
-    return sorted_distinct[pick] + _U64(1) + _random_u64(xp, n, seed, 7) % width
-
-
-def _outside_misses(xp: Any, lo_key: int, hi_key: int, n: int, seed: int, bits: int) -> Any:
-    if n == 0:
-        return xp.zeros(0, dtype=_U64)
-    below, above = lo_key, (1 << bits) - 1 - hi_key
-    if below + above == 0:
-        raise ConfigError("the keys cover the whole key domain: no lookup can miss outside it")
-    r = _random_u64(xp, n, seed, 8)
-    if below + above < (1 << 64):
-        r = r % _U64(below + above)
-    inside_below = r < _U64(below)
-    return xp.where(inside_below, r, _U64((hi_key + 1) & _MASK64) + (r - _U64(below)))
-
-
-def generate_lookups(w: Workload, keys: Any, xp: Any) -> tuple[Any, Any, Any, int]:
-    """Lookups for ``keys`` (any 1-D unsigned array): ``(queries, lo, hi, n_hits)``."""
-    q = w.n_lookups
-    dtype = keys.dtype
-    bits = dtype.itemsize * 8
-    # the distinct keys by a sort (NumPy's hash-based unique is several times slower here)
+def key_space(keys: Any, xp: Any, bounds: tuple[int, int] | None = None) -> KeySpace:
+    """The :class:`KeySpace` of ``keys`` (any 1-D unsigned array), by a sort (NumPy's
+    hash-based unique is several times slower here)."""
     ordered = xp.sort(keys)
-    sorted_distinct = ordered[xp.concatenate([xp.ones(min(ordered.shape[0], 1), dtype=bool),
-                                              ordered[1:] != ordered[:-1]])].astype(_U64)
-    d = int(sorted_distinct.shape[0])
+    n = int(ordered.shape[0])
+    if n > 1:
+        keep = xp.empty(n, dtype=bool)
+        keep[0] = True
+        xp.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+        ordered = ordered[keep]
+    return KeySpace(ordered.astype(_U64, copy=False), keys.dtype.itemsize * 8, bounds)
+
+
+def fit_misses(w: Workload, space: KeySpace, keys: str,
+               explicit: Collection[str] = ()) -> tuple[Workload, str | None]:
+    """``w`` with its misses where ``space`` has room for them, and a note saying what was
+    changed and why (None: nothing was). Keys without gaps between them (dense IDs) take
+    every miss outside ``[min, max]`` (``out_of_range_share`` 1), keys that fill the domain up
+    to both ends every miss between them (0). A field in ``explicit`` (those the user set)
+    is never changed: ConfigError naming it and what is possible, as where the keys leave
+    no room for any miss. ``keys`` names the keys in the messages."""
+    d = int(space.distinct.shape[0])
+    _, n_gap, n_out = _miss_counts(w, d)
+    if n_gap + n_out == 0:
+        return w, None
+    gaps, outside = space.has_gaps, space.room_outside
+    if not gaps and not outside:
+        raise ConfigError(f"workload.hit_rate {w.hit_rate:g} cannot be met: {keys} leave no "
+                          "value for a lookup to miss with (no gaps between them and none "
+                          "outside [min, max]); only hit_rate 1 is possible")
+    if (not n_gap or gaps) and (not n_out or outside):
+        return w, None
+    share = 0.0 if gaps else 1.0
+    why = ("have no gaps between them" if not gaps else
+           "reach both ends of their domain")
+    if "out_of_range_share" in explicit:
+        raise ConfigError(f"workload.out_of_range_share {w.out_of_range_share:g} cannot be met: "
+                          f"{keys} {why}; only out_of_range_share {share:g} is possible")
+    where = "outside [min, max]" if share else "into gaps between them"
+    return (w.model_copy(update={"out_of_range_share": share}),
+            f"{keys} {why}, so the {n_gap + n_out:,} misses fall {where}: "
+            f"workload.out_of_range_share {share:g} instead of {w.out_of_range_share:g}")
+
+
+def _miss_counts(w: Workload, d: int) -> tuple[int, int, int]:
+    """(hits, misses in gaps, misses outside [min, max]) of ``w`` over ``d`` distinct keys."""
+    q = w.n_lookups
     n_hit = round(w.hit_rate * q) if d else 0
     n_miss = q - n_hit
     n_out = round(w.out_of_range_share * n_miss)
-    n_gap = n_miss - n_out
-    parts = []
-    if w.range_hits is None:
-        if n_hit:
-            order = _shuffle(xp, sorted_distinct, w.seed, 9)  # rank r -> a random key
-            parts.append(order[_zipf_ranks(xp, n_hit, d, w.lookup_zipf, w.seed)])
-        parts.append(_gap_misses(xp, sorted_distinct, n_gap, w.seed, bits))
-        lo_key = int(sorted_distinct[0]) if d else 0
-        hi_key = int(sorted_distinct[-1]) if d else -1
-        parts.append(_outside_misses(xp, lo_key, hi_key, n_out, w.seed, bits))
-        queries = xp.concatenate(parts).astype(dtype)
-        queries = xp.sort(queries) if w.sorted_lookups else _shuffle(xp, queries, w.seed, 10)
-        return queries, None, None, n_hit
-    k = w.range_hits
-    if n_hit:
-        span = max(d - k + 1, 1)
-        j = (_random_u64(xp, n_hit, w.seed, 11) % _U64(span)).astype(np.int64)
-        los, his = [sorted_distinct[j]], [sorted_distinct[xp.minimum(j + k - 1, d - 1)]]
+    return n_hit, n_miss - n_out, n_out
+
+
+def _miss_args(xp: Any, space: KeySpace, n_gap: int, n_out: int, seed: int) -> tuple[Any, ...]:
+    """The arguments of :func:`~indexzoo.tools.workload_kernels.miss_value` for ``n_gap``
+    misses in gaps between the keys and ``n_out`` outside ``[min, max]``; ConfigError where
+    the keys leave no room for them."""
+    sd = space.distinct
+    d = int(sd.shape[0])
+    gap_at = xp.zeros(1, dtype=np.int64)  # (unread without gap misses)
+    if n_gap:
+        gap_at = xp.nonzero(sd[1:] - sd[:-1] > _U64(1))[0].astype(np.int64, copy=False)
+        if gap_at.shape[0] == 0:
+            raise ConfigError(
+                "the keys have no gaps, so misses inside [min, max] are impossible; "
+                "set out_of_range_share=1 or use a distribution with gaps"
+            )
+    lo, hi = space.domain
+    if d:
+        below, above, hi_next = int(sd[0]) - lo, hi - int(sd[-1]), (int(sd[-1]) + 1) & _MASK64
     else:
-        los, his = [], []
-    lo_key = int(sorted_distinct[0]) if d else 0
-    hi_key = int(sorted_distinct[-1]) if d else -1
-    empty = xp.concatenate([_gap_misses(xp, sorted_distinct, n_gap, w.seed, bits),
-                            _outside_misses(xp, lo_key, hi_key, n_out, w.seed, bits)])
-    lo = xp.concatenate([*los, empty]).astype(dtype)
-    hi = xp.concatenate([*his, empty]).astype(dtype)
-    perm = xp.argsort(lo) if w.sorted_lookups else xp.argsort(_random_u64(xp, q, w.seed, 12))
+        below, above, hi_next = 0, hi - lo + 1, lo
+    if n_out and below + above == 0:
+        raise ConfigError("the keys cover the whole key domain: no lookup can miss outside it")
+    modulus = below + above
+    return (sd, gap_at, np.int64(n_gap), _base(seed, 6), _base(seed, 7), _base(seed, 8),
+            _U64(lo), _U64(below), _U64(hi_next),
+            _U64(modulus if modulus < (1 << 64) else 1), modulus < (1 << 64))
+
+
+def _point_lookups(xp: Any, w: Workload, space: KeySpace, dtype: Any) -> tuple[Any, int]:
+    """Point lookups and how many hit. Hits come first by counter, their ranks (stream 5)
+    uniform or Zipf over a fixed random order of the distinct keys (stream 9); then the
+    misses; all in the order of stream 10 (or sorted)."""
+    q, seed, s = w.n_lookups, w.seed, w.lookup_zipf
+    sd = space.distinct
+    d = int(sd.shape[0])
+    n_hit, n_gap, n_out = _miss_counts(w, d)
+    misses = _miss_args(xp, space, n_gap, n_out, seed)
+    cdf = xp.zeros(1, dtype=np.float64)  # (unread for uniform ranks)
+    if n_hit and s != 0.0:
+        cdf = xp.cumsum(xp.arange(1, d + 1, dtype=np.float64) ** (-s))
+        cdf /= cdf[-1]
+    order = _shuffle(xp, sd, seed, 9) if n_hit else sd
+    hits = (np.int64(n_hit), np.int64(d), _base(seed, 5), cdf, s != 0.0)
+    dev = _device(xp)
+    rank = xp.empty(q, dtype=np.int32 if d < (1 << 31) else np.int64)  # -1: a miss
+    if w.sorted_lookups:
+        out = xp.empty(q, dtype=dtype)
+        unread = xp.zeros(1, dtype=_U64)  # (no stream: the lookups in counter order)
+        kernels.PLAN_LOOKUPS(dev, q, out, rank, unread, _U64(0), False, *hits, *misses)
+    else:
+        ordered = _sorted_stream(xp, q, seed, 10)
+        out = ordered if dtype == _U64 else xp.empty(q, dtype=dtype)
+        kernels.PLAN_LOOKUPS(dev, q, out, rank, ordered, _base(seed, 10), True, *hits, *misses)
+    if n_hit:
+        kernels.GATHER_HITS(dev, q, out, order, rank)
+    if w.sorted_lookups:
+        out.sort()
+    return out, n_hit
+
+
+def generate_lookups(w: Workload, keys: Any, xp: Any,
+                     space: KeySpace | None = None) -> tuple[Any, Any, Any, int]:
+    """Lookups for ``keys`` (any 1-D unsigned array): ``(queries, lo, hi, n_hits)``;
+    ``space``: the keys' :class:`KeySpace` where the caller has it already."""
+    return _lookups(w, key_space(keys, xp) if space is None else space, keys.dtype, xp)
+
+
+def _lookups(w: Workload, space: KeySpace, dtype: Any, xp: Any) -> tuple[Any, Any, Any, int]:
+    if w.range_hits is None:
+        queries, n_hit = _point_lookups(xp, w, space, dtype)
+        return queries, None, None, n_hit
+    q, seed = w.n_lookups, w.seed
+    sd = space.distinct
+    d = int(sd.shape[0])
+    n_hit, n_gap, n_out = _miss_counts(w, d)
+    misses = _miss_args(xp, space, n_gap, n_out, seed)
+    lo, hi = xp.empty(q, dtype=dtype), xp.empty(q, dtype=dtype)
+    dev = _device(xp)
+    if n_hit:
+        kernels.RANGE_HITS(dev, n_hit, lo, hi, sd, _base(seed, 11),
+                           _U64(max(d - w.range_hits + 1, 1)), np.int64(w.range_hits))
+    kernels.MISSES(dev, q - n_hit, lo, np.int64(n_hit), *misses)
+    hi[n_hit:] = lo[n_hit:]  # a miss is an empty range [x, x]
+    if w.sorted_lookups:
+        perm = xp.argsort(lo)
+    else:
+        perm = _sorted_stream(xp, q, seed, 12)
+        kernels.UNSHUFFLED_INDEX(dev, q, perm, perm, _base(seed, 12))
+        perm = perm.view(np.int64)
     return None, lo[perm], hi[perm], n_hit
 
 
 def generate(w: Workload, device: str = "cpu") -> Dataset:
     """Keys and lookups of ``w`` on ``device`` ("cpu" or "cuda")."""
-    xp = array_module(device)
-    distinct = _distinct_keys(w, xp)
-    keys = _build_keys(w, distinct, xp)
-    queries, lo, hi, n_hit = generate_lookups(w, keys, xp)
+    keys, space = generate_keys(w, device)
+    queries, lo, hi, n_hit = _lookups(w, space, keys.dtype, array_module(device))
     return Dataset(w, keys, queries, lo, hi, n_hit)

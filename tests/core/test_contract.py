@@ -17,6 +17,7 @@ from indexzoo import (
     OUT_MODES,
     BuildState,
     Capabilities,
+    Footprint,
     GpuIndex,
     InvalidInput,
     NotBuilt,
@@ -383,3 +384,11 @@ def test_builds_are_told_on_the_indexzoo_logger(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.INFO, logger="indexzoo"):
         indexzoo.create("sorted-array", device="cpu").build(keys)
     assert [r.levelno for r in caplog.records if r.name == "indexzoo"] == [logging.INFO]
+
+
+def test_a_footprint_line_has_one_unit() -> None:
+    small = Footprint(breakdown={"keys": 4000, "rowids": 4000}, peak_build_bytes=20_000)
+    assert str(small) == "resident 8.00 kB (keys 4.00 kB, rowids 4.00 kB); peak during build 20.00 kB"
+    big = Footprint(breakdown={"keys": 8_000_000, "nodes": 12}, peak_build_bytes=32_000_000)
+    assert str(big) == "resident 8.00 MB (keys 8.00 MB, nodes 0.00 MB); peak during build 32.00 MB"
+    assert str(Footprint(breakdown={"keys": 12})) == "resident 12 B (keys 12 B); peak during build 0 B"

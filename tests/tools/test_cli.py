@@ -312,7 +312,7 @@ def test_run_that_cannot_fit_is_refused_before_allocating(tmp_path: Path, monkey
     from indexzoo.tools import runner
 
     _tiny_memory(monkeypatch)
-    _forbid(monkeypatch, runner, "generate")
+    _forbid(monkeypatch, runner, "generate_keys")
     spec = tmp_path / "run.yaml"
     spec.write_text("index: sorted-array\ndevice: cpu\nworkload: {n_keys: 33554432, n_lookups: 1024}\n")
     assert run("run", str(spec))[0] == 1
@@ -326,7 +326,7 @@ def test_a_malformed_memory_check_variable_stops_the_run_before_any_work(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from indexzoo.tools import runner
 
-    _forbid(monkeypatch, runner, "generate")
+    _forbid(monkeypatch, runner, "generate_keys")
     monkeypatch.setenv("INDEXZOO_MEMORY_CHECK", "maybe")
     spec = tmp_path / "run.yaml"
     spec.write_text("index: sorted-array\ndevice: cpu\nworkload: {n_keys: 1024, n_lookups: 16}\n")
@@ -340,7 +340,7 @@ def test_run_with_more_batches_than_lookups_is_a_config_error_before_any_work(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from indexzoo.tools import runner
 
-    _forbid(monkeypatch, runner, "generate")
+    _forbid(monkeypatch, runner, "generate_keys")
     spec = tmp_path / "run.yaml"
     spec.write_text("index: sorted-array\ndevice: cpu\n"
                     "workload: {n_keys: 1024, n_lookups: 10, batches: 16777216}\n")
@@ -354,7 +354,7 @@ def test_run_of_bitmaps_that_cannot_fit_is_refused_before_building(
     from indexzoo.tools import runner
 
     _tiny_memory(monkeypatch)
-    _forbid(monkeypatch, runner, "generate")
+    _forbid(monkeypatch, runner, "generate_keys")
     spec = tmp_path / "run.yaml"  # 2^15 lookups x 2^20 keys / 8 bits a byte: 4.3 GB of bitmaps
     spec.write_text("index: sorted-array\ndevice: cpu\nout: bitmap\n"
                     "workload: {n_keys: 1048576, n_lookups: 32768}\n")
@@ -576,7 +576,7 @@ def test_an_infinite_float_parameter_is_one_line_before_any_work(
     from indexzoo.tools import bench, runner
 
     _forbid(monkeypatch, bench, "run_bench")
-    _forbid(monkeypatch, runner, "generate")
+    _forbid(monkeypatch, runner, "generate_keys")
     code, _ = run("bench", "--preset", "tiny", "--device", "cpu", "--indexes", "rtscan",
                   "--set", "rtscan.ray_length=Infinity", "--output", str(tmp_path / "out"))
     assert code == 2

@@ -198,7 +198,7 @@ def test_run_states_its_plan_before_any_work(tmp_path: Path, monkeypatch: pytest
     def no_work(*a: object, **k: object) -> None:
         raise RuntimeError("the data was generated")
 
-    monkeypatch.setattr(runner, "generate", no_work)
+    monkeypatch.setattr(runner, "generate_keys", no_work)
     out = io.StringIO()
     with pytest.raises(RuntimeError, match="the data was generated"):
         main(["run", str(_spec(tmp_path))], out=out)
