@@ -46,7 +46,7 @@ def test_info_json_holds_what_info_prints() -> None:
     assert code == 0
     got = json.loads(text)
     assert set(got) == {"name", "description", "provider", "class", "capabilities",
-                        "plugin_api", "operations", "parameters"}
+                        "plugin_api", "operations", "parameters", "presets"}
     assert got["name"] == "sorted-array"
     assert got["class"] == "indexzoo.plugins.sorted_array.index.SortedArrayIndex"
     assert got["capabilities"]["devices"] == ["cpu", "cuda"]
