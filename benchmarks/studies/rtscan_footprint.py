@@ -1,4 +1,4 @@
-"""RTScan's layouts against the scan floor (issue 57, point 3): the footprint of each layout
+"""RTScan's layouts against the scan floor (at most 4x the table): the footprint of each layout
 and its time per query next to a plain read of the columns, in one process.
 
     python benchmarks/studies/rtscan_footprint.py --device cuda            # 1e8 x 3 uint32

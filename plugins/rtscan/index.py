@@ -32,7 +32,7 @@ Paper -> code
   1e8 x 3, the RT refine 0.13-1.69x, and it held 7.9x the table against 12.2x in the paper's
   layout (one H100, ``benchmarks/results/h100/2026-11-26-scan-raw/``). The paper's RTScan on
   any engine is the ``rtscan-rt`` preset; its other variants keep the RT refine.
-* [AMBIG] The layout (``layout``; issue 57: at most 4x the table). The paper's structures
+* [AMBIG] The layout (``layout``; at most 4x the table). The paper's structures
   (codes, order, mapping table, 127 vectors a column) hold 7.97x a table of uint32 columns
   with the direct refine; the order and one copy of each row's values (codes or keys) are
   already 2x, so 127 vectors cannot fit. ``compact`` (the default of every preset but

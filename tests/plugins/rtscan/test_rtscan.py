@@ -1259,7 +1259,7 @@ def test_the_benchmark_script_runs_small_on_the_cpu(tmp_path: Path) -> None:
 
 def test_the_footprint_benchmark_runs_small_on_the_cpu(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """``benchmarks/studies/rtscan_footprint.py`` (the GPU run of issue 57) on 3000 rows: every
+    """``benchmarks/studies/rtscan_footprint.py`` (its GPU run) on 3000 rows: every
     variant built, every answer checked, the footprints and the targets' line printed."""
     sys.path.insert(0, str(REPO / "benchmarks" / "studies"))
     try:
