@@ -74,7 +74,7 @@ def test_items_is_one_of_the_warp_bodies_and_more_than_one_only_on_warps() -> No
     np.testing.assert_array_equal(scan_bitmaps(cols, lo, hi, items=1), reference(cols, lo, hi))
 
 
-# Row counts around a warp's group of four words (128 rows), word counts that are not
+# Row counts around a warp's group of four words (128 rows, CASES), word counts that are not
 # multiples of four, three queries (the query / word-group mapping), both key widths, 1-3
 # columns; query 1 has an empty range in its last column. About 0.9k rows: the simulator runs
 # every GPU thread as a Python thread. Every warp body: 1, 4, 8 and 16 words per warp, the
@@ -94,9 +94,7 @@ SCRIPT = textwrap.dedent("""
 
     np.empty = poisoned
     rng = np.random.default_rng(5)
-    cases = ((1, np.uint32, 1), (31, np.uint64, 2), (33, np.uint32, 3), (127, np.uint64, 1),
-             (128, np.uint32, 2), (129, np.uint64, 3), (160, np.uint32, 3),
-             (257, np.uint64, 2))
+    cases = CASES
     for n, dtype, d in cases:
         cols = np.asfortranarray(rng.integers(0, 20, (n, d)).astype(dtype))
         lo = rng.integers(0, 8, (3, d)).astype(dtype)
@@ -122,11 +120,25 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+#: (rows, key type, columns) of the simulated scans. The default tier's cases take both key
+#: widths, one to three columns, one row, less than a group of four words, exactly one group,
+#: and two groups and a row; the exhaustive tier's fill in the row counts between (each case
+#: costs about 5 s of simulated threads on the 2-core machine).
+CASES = "((1, np.uint32, 1), (33, np.uint32, 3), (128, np.uint32, 2), (257, np.uint64, 2))"
+CASES_EXHAUSTIVE = ("((31, np.uint64, 2), (127, np.uint64, 1), (129, np.uint64, 3), "
+                    "(160, np.uint32, 3))")
+
+
 def test_the_warp_bodies_agree_with_the_scalar_body_in_the_simulator() -> None:
     """Four words per warp, one word per warp and one thread per word: the same bitmaps as the
-    CPU, padding bits included, for every row count around a group of four words; so does
-    the launch with the columns bound (``bind_scan``), called with batches of two sizes."""
-    agrees_in_the_simulator(SCRIPT)
+    CPU, padding bits included, for row counts around a group of four words; so does the
+    launch with the columns bound (``bind_scan``), called with batches of two sizes."""
+    agrees_in_the_simulator(SCRIPT.replace("CASES", CASES))
+
+
+@pytest.mark.exhaustive
+def test_the_warp_bodies_agree_in_the_simulator_at_every_row_count_around_a_group() -> None:
+    agrees_in_the_simulator(SCRIPT.replace("CASES", CASES_EXHAUSTIVE))
 
 
 def test_the_scan_floor_benchmark_runs_small_on_the_cpu(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -76,19 +76,24 @@ def test_bench_ssb_names_unknown_queries(tmp_path: Path,
     assert "unknown SSB queries q5.1" in capsys.readouterr().err
 
 
-def test_timed_runs_warm_up_for_its_seconds_then_the_repeats() -> None:
-    """After the GPU sat idle (while DuckDB ran), warm-up runs for a while, not once."""
+def test_timed_runs_warm_up_for_its_seconds_then_the_repeats(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the GPU sat idle (while DuckDB ran), warm-up runs for a while, not once. The clock
+    is the test's own (each run takes 1/64 s of it, exact in binary), so the count of runs is
+    the same however busy the machine is."""
+    step, now = 1 / 64, [0.0]
     calls: list[float] = []
 
     def run() -> int:
-        calls.append(time.perf_counter())
-        time.sleep(0.01)
+        calls.append(now[0])
+        now[0] += step
         return len(calls)
 
-    med, spread, last = ssb_bench._timed(run, "cpu", 3, warm_up=0.1)
-    assert last == len(calls) and len(calls) >= 3 + 2
-    assert calls[-3] - calls[0] >= 0.1  # the first timed run starts after the warm-up's time
-    assert med >= 0.009 and spread >= 0
+    monkeypatch.setattr(ssb_bench, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    med, spread, last = ssb_bench._timed(run, "cpu", 3, warm_up=8 * step)
+    assert last == len(calls) and len(calls) == 8 + 3  # 8 runs fill the warm-up, 3 timed
+    assert calls[-3] - calls[0] == 8 * step  # the first timed run starts after the warm-up
+    assert med == step and spread == 0
     calls.clear()
     ssb_bench._timed(run, "cpu", 3, warm_up=0.0)
     assert len(calls) == 4  # one warm-up run at least

@@ -133,7 +133,7 @@ def _interrupt(args: list[str], wait_for: str, stream: str, cwd: Path,
         seen.append(line)
         time.sleep(0.2)
         child.send_signal(sig)
-        _, err = child.communicate(timeout=15)
+        _, err = child.communicate(timeout=300)  # a hang guard: a busy machine is slow to exit
     finally:
         if child.poll() is None:
             child.kill()

@@ -415,10 +415,27 @@ def test_optix_is_refused_on_the_cpu_with_what_is_missing() -> None:
         e.prepare(random_table(5, 100), RANDOM[:1])
 
 
+#: The engines and parameters run under the simulator. crystal's kernel is generated from
+#: three choices (shared-memory or global aggregation, rows a thread per tile, filter columns
+#: read eagerly): the default tier takes every value of each choice at least once, the other
+#: two combinations run in the exhaustive tier (each took about 12 s of simulated threads on
+#: the 2-core machine).
+SIMULATED_ENGINES = [("crystal", {}), ("crystal", {"shared_slots": 0, "items_per_thread": 1}),
+                     ("crystal", {"eager_filters": 1}),
+                     ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]
+SIMULATED_ENGINES_EXHAUSTIVE = [("crystal", {"shared_slots": 0}),
+                                ("crystal", {"shared_slots": 0, "eager_filters": 2})]
+
+
 def test_the_gpu_kernels_agree_in_numbas_cuda_simulator() -> None:
     """Every engine's CUDA path (kernels, atomics, the ray-generation and any-hit programs) on
     NumPy arrays under the simulator equals the reference."""
-    agrees_in_the_simulator(textwrap.dedent(SIMULATED))
+    agrees_in_the_simulator(textwrap.dedent(SIMULATED) % (SIMULATED_ENGINES,))
+
+
+@pytest.mark.exhaustive
+def test_crystals_other_kernel_shapes_agree_in_numbas_cuda_simulator() -> None:
+    agrees_in_the_simulator(textwrap.dedent(SIMULATED) % (SIMULATED_ENGINES_EXHAUSTIVE,))
 
 
 SIMULATED = """
@@ -440,14 +457,10 @@ specs = [q.Query(where=[q.col("a").isin([1, 3]), q.col("b").between(2, 7)], grou
          q.Query(where=[q.col("b").gt(4)], select=[q.sum(q.col("v") - q.col("a"), "s")]),
          q.Query(where=[q.col("b").gt(1)], group_by=["a"], select=[q.sum("big", "s")]),
          q.Query(select=[q.sum("big", "s"), q.count()])]
-# crystal with its shared-memory kernel (the default at these sizes) and its global one, the
-# latter also with one row a thread per tile; with one or all filter columns read for every row
-# (a group or value column that is also a filter column takes the filter's read either way)
-for name, params in [("crystal", {}), ("crystal", {"shared_slots": 0}),
-                     ("crystal", {"shared_slots": 0, "items_per_thread": 1}),
-                     ("crystal", {"eager_filters": 1}),
-                     ("crystal", {"shared_slots": 0, "eager_filters": 2}),
-                     ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]:
+# the engines, crystal with its kernel's shapes (SIMULATED_ENGINES): shared-memory or global
+# aggregation, rows a thread per tile, none, one or all filter columns read for every row (a group
+# or value column that is also a filter column takes the filter's read either way)
+for name, params in %r:
     e = indexzoo.query_engine(name, device="cpu", **params)
     e.device = "cuda"
     view = e.prepare(data, specs)
