@@ -43,11 +43,13 @@ from indexzoo.query import floor_bytes, ssb
 from indexzoo.tools.ssb_bench import copy_bandwidth, read_bandwidth
 
 #: Per engine: the module whose helpers are timed, the helpers, and the prepared query's launches.
-STAGES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    "crystal": ("indexzoo.plugins.crystal", ("zero_prefix", "read_packed"), ("launch", "compact")),
-    "rtcudb-sorted": ("indexzoo.plugins.rtcudb.engine", ("zero_prefix", "read_packed", "_regroup"),
-                      ("slices", "launch", "compact")),
+STAGES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "crystal": (("indexzoo.native.groupagg", ("zero_prefix", "read_packed")),),
+    "rtcudb-sorted": (("indexzoo.native.groupagg", ("zero_prefix", "read_packed")),
+                      ("indexzoo.plugins.rtcudb.engine", ("_regroup",))),
 }
+#: The prepared query's launches, by engine.
+LAUNCHES = {"crystal": ("launch", "compact"), "rtcudb-sorted": ("slices", "launch", "compact")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,10 +106,10 @@ def wrapped_stages(engine_name: str, prepared: Any,
     ``wrap(name, stage)`` while the block runs."""
     import cupy
 
-    modname, helpers, launches = STAGES[engine_name]
-    mod = importlib.import_module(modname)
-    saved = [(mod, h, getattr(mod, h)) for h in helpers]
-    saved += [(prepared, a, getattr(prepared, a)) for a in launches
+    saved = [(mod, h, getattr(mod, h))
+             for mod, helpers in ((importlib.import_module(m), hs) for m, hs in STAGES[engine_name])
+             for h in helpers]
+    saved += [(prepared, a, getattr(prepared, a)) for a in LAUNCHES[engine_name]
               if getattr(prepared, a, None) is not None]
     saved.append((cupy, "cumsum", cupy.cumsum))
     for owner, attr, fn in saved:
