@@ -90,10 +90,6 @@ class CrystalParams(KernelParams):
         "loads: fewer bytes, one round trip each). Measured on an H100 at SF 10, kernel "
         "alone: 1 made 8 of the 13 SSB queries 2-17% faster and Q3.1 10-12% slower; every "
         "filter eager made 12 of them slower."))
-    prefetch: bool = Field(default=False, description=(
-        "GPU, with eager_filters: each thread loads the eager columns of its next tile "
-        "before it works on this one, so that their memory round trip overlaps this tile's "
-        "predicated loads and atomics."))
 
 
 _OPS = {"sum": 0, "min": 1, "max": 2}
@@ -249,7 +245,6 @@ class CrystalEngine(QueryEngine):
                 shared=(n_slots <= self.params.shared_slots
                         and 8 * n_add * n_slots <= SHARED_BYTES),
                 items=self.params.items_per_thread, eager_filters=self.params.eager_filters,
-                prefetch=self.params.prefetch,
                 group_filter=tuple(fnames.index(c) if c in fnames else -1 for c in gnames),
                 value_filter=tuple(fnames.index(c) if c in fnames else -1 for c in vnames))
             shared = codegen.shared_bytes(qk)

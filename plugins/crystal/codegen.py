@@ -75,7 +75,6 @@ class QueryKernel:
     shared: bool
     items: int = ITEMS  # rows a thread takes per tile
     eager_filters: int = 0  # leading filter columns loaded for every row of a tile at once
-    prefetch: bool = False  # the eager columns of a thread's next tile loaded before this one's work
     group_filter: tuple[int, ...] = ()  # per group column: the filter column it is, or -1
     value_filter: tuple[int, ...] = ()  # per value column: the filter column it is, or -1
 
@@ -135,25 +134,15 @@ def source(q: QueryKernel) -> str:
     if one_slot:
         for r in range(n_add):
             put(1, f"acc{r} = np.int64(0)")
-    eager = min(q.eager_filters, nf)
-    ahead = q.prefetch and eager > 0
     put(1, "tpb = cuda.blockDim.x")
     put(1, "tile = cuda.blockIdx.x")
-    put(1, f"base = tile * tpb * {items} + cuda.threadIdx.x")
-    if ahead:  # the first tile's eager loads, before the loop (none where there are no rows)
-        for j in range(eager):
-            for k in range(items):
-                put(1, f"y{k}_{j} = np.int64(0)")
-        put(1, "if n > 0:")
-        for k in range(items):
-            put(2, f"a{k} = np.uint64(min(base + {k} * tpb, n - 1))")
-            for j in range(eager):
-                put(2, f"y{k}_{j} = np.int64(f{j}[a{k}])")
     put(1, f"while tile * tpb * {items} < n:")
+    put(2, f"base = tile * tpb * {items} + cuda.threadIdx.x")
     for k in range(items):
         put(2, f"r{k} = base + {k} * tpb")
         put(2, f"p{k} = r{k} < n")
         put(2, f"u{k} = np.uint64(r{k} if p{k} else n - 1)")  # (unsigned: no wraparound)
+    eager = min(q.eager_filters, nf)
 
     def column(kind: str, j: int, k: int) -> str:
         """A group or value column's read for row ``k``: a filter column's value is reused
@@ -167,19 +156,9 @@ def source(q: QueryKernel) -> str:
     for j in range(nf):  # a filter value a row does not read stays 0
         for k in range(items):
             put(2, f"x{k}_{j} = np.int64(0)")
-    if ahead:  # this tile's eager values came with the last tile; the next tile's go out now
-        for j in range(eager):
-            for k in range(items):
-                put(2, f"x{k}_{j} = y{k}_{j}")
-        put(2, f"nxt = base + cuda.gridDim.x * tpb * {items}")
+    for j in range(eager):  # the eager columns: every row's loads at once, tests after
         for k in range(items):
-            put(2, f"a{k} = np.uint64(min(nxt + {k} * tpb, n - 1))")
-            for j in range(eager):
-                put(2, f"y{k}_{j} = np.int64(f{j}[a{k}])")
-    else:
-        for j in range(eager):  # the eager columns: every row's loads at once, tests after
-            for k in range(items):
-                put(2, f"x{k}_{j} = np.int64(f{j}[u{k}])")
+            put(2, f"x{k}_{j} = np.int64(f{j}[u{k}])")
     for k in range(items):
         if eager:
             tests = " and ".join(f"({_test(f'x{k}_{j}', q.filters[j])})"
@@ -227,7 +206,6 @@ def source(q: QueryKernel) -> str:
         else:
             put(3, "cuda.atomic.add(res, s, np.int64(1))")
     put(2, "tile += cuda.gridDim.x")
-    put(2, f"base = tile * tpb * {items} + cuda.threadIdx.x")
     if not q.shared:
         return "\n".join(src) + "\n"
     if one_slot:

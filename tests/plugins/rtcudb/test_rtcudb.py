@@ -175,8 +175,7 @@ def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
     read for every row of a tile."""
     data = random_table(3)
     configs = [{}, {"shared_slots": 0}, {"shared_slots": 0, "items_per_thread": 3},
-               {"eager_filters": 1}, {"shared_slots": 0, "eager_filters": 9},
-               {"eager_filters": 2, "prefetch": True, "items_per_thread": 3}] \
+               {"eager_filters": 1}, {"shared_slots": 0, "eager_filters": 9}] \
         if engine == "crystal" else [{}]
     for params in configs:
         e = indexzoo.query_engine(engine, device=device, **params)
@@ -417,17 +416,16 @@ def test_optix_is_refused_on_the_cpu_with_what_is_missing() -> None:
 
 
 #: The engines and parameters run under the simulator. crystal's kernel is generated from
-#: four choices (shared-memory or global aggregation, rows a thread per tile, filter columns
-#: read eagerly, the next tile's eager columns loaded ahead): the default tier takes every value of each choice at least once, the other
+#: three choices (shared-memory or global aggregation, rows a thread per tile, filter columns
+#: read eagerly): the default tier takes every value of each choice at least once, the other
 #: two combinations run in the exhaustive tier (each took about 12 s of simulated threads on
 #: the 2-core machine).
 SIMULATED_ENGINES = [("crystal", {}), ("crystal", {"shared_slots": 0, "items_per_thread": 1}),
-                     ("crystal", {"eager_filters": 1, "prefetch": True, "threads_per_block": 32,
+                     ("crystal", {"eager_filters": 1, "threads_per_block": 32,
                                   "items_per_thread": 1}),
                      ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]
 SIMULATED_ENGINES_EXHAUSTIVE = [("crystal", {"shared_slots": 0}),
-                                ("crystal", {"shared_slots": 0, "eager_filters": 2}),
-                                ("crystal", {"eager_filters": 1})]
+                                ("crystal", {"shared_slots": 0, "eager_filters": 2})]
 
 
 def test_the_gpu_kernels_agree_in_numbas_cuda_simulator() -> None:
@@ -452,7 +450,7 @@ import indexzoo.plugins.crystal.kernels as ck
 for m in (crystal, rte, rtmod):
     m.array_module = lambda device: np   # NumPy arrays, GPU kernels: numba's simulator
 # crystal's kernels run as one block, so that a block of 32 threads taking one row a tile
-# strides over the 64 rows twice (the next tile's loads issued ahead, "prefetch", included)
+# strides over the 64 rows twice
 ck.compact_kernel  # runs the lazily imported module first, so that its code does not undo this
 ck.blocks_for = lambda kernel, threads, shared, rows_per_block: (lambda n: 1)
 rng = np.random.default_rng(2)
