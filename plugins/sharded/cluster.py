@@ -293,7 +293,9 @@ def close_local() -> bool:
 def _close_local() -> None:
     import logging
 
-    # the process is ending: the shards' loss is expected, not worth a warning per worker
-    for name in ("distributed.scheduler", "distributed.nanny", "distributed.worker"):
+    # the process is ending: the shards' loss and the closing of each worker's connections
+    # (logged at INFO, some with a CommClosedError traceback) are expected, not worth a line
+    names = [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    for name in ("distributed", *names):
         logging.getLogger(name).setLevel(logging.ERROR)
     close_local()

@@ -160,3 +160,4 @@ def test_a_guarded_script_gets_worker_processes_and_exits_quietly(tmp_path: Path
     assert "answers [1, 0, 1] processes" in done.stdout
     assert "lose already computed" not in done.stderr, done.stderr
     assert "Warning" not in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and " INFO " not in done.stderr, done.stderr
