@@ -75,6 +75,9 @@ class QueryKernel:
     shared: bool
     items: int = ITEMS  # rows a thread takes per tile
     eager_filters: int = 0  # leading filter columns loaded for every row of a tile at once
+    copies: int = 1  # device-memory result copies: block b adds into copy b % copies
+    copy_at: int = 0  # word where copy 1 starts (copy 0 is at word 0), copies after it
+    copy_words: int = 0  # words of one copy
     group_filter: tuple[int, ...] = ()  # per group column: the filter column it is, or -1
     value_filter: tuple[int, ...] = ()  # per value column: the filter column it is, or -1
 
@@ -134,6 +137,11 @@ def source(q: QueryKernel) -> str:
     if one_slot:
         for r in range(n_add):
             put(1, f"acc{r} = np.int64(0)")
+    at = ""  # the offset of this block's result copy in res
+    if q.copies > 1 and not q.shared:
+        put(1, f"c = cuda.blockIdx.x % {q.copies}")
+        put(1, f"cb = np.int64(0) if c == 0 else np.int64({q.copy_at} + (c - 1) * {q.copy_words})")
+        at = "cb + "
     put(1, "tpb = cuda.blockDim.x")
     put(1, "tile = cuda.blockIdx.x")
     put(1, f"while tile * tpb * {items} < n:")
@@ -194,17 +202,17 @@ def source(q: QueryKernel) -> str:
                 elif q.shared:
                     add64(3, f"2 * ({r_sum * q.n_slots} + s)", "e")
                 else:
-                    put(3, f"cuda.atomic.add(res, {r_sum * q.n_slots} + s, e)")
+                    put(3, f"cuda.atomic.add(res, {at}{r_sum * q.n_slots} + s, e)")
             if r_min >= 0:
-                put(3, f"cuda.atomic.min(res, {r_min * q.n_slots} + s, e)")
+                put(3, f"cuda.atomic.min(res, {at}{r_min * q.n_slots} + s, e)")
             if r_max >= 0:
-                put(3, f"cuda.atomic.max(res, {r_max * q.n_slots} + s, e)")
+                put(3, f"cuda.atomic.max(res, {at}{r_max * q.n_slots} + s, e)")
         if one_slot:
             put(3, "acc0 += 1")
         elif q.shared:
             add64(3, "2 * s", "np.int64(1)")
         else:
-            put(3, "cuda.atomic.add(res, s, np.int64(1))")
+            put(3, f"cuda.atomic.add(res, {at}s, np.int64(1))")
     put(2, "tile += cuda.gridDim.x")
     if not q.shared:
         return "\n".join(src) + "\n"

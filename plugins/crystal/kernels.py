@@ -25,7 +25,7 @@ from numba.extending import register_jitable
 from indexzoo.native.groupagg import atomics, expr_value, passes
 from indexzoo.native.targets import BlockKernel, Kernel, shared_memory_per_sm, sm_count
 
-__all__ = ["blocks_for", "compact_kernel", "item_kernel"]
+__all__ = ["blocks_for", "compact_kernel", "fold_kernel", "item_kernel"]
 
 
 @functools.cache
@@ -80,6 +80,30 @@ def compact_kernel(device: str) -> Kernel:
                 packed[at + 1 + r] = res[r * n_slots + s]
 
     return Kernel(compact_item, name="crystal_compact")
+
+
+@functools.cache
+def fold_kernel(device: str) -> Kernel:
+    """``(n, buf, n_slots, copies, copy_at, kinds)``, one item per word of copy 0 of the result
+    (``n`` = its rows x ``n_slots``): the other ``copies - 1`` copies, from word ``copy_at``
+    on, folded into it by each row's kind (``kinds``: 0 COUNT or SUM adds, 1 MIN, 2 MAX)."""
+
+    @register_jitable
+    def fold_item(k, buf, n_slots, copies, copy_at, kinds):
+        kind = kinds[k // n_slots]
+        words = len(kinds) * n_slots
+        v = buf[k]
+        for c in range(1, copies):
+            w = buf[copy_at + (c - 1) * words + k]
+            if kind == 0:
+                v += w
+            elif kind == 1:
+                v = min(v, w)
+            else:
+                v = max(v, w)
+        buf[k] = v
+
+    return Kernel(fold_item, name="crystal_fold")
 
 
 def blocks_for(kernel: BlockKernel, threads: int, shared: int,

@@ -171,11 +171,12 @@ RANDOM = [
 @pytest.mark.parametrize("engine", ENGINES)
 def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
     """On every device; crystal with each of its kernels (on the GPU, shared-memory slots by
-    default at these sizes, and device-memory atomics), another tile width, and filter columns
-    read for every row of a tile."""
+    default at these sizes, and device-memory atomics into four copies of the result or one),
+    another tile width, and filter columns read for every row of a tile."""
     data = random_table(3)
     configs = [{}, {"shared_slots": 0}, {"shared_slots": 0, "items_per_thread": 3},
-               {"eager_filters": 1}, {"shared_slots": 0, "eager_filters": 9}] \
+               {"eager_filters": 1}, {"shared_slots": 0, "eager_filters": 9},
+               {"shared_slots": 0, "result_copies": 1}] \
         if engine == "crystal" else [{}]
     for params in configs:
         e = indexzoo.query_engine(engine, device=device, **params)
@@ -416,13 +417,15 @@ def test_optix_is_refused_on_the_cpu_with_what_is_missing() -> None:
 
 
 #: The engines and parameters run under the simulator. crystal's kernel is generated from
-#: three choices (shared-memory or global aggregation, rows a thread per tile, filter columns
-#: read eagerly): the default tier takes every value of each choice at least once, the other
-#: two combinations run in the exhaustive tier (each took about 12 s of simulated threads on
-#: the 2-core machine).
+#: four choices (shared-memory or global aggregation, rows a thread per tile, filter columns
+#: read eagerly, copies of a device-memory result): the default tier takes every value of each
+#: choice at least once, the other two combinations run in the exhaustive tier (each took about
+#: 12 s of simulated threads on the 2-core machine).
 SIMULATED_ENGINES = [("crystal", {}), ("crystal", {"shared_slots": 0, "items_per_thread": 1}),
                      ("crystal", {"eager_filters": 1, "threads_per_block": 32,
                                   "items_per_thread": 1}),
+                     ("crystal", {"shared_slots": 0, "result_copies": 3, "threads_per_block": 32,
+                                  "items_per_thread": 1, "blocks": 3}),
                      ("rtcudb-sorted", {}), ("rtcudb", {}), ("rtcudb-per-operator", {})]
 SIMULATED_ENGINES_EXHAUSTIVE = [("crystal", {"shared_slots": 0}),
                                 ("crystal", {"shared_slots": 0, "eager_filters": 2})]
@@ -449,10 +452,10 @@ import indexzoo.plugins.rtcudb.rt as rtmod
 import indexzoo.plugins.crystal.kernels as ck
 for m in (crystal, rte, rtmod):
     m.array_module = lambda device: np   # NumPy arrays, GPU kernels: numba's simulator
-# crystal's kernels run as one block, so that a block of 32 threads taking one row a tile
-# strides over the 64 rows twice
+# crystal's kernels run as one block unless the parameters say "blocks" (a test's setting, not
+# the engine's), so that a block of 32 threads taking one row a tile strides over the 64 rows
+# twice, and three blocks of 32 add into the first two of three result copies
 ck.compact_kernel  # runs the lazily imported module first, so that its code does not undo this
-ck.blocks_for = lambda kernel, threads, shared, rows_per_block: (lambda n: 1)
 rng = np.random.default_rng(2)
 n = 64
 data = {"a": rng.integers(0, 4, n), "b": rng.integers(0, 9, n), "v": rng.integers(-50, 1000, n),
@@ -467,6 +470,9 @@ specs = [q.Query(where=[q.col("a").isin([1, 3]), q.col("b").between(2, 7)], grou
 # aggregation, rows a thread per tile, none, one or all filter columns read for every row (a group
 # or value column that is also a filter column takes the filter's read either way)
 for name, params in %r:
+    params = dict(params)
+    ck.blocks_for = (lambda b: lambda kernel, threads, shared, rows_per_block: lambda n: b)(
+        params.pop("blocks", 1))
     e = indexzoo.query_engine(name, device="cpu", **params)
     e.device = "cuda"
     view = e.prepare(data, specs)
