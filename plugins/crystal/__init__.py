@@ -378,10 +378,16 @@ class CrystalEngine(QueryEngine):
             q.launch(view.table.n_rows)
             if q.fold is not None:
                 q.fold(q.rows * q.n_slots)
-        # the slots the CPU kernel listed, or every slot (knowing how many a GPU kernel filled
-        # would cost a synchronisation)
-        q.compact(q.n_slots if q.n_listed is None else int(q.n_listed[0]))
-        records = groupagg.read_packed(q.packed, q.rows + 1, min(q.n_slots, FIRST_COPY_SLOTS), q.host)
+        if q.n_slots == 1 and q.n_listed is None:  # one slot (GPU): its rows are its record
+            head = q.buf[:q.rows]
+            row = np.array(head) if q.host is None else head.get(out=q.host[:q.rows])
+            records = np.concatenate([[0], row]).reshape(1, -1)[:1 if row[0] else 0]
+        else:
+            # the slots the CPU kernel listed, or every slot (knowing how many a GPU kernel
+            # filled would cost a synchronisation)
+            q.compact(q.n_slots if q.n_listed is None else int(q.n_listed[0]))
+            records = groupagg.read_packed(q.packed, q.rows + 1, min(q.n_slots, FIRST_COPY_SLOTS),
+                                           q.host)
         ids, vals = records[:, 0], records[:, 1:].T
         if not p.group_by and len(records) == 0:  # a query without GROUP BY answers one row
             ids = np.zeros(1, dtype=np.int64)
