@@ -116,8 +116,9 @@ def plugin_manager() -> pluggy.PluginManager:
             envvars.check_import_time()
             pm = pluggy.PluginManager(hookspecs.PROJECT)
             pm.add_hookspecs(hookspecs)
+            named: dict[int, tuple[str, str]] = {}
             for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-                _load_entry_point(pm, ep)
+                _load_entry_point(pm, ep, named)
             _state.pm = pm
         return _state.pm
 
@@ -151,11 +152,26 @@ def _import(ep: importlib.metadata.EntryPoint, timeout: float) -> Any:
     return got["plugin"]
 
 
-def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoint) -> None:
+def _distribution(ep: importlib.metadata.EntryPoint,
+                  named: dict[int, tuple[str, str]]) -> tuple[str, str] | None:
+    """The name and version of the distribution of ``ep``, read once per distribution:
+    each read of ``name`` or ``version`` parses the distribution's whole METADATA file, and
+    the entry points of one distribution share one object."""
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return None
+    if id(dist) not in named:
+        meta = dist.metadata
+        named[id(dist)] = (meta["Name"], meta["Version"])
+    return named[id(dist)]
+
+
+def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoint,
+                      named: dict[int, tuple[str, str]] | None = None) -> None:
     if pm.is_blocked(ep.name):
         return
-    dist = getattr(ep, "dist", None)
-    where = f"distribution {dist.name} {dist.version}" if dist else "unknown dist"
+    dist = _distribution(ep, {} if named is None else named)
+    where = f"distribution {dist[0]} {dist[1]}" if dist else "unknown dist"
     try:
         plugin = _import(ep, import_timeout())
     except ConfigError:
@@ -182,7 +198,7 @@ def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoin
         _left_out(ep, f"{ep.value} ({where}): pluggy refuses its hooks: {exc}", exc)
         return
     _state.dists[name] = (f"entry point {ep.name!r} = {ep.value} ({where})",
-                          dist.name if dist else None)
+                          dist[0] if dist else None)
 
 
 def _left_out(ep: importlib.metadata.EntryPoint, why: str,
