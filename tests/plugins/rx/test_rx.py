@@ -12,6 +12,7 @@ shrunk to D), and the lookups through the same map, so every answer is still the
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -31,12 +32,23 @@ from indexzoo.plugins.rx.rays import range_plan
 # valid combination (extended mode: rays from zero only, no spheres). compact and update only
 # change the footprint accounting and update() (tested for every combination below), so they
 # alternate. The default configuration's suite is tests/conformance/test_builtin_conformance.py's.
-# Every configuration runs the groups that check answers; the whole suite runs on one
-# configuration of each key mode and geometry (FULL), and on the others in the exhaustive tier.
+# The whole suite runs on one configuration of each key mode and geometry (FULL). In the
+# default tier, the groups that check answers run on the configurations of PAIRWISE besides:
+# with FULL and the default configuration, every pair of values of two of the four choices
+# (key mode, primitive, point ray, range ray) meets in one of them, and compact and update
+# take both values (test_the_default_tier_meets_every_pair_of_choices). Every configuration
+# answers in the default tier before and after updates
+# (test_every_configuration_answers_like_the_reference_before_and_after_updates). The groups
+# that check answers on the other configurations, and the rest of the suite on every
+# configuration but FULL, run in the exhaustive tier.
 ANSWER_GROUPS = ("differential", "out_modes", "ranges", "extremes")
 FULL = {"naive_aabb_parallel_zero_False_refit", "extended_triangle_perpendicular_zero_False_refit",
         "22_22_20", "generated_8"}
-assert {_label(c) for c in SUITE_CONFIGS} >= FULL
+PAIRWISE = {"3d_sphere_parallel_zero_False_refit", "3d_aabb_perpendicular_offset_True_rebuild",
+            "naive_triangle_parallel_offset_True_rebuild",
+            "naive_sphere_perpendicular_offset_True_rebuild",
+            "extended_aabb_parallel_zero_False_refit", "generated_24"}
+assert {_label(c) for c in SUITE_CONFIGS} >= FULL | PAIRWISE
 for _cfg in SUITE_CONFIGS:
     _base = {"index": InDomain if _cfg.get("key_mode") in LIMIT else "rx", "params": _cfg,
              "__module__": __name__}
@@ -44,10 +56,25 @@ for _cfg in SUITE_CONFIGS:
     if _label(_cfg) in FULL:
         globals()[_name] = type(_name, (ConformanceSuite,), _base)
         continue
-    globals()[_name] = type(_name, (ConformanceSuite,), {**_base, "groups": ANSWER_GROUPS})
+    globals()[_name] = type(_name, (ConformanceSuite,), {
+        **_base, "groups": ANSWER_GROUPS,
+        "pytestmark": [] if _label(_cfg) in PAIRWISE else [pytest.mark.exhaustive]})
     _rest = tuple(g for g in GROUPS if g not in ANSWER_GROUPS)
     globals()[f"{_name}_rest"] = type(f"{_name}_rest", (ConformanceSuite,), {
         **_base, "groups": _rest, "pytestmark": [pytest.mark.exhaustive]})
+
+
+def test_the_default_tier_meets_every_pair_of_choices() -> None:
+    """The configurations whose answers the suite checks in the default tier (FULL, PAIRWISE
+    and the default configuration, tests/conformance/test_builtin_conformance.py's) meet every
+    valid pair of values of two choices, and compact and update take both values."""
+    choices = ("key_mode", "primitive", "point_ray", "range_ray")
+    default = indexzoo.create("rx", device="cpu").params.model_dump()
+    quick = [{**default, **c} for c in SUITE_CONFIGS if _label(c) in FULL | PAIRWISE] + [default]
+    for a, b in itertools.combinations(choices, 2):
+        want = {(c[a], c[b]) for c in VALID}
+        assert {(c[a], c[b]) for c in quick} >= want, (a, b)
+    assert {(c["compact"], c["update"]) for c in quick} >= {(True, "rebuild"), (False, "refit")}
 
 
 # ============================================================================ helpers

@@ -1,5 +1,6 @@
-"""``rx-opt`` (optimized RX) beyond the defaults' conformance suite: the suite for a sample of
-option combinations (every combination in the exhaustive tier), the invariants the thesis's
+"""``rx-opt`` (optimized RX) beyond the defaults' conformance suite: the suite's groups that
+check answers for a sample of option combinations (the rest of their suite, and every
+combination, in the exhaustive tier), the invariants the thesis's
 optimizations must keep (option invariance, closest hit = first key >= lo, duplicate runs across
 partition boundaries, boundary keys, more partitions than keys), the ray budget of a range, and
 the footprint of partitions."""
@@ -15,9 +16,14 @@ from support.helpers import agrees_in_the_simulator, assert_matches, reference
 
 import indexzoo
 from indexzoo import OUT_MODES, ConfigError
-from indexzoo.conformance import ConformanceSuite
+from indexzoo.conformance import GROUPS, ConformanceSuite
 
 # ============================================================================ the suite
+# The defaults' whole suite is tests/conformance/test_builtin_conformance.py's. Each sampled
+# combination runs the groups that check answers in the default tier and the rest of the suite
+# in the exhaustive tier (as the presets and variants there do); every combination runs the
+# whole suite in the exhaustive tier.
+ANSWER_GROUPS = ("differential", "out_modes", "ranges", "extremes")
 SAMPLE = [
     dict(compress_duplicates=False, partitions=7),
     dict(range_method="anyhit", partitions=1, sort_probes=False),
@@ -29,16 +35,19 @@ EVERY = [dict(zip(("compress_duplicates", "partitions", "range_method", "sort_pr
                                         [True, False], ["triangle", "sphere", "aabb"])]
 
 
-def _suite(name: str, params: dict[str, Any], marks: list[Any]) -> None:
+def _suite(name: str, params: dict[str, Any], marks: list[Any],
+           groups: tuple[str, ...] | None = None) -> None:
     cls = type(name, (ConformanceSuite,), {"index": "rx-opt", "params": params,
-                                           "__module__": __name__})
+                                           "groups": groups, "__module__": __name__})
     for m in marks:
         cls = m(cls)
     globals()[name] = cls
 
 
 for _k, _p in enumerate(SAMPLE):
-    _suite(f"TestConformance_rx_opt_sample_{_k}", _p, [])
+    _suite(f"TestConformance_rx_opt_sample_{_k}", _p, [], ANSWER_GROUPS)
+    _suite(f"TestConformance_rx_opt_sample_{_k}_rest", _p, [pytest.mark.exhaustive],
+           tuple(g for g in GROUPS if g not in ANSWER_GROUPS))
 for _k, _p in enumerate(EVERY):
     _suite(f"TestConformance_rx_opt_every_{_k}", _p, [pytest.mark.exhaustive])
 
