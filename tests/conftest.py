@@ -53,11 +53,17 @@ def pytest_configure(config: pytest.Config) -> None:
     """The processes of a run (this one, and the interpreters and Dask workers its tests start)
     share the CPU kernels they compile through one folder, instead of each compiling them again:
     an entry is keyed by everything the kernel is compiled from (indexzoo.native.jitcache).
-    Where INDEXZOO_KERNEL_CACHE is unset, that folder is ``kernels`` in pytest's base temporary
-    folder (kept like the run's other temporary files, for pytest's last few runs), never the
-    user's own cache; the environment carries it to every process the tests start. CI points
+    Where INDEXZOO_KERNEL_CACHE is unset, that folder is ``indexzoo-kernels`` in pytest's cache
+    folder (``.pytest_cache`` of the checkout: the next run of the tests loads what this one
+    compiled, as a user's programs do from the user's cache folder), or, with pytest's cache
+    switched off (``-p no:cacheprovider``), ``kernels`` in its base temporary folder; never the
+    user's own cache. The environment carries it to every process the tests start. CI points
     both of its test tiers at one folder. Kernels are made at first use, after this hook."""
     if os.environ.get("INDEXZOO_KERNEL_CACHE", "").strip():
+        return
+    cache = getattr(config, "cache", None)  # pytest's cacheprovider
+    if cache is not None:
+        os.environ["INDEXZOO_KERNEL_CACHE"] = str(cache.mkdir("indexzoo-kernels"))
         return
     factory = getattr(config, "_tmp_path_factory", None)  # pytest's tmp_path_factory
     if factory is None:  # the tmpdir plugin disabled: a folder of our own for the run
