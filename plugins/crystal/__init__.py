@@ -304,8 +304,8 @@ class CrystalEngine(QueryEngine):
             n_zero = words
         elif copies > 1:  # each further copy as copy 0: COUNT and SUM rows 0, MIN and MAX rows
             starts = [(a, b, v) for a, b, v in fills if b <= block]  # copy 0's MIN and MAX rows
-            for c in range(1, copies):
-                at = copy_at + (c - 1) * block
+            for k in range(1, copies):
+                at = copy_at + (k - 1) * block
                 fills.append((at, at + n_add * n_slots, 0))
                 fills.extend((at + a, at + b, v) for a, b, v in starts)
         outputs = [(kind, e, int(row_of[3 * e + kind])) for kind in range(3)
