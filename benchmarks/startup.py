@@ -8,15 +8,17 @@ by name, ``indexzoo recommend`` on 2^20 uint64 keys on the CPU).
     python benchmarks/startup.py --rounds 5 --only readme --off
 
 Each round makes a new empty kernel cache (``INDEXZOO_KERNEL_CACHE`` set to a temporary
-folder) and runs each example twice in a subprocess: ``first`` (every CPU kernel compiled and
-written) and ``second`` (every kernel loaded); ``--off`` adds a run with the cache off, to
-show what writing the cache costs. A run's wall time is the subprocess's, from start to exit;
-its CPU time is its user plus system time (``getrusage`` of the children). The table shows the
-median of the rounds and the ratio second/first, which is what to compare across machines
-and loads (the seconds depend on both). Before the rounds one unmeasured interpreter imports
-indexzoo and its plugins, so Python's own bytecode cache and the page cache are warm for
-every run (where ``PYTHONDONTWRITEBYTECODE`` is set, every run compiles indexzoo's Python
-modules again; the header says so). The examples are read from the documents themselves.
+folder, and ``INDEXZOO_CACHE_DIR`` to another, where ``indexzoo list`` keeps its listing) and
+runs each example twice in a subprocess: ``first`` (every CPU kernel compiled and written, the
+plugins imported and listed) and ``second`` (every kernel loaded, the listing read); ``--off``
+adds a run with the cache off, to show what writing the cache costs. A run's wall time is the
+subprocess's, from start to exit; its CPU time is its user plus system time (``getrusage`` of
+the children). The table shows the median of the rounds and the ratio second/first, which is
+what to compare across machines and loads (the seconds depend on both). Before the rounds one
+unmeasured interpreter imports indexzoo and its plugins, so Python's own bytecode cache and
+the page cache are warm for every run (where ``PYTHONDONTWRITEBYTECODE`` is set, every run
+compiles indexzoo's Python modules again; the header says so). The examples are read from the
+documents themselves.
 """
 
 from __future__ import annotations
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             kept = (0, 0)
             for i in range(args.rounds):
                 cache = work / f"kernels-{name}-{i}"
-                env = {**base, "INDEXZOO_KERNEL_CACHE": str(cache)}
+                env = {**base, "INDEXZOO_KERNEL_CACHE": str(cache),
+                       "INDEXZOO_CACHE_DIR": str(work / f"cache-{name}-{i}")}
                 got["first"].append(run(scripts[name], env, work))
                 kept = _kept(cache)
                 got["second"].append(run(scripts[name], env, work))

@@ -8,10 +8,12 @@ about ``limit`` characters, at a cost bounded by the limits, never by the value'
 
 from __future__ import annotations
 
+import re
 import reprlib
 from typing import Any
 
-__all__ = ["byte_size", "count_text", "duration", "int_text", "one_line", "printable", "shown",
+__all__ = ["byte_size", "count_text", "duration", "int_text", "one_line", "plain", "printable",
+           "shown",
            "shown_path"]
 
 _LIMIT = 60
@@ -72,6 +74,18 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+_RST_LITERAL = re.compile(r"``([^`]+)``")
+_RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
+
+
+def plain(text: str) -> str:
+    """Docstring text for a terminal: RST literals ``x`` become `x`, roles such as
+    :class:`~a.B` become `B` (`a.B` without the tilde)."""
+    text = _RST_LITERAL.sub(r"`\1`", text)
+    return _RST_ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`",
+                         text)
 
 
 def one_line(text: str) -> str:

@@ -12,7 +12,8 @@ above):
 4. ``query`` - ``indexzoo.query`` (the query engines' API: expressions, plans, tables, SQL,
    the SSB benchmark) and the alias ``indexzoo.ssb``;
 5. ``registry`` - ``indexzoo`` itself (the public names), ``indexzoo.registry`` (the pluggy
-   registry of indexes and query engines) and ``indexzoo.join``;
+   registry of indexes and query engines), ``indexzoo.catalog`` (what ``indexzoo list`` keeps
+   on disk) and ``indexzoo.join``;
 6. ``plugins`` - ``indexzoo.plugins.*`` (the built-in indexes and query engines, each family
    with its own kernels);
 7. ``conformance`` - ``indexzoo.conformance`` (the shared suite);
@@ -83,7 +84,7 @@ CONTRACT_MODULES = frozenset(f"indexzoo.{m}" for m in (
 #: :mod:`indexzoo.query.ssb` (it re-exports it).
 QUERY_MODULES = frozenset({"indexzoo.ssb"})
 
-REGISTRY_MODULES = frozenset({"indexzoo", "indexzoo.registry", "indexzoo.join"})
+REGISTRY_MODULES = frozenset({"indexzoo", "indexzoo.registry", "indexzoo.join", "indexzoo.catalog"})
 
 #: Top-level modules of the tools layer: ``indexzoo.__main__`` (``python -m indexzoo``, the
 #: command line).

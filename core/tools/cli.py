@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shutil
 import sys
 import textwrap
@@ -33,45 +32,16 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from indexzoo import __version__
+from indexzoo import __version__, catalog
 from indexzoo.buildtime import set_progress
-from indexzoo.config import describe_bounds
-from indexzoo.contract import check_plugin_class
-from indexzoo.display import byte_size, one_line, printable
+from indexzoo.display import byte_size, one_line, plain, printable
 from indexzoo.errors import ConfigError, IndexZooError, InvalidInput
-from indexzoo.registry import (
-    available,
-    load_error_details,
-    load_errors,
-    lookup,
-    providers,
-)
 
 from . import interrupts
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-
-_RST_LITERAL = re.compile(r"``([^`]+)``")
-_RST_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`(~?)([^`]+)`")
-
-
-def plain(text: str) -> str:
-    """Docstring text for a terminal: RST literals ``x`` become `x`, roles such as
-    :class:`~a.B` become `B` (`a.B` without the tilde)."""
-    text = _RST_LITERAL.sub(r"`\1`", text)
-    return _RST_ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`",
-                         text)
-
-
-def _describe(cls: Any) -> str:
-    """The first paragraph of a class's docstring, on one line (whole sentences: a summary
-    that wraps over several docstring lines is not cut at the first)."""
-    doc = (cls.__doc__ or "").strip()
-    first = doc.split("\n\n", 1)[0]
-    return printable(plain(" ".join(first.split()))) if doc else ""
-
 
 def _cells(rows: list[list[str]]) -> list[str]:
     """Rows of cells as text, each column padded to its widest cell (blank cells too, so
@@ -131,26 +101,25 @@ def _type_name(annotation: Any) -> str:
 
 # ---------------------------------------------------------------------- commands
 def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
-    table = available()
+    found = catalog.listing()
     if args.json:
-        json.dump({name: {"description": _describe(cls),
-                          "capabilities": cls.capabilities.model_dump(mode="json"),
-                          "provider": providers()[name]} for name, cls in table.items()},
-                  out, indent=2)
+        json.dump({e.name: {"description": e.description, "capabilities": e.capabilities,
+                            "provider": e.provider} for e in found.entries}, out, indent=2)
         out.write("\n")
         return EXIT_OK
-    caps = _capability_cells([cls.capabilities.summary() for cls in table.values()])
-    rows = [["name", "capabilities"], *([printable(n), c] for n, c in zip(table, caps, strict=True))]
+    caps = _capability_cells([e.summary for e in found.entries])
+    rows = [["name", "capabilities"],
+            *([printable(e.name), c] for e, c in zip(found.entries, caps, strict=True))]
     w0, w1 = (max(len(r[i]) for r in rows) for i in (0, 1))
-    descriptions = ["description", *(_describe(cls) for cls in table.values())]
+    descriptions = ["description", *(e.description for e in found.entries)]
     out.write(_with_descriptions(_cells(rows), descriptions, w0 + 2))
-    details = load_error_details() if args.verbose else {}
-    for name, why in load_errors().items():
+    details = found.details if args.verbose else {}
+    for name, why in found.errors.items():
         out.write(f"{printable(name):<{w0}}  {'(unusable)':<{w1}}  {printable(why)}\n")
         if name in details:
             out.write("".join(f"    {printable(line)}\n"
                               for line in details[name].rstrip().splitlines()))
-    engines = [name for name, cls in table.items() if "engine" in cls.Params.model_fields]
+    engines = [e.name for e in found.entries if e.engine]
     if engines:
         out.write(f"\nray-tracing engines ({', '.join(engines)}: parameter engine): "
                   + "; ".join(f"{e}: {text}" for e, text in _engines(short=True)) + "\n")
@@ -170,6 +139,10 @@ def _engines(short: bool = False) -> list[tuple[str, str]]:
 
 
 def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
+    from indexzoo.config import describe_bounds
+    from indexzoo.contract import check_plugin_class
+    from indexzoo.registry import available, lookup, providers
+
     if args.system:
         if args.name is not None:
             raise ConfigError("info: give an index NAME or --system, not both")
@@ -180,7 +153,7 @@ def cmd_info(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         return _info_json(cls, out)
     caps = cls.capabilities
-    out.write(f"{printable(cls.name)}: {_describe(cls)}\n")
+    out.write(f"{printable(cls.name)}: {catalog.describe(cls)}\n")
     out.write(f"provider:     {printable(providers()[cls.name])}\n")
     out.write(f"class:        {printable(f'{cls.__module__}.{cls.__qualname__}')}\n")
     out.write(f"capabilities: {caps.summary()}; out modes: {', '.join(caps.out_modes)}\n")
@@ -220,6 +193,10 @@ def _values(values: Any) -> str:
 def _info_json(cls: Any, out: TextIO) -> int:
     """``info NAME --json``: what ``info`` prints, as one JSON object (parameter defaults that
     JSON cannot hold are given as their ``repr``)."""
+    from indexzoo.config import describe_bounds
+    from indexzoo.contract import check_plugin_class
+    from indexzoo.registry import providers
+
     resolution = check_plugin_class(cls)
     params = {}
     for fname, field in cls.Params.model_fields.items():
@@ -228,7 +205,7 @@ def _info_json(cls: Any, out: TextIO) -> int:
                          "bounds": describe_bounds(field) or None,
                          "description": plain(field.description) if field.description else None}
     got: dict[str, Any] = {
-        "name": cls.name, "description": _describe(cls), "provider": providers()[cls.name],
+        "name": cls.name, "description": catalog.describe(cls), "provider": providers()[cls.name],
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "capabilities": cls.capabilities.model_dump(mode="json"),
         "plugin_api": str(resolution.api),
@@ -281,6 +258,10 @@ def cmd_cache_info(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"OptiX programs: {printable(folder)}\n")
         out.write(f"  entries:      {count} ({byte_size(nbytes)})\n")
     out.write("CUDA kernels:   not kept; each process compiles its own\n")
+    kept = catalog.folder()
+    out.write("index listing:  " + ("not kept (no cache folder)" if kept is None else
+                                    f"{printable(kept)} (what `indexzoo list` found, by "
+                                    "environment)") + "\n")
     return EXIT_OK
 
 
@@ -303,6 +284,11 @@ def cmd_cache_clear(args: argparse.Namespace, out: TextIO) -> int:
         count, nbytes = compiler.clear()
         out.write(f"removed {count} OptiX program(s) ({byte_size(nbytes)}) from "
                   f"{printable(folder)}\n")
+    kept = catalog.folder()
+    if kept is not None:
+        count, nbytes = catalog.clear()
+        out.write(f"removed {count} index listing(s) ({byte_size(nbytes)}) from "
+                  f"{printable(kept)}\n")
     return EXIT_OK
 
 

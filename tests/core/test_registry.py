@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from support.helpers import add_broken_entry_point, fake_distribution
+from support.helpers import add_broken_entry_point, fake_distribution, one_index_plugin
 
 import indexzoo
 from indexzoo import registry
@@ -77,39 +77,7 @@ def test_duplicate_name_is_an_error_naming_both_providers(clean_registry: None) 
     indexzoo.create("btree", device="cpu")  # every other name stays usable
 
 
-CLASH = '''"""A third-party plugin whose index takes the name of a built-in one."""
-from typing import Any, ClassVar
-
-import indexzoo
-from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
-
-
-class ClashState(BuildState):
-    keys: Any
-
-
-class Clash(GpuIndex[ClashState]):
-    """Brute force, registered under a built-in's name."""
-
-    name: ClassVar[str] = "btree"
-    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
-    plugin_api: ClassVar[str] = "2.0"
-    points_as_ranges: ClassVar[bool] = True
-
-    def _build(self, st: Any, keys: Any) -> None:
-        st.keys = keys
-
-    def _footprint(self, st: Any) -> Footprint:
-        return Footprint()
-
-    def _range_rowids(self, st: Any, lo: Any, hi: Any) -> Any:
-        raise NotImplementedError
-
-
-@indexzoo.hookimpl
-def indexzoo_register_indexes(register: Any) -> None:
-    register(Clash)
-'''
+CLASH = one_index_plugin("btree", "Brute force, registered under a built-in's name.", "Clash")
 
 
 def _clash_distribution(root: Path, entry_point: str) -> Path:

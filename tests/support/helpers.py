@@ -144,6 +144,44 @@ def add_broken_entry_point(monkeypatch: Any) -> None:
     monkeypatch.setattr(md, "entry_points", fake_entry_points)
 
 
+def one_index_plugin(name: str, doc: str, cls: str = "Tiny") -> str:
+    """The source of a plugin module registering one index class ``cls``, named ``name``,
+    whose docstring is ``doc`` (a brute-force stub: it builds and answers nothing)."""
+    return f'''"""A third-party plugin of one index."""
+from typing import Any, ClassVar
+
+import indexzoo
+from indexzoo import BuildState, Capabilities, Footprint, GpuIndex
+
+
+class {cls}State(BuildState):
+    keys: Any
+
+
+class {cls}(GpuIndex[{cls}State]):
+    """{doc}"""
+
+    name: ClassVar[str] = {name!r}
+    capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True)
+    plugin_api: ClassVar[str] = "2.0"
+    points_as_ranges: ClassVar[bool] = True
+
+    def _build(self, st: Any, keys: Any) -> None:
+        st.keys = keys
+
+    def _footprint(self, st: Any) -> Footprint:
+        return Footprint()
+
+    def _range_rowids(self, st: Any, lo: Any, hi: Any) -> Any:
+        raise NotImplementedError
+
+
+@indexzoo.hookimpl
+def indexzoo_register_indexes(register: Any) -> None:
+    register({cls})
+'''
+
+
 def fake_distribution(root: Path, dist: str, entry_points: dict[str, str],
                       modules: dict[str, str]) -> Path:
     """A distribution ``dist`` installed in the folder ``root`` (put it on ``sys.path`` or

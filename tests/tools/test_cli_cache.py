@@ -1,6 +1,6 @@
-"""``indexzoo cache info`` and ``indexzoo cache clear``: where the compiled CPU kernels and
-OptiX programs are kept, whether the kernel cache is on and why, its entries, size and limit;
-and removing them."""
+"""``indexzoo cache info`` and ``indexzoo cache clear``: where the compiled CPU kernels, OptiX
+programs and index listings are kept, whether the kernel cache is on and why, its entries,
+size and limit; and removing them."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ def folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path
     (kernels / "a-1.nbk.0123456789ab.tmp").write_bytes(b"x" * 10)
     (kernels / "README").write_text("not the cache's")
     (optix / "query-abc.ptx").write_bytes(b"//" * 100)
+    listings = tmp_path / "iz" / "catalog"
+    listings.mkdir()
+    (listings / "listing-0123456789abcdef.json").write_bytes(b" " * 120)
+    (listings / "notes.txt").write_text("not the cache's")
     monkeypatch.setenv("INDEXZOO_KERNEL_CACHE", str(kernels))
     monkeypatch.setenv("INDEXZOO_CACHE_DIR", str(tmp_path / "iz"))
     monkeypatch.delenv("INDEXZOO_KERNEL_CACHE_SIZE", raising=False)
@@ -52,6 +56,7 @@ def test_info_shows_the_folders_state_entries_size_and_limit(folders: tuple[Path
         f"OptiX programs: {optix}",
         "  entries:      1 (200 B)",
         "CUDA kernels:   not kept; each process compiles its own",
+        f"index listing:  {optix.parent / 'catalog'} (what `indexzoo list` found, by environment)",
     ]
 
 
@@ -85,10 +90,13 @@ def test_clear_removes_the_entries_and_says_what_it_removed(folders: tuple[Path,
     kernels, optix = folders
     code, text = run("cache", "clear")
     assert code == 0
+    listings = optix.parent / "catalog"
     assert text.splitlines() == [f"removed 3 CPU kernel(s) (3.50 kB) from {kernels}",
-                                 f"removed 1 OptiX program(s) (200 B) from {optix}"]
+                                 f"removed 1 OptiX program(s) (200 B) from {optix}",
+                                 f"removed 1 index listing(s) (120 B) from {listings}"]
     assert [p.name for p in kernels.iterdir()] == ["README"]  # only the cache's files
     assert list(optix.iterdir()) == []
+    assert [p.name for p in listings.iterdir()] == ["notes.txt"]
     assert run("cache", "clear")[1].splitlines()[0] == f"removed 0 CPU kernel(s) (0 B) from {kernels}"
     assert "entries:      0 (0 B)" in run("cache", "info")[1]
 

@@ -25,7 +25,6 @@ import os
 import threading
 from dataclasses import dataclass
 
-from indexzoo import devices
 from indexzoo.errors import DeviceUnavailable
 
 from .sdk import ENV, INSTALL_HINT, headers_dir, import_optix
@@ -84,6 +83,8 @@ def status(probe_device: bool = True) -> OptixStatus:
     except Exception as exc:
         return OptixStatus(False, f"NVRTC from cuda.bindings is needed to compile the programs "
                                   f"({type(exc).__name__}: {exc}); pip install cuda-python")
+    from indexzoo import devices  # NumPy: not for installed(), which `indexzoo list` calls
+
     ok, why = devices.cuda_status()
     if not ok:
         return OptixStatus(False, f"OptiX needs a usable CUDA device: {why}")

@@ -1,0 +1,227 @@
+"""What ``indexzoo list`` shows, kept on disk so that a later listing imports no plugin.
+
+Listing the registered indexes needs every plugin's module, its index classes and their
+pydantic models: about a second of CPU on a small machine, almost all of it imports. The
+first listing in an environment therefore writes what it found (each index's name,
+description, capabilities and provider) to ``catalog/`` under indexzoo's cache folder
+(:mod:`indexzoo.cachedirs`), one file per Python environment, with a *stamp* of what it was
+made from:
+
+* indexzoo's version, the Python version and environment (``sys.prefix``), and every
+  ``INDEXZOO_*`` environment variable of :mod:`indexzoo.envvars` (a plugin's import may read
+  one: a malformed one must still stop the listing, a shorter ``INDEXZOO_PLUGIN_TIMEOUT`` may
+  leave a plugin out);
+* every entry point of the ``indexzoo`` group: its name, its target, its distribution's name
+  and version;
+* the path, size and modification time of every Python file of each entry point's module
+  (its package folder, searched to the bottom) and of indexzoo's own package, so that an
+  editable install whose code changed is noticed like a new version.
+
+A later listing computes the stamp (it finds the modules' files without running them: only
+the parent packages of a dotted entry point are imported) and, where it matches, reads the
+file instead of importing the plugins. A listing with any plugin left out (a load error, a
+clash) is never written, so what a broken plugin reports is always found afresh; nor is one
+made in a process that has already used the registry (a plugin registered at run time is
+not in the entry points). Nothing here is needed: a missing, unreadable, unwritable or
+stale file means the plugins are imported, as without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .cachedirs import cache_root
+from .envvars import VARIABLES
+
+__all__ = ["Entry", "Listing", "clear", "folder", "listing"]
+
+#: The entry-point group plugins register through (``indexzoo.registry.ENTRY_POINT_GROUP``).
+GROUP = "indexzoo"
+#: Bumped when the file's layout changes.
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registered index as ``indexzoo list`` shows it."""
+
+    name: str
+    description: str
+    #: ``Capabilities.summary()``: ``point range dup | uint32 uint64 | cpu cuda``
+    summary: str
+    #: ``Capabilities.model_dump(mode="json")``
+    capabilities: dict[str, Any]
+    provider: str
+    #: whether its parameters have an ``engine`` (a ray-tracing index)
+    engine: bool
+
+
+@dataclass
+class Listing:
+    """The registered indexes (by name, in the registry's order), and what is not usable."""
+
+    entries: list[Entry] = field(default_factory=list)
+    #: name or plugin -> why it is not usable (``indexzoo.load_errors()``)
+    errors: dict[str, str] = field(default_factory=dict)
+    #: name -> the traceback behind an error
+    details: dict[str, str] = field(default_factory=dict)
+    #: whether it was read from the file rather than made by importing the plugins
+    from_file: bool = False
+
+
+def describe(cls: Any) -> str:
+    """The first paragraph of a class's docstring, on one line, as a terminal shows it (whole
+    sentences: a summary that wraps over several docstring lines is not cut at the first)."""
+    from .display import plain, printable
+
+    doc = (cls.__doc__ or "").strip()
+    first = doc.split("\n\n", 1)[0]
+    return printable(plain(" ".join(first.split()))) if doc else ""
+
+
+def listing() -> Listing:
+    """The registered indexes: from the file where its stamp matches, else from the registry
+    (which imports every plugin), writing the file where nothing is left out."""
+    fresh = "indexzoo.registry" not in sys.modules
+    stamp = _stamp() if fresh else None
+    if stamp is not None:
+        kept = _read(stamp)
+        if kept is not None:
+            return kept
+    made = _from_registry()
+    if stamp is not None and not made.errors:
+        _write(stamp, made)
+    return made
+
+
+def _from_registry() -> Listing:
+    from .registry import available, load_error_details, load_errors, providers
+
+    table, provider = available(), providers()
+    entries = [Entry(name, describe(cls), cls.capabilities.summary(),
+                     cls.capabilities.model_dump(mode="json"), provider[name],
+                     "engine" in cls.Params.model_fields)
+               for name, cls in table.items()]
+    return Listing(entries, dict(load_errors()), dict(load_error_details()))
+
+
+# ---------------------------------------------------------------------- the file
+def folder() -> str | None:
+    """Where the listings are kept (``catalog/`` under the cache folder), None where there is
+    no cache folder."""
+    root = cache_root()
+    return None if root is None else os.path.join(root, "catalog")
+
+
+def _path() -> str | None:
+    where = folder()
+    if where is None:
+        return None
+    env = hashlib.sha256(os.path.abspath(sys.prefix).encode()).hexdigest()[:16]
+    return os.path.join(where, f"listing-{env}.json")
+
+
+def _read(stamp: str) -> Listing | None:
+    path = _path()
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if data.get("format") != FORMAT or data.get("stamp") != stamp:
+            return None
+        return Listing([Entry(**e) for e in data["entries"]], from_file=True)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _write(stamp: str, made: Listing) -> None:
+    path = _path()
+    if path is None:
+        return
+    data = {"format": FORMAT, "stamp": stamp, "entries": [asdict(e) for e in made.entries]}
+    with contextlib.suppress(OSError):  # a read-only or full disk: listed again next time
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".listing-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, path)  # whole or not at all, whoever writes at the same time
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def clear() -> tuple[int, int]:
+    """Remove the kept listings: (files removed, bytes)."""
+    where = folder()
+    count = nbytes = 0
+    if where is None or not os.path.isdir(where):
+        return 0, 0
+    for entry in os.scandir(where):
+        if entry.is_file() and entry.name.endswith(".json"):
+            with contextlib.suppress(OSError):
+                size = entry.stat().st_size
+                os.unlink(entry.path)
+                count, nbytes = count + 1, nbytes + size
+    return count, nbytes
+
+
+# ---------------------------------------------------------------------- the stamp
+def _stamp() -> str | None:
+    """A hash of everything the listing is made from (see the module's docstring), or None
+    where a module's files cannot be told (then nothing is read or written)."""
+    from indexzoo import __version__
+
+    parts: list[Any] = [FORMAT, __version__, sys.version, os.path.abspath(sys.prefix),
+                        [(var.name, os.environ.get(var.name)) for var in VARIABLES]]
+    try:
+        eps = sorted(importlib.metadata.entry_points(group=GROUP),
+                     key=lambda ep: (ep.name, ep.value))
+        modules = ["indexzoo"]
+        for ep in eps:
+            dist = getattr(ep, "dist", None)
+            parts.append([ep.name, ep.value, getattr(dist, "name", None),
+                          getattr(dist, "version", None)])
+            modules.append(ep.value.split(":", 1)[0].strip())
+        for module in dict.fromkeys(modules):
+            files = _files(module)
+            if files is None:
+                return None
+            parts.append([module, files])
+    except Exception:  # a parent package that fails to import, a malformed entry point
+        return None
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _files(module: str) -> list[list[Any]] | None:
+    """(path, size, mtime) of every Python file of ``module``: its package's folders to the
+    bottom, or its one file; None where it cannot be found."""
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        return None
+    roots = list(spec.submodule_search_locations or [])
+    if not roots:
+        if not spec.origin or not os.path.isfile(spec.origin):
+            return None
+        st = os.stat(spec.origin)
+        return [[spec.origin, st.st_size, st.st_mtime_ns]]
+    out: list[list[Any]] = []
+    for root in roots:
+        for here, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+            for name in sorted(names):
+                if name.endswith(".py"):
+                    path = os.path.join(here, name)
+                    st = os.stat(path)
+                    out.append([path, st.st_size, st.st_mtime_ns])
+    return out
