@@ -28,7 +28,7 @@ from numba.extending import register_jitable
 from .cpu_atomics import atomic_rmw
 
 __all__ = ["NEED_MAX", "NEED_MIN", "NEED_SUM", "accumulate", "atomics", "expr_value", "host_buffer",
-           "in_intervals", "passes", "read_packed", "zero_prefix"]
+           "in_intervals", "packed_records", "passes", "read_packed", "zero_prefix"]
 
 NEED_SUM, NEED_MIN, NEED_MAX = 1, 2, 4
 
@@ -181,6 +181,15 @@ def read_packed(packed: Any, width: int, first: int, host: np.ndarray | None = N
 
     n = min(1 + first * width, int(packed.shape[0]))
     got = packed[:n].get(out=host[:n]) if host is not None else to_numpy(packed[:n])
+    return packed_records(got, packed, width, first)
+
+
+def packed_records(got: np.ndarray, packed: Any, width: int, first: int) -> np.ndarray:
+    """:func:`read_packed`'s records from ``got``, the first words of ``packed`` already on the
+    host (the number and up to ``first`` records); the rest copied from ``packed`` where the
+    kernel packed more."""
+    from indexzoo.devices import to_numpy
+
     m = int(got[0])
     if m > first:
         got = np.concatenate([got, to_numpy(packed[got.size:1 + m * width])])

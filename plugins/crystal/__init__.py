@@ -41,7 +41,7 @@ import numpy as np
 from pydantic import Field
 
 from indexzoo import Unsupported
-from indexzoo.devices import array_module
+from indexzoo.devices import array_module, to_numpy
 from indexzoo.hookspecs import hookimpl
 from indexzoo.native.lazy import lazy_module
 from indexzoo.native.targets import KernelParams
@@ -172,6 +172,10 @@ class _Prepared:
     n_listed: Any  # the number of slots the CPU kernel lists (None on the GPU, which lists none)
     host: Any = None  # page-locked buffer of the first copy back (GPU)
     fold: Any = None  # folds the result's further copies into copy 0 (GPU, result_copies)
+    #: GPU: the run's device work as one CUDA graph (captured at the second run: the first
+    #: loads the kernels), False where it could not be captured (launched one by one)
+    graph: Any = None
+    runs: int = 0
 
     @property
     def rows(self) -> int:
@@ -369,22 +373,23 @@ class CrystalEngine(QueryEngine):
 
     def _run(self, view: CrystalView, q: _Prepared) -> Groups:
         p = q.plan
-        groupagg.zero_prefix(q.buf, q.n_zero)
-        for start, stop, value in q.fills:
-            q.buf[start:stop] = value
-        if q.n_listed is not None:
-            q.n_listed[0] = 0
-        if not p.empty:
-            q.launch(view.table.n_rows)
-            if q.fold is not None:
-                q.fold(q.rows * q.n_slots)
-        if q.n_slots == 1 and q.n_listed is None:  # one slot (GPU): its rows are its record
-            head = q.buf[:q.rows]
-            row = np.array(head) if q.host is None else head.get(out=q.host[:q.rows])
-            records = np.concatenate([[0], row]).reshape(1, -1)[:1 if row[0] else 0]
+        if q.host is not None and not p.empty:  # GPU
+            head = self._device_run(view, q)
         else:
-            # the slots the CPU kernel listed, or every slot (knowing how many a GPU kernel
-            # filled would cost a synchronisation)
+            self._reset(q)
+            if not p.empty:
+                q.launch(view.table.n_rows)
+                if q.fold is not None:
+                    q.fold(q.rows * q.n_slots)
+            head = None
+        if q.n_slots == 1 and q.n_listed is None:  # one slot (GPU): its rows are its record
+            row = head.copy() if head is not None else to_numpy(q.buf[:q.rows])
+            records = np.concatenate([[0], row]).reshape(1, -1)[:1 if row[0] else 0]
+        elif head is not None:
+            records = groupagg.packed_records(head.copy(), q.packed, q.rows + 1,
+                                              min(q.n_slots, FIRST_COPY_SLOTS))
+        else:
+            # the slots the CPU kernel listed, or every slot (an empty query on the GPU)
             q.compact(q.n_slots if q.n_listed is None else int(q.n_listed[0]))
             records = groupagg.read_packed(q.packed, q.rows + 1, min(q.n_slots, FIRST_COPY_SLOTS),
                                            q.host)
@@ -400,6 +405,76 @@ class CrystalEngine(QueryEngine):
             per[kind][e] = vals[r]
         return Groups(keys, vals[0], per[0], per[1], per[2], ordered=True,
                       bytes_read=q.bytes_read)
+
+    @staticmethod
+    def _reset(q: _Prepared) -> None:
+        """The result buffer as a run starts: COUNT and SUM rows zero, MIN and MAX rows at
+        their start values."""
+        groupagg.zero_prefix(q.buf, q.n_zero)
+        for start, stop, value in q.fills:
+            q.buf[start:stop] = value
+        if q.n_listed is not None:
+            q.n_listed[0] = 0
+
+    @staticmethod
+    def _head(q: _Prepared) -> Any:
+        """The device words a GPU run copies back first: a one-slot query's rows, else the
+        number of packed records and the first :data:`FIRST_COPY_SLOTS` of them."""
+        if q.n_slots == 1:
+            return q.buf[:q.rows]
+        return q.packed[:min(1 + min(q.n_slots, FIRST_COPY_SLOTS) * (q.rows + 1),
+                             int(q.packed.shape[0]))]
+
+    def _device_work(self, view: CrystalView, q: _Prepared, stream: Any) -> None:
+        """A GPU run's work on ``stream``, in order, none of it waiting for the host: reset,
+        the query's kernel, the fold of the result copies, the compaction (more than one
+        slot) and the copy of :meth:`_head` into the page-locked ``q.host``."""
+        import cupy
+
+        self._reset(q)
+        q.launch(view.table.n_rows)
+        if q.fold is not None:
+            q.fold(q.rows * q.n_slots)
+        if q.n_slots > 1:
+            q.compact(q.n_slots)
+        head = self._head(q)
+        cupy.cuda.runtime.memcpyAsync(q.host.ctypes.data, head.data.ptr, int(head.nbytes),
+                                      cupy.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+
+    def _device_run(self, view: CrystalView, q: _Prepared) -> np.ndarray:
+        """A GPU run on CuPy's current stream: its work as one CUDA graph launch (the launches
+        one by one where the graph could not be captured), then a wait for it; returns the
+        head words in ``q.host``. A run of SSB's queries at SF 10 takes 0.2-0.5 ms, in which
+        five to seven separate launches and copies cost the host 0.03-0.07 ms."""
+        import cupy
+
+        stream = cupy.cuda.get_current_stream()
+        q.runs += 1
+        if q.graph is None and q.runs > 1:
+            q.graph = self._capture(view, q)
+        if q.graph:
+            q.graph.launch(stream)
+        else:
+            self._device_work(view, q, stream)
+        stream.synchronize()
+        return q.host[:int(self._head(q).shape[0])]
+
+    def _capture(self, view: CrystalView, q: _Prepared) -> Any:
+        """:meth:`_device_work` captured into a CUDA graph on a stream of its own, or False
+        where CuPy or the driver cannot capture it (the run then launches one by one)."""
+        import cupy
+
+        stream = cupy.cuda.Stream(non_blocking=True)
+        try:
+            with stream:
+                stream.begin_capture(cupy.cuda.runtime.streamCaptureModeThreadLocal)
+                try:
+                    self._device_work(view, q, stream)
+                finally:
+                    graph = stream.end_capture()
+        except Exception:  # an older CuPy, a driver that refuses a step of the capture
+            return False
+        return graph
 
 
 @hookimpl

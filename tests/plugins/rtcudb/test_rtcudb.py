@@ -250,12 +250,13 @@ def test_rows_spread_over_x_where_it_carries_no_value(monkeypatch: pytest.Monkey
                                               err_msg=f"{params} {k}")
 
 
-def test_queries_run_again_on_a_view_answer_the_same() -> None:
-    """Engines keep per-query state on a view (crystal: its plan and result buffers); each run
-    starts from clean buffers, whatever ran before."""
+def test_queries_run_again_on_a_view_answer_the_same(device: str) -> None:
+    """Engines keep per-query state on a view (crystal: its plan and result buffers, and on
+    the GPU, from a query's second run, its work as one CUDA graph); each run starts from
+    clean buffers, whatever ran before."""
     data = random_table(6, 800)
     for engine in ENGINES:
-        e = indexzoo.query_engine(engine, device="cpu")
+        e = indexzoo.query_engine(engine, device=device)
         view = e.prepare(data, RANDOM)
         for spec in [*RANDOM, *reversed(RANDOM), *RANDOM]:
             got, want = e.run(view, spec), q.reference(data, spec)
@@ -278,7 +279,7 @@ def test_groups_beyond_the_first_copy_back_come_back_too(monkeypatch: pytest.Mon
     data = random_table(7, 500)
     e = indexzoo.query_engine(engine, device=device)
     view = e.prepare(data, RANDOM)
-    for spec in RANDOM:
+    for spec in [*RANDOM, *RANDOM, *RANDOM]:  # (crystal on the GPU: launches, then a graph)
         got, want = e.run(view, spec), q.reference(data, spec)
         for k in want.columns:
             np.testing.assert_array_equal(got.columns[k], want.columns[k], err_msg=k)
