@@ -13,6 +13,9 @@ result buffer, the scan of the slice lengths, the copy back and the host's regro
 stages leave of the timed wall is the rest of the host's work. A stage timed alone includes its
 launch; ``empty launch`` is the cost of a kernel that does nothing, for scale. ``--params``
 passes engine parameters as JSON (e.g. '{"shared_slots": 0}'); repeat it to compare settings.
+While its stages are timed or marked, a crystal query on the GPU runs its launches one by one
+(not as the CUDA graph a run launches from the second run on), so that each is seen; its copy
+back is then the wait before ``packed_records`` (or the end, for one slot).
 
 Timing a stage alone adds synchronisations, which a run does not have: a launch's host cost
 then hides the GPU's work. So the runs are also marked, without any synchronisation, at the
@@ -44,7 +47,7 @@ from indexzoo.tools.ssb_bench import copy_bandwidth, read_bandwidth
 
 #: Per engine: the module whose helpers are timed, the helpers, and the prepared query's launches.
 STAGES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
-    "crystal": (("indexzoo.native.groupagg", ("zero_prefix", "read_packed")),),
+    "crystal": (("indexzoo.native.groupagg", ("zero_prefix", "read_packed", "packed_records")),),
     "rtcudb-sorted": (("indexzoo.native.groupagg", ("zero_prefix", "read_packed")),
                       ("indexzoo.plugins.rtcudb.engine", ("_regroup",))),
 }
@@ -111,9 +114,11 @@ def wrapped_stages(engine_name: str, prepared: Any,
              for h in helpers]
     saved += [(prepared, a, getattr(prepared, a)) for a in LAUNCHES[engine_name]
               if getattr(prepared, a, None) is not None]
+    if getattr(prepared, "graph", None) is not None:  # crystal: launched one by one, so the
+        saved.append((prepared, "graph", prepared.graph))  # stages are seen (wrap() not used)
     saved.append((cupy, "cumsum", cupy.cumsum))
     for owner, attr, fn in saved:
-        setattr(owner, attr, wrap(attr, fn))
+        setattr(owner, attr, False if attr == "graph" else wrap(attr, fn))
     try:
         yield
     finally:
