@@ -22,7 +22,7 @@ from indexzoo.results import Out
 
 from . import partition
 
-__all__ = ["Shard", "ShardSummary", "build_shard", "encode_part", "load_shard",
+__all__ = ["Shard", "ShardSummary", "build_shard", "copy_shard", "encode_part", "load_shard",
            "lookup_scattered", "lookup_shard", "save_shard", "split_part", "summarise"]
 
 
@@ -70,6 +70,13 @@ def build_shard(spec: dict[str, Any], device: str, *pieces: tuple[Any, Any, Any]
     inner = _inner(spec, device)
     inner.build(keys, values)
     return Shard(inner, np.ascontiguousarray(rows), bounds)
+
+
+def copy_shard(shard: Shard) -> Shard:
+    """Another copy of ``shard``, on the worker this runs on: Dask moved it here as this
+    task's input (worker to worker); keeping it under a key of its own makes it a copy that
+    lives and dies with this worker."""
+    return shard
 
 
 def summarise(shard: Shard) -> ShardSummary:
