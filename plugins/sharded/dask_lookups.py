@@ -14,9 +14,9 @@ submits tasks and holds references, no lookup and no answer passes through it:
 3. ``ask`` (one task per chunk and shard, pinned to the shard's worker): the piece moves
    there worker to worker; the shard answers it with global rowIDs. With several copies of
    each shard, ``ask_copies`` instead (one task per chunk and shard, where the piece is):
-   it asks one live copy through the worker's own client (the piece scattered to that
-   copy's worker, a task pinned there), and if that worker is lost under it, the next copy,
-   so a lost worker costs the answer nothing while its shard has a copy left.
+   it asks one live copy through the worker's own client (a task pinned to the copy's
+   worker, the piece moving there worker to worker), and if that worker is lost under it,
+   the next copy, so a lost worker costs the answer nothing while its shard has a copy left.
 4. ``assemble`` (one task per chunk): the shards' answers put back in the chunk's order
    (:func:`combine`, as for a batch from the client), on the index's device.
 5. The answer is a Dask array whose chunk ``i`` is the future of chunk ``i``'s ``assemble``:
@@ -40,7 +40,7 @@ from indexzoo.results import Out
 
 from . import partition, worker
 from .lost import ShardLost, raised_by_a_task
-from .replicas import Copy
+from .replicas import Copy, alive_workers, wait_pinned
 
 __all__ = ["DASK_OUTS", "CopyKeys", "Routing", "ask_copies", "combine", "lookup"]
 
@@ -119,7 +119,12 @@ class CopyKeys:
 def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
                piece: tuple[np.ndarray, tuple[Any, ...]]) -> tuple[np.ndarray, Any]:
     """:func:`ask`, of the first of the shard's copies whose worker is alive and stays so
-    until it has answered; ShardLost when none does."""
+    until it has answered; ShardLost when none does.
+
+    The piece is put in this worker's memory (a scatter from a task stays on its worker)
+    and moves to the copy's worker as the input of a task pinned there; that task is waited
+    for with :func:`~.replicas.wait_pinned`, which gives up on it once its worker has left
+    (a task pinned to a lost worker would wait for it forever)."""
     idx, arrays = piece
     if idx.shape[0] == 0:
         return idx, None
@@ -127,23 +132,24 @@ def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
 
     with worker_client() as client:
         for key, where in copies.copies:
-            if where not in client.scheduler_info()["workers"]:
+            if where not in alive_workers(client):
                 continue
             shard: Any = Future(key, client)
             sent: Any = None
             asked: Any = None
             try:
-                sent = client.scatter([arrays], workers=[where], hash=False)[0]
+                sent = client.scatter([arrays], hash=False)[0]
                 asked = client.submit(worker.lookup_scattered, shard, kind, out, rowid_dtype,
                                       sent, workers=[where], pure=False)
-                return idx, asked.result()
+                wait_pinned(client, [(asked, where)])
+                if asked.status in ("finished", "error"):
+                    return idx, asked.result()
             except IndexZooError:
                 raise
             except Exception as exc:
                 if asked is not None and raised_by_a_task(exc, [asked]):
                     raise
-                continue  # that copy's worker was lost under it: the next copy
-            finally:
+            finally:  # a copy lost under it (or before): the next copy
                 for f in (asked, sent, shard):
                     if f is not None:
                         f.release()
