@@ -444,7 +444,13 @@ class ShardedIndex(GpuIndex[ShardedState]):
         if copies.lost():
             raise ShardLost(_lost_message(copies.lost()))
         client = st.client
-        copies.repair(client)  # a shard still short of copies (no worker had room): try again
+        if copies.replicas > 1:
+            # copies on workers that left since: dropped before their parts go there (one
+            # short round trip); a shard still short of copies: re-replication tried again
+            copies.drop_lost(client)
+            copies.repair(client)
+            if copies.lost():
+                raise ShardLost(_lost_message(copies.lost()))
         parts = {s: tuple(a[idx] for a in host) for s, idx in asked}
         flight: dict[int, _Asked] = {}  # the shards asked and not yet answered
         try:
@@ -485,7 +491,8 @@ class ShardedIndex(GpuIndex[ShardedState]):
         copies = st.copies
         dropped = copies.drop_lost(st.client)
         deadline = time.monotonic() + LOSS_NOTICED_S
-        while not dropped and time.monotonic() < deadline:  # the scheduler may lag the error
+        while not dropped and copies.replicas > 1 and time.monotonic() < deadline:
+            # the scheduler may lag the error; with one copy, no wait (nothing to answer from)
             time.sleep(0.1)
             dropped = copies.drop_lost(st.client)
         if not dropped:

@@ -258,12 +258,14 @@ class KillsOnBuild:
         return self._client.submit(fn, *args, workers=workers, **kwargs)
 
 
+@pytest.mark.parametrize("replicas", [1, 2])
 @pytest.mark.parametrize("when", ["scatter", "submit"])
 def test_a_worker_killed_during_a_build_gives_shard_lost_and_publishes_nothing(
-        doomed_client: Any, when: str) -> None:
+        doomed_client: Any, when: str, replicas: int) -> None:
     keys = np.random.default_rng(1).integers(0, 1 << 20, 100_000).astype(np.uint32)
     killer = KillsOnBuild(doomed_client, when)
-    index = ShardedIndex({"inner": "sorted-array", "shards": 2}, device="cpu", client=killer)
+    index = ShardedIndex({"inner": "sorted-array", "shards": 2, "replicas": replicas},
+                         device="cpu", client=killer)
     with pytest.raises(ShardLost, match="the build lost a worker of the sharded index"):
         index.build(keys)
     assert killer.killed and not index.is_built
