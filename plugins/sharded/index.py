@@ -444,18 +444,17 @@ class ShardedIndex(GpuIndex[ShardedState]):
         if copies.lost():
             raise ShardLost(_lost_message(copies.lost()))
         client = st.client
-        if copies.replicas > 1:
-            # copies on workers that left since: dropped before their parts go there (one
-            # short round trip); a shard still short of copies: re-replication tried again
-            copies.drop_lost(client)
-            copies.repair(client)
-            if copies.lost():
-                raise ShardLost(_lost_message(copies.lost()))
         parts = {s: tuple(a[idx] for a in host) for s, idx in asked}
         flight: dict[int, _Asked] = {}  # the shards asked and not yet answered
         try:
             while True:
                 try:
+                    if copies.replicas > 1 and not flight:
+                        # copies on workers that left since: dropped before their parts go
+                        # there (one short round trip); a shard still short of copies:
+                        # re-replication tried again
+                        copies.drop_lost(client)
+                        copies.repair(client)
                     for s, _ in asked:
                         if s not in flight:
                             flight[s] = self._ask(st, s, kind, out, parts[s])
@@ -489,12 +488,17 @@ class ShardedIndex(GpuIndex[ShardedState]):
         (those are asked again); ShardLost if a shard has no copy left, or if no copy can
         be found lost (the failure is then one no copy can answer for)."""
         copies = st.copies
-        dropped = copies.drop_lost(st.client)
         deadline = time.monotonic() + LOSS_NOTICED_S
-        while not dropped and copies.replicas > 1 and time.monotonic() < deadline:
+        while True:
+            try:
+                dropped = copies.drop_lost(st.client)
+            except Exception:  # the scheduler out of reach: no copy can be named
+                dropped = []
+                break
             # the scheduler may lag the error; with one copy, no wait (nothing to answer from)
+            if dropped or copies.replicas == 1 or time.monotonic() >= deadline:
+                break
             time.sleep(0.1)
-            dropped = copies.drop_lost(st.client)
         if not dropped:
             copies.lose_unnamed(f"a shard ({type(exc).__name__}: {exc})")
         lost = copies.lost()

@@ -129,11 +129,6 @@ class Copies:
         with self._lock:
             return [[c.worker for c in copies] for copies in self._copies]
 
-    def futures(self) -> list[Any]:
-        """Every live copy's future."""
-        with self._lock:
-            return [c.future for copies in self._copies for c in copies]
-
     def lost(self) -> list[str]:
         """What is lost for good: shards without a copy (named with their last worker), or a
         loss that no shard could be named for. Empty while every shard has a copy."""
@@ -151,10 +146,7 @@ class Copies:
         held; the ``(shard, worker)`` of each one dropped. Starts re-replication when a shard
         is short of copies and still has one."""
         dropped = self._drop(alive_workers(client))
-        with self._lock:
-            short = any(0 < len(c) < self.replicas for c in self._copies)
-        if short:
-            self.repair(client)
+        self.repair(client)
         return dropped
 
     def _drop(self, alive: set[str]) -> list[tuple[int, str]]:
@@ -171,18 +163,17 @@ class Copies:
         return dropped
 
     # ------------------------------------------------------------------ re-replication
-    def short(self) -> bool:
-        """Whether a shard has fewer copies than it should, and one to copy from."""
-        with self._lock:
-            return any(0 < len(c) < self.replicas for c in self._copies)
+    def _short(self) -> bool:
+        """Whether a shard has fewer copies than it should, and one to copy from (the lock
+        held)."""
+        return any(0 < len(c) < self.replicas for c in self._copies)
 
     def repair(self, client: Any) -> None:
         """Make the missing copies again, on a background thread (one at a time; it runs
         while a shard is short of copies, waiting up to :data:`REPAIR_PATIENCE_S` for a worker
         to put them on, and stops once the index's state is dropped)."""
         with self._lock:
-            if self._repairer is not None or not any(0 < len(c) < self.replicas
-                                                     for c in self._copies):
+            if self._repairer is not None or not self._short():
                 return
             self._repairer = threading.Thread(target=_repair, args=(weakref.ref(self), client),
                                               name="indexzoo-sharded-replicas", daemon=True)
@@ -197,7 +188,7 @@ class Copies:
         """Whether the repairer goes on (a shard short of copies, patience left); if not, it
         is marked stopped, in the same step, so a loss right after starts another."""
         with self._lock:
-            if patience_left and any(0 < len(c) < self.replicas for c in self._copies):
+            if patience_left and self._short():
                 return True
             self._repairer = None
             return False
