@@ -537,9 +537,14 @@ class ShardedIndex(GpuIndex[ShardedState]):
 
     def shard_copies(self) -> list[list[str]]:
         """Per shard, the workers holding its live copies (the first answers its lookups).
-        After a lost worker the lists are short until re-replication has copied those shards
-        again; a shard with none is lost."""
-        return self._live().copies.workers()
+        With several copies, those on workers that have left are dropped first (one short
+        round trip to the scheduler, which also starts re-replication if it is needed). After
+        a lost worker the lists are short until re-replication has copied those shards again;
+        a shard with none is lost."""
+        st = self._live()
+        if st.copies.replicas > 1:
+            st.copies.drop_lost(st.client)
+        return st.copies.workers()
 
     def replicating(self) -> bool:
         """Whether lost copies are being made again in the background now."""
