@@ -36,7 +36,7 @@ order (``ShardedIndex._answer``). The inner index is made through the registry
   lost copies are dropped and the parts they had are asked again of the shards' other
   copies, so the caller gets the whole answer or, once a shard has no copy left,
   :class:`ShardLost`. The lost copies are made again on other live workers by a background
-  thread, each by a task pinned to its new worker whose input is a surviving copy's future
+  thread, each packed into bytes on a surviving copy's worker and unpacked on its new one
   (worker to worker, never through the client).
 
 Decisions
@@ -62,9 +62,12 @@ Decisions
   nothing, whatever Dask raised (``lost``), with any number of copies: a build makes every
   copy before it publishes, and is simply done again.
 * [AMBIG] A shard's copies are made by building it once, on worker ``s mod W``, and copying
-  the built shard worker to worker (a task pinned to each further worker taking the first
-  copy's future), not by building it on each: a copy costs a transfer, not a build, and
-  copies are the same index. Shard ``s``'s copies go to workers ``s, s+1, ..., s+R-1``
+  the built shard worker to worker, not by building it on each: a copy costs a transfer, not
+  a build, and copies are the same index. A copy is made by a task pinned to the source's
+  worker that packs the shard into bytes and one pinned to the new worker that unpacks them
+  (``replicas.copy_shard_to``), not by a task on the new worker taking the source's future:
+  that would leave a replica of the source's key on the new worker, which Dask's active
+  memory manager may keep instead of the original, so that two "copies" lived on one worker. Shard ``s``'s copies go to workers ``s, s+1, ..., s+R-1``
   (modulo ``W``, the workers in sorted order). ``replicas`` above the cluster's workers is a
   ConfigError at build (or load), naming the field and the workers there are: the
   parameters cannot know the cluster.

@@ -130,9 +130,11 @@ def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
         return idx, None
     from distributed import Future, worker_client
 
+    tried: list[str] = []
     with worker_client() as client:
         for key, where in copies.copies:
             if where not in alive_workers(client):
+                tried.append(f"{where}: gone")
                 continue
             shard: Any = Future(key, client)
             sent: Any = None
@@ -141,20 +143,22 @@ def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
                 sent = client.scatter([arrays], hash=False)[0]
                 asked = client.submit(worker.lookup_scattered, shard, kind, out, rowid_dtype,
                                       sent, workers=[where], pure=False)
-                wait_pinned(client, [(asked, where)])
+                wait_pinned(client, [(asked, (where,))])
                 if asked.status in ("finished", "error"):
                     return idx, asked.result()
+                tried.append(f"{where}: {asked.status}")
             except IndexZooError:
                 raise
             except Exception as exc:
                 if asked is not None and raised_by_a_task(exc, [asked]):
                     raise
+                tried.append(f"{where}: {type(exc).__name__}: {exc}"[:200])
             finally:  # a copy lost under it (or before): the next copy
                 for f in (asked, sent, shard):
                     if f is not None:
                         f.release()
     raise ShardLost(f"sharded index lost every copy of shard {copies.shard} while answering "
-                    "a Dask array of lookups")
+                    f"a Dask array of lookups ({'; '.join(tried)})")
 
 
 def assemble(out: str, q: int, rowid_dtype: str, device: str,

@@ -313,14 +313,19 @@ class ShardedIndex(GpuIndex[ShardedState]):
         first = list(futures) if first is None else first
         where = replicas.placement(len(first), self.params.replicas, workers)
         table: list[list[Copy]] = []
+        pending: list[tuple[Any, tuple[str, ...]]] = []
         for s, built in enumerate(first):
             copies = [Copy(where[s][0], built)]
-            # each further copy moves from the first worker to its own (never via the client)
-            copies += [Copy(w, replicas.copy_shard_to(client, copies[0], w))
-                       for w in where[s][1:]]
-            futures += [c.future for c in copies[1:]]
+            pending.append((built, (where[s][0],)))
+            for w in where[s][1:]:
+                # each further copy moves from the first worker to its own, packed (never
+                # via the client)
+                new, packed = replicas.copy_shard_to(client, copies[0], w)
+                copies.append(Copy(w, new))
+                pending.append((new, (where[s][0], w)))
+                futures += [new, packed]
             table.append(copies)
-        replicas.wait_pinned(client, [(c.future, c.worker) for copies in table for c in copies])
+        replicas.wait_pinned(client, pending)
         summaries = client.gather([client.submit(worker.summarise, f, pure=False)
                                    for f in first])
         dt = np.dtype(st.keymap.target)

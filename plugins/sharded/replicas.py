@@ -13,9 +13,10 @@ good (:class:`~.lost.ShardLost`, as with one copy: nothing on the client can reb
 
 Re-replication (:meth:`Copies.repair`) runs on a thread of its own: each shard short of
 copies gets new ones on live workers that hold none of it (the least loaded first), each made
-by a task pinned to the new worker that takes a surviving copy's future as its input, so Dask
-moves the shard worker to worker, never through the client. Lookups never wait for it; they
-use the copies that are live when they start, and a new copy joins the table once it is made.
+by packing a surviving copy into bytes on its worker and unpacking them on the new worker
+(:func:`copy_shard_to`), so Dask moves the shard worker to worker, never through the client.
+Lookups never wait for it; they use the copies that are live when they start, and a new
+copy joins the table once it is made.
 
 A task pinned to a worker that dies before it runs would wait for that worker forever (Dask
 keeps it as ``no-worker``), unless its input was scattered to that worker alone, which dies
@@ -73,16 +74,22 @@ def alive_workers(client: Any) -> set[str]:
     return set(client.nthreads())
 
 
-def copy_shard_to(client: Any, source: Copy, target: str) -> Any:
-    """The future of a new copy of ``source``'s shard on ``target``: a task pinned there that
-    takes the source's future as input (Dask moves the shard worker to worker)."""
-    return client.submit(worker.copy_shard, source.future, workers=[target], pure=False)
+def copy_shard_to(client: Any, source: Copy, target: str) -> tuple[Any, Any]:
+    """A new copy of ``source``'s shard on ``target``: the future of the new copy, and that of
+    the packed shard it is made from (hold it until the copy is made). A task pinned to the
+    source's worker packs the shard into bytes; a task pinned to ``target`` takes them as
+    input (Dask moves them worker to worker) and unpacks them. The source's own key never
+    leaves its worker, so no worker holds a replica of another's copy."""
+    packed = client.submit(worker.pack_shard, source.future, workers=[source.worker],
+                           pure=False)
+    return client.submit(worker.unpack_shard, packed, workers=[target], pure=False), packed
 
 
-def wait_pinned(client: Any, pinned: Sequence[tuple[Any, str]]) -> None:
-    """Wait until every ``(future, worker)`` task has finished (or failed: its error is
-    raised by whoever gathers it); :class:`WorkerGone` once the worker of one that has not
-    finished has left the cluster (its task would wait for it forever)."""
+def wait_pinned(client: Any, pinned: Sequence[tuple[Any, Sequence[str]]]) -> None:
+    """Wait until every ``(future, workers)`` task has finished (or failed: its error is
+    raised by whoever gathers it); :class:`WorkerGone` once one of the workers a task that has
+    not finished is pinned to (or needs, for its inputs) has left the cluster (it would wait
+    for that worker forever)."""
     last = time.monotonic()
     while any(f.status == "pending" for f, _ in pinned):
         time.sleep(TICK_S)  # statuses come from the scheduler without asking
@@ -90,9 +97,10 @@ def wait_pinned(client: Any, pinned: Sequence[tuple[Any, str]]) -> None:
             continue
         last = time.monotonic()
         alive = alive_workers(client)
-        for future, where in pinned:
-            if where not in alive and future.status == "pending":
-                raise WorkerGone(f"worker {where} left the cluster before the task "
+        for future, workers in pinned:
+            gone = [w for w in workers if w not in alive]
+            if gone and future.status == "pending":
+                raise WorkerGone(f"worker {gone[0]} left the cluster before the task "
                                  f"{future.key} finished")
 
 
@@ -203,7 +211,7 @@ class Copies:
         with self._lock:
             table = [list(c) for c in self._copies]
         load = Counter(c.worker for copies in table for c in copies)
-        made: list[tuple[int, Any, str]] = []
+        made: list[tuple[int, Any, Any, str, str]] = []
         for s, copies in enumerate(table):
             if not copies:
                 continue
@@ -213,15 +221,17 @@ class Copies:
                 if not free:  # fewer live workers than replicas: short until more join
                     break
                 target = min(free, key=lambda w: (load[w], w))
-                made.append((s, copy_shard_to(client, copies[0], target), target))
+                new, packed = copy_shard_to(client, copies[0], target)
+                made.append((s, new, packed, copies[0].worker, target))
                 holders.add(target)
                 load[target] += 1
         added = False
-        for s, future, target in made:
+        for s, future, packed, source, target in made:
             try:
-                wait_pinned(client, [(future, target)])
+                wait_pinned(client, [(future, (source, target))])
             except WorkerGone:
                 future.cancel()
+            packed.release()
             if future.status != "finished":  # its target or its source left: look again
                 continue
             with self._lock:
