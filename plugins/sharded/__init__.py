@@ -67,8 +67,9 @@ Decisions
   worker that packs the shard into bytes and one pinned to the new worker that unpacks them
   (``replicas.copy_shard_to``), not by a task on the new worker taking the source's future:
   that would leave a replica of the source's key on the new worker, which Dask's active
-  memory manager may keep instead of the original, so that two "copies" lived on one worker. Shard ``s``'s copies go to workers ``s, s+1, ..., s+R-1``
-  (modulo ``W``, the workers in sorted order). ``replicas`` above the cluster's workers is a
+  memory manager may keep instead of the original, so that two "copies" lived on one
+  worker. Shard ``s``'s copies go to workers ``s, s+1, ..., s+R-1`` (modulo ``W``, the
+  workers in sorted order). ``replicas`` above the cluster's workers is a
   ConfigError at build (or load), naming the field and the workers there are: the
   parameters cannot know the cluster.
 * [AMBIG] Lookups always ask a shard's first live copy (no balancing over copies: the copies
