@@ -326,8 +326,11 @@ class ShardedIndex(GpuIndex[ShardedState]):
                 futures += [new, packed]
             table.append(copies)
         replicas.wait_pinned(client, pending)
-        summaries = client.gather([client.submit(worker.summarise, f, pure=False)
-                                   for f in first])
+        # on the shard's worker (loosely: elsewhere only if it is gone), so that the shard is
+        # not fetched by another worker, which would hold a replica of it
+        summaries = client.gather([client.submit(worker.summarise, f, workers=[where[s][0]],
+                                                 allow_other_workers=True, pure=False)
+                                   for s, f in enumerate(first)])
         dt = np.dtype(st.keymap.target)
         top = np.iinfo(dt).max
         lo = np.array([top if s.bounds is None else s.bounds[0] for s in summaries], dtype=dt)
@@ -565,12 +568,14 @@ class ShardedIndex(GpuIndex[ShardedState]):
         if copies.lost():
             raise ShardLost(_lost_message(copies.lost()))
         chosen = [copies.pick(s) for s in range(len(copies))]
-        held = [c.future for c in chosen if c is not None]
+        held = [c for c in chosen if c is not None]
         if len(held) < len(chosen):  # lost meanwhile
             raise ShardLost(_lost_message(copies.lost()))
-        with losing_workers("the save", held):
-            saved = client.gather([client.submit(worker.save_shard, f, pure=False)
-                                   for f in held])
+        with losing_workers("the save", [c.future for c in held]):
+            # on each copy's worker (loosely), so that no other worker fetches the shard
+            saved = client.gather([client.submit(worker.save_shard, c.future, workers=[c.worker],
+                                                 allow_other_workers=True, pure=False)
+                                   for c in held])
         return {"scheme": st.scheme, "lo": st.lo, "hi": st.hi, "split": st.split,
                 "heavy": st.heavy,
                 "shards": [{"meta": m, "arrays": a, "rows": r,
