@@ -305,11 +305,15 @@ def _check_against_memory(index: Any, keys: np.ndarray, values: np.ndarray) -> N
     assert len(index) == keys.shape[0]
 
 
-def test_a_dask_array_builds_on_the_workers_with_global_rowids(column: Any) -> None:
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_dask_array_builds_on_the_workers_with_global_rowids(column: Any,
+                                                               replicas: int) -> None:
     da = pytest.importorskip("dask.array")
     keys, values = column
-    index = indexzoo.create("sharded", inner="sorted-array", shards=3, device="cpu")
+    index = indexzoo.create("sharded", inner="sorted-array", shards=3, replicas=replicas,
+                            device="cpu")
     index.build(da.from_array(keys, chunks=4000), da.from_array(values, chunks=7000))
+    assert all(len(set(w)) == replicas for w in index.shard_copies())
     _check_against_memory(index, keys, values)
 
 
