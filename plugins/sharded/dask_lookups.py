@@ -12,7 +12,11 @@ submits tasks and holds references, no lookup and no answer passes through it:
 2. ``part`` (one task per chunk and shard, on the chunk's worker): that shard's piece of the
    routed chunk, so that only the piece moves.
 3. ``ask`` (one task per chunk and shard, pinned to the shard's worker): the piece moves
-   there worker to worker; the shard answers it with global rowIDs.
+   there worker to worker; the shard answers it with global rowIDs. With several copies of
+   each shard, ``ask_copies`` instead (one task per chunk and shard, where the piece is):
+   it asks one live copy through the worker's own client (a task pinned to the copy's
+   worker, the piece moving there worker to worker), and if that worker is lost under it,
+   the next copy, so a lost worker costs the answer nothing while its shard has a copy left.
 4. ``assemble`` (one task per chunk): the shards' answers put back in the chunk's order
    (:func:`combine`, as for a batch from the client), on the index's device.
 5. The answer is a Dask array whose chunk ``i`` is the future of chunk ``i``'s ``assemble``:
@@ -30,13 +34,15 @@ from typing import Any
 import numpy as np
 
 from indexzoo.devices import to_device, to_numpy
-from indexzoo.errors import InvalidInput
+from indexzoo.errors import IndexZooError, InvalidInput
 from indexzoo.keys import KeyMap
 from indexzoo.results import Out
 
 from . import partition, worker
+from .lost import ShardLost, raised_by_a_task
+from .replicas import Copy, alive_workers, wait_pinned
 
-__all__ = ["DASK_OUTS", "Routing", "combine", "lookup"]
+__all__ = ["DASK_OUTS", "CopyKeys", "Routing", "ask_copies", "combine", "lookup"]
 
 #: The out modes a Dask array of lookups is answered in.
 DASK_OUTS = ("rowid", "count", "sum")
@@ -100,6 +106,61 @@ def ask(shard: worker.Shard, kind: str, out: Out, rowid_dtype: str,
     return idx, worker.lookup_shard(shard, kind, out, rowid_dtype, *arrays)
 
 
+@dataclass(frozen=True)
+class CopyKeys:
+    """A shard's live copies as an ``ask_copies`` task takes them: the Dask key and the
+    worker of each, in the order to ask them (keys, not futures: Dask would move a future's
+    data to the task)."""
+
+    shard: int
+    copies: tuple[tuple[Any, str], ...]
+
+
+def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
+               piece: tuple[np.ndarray, tuple[Any, ...]]) -> tuple[np.ndarray, Any]:
+    """:func:`ask`, of the first of the shard's copies whose worker is alive and stays so
+    until it has answered; ShardLost when none does.
+
+    The piece is put in this worker's memory (a scatter from a task stays on its worker)
+    and moves to the copy's worker as the input of a task pinned there; that task is waited
+    for with :func:`~.replicas.wait_pinned`, which gives up on it once its worker has left
+    (a task pinned to a lost worker would wait for it forever)."""
+    idx, arrays = piece
+    if idx.shape[0] == 0:
+        return idx, None
+    from distributed import Future, worker_client
+
+    tried: list[str] = []
+    with worker_client() as client:
+        for key, where in copies.copies:
+            if where not in alive_workers(client):
+                tried.append(f"{where}: gone")
+                continue
+            shard: Any = Future(key, client)
+            sent: Any = None
+            asked: Any = None
+            try:
+                sent = client.scatter([arrays], hash=False)[0]
+                asked = client.submit(worker.lookup_scattered, shard, kind, out, rowid_dtype,
+                                      sent, workers=[where], pure=False)
+                wait_pinned(client, [(asked, (where,))])
+                if asked.status in ("finished", "error"):
+                    return idx, asked.result()
+                tried.append(f"{where}: {asked.status}")
+            except IndexZooError:
+                raise
+            except Exception as exc:
+                if asked is not None and raised_by_a_task(exc, [asked]):
+                    raise
+                tried.append(f"{where}: {type(exc).__name__}: {exc}"[:200])
+            finally:  # a copy lost under it (or before): the next copy
+                for f in (asked, sent, shard):
+                    if f is not None:
+                        f.release()
+    raise ShardLost(f"sharded index lost every copy of shard {copies.shard} while answering "
+                    f"a Dask array of lookups ({'; '.join(tried)})")
+
+
 def assemble(out: str, q: int, rowid_dtype: str, device: str,
              *answers: tuple[np.ndarray, Any]) -> Any:
     """One chunk's answer in its lookups' order, on ``device``."""
@@ -108,10 +169,12 @@ def assemble(out: str, q: int, rowid_dtype: str, device: str,
     return to_device(combine(out, q, asked, parts, np.dtype(rowid_dtype)), device)
 
 
-def lookup(client: Any, shards: list[Any], workers: list[str], routing: Routing, kind: str,
+def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing, kind: str,
            out: Out, rowid_dtype: np.dtype, device: str, arrays: list[Any]) -> Any:
     """The Dask array answering ``arrays`` (Dask arrays: the lookups, or ``lo`` and ``hi``),
-    chunked like them; see the module's docstring for where each step runs."""
+    chunked like them; see the module's docstring for where each step runs. ``copies``: each
+    shard's live copies; ``failover``: ask them with ``ask_copies`` (else the first copy,
+    pinned, with ``ask``)."""
     import dask.array as da
 
     if kind == "range":
@@ -125,12 +188,17 @@ def lookup(client: Any, shards: list[Any], workers: list[str], routing: Routing,
         routed = client.submit(route, routing, kind, *(c[i] for c in chunk_futures),
                                pure=False)
         answers = []
-        for s, shard in enumerate(shards):
+        for s, held in enumerate(copies):
             if not routing.live[s]:
                 continue
             piece = client.submit(part, routed, s, pure=False)
-            answers.append(client.submit(ask, shard, kind, out, dt, piece,
-                                         workers=[workers[s]], pure=False))
+            if failover:
+                keys = CopyKeys(s, tuple((c.future.key, c.worker) for c in held))
+                answers.append(client.submit(ask_copies, keys, kind, out, dt, piece,
+                                             pure=False))
+            else:
+                answers.append(client.submit(ask, held[0].future, kind, out, dt, piece,
+                                             workers=[held[0].worker], pure=False))
         done = client.submit(assemble, out, int(q), dt, device, *answers, pure=False)
         meta = _meta(device, answer_dtype)
         blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype, meta=meta))

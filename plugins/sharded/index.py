@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -19,9 +21,10 @@ from indexzoo.persist import StateSchema
 from indexzoo.registry import lookup
 from indexzoo.results import LookupResult, Out
 
-from . import cluster, dask_lookups, partition, sources, worker
+from . import cluster, dask_lookups, partition, replicas, sources, worker
 from .cluster import ClusterParams
 from .lost import ShardLost, losing_workers, raised_by_a_task
+from .replicas import Copies, Copy
 from .saved import SHARDED_SCHEMA
 
 __all__ = ["ShardLost", "ShardedIndex", "ShardedParams", "ShardedState"]
@@ -37,6 +40,12 @@ class ShardedParams(IndexParams):
         description=("The index each shard holds: a registered name or a spec "
                      "({index, params}); it runs on the sharded index's device."))
     shards: int = Field(default=2, ge=1, le=4096, description="Number of shards.")
+    replicas: int = Field(
+        default=1, ge=1, le=64,
+        description=("Copies of each shard, each on a different worker (at most the "
+                     "cluster's workers). With 2 or more, a lost worker's shards are answered "
+                     "by their other copies and copied again onto live workers in the "
+                     "background; with 1, a lost worker's shards are lost (ShardLost)."))
     partitioning: Partitioning = Field(
         default="auto",
         description=("How rows go to shards. auto: range for an inner index with range "
@@ -68,14 +77,18 @@ class ShardedParams(IndexParams):
 class ShardedState(BuildState):
     client: Any
     scheme: str
-    shards: list[Any]  # one future per shard (of a worker.Shard), in shard order
-    summaries: list[worker.ShardSummary]
+    copies: Copies  # each shard's live copies (futures of a worker.Shard), in shard order
+    summaries: list[worker.ShardSummary]  # each shard's first copy, as built or loaded
     lo: np.ndarray  # per shard: smallest native key (an empty shard: lo > hi)
     hi: np.ndarray
     split: np.ndarray  # range splitters drawn at build (kept for the docs' cost model)
     heavy: np.ndarray  # heavy keys dealt out over every shard (hash scheme)
-    lost: list[str]  # set once a shard is found lost; lookups then raise ShardLost
+    shards: list[Any]  # only in the saved form: each shard's saved form (_save_state)
 
+
+#: After Dask fails a lookup, how long to wait for the scheduler to name the lost worker
+#: (it has, by the time a worker's death fails a task); a hang guard, not a time limit.
+LOSS_NOTICED_S = 10.0
 
 _classes: dict[Any, type[ShardedIndex]] = {}
 _classes_lock = threading.RLock()
@@ -220,7 +233,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
         client = self._client
         futures: list[Any] = []
         with losing_workers("the build", futures):
-            workers = _workers(client)
+            workers = self._workers()
             for s, rows in enumerate(parts):
                 piece = (host[rows], rows, None if values is None else values[rows])
                 at = [workers[s % len(workers)]]
@@ -229,7 +242,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
                                              self.device, data, workers=at, pure=False))
             # the client keeps no copy of the keys or values: the shards hold them
             st.values = None
-            self._place(st, futures, scheme, split, heavy)
+            self._place(st, futures, workers, scheme, split, heavy)
 
     def _build_distributed(self, src: sources.Source) -> None:
         futures: list[Any] = []
@@ -239,6 +252,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
     def _build_on_workers(self, src: sources.Source, futures: list[Any]) -> None:
         """:meth:`_build_distributed`, each future it makes added to ``futures``."""
         client, shards = self._client, self.params.shards
+        workers = self._workers()
         keymap = src.keymap.with_target(self._native_dtype(src.keymap))
         key_parts = client.compute(src.key_parts)
         encoded = [client.submit(worker.encode_part, p, keymap, "keys", pure=False)
@@ -262,7 +276,6 @@ class ShardedIndex(GpuIndex[ShardedState]):
                              pure=False)
                for e, v, off in zip(encoded, vals, offsets[:-1], strict=True)]
         futures += [*(v for v in vals if v is not None), *cut]
-        workers = _workers(client)
         built = []
         for s in range(shards):
             pieces = [client.submit(worker.piece, c, s, pure=False) for c in cut]
@@ -271,7 +284,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
                                        pure=False))
         futures += built
         st = self._new_state(keymap, n, None, rows=None, n_rows=n, nulls="refuse", names=None)
-        self._place(st, built, scheme, split, heavy)
+        self._place(st, futures, workers, scheme, split, heavy, first=built)
         self._publish(st)
 
     def _inner_spec(self) -> dict[str, Any]:
@@ -279,21 +292,54 @@ class ShardedIndex(GpuIndex[ShardedState]):
         spec["device"] = self.device
         return spec
 
-    def _place(self, st: ShardedState, futures: list[Any], scheme: str, split: np.ndarray,
-               heavy: np.ndarray) -> None:
-        """Wait for the shards, note what routing needs, fill ``st`` (a failed shard build
-        raises here, and nothing is published)."""
+    def _workers(self) -> list[str]:
+        """The cluster's workers (:func:`_workers`); ConfigError if they are fewer than the
+        copies each shard needs."""
+        workers = _workers(self._client)
+        if self.params.replicas > len(workers):
+            raise ConfigError(f"params.replicas = {self.params.replicas}: each copy of a shard "
+                              f"needs a worker of its own, and the cluster has {len(workers)} "
+                              f"(allowed: 1 to {len(workers)} here)")
+        return workers
+
+    def _place(self, st: ShardedState, futures: list[Any], workers: list[str], scheme: str,
+               split: np.ndarray, heavy: np.ndarray, first: list[Any] | None = None) -> None:
+        """Copy each shard onto its other workers, wait for every copy, note what routing
+        needs, fill ``st`` (a failed shard build raises here, and nothing is published).
+
+        ``first``: each shard's first copy, built or loaded on worker ``s mod W`` (default:
+        ``futures``); the futures of the other copies are added to ``futures``."""
         client = self._client
-        summaries = client.gather([client.submit(worker.summarise, f, pure=False)
-                                   for f in futures])
+        first = list(futures) if first is None else first
+        where = replicas.placement(len(first), self.params.replicas, workers)
+        table: list[list[Copy]] = []
+        pending: list[tuple[Any, tuple[str, ...]]] = []
+        for s, built in enumerate(first):
+            copies = [Copy(where[s][0], built)]
+            pending.append((built, (where[s][0],)))
+            for w in where[s][1:]:
+                # each further copy moves from the first worker to its own, packed (never
+                # via the client)
+                new, packed = replicas.copy_shard_to(client, copies[0], w)
+                copies.append(Copy(w, new))
+                pending.append((new, (where[s][0], w)))
+                futures += [new, packed]
+            table.append(copies)
+        replicas.wait_pinned(client, pending)
+        # on the shard's worker (loosely: elsewhere only if it is gone), so that the shard is
+        # not fetched by another worker, which would hold a replica of it
+        summaries = client.gather([client.submit(worker.summarise, f, workers=[where[s][0]],
+                                                 allow_other_workers=True, pure=False)
+                                   for s, f in enumerate(first)])
         dt = np.dtype(st.keymap.target)
         top = np.iinfo(dt).max
         lo = np.array([top if s.bounds is None else s.bounds[0] for s in summaries], dtype=dt)
         hi = np.array([0 if s.bounds is None else s.bounds[1] for s in summaries], dtype=dt)
         empty = np.array([s.bounds is None for s in summaries], dtype=bool)
         lo[empty], hi[empty] = top, 0
-        st.client, st.scheme, st.shards, st.summaries = client, scheme, futures, summaries
-        st.lo, st.hi, st.split, st.heavy, st.lost = lo, hi, split, heavy, []
+        st.client, st.scheme, st.summaries = client, scheme, summaries
+        st.copies = Copies(table, self.params.replicas)
+        st.lo, st.hi, st.split, st.heavy = lo, hi, split, heavy
 
     # ------------------------------------------------------------------ lookups
     def point(self, queries: Any, *, out: Out = "rowid") -> LookupResult:
@@ -338,12 +384,17 @@ class ShardedIndex(GpuIndex[ShardedState]):
             st.keymap.encode_points(empty[0], name="queries")
         else:
             st.keymap.encode_ranges(empty[0], empty[1])
-        if st.lost:
-            raise ShardLost(_lost_message(st.lost))
+        copies = st.copies
+        if copies.lost():
+            raise ShardLost(_lost_message(copies.lost()))
         routing = dask_lookups.Routing(st.keymap, st.scheme, st.lo, st.hi, st.heavy,
                                        [s.n > 0 for s in st.summaries])
-        answer = dask_lookups.lookup(st.client, st.shards, [s.worker for s in st.summaries],
-                                     routing, kind, op.out, st.rowid_dtype, self.device, arrays)
+        copies.repair(st.client)  # a shard still short of copies: try again
+        live = [copies.of(s) for s in range(len(copies))]
+        if any(not c for c in live):  # lost since: the table says so now
+            raise ShardLost(_lost_message(copies.lost()))
+        answer = dask_lookups.lookup(st.client, live, copies.replicas > 1, routing, kind,
+                                     op.out, st.rowid_dtype, self.device, arrays)
         return LookupResult(out=op.out, **{op.out: answer})
 
     # one hook per operation (not one marked method): a subclass for an inner index without
@@ -379,10 +430,10 @@ class ShardedIndex(GpuIndex[ShardedState]):
         q = int(host[0].shape[0])
         scheme = st.scheme if host[0].ndim == 1 else "rows"
         if kind == "point":
-            routes = partition.route_points(scheme, host[0], len(st.shards), st.lo, st.hi,
+            routes = partition.route_points(scheme, host[0], len(st.copies), st.lo, st.hi,
                                             st.heavy)
         else:
-            routes = partition.route_ranges(scheme, host[0], host[1], len(st.shards), st.lo,
+            routes = partition.route_ranges(scheme, host[0], host[1], len(st.copies), st.lo,
                                             st.hi)
         asked = [(s, idx) for s, idx in enumerate(routes)
                  if idx.shape[0] and st.summaries[s].n]
@@ -394,46 +445,95 @@ class ShardedIndex(GpuIndex[ShardedState]):
 
     def _gather(self, st: ShardedState, kind: str, out: Out, host: list[np.ndarray],
                 asked: list[tuple[int, np.ndarray]]) -> list[Any]:
-        """Every asked shard's answer, or ShardLost (never some of them)."""
-        if st.lost:
-            raise ShardLost(_lost_message(st.lost))
+        """Every asked shard's answer, or ShardLost (never some of them). Each shard's part
+        goes to one live copy; a part whose copy is lost under it goes again to another copy
+        of its shard, until every part is answered or a shard has no copy left."""
+        copies = st.copies
+        if copies.lost():
+            raise ShardLost(_lost_message(copies.lost()))
         client = st.client
-        futures: list[Any] = []
-        dt = str(st.rowid_dtype)
-        sent: list[Any] = []
+        parts = {s: tuple(a[idx] for a in host) for s, idx in asked}
+        flight: dict[int, _Asked] = {}  # the shards asked and not yet answered
         try:
-            for s, idx in asked:
-                # the lookups go to the shard's worker as data, never inside the task graph
-                at = [st.summaries[s].worker]
-                part = tuple(a[idx] for a in host)
-                sent.append(client.scatter([part], workers=at, hash=False)[0])
-                futures.append(client.submit(worker.lookup_scattered, st.shards[s], kind, out,
-                                             dt, sent[-1], workers=at, pure=False))
-            return list(client.gather(futures))
-        except IndexZooError:
-            raise
-        except Exception as exc:
-            if raised_by_a_task(exc, futures):
-                raise
-            lost = [f"shard {s} (on {st.summaries[s].worker})" for s, _ in asked
-                    if st.shards[s].status != "finished"] or \
-                   [f"a shard ({type(exc).__name__}: {exc})"]
-            st.lost.extend(lost)
-            raise ShardLost(_lost_message(lost)) from exc
+            while True:
+                try:
+                    if copies.replicas > 1 and not flight:
+                        # copies on workers that left since: dropped before their parts go
+                        # there (one short round trip); a shard still short of copies:
+                        # re-replication tried again
+                        copies.drop_lost(client)
+                        copies.repair(client)
+                    for s, _ in asked:
+                        if s not in flight:
+                            flight[s] = self._ask(st, s, kind, out, parts[s])
+                    got = client.gather([flight[s].future for s, _ in asked])
+                    return list(got)
+                except IndexZooError:
+                    raise
+                except Exception as exc:
+                    if raised_by_a_task(exc, [a.future for a in flight.values()]):
+                        raise
+                    self._lose(st, exc, flight)
         finally:
-            for f in [*futures, *sent]:
-                f.release()
+            for a in flight.values():
+                a.release()
+
+    def _ask(self, st: ShardedState, s: int, kind: str, out: Out,
+             part: tuple[np.ndarray, ...]) -> _Asked:
+        """Shard ``s``'s part of a batch asked of its first live copy (ShardLost: none)."""
+        copy = st.copies.pick(s)
+        if copy is None:
+            raise ShardLost(_lost_message(st.copies.lost()))
+        client, at = st.client, [copy.worker]
+        # the lookups go to the copy's worker as data, never inside the task graph
+        sent = client.scatter([part], workers=at, hash=False)[0]
+        future = client.submit(worker.lookup_scattered, copy.future, kind, out,
+                               str(st.rowid_dtype), sent, workers=at, pure=False)
+        return _Asked(copy, future, sent)
+
+    def _lose(self, st: ShardedState, exc: Exception, flight: dict[int, _Asked]) -> None:
+        """After Dask failed a gather: drop the lost copies and the parts asked of them
+        (those are asked again); ShardLost if a shard has no copy left, or if no copy can
+        be found lost (the failure is then one no copy can answer for)."""
+        copies = st.copies
+        deadline = time.monotonic() + LOSS_NOTICED_S
+        while True:
+            try:
+                dropped = copies.drop_lost(st.client)
+            except Exception:  # the scheduler out of reach: no copy can be named
+                dropped = []
+                break
+            # the scheduler may lag the error; with one copy, no wait (nothing to answer from)
+            if dropped or copies.replicas == 1 or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        if not dropped:
+            copies.lose_unnamed(f"a shard ({type(exc).__name__}: {exc})")
+        lost = copies.lost()
+        if lost:
+            raise ShardLost(_lost_message(lost)) from exc
+        for s, asked in list(flight.items()):
+            if asked.copy not in copies.of(s) or asked.future.status not in ("pending",
+                                                                             "finished"):
+                asked.release()
+                del flight[s]
 
     # ------------------------------------------------------------------ memory
     def _footprint(self, st: ShardedState) -> Footprint:
+        """Every shard's bytes (with several copies: every live copy's, as
+        ``shard{s}.copy{r}.{part}``), and the routing arrays on the client."""
         breakdown: dict[str, int] = {}
+        peak = 0
         for s, summary in enumerate(st.summaries):
-            for name, nbytes in summary.footprint.breakdown.items():
-                breakdown[f"shard{s}.{name}"] = nbytes
+            held = 1 if st.copies.replicas == 1 else len(st.copies.of(s))
+            for r in range(held):
+                at = f"shard{s}" if st.copies.replicas == 1 else f"shard{s}.copy{r}"
+                for name, nbytes in summary.footprint.breakdown.items():
+                    breakdown[f"{at}.{name}"] = nbytes
+                peak += summary.footprint.peak_build_bytes
         breakdown["routing"] = int(st.lo.nbytes + st.hi.nbytes + st.split.nbytes
                                    + st.heavy.nbytes)
-        peak = sum(s.footprint.peak_build_bytes for s in st.summaries) + breakdown["routing"]
-        return Footprint(breakdown=breakdown, peak_build_bytes=peak)
+        return Footprint(breakdown=breakdown, peak_build_bytes=peak + breakdown["routing"])
 
     def shard_footprints(self) -> list[Footprint]:
         """Each shard's footprint (its inner index's, plus its global rowIDs), in shard order."""
@@ -443,14 +543,39 @@ class ShardedIndex(GpuIndex[ShardedState]):
         """Rows held by each shard, in shard order."""
         return [s.n for s in self._live().summaries]
 
+    def shard_copies(self) -> list[list[str]]:
+        """Per shard, the workers holding its live copies (the first answers its lookups).
+        With several copies, those on workers that have left are dropped first (one short
+        round trip to the scheduler, which also starts re-replication if it is needed). After
+        a lost worker the lists are short until re-replication has copied those shards again;
+        a shard with none is lost."""
+        st = self._live()
+        if st.copies.replicas > 1:
+            st.copies.drop_lost(st.client)
+        return st.copies.workers()
+
+    def replicating(self) -> bool:
+        """Whether lost copies are being made again in the background now."""
+        return self._live().copies.repairing()
+
     # ------------------------------------------------------------------ saving
     def _save_state(self, st: ShardedState) -> dict[str, Any]:
         """Every shard gathered from its worker in saved form (the inner index's own saved
         form and its global rowIDs), and the routing arrays."""
-        client = st.client
-        with losing_workers("the save", st.shards):
-            saved = client.gather([client.submit(worker.save_shard, f, pure=False)
-                                   for f in st.shards])
+        client, copies = st.client, st.copies
+        if copies.replicas > 1:  # copies lost since the last lookup: save from the others
+            copies.drop_lost(client)
+        if copies.lost():
+            raise ShardLost(_lost_message(copies.lost()))
+        chosen = [copies.pick(s) for s in range(len(copies))]
+        held = [c for c in chosen if c is not None]
+        if len(held) < len(chosen):  # lost meanwhile
+            raise ShardLost(_lost_message(copies.lost()))
+        with losing_workers("the save", [c.future for c in held]):
+            # on each copy's worker (loosely), so that no other worker fetches the shard
+            saved = client.gather([client.submit(worker.save_shard, c.future, workers=[c.worker],
+                                                 allow_other_workers=True, pure=False)
+                                   for c in held])
         return {"scheme": st.scheme, "lo": st.lo, "hi": st.hi, "split": st.split,
                 "heavy": st.heavy,
                 "shards": [{"meta": m, "arrays": a, "rows": r,
@@ -468,15 +593,28 @@ class ShardedIndex(GpuIndex[ShardedState]):
                      shard["bounds"]) for shard in saved["shards"]]
         futures: list[Any] = []
         with losing_workers("the load", futures):
-            workers = _workers(client)
+            workers = self._workers()
             for s, payload in enumerate(payloads):
                 at = [workers[s % len(workers)]]
                 data = client.scatter([payload], workers=at, hash=False)[0]
                 futures.append(client.submit(_load_one, data, self.device, workers=at,
                                              pure=False))
             dt = np.dtype(st.keymap.target)
-            self._place(st, futures, saved["scheme"], to_numpy(saved["split"]).astype(dt),
-                        to_numpy(saved["heavy"]).astype(dt))
+            self._place(st, futures, workers, saved["scheme"],
+                        to_numpy(saved["split"]).astype(dt), to_numpy(saved["heavy"]).astype(dt))
+
+
+@dataclass
+class _Asked:
+    """A shard's part of a batch in flight: the copy asked, the lookup's future, the part."""
+
+    copy: Copy
+    future: Any
+    sent: Any
+
+    def release(self) -> None:
+        self.future.release()
+        self.sent.release()
 
 
 def _load_one(data: tuple[Any, ...], device: str) -> worker.Shard:

@@ -23,9 +23,10 @@ __all__ = ["ShardLost", "losing_workers", "raised_by_a_task"]
 
 
 class ShardLost(DeviceUnavailable):
-    """A shard of a sharded index is gone (its worker died or left): the lookup that met it
-    returned nothing, and every later lookup raises this too until the index is built (or
-    loaded) again; a build, load or save that met it published or wrote nothing."""
+    """A shard of a sharded index is gone (every worker holding a copy of it died or left):
+    the lookup that met it returned nothing, and every later lookup raises this too until the
+    index is built (or loaded) again; a build, load or save that lost a worker published or
+    wrote nothing."""
 
 
 def raised_by_a_task(exc: BaseException, futures: Sequence[Any]) -> bool:

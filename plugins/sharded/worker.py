@@ -10,6 +10,7 @@ global rowIDs, on the host.
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,8 @@ from indexzoo.results import Out
 from . import partition
 
 __all__ = ["Shard", "ShardSummary", "build_shard", "encode_part", "load_shard",
-           "lookup_scattered", "lookup_shard", "save_shard", "split_part", "summarise"]
+           "lookup_scattered", "lookup_shard", "pack_shard", "save_shard", "split_part",
+           "summarise", "unpack_shard"]
 
 
 @dataclass
@@ -70,6 +72,19 @@ def build_shard(spec: dict[str, Any], device: str, *pieces: tuple[Any, Any, Any]
     inner = _inner(spec, device)
     inner.build(keys, values)
     return Shard(inner, np.ascontiguousarray(rows), bounds)
+
+
+def pack_shard(shard: Shard) -> bytes:
+    """``shard`` as bytes, on its own worker, for :func:`unpack_shard` on another: the bytes
+    travel, never the shard's own key (a key fetched by another worker would have a replica
+    there, which Dask may keep instead of the original)."""
+    return pickle.dumps(shard, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack_shard(packed: bytes) -> Shard:
+    """A new copy of the shard :func:`pack_shard` packed, on the worker this runs on (the
+    bytes came from a worker of the same cluster, never from a file)."""
+    return pickle.loads(packed)  # bytes one of this cluster's workers made: no file
 
 
 def summarise(shard: Shard) -> ShardSummary:

@@ -190,6 +190,49 @@ def test_the_footprint_is_broken_down_per_shard_and_adds_up() -> None:
     assert {k.split(".")[0] for k in fp.breakdown} == {"shard0", "shard1", "shard2", "routing"}
 
 
+# ---------------------------------------------------------------------- replicas
+def test_replicas_are_at_least_one_and_at_most_the_clusters_workers() -> None:
+    with pytest.raises(ConfigError, match="replicas"):
+        indexzoo.create("sharded", replicas=0)
+    index = indexzoo.create("sharded", shards=2, replicas=3, device="cpu")
+    with pytest.raises(ConfigError, match=r"params.replicas = 3: .* the cluster has 2"):
+        index.build(np.arange(100, dtype=np.uint32))
+    assert not index.is_built
+
+
+def test_two_copies_answer_as_one_does_and_the_footprint_counts_every_copy() -> None:
+    rng = np.random.default_rng(11)
+    keys = rng.integers(0, 5000, 20_000).astype(np.uint32)
+    index = indexzoo.create("sharded", inner="btree", shards=3, replicas=2,
+                            device="cpu").build(keys)
+    held = index.shard_copies()
+    assert len(held) == 3 and all(len(set(w)) == 2 for w in held), held
+    plain = indexzoo.create("btree", device="cpu").build(keys)
+    q = rng.integers(0, 5100, 3000).astype(np.uint32)
+    lo = rng.integers(0, 5100, 500).astype(np.uint32)
+    _agree(index, plain, q, lo, lo + rng.integers(0, 300, 500).astype(np.uint32))
+
+    fp, per = index.memory_footprint(), index.shard_footprints()
+    assert fp.resident_bytes == 2 * sum(p.resident_bytes for p in per) + fp.breakdown["routing"]
+    assert {k.rsplit(".", 1)[0] for k in fp.breakdown if k != "routing"} == {
+        f"shard{s}.copy{r}" for s in range(3) for r in range(2)}
+
+
+def test_an_index_with_two_copies_saves_one_and_loads_or_unpickles_with_two(tmp_path: Any
+                                                                           ) -> None:
+    keys = np.random.default_rng(8).integers(0, 1000, 5000).astype(np.uint32)
+    index = indexzoo.create("sharded", inner="btree", shards=2, replicas=2,
+                            device="cpu").build(keys)
+    assert len(index.to_saved().meta["state"]["shards"]) == 2  # one saved form per shard
+    q = np.arange(0, 1010, dtype=np.uint32)
+    for copy in (indexzoo.load(index.save(tmp_path / "s.izx")),
+                 pickle.loads(pickle.dumps(index))):
+        assert copy.params.replicas == 2
+        assert all(len(set(w)) == 2 for w in copy.shard_copies()), copy.shard_copies()
+        for out in ("rowid", "count", "rowids"):
+            assert _same(copy.point(q, out=out), index.point(q, out=out))
+
+
 def test_a_saved_sharded_index_loads_onto_the_cluster_with_the_same_answers(tmp_path: Any
                                                                             ) -> None:
     keys = np.random.default_rng(7).integers(0, 1000, 5000).astype(np.uint32)
@@ -262,11 +305,15 @@ def _check_against_memory(index: Any, keys: np.ndarray, values: np.ndarray) -> N
     assert len(index) == keys.shape[0]
 
 
-def test_a_dask_array_builds_on_the_workers_with_global_rowids(column: Any) -> None:
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_dask_array_builds_on_the_workers_with_global_rowids(column: Any,
+                                                               replicas: int) -> None:
     da = pytest.importorskip("dask.array")
     keys, values = column
-    index = indexzoo.create("sharded", inner="sorted-array", shards=3, device="cpu")
+    index = indexzoo.create("sharded", inner="sorted-array", shards=3, replicas=replicas,
+                            device="cpu")
     index.build(da.from_array(keys, chunks=4000), da.from_array(values, chunks=7000))
+    assert all(len(set(w)) == replicas for w in index.shard_copies())
     _check_against_memory(index, keys, values)
 
 

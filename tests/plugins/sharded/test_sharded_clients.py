@@ -55,11 +55,13 @@ def test_a_scripts_default_client_is_used_and_no_cluster_is_started(
     assert index.client is default_client
 
 
+@pytest.mark.parametrize("replicas", [1, 2])
 def test_a_dask_array_of_lookups_is_answered_with_a_dask_array_of_its_chunks(
-        default_client: Any) -> None:
+        default_client: Any, replicas: int) -> None:
     rng = np.random.default_rng(7)
     keys = rng.integers(0, 50_000, 200_000).astype(np.uint32)
-    index = indexzoo.create("sharded", inner="btree", shards=3, device="cpu").build(keys)
+    index = indexzoo.create("sharded", inner="btree", shards=3, replicas=replicas,
+                            device="cpu").build(keys)
     q = rng.integers(0, 60_000, 100_000).astype(np.uint32)
     queries = da.from_array(q, chunks=30_000)
 

@@ -1,7 +1,10 @@
-"""A worker lost while a batch is in flight: the lookup raises ShardLost and returns nothing
-(never a partial answer), later lookups say the same, and a build publishes a working index
-again. A worker lost during a build: ShardLost, whatever Dask raised, and nothing published.
-Runs on a cluster of its own, since it kills one of its workers."""
+"""A worker lost while a batch is in flight: with one copy of each shard the lookup raises
+ShardLost and returns nothing (never a partial answer), later lookups say the same, and a
+build publishes a working index again; with two copies the lookup answers in full from the
+surviving copies, the lost ones are made again in the background so that a second loss is
+survived too, and losing every copy of a shard is ShardLost. A worker lost during a build:
+ShardLost, whatever Dask raised, and nothing published. Runs on a cluster of its own, since
+it kills its workers."""
 
 from __future__ import annotations
 
@@ -37,28 +40,32 @@ def doomed_client() -> Iterator[Any]:
     cluster.close()
 
 
-def _kill_a_worker_once_lookups_run(client: Any) -> None:
-    """SIGKILL the process of a worker as soon as it is answering a shard's lookup."""
+def _kill_a_worker_once_lookups_run(client: Any) -> str:
+    """SIGKILL the process of a worker as soon as it is answering a shard's lookup; its
+    address."""
     deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline:
         busy = {w: tasks for w, tasks in client.processing().items()
                 if any("lookup_scattered" in str(t) for t in tasks)}
         if busy:
-            pids = client.run(os.getpid, workers=list(busy))
-            os.kill(next(iter(pids.values())), signal.SIGKILL)
-            return
-        time.sleep(0.005)
+            pids = client.run(os.getpid, workers=list(busy)[:1])
+            address, pid = next(iter(pids.items()))
+            os.kill(pid, signal.SIGKILL)
+            return address
     raise AssertionError("no shard lookup was seen running")
 
 
-def test_a_worker_killed_mid_batch_gives_shard_lost_never_a_partial_answer(
-        doomed_client: Any) -> None:
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_worker_killed_mid_batch_never_gives_a_partial_answer(
+        doomed_client: Any, replicas: int) -> None:
+    """One copy: ShardLost, then and later. Two copies: the whole answer, from the copies
+    left, and the lost copies made again on the worker the nanny restarts."""
     rng = np.random.default_rng(0)
     keys = rng.integers(0, 1 << 20, 400_000).astype(np.uint32)
     q = rng.integers(0, 1 << 20, 4_000_000).astype(np.uint32)
-    index = ShardedIndex({"inner": "sorted-array", "shards": 2}, device="cpu",
-                         client=doomed_client).build(keys)
-    want = indexzoo.create("sorted-array", device="cpu").build(keys).point(q, out="count").count
+    index = ShardedIndex({"inner": "sorted-array", "shards": 2, "replicas": replicas},
+                         device="cpu", client=doomed_client).build(keys)
+    want = _count(keys, q, q)
     assert np.array_equal(index.point(q[:1000], out="count").count, want[:1000])
 
     got: dict[str, Any] = {}
@@ -71,9 +78,16 @@ def test_a_worker_killed_mid_batch_gives_shard_lost_never_a_partial_answer(
 
     caller = threading.Thread(target=lookup)
     caller.start()
-    _kill_a_worker_once_lookups_run(doomed_client)
+    killed = _kill_a_worker_once_lookups_run(doomed_client)
     caller.join(HANG_GUARD_S)
     assert not caller.is_alive(), "the lookup hung after its worker died"
+    if replicas > 1:
+        assert "error" not in got, f"a lookup with a copy left failed: {got.get('error')!r}"
+        assert np.array_equal(got["result"].count, want)
+        _wait_until_every_shard_has_its_copies(index, doomed_client)
+        assert all(killed not in w for w in index.shard_copies()), index.shard_copies()
+        _answers_right(index, keys, rng)
+        return
     assert "result" not in got, "a lookup answered although a shard's worker died under it"
     assert isinstance(got["error"], ShardLost), repr(got.get("error"))
     assert "build (or load) the index again" in str(got["error"])
@@ -83,6 +97,127 @@ def test_a_worker_killed_mid_batch_gives_shard_lost_never_a_partial_answer(
     doomed_client.wait_for_workers(2, timeout=HANG_GUARD_S)  # the nanny restarts the killed worker
     index.build(keys)
     assert np.array_equal(index.point(q, out="count").count, want)
+
+
+def _count(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The NumPy oracle: matches of each inclusive range [lo, hi] among ``keys``."""
+    s = np.sort(keys)
+    return np.maximum(np.searchsorted(s, hi, side="right") - np.searchsorted(s, lo, side="left"),
+                      0)
+
+
+def _answers_right(index: Any, keys: np.ndarray, rng: np.random.Generator) -> None:
+    """Point and range lookups in every out mode, and a Dask array of lookups, agree with
+    NumPy over ``keys`` (whose values are the rowIDs)."""
+    import dask.array as da
+
+    q = np.concatenate([rng.choice(keys, 3000), rng.integers(0, 1 << 21, 1000)]).astype(
+        keys.dtype)
+    lo = rng.integers(0, 1 << 20, 2000).astype(keys.dtype)
+    hi = (lo + rng.integers(0, 2000, lo.shape[0])).astype(keys.dtype)
+    order = np.argsort(keys, kind="stable")
+    s = keys[order]
+    for kind, args in (("point", (q,)), ("range", (lo, hi))):
+        a, b = (q, q) if kind == "point" else (lo, hi)
+        first, last = np.searchsorted(s, a, side="left"), np.searchsorted(s, b, side="right")
+        n = np.maximum(last - first, 0)
+        ask = index.point if kind == "point" else index.range
+        assert np.array_equal(ask(*args, out="count").to_host().count, n), kind
+        sums = [int(order[f:t].astype(np.uint64).sum()) for f, t in zip(first, last, strict=True)]
+        assert np.array_equal(ask(*args, out="sum").to_host().sum,
+                              np.array(sums, dtype=np.uint64)), kind
+        rowid = ask(*args, out="rowid").to_host().rowid
+        hit = rowid != index.miss
+        assert np.array_equal(hit, n > 0), kind
+        got = keys[rowid[hit].astype(np.int64)]
+        assert np.all((got >= a[hit]) & (got <= b[hit])), kind
+        res = ask(*args, out="rowids").to_host()
+        for i in range(0, len(a), 97):
+            assert np.array_equal(np.sort(res.matches(i)),
+                                  np.sort(order[first[i]:max(first[i], last[i])])), (kind, i)
+    dq = da.from_array(q, chunks=1000)
+    got_dask = index.point(dq, out="count").count.compute(scheduler=index.client)
+    assert np.array_equal(got_dask, _count(keys, q, q))
+
+
+def _kill(client: Any, workers: list[str]) -> None:
+    """SIGKILL the processes of ``workers``; return once the scheduler has seen them go."""
+    pids = client.run(os.getpid, workers=workers)
+    for pid in pids.values():
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + HANG_GUARD_S
+    while set(workers) & set(client.scheduler_info()["workers"]):
+        assert time.monotonic() < deadline, "the scheduler never saw the workers go"
+        time.sleep(0.05)
+
+
+def _wait_until_every_shard_has_its_copies(index: Any, client: Any) -> None:
+    """Wait (a hang guard, not a time limit) for the nanny to restart the killed workers and
+    for re-replication to give every shard its copies again, on distinct live workers."""
+    client.wait_for_workers(2, timeout=HANG_GUARD_S)
+    deadline = time.monotonic() + HANG_GUARD_S
+    while True:
+        alive = set(client.scheduler_info()["workers"])
+        held = index.shard_copies()
+        if all(len(set(w)) == index.params.replicas and set(w) <= alive for w in held):
+            return
+        assert time.monotonic() < deadline, f"the copies were never made again: {held}"
+        time.sleep(0.1)
+
+
+def test_two_copies_survive_a_second_loss_after_re_replication_and_losing_both_is_shard_lost(
+        doomed_client: Any) -> None:
+    import dask.array as da
+
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 1 << 20, 60_000).astype(np.uint32)
+    index = ShardedIndex({"inner": "btree", "shards": 3, "replicas": 2}, device="cpu",
+                         client=doomed_client).build(keys)
+    held = index.shard_copies()
+    assert all(len(set(w)) == 2 for w in held), held
+
+    for _ in range(2):  # a loss; re-replication; then a second loss, answered by the new copies
+        _kill(doomed_client, [index.shard_copies()[0][0]])
+        _answers_right(index, keys, rng)
+        _wait_until_every_shard_has_its_copies(index, doomed_client)
+    fp = index.memory_footprint()
+    assert {k.split(".")[1] for k in fp.breakdown if k != "routing"} == {"copy0", "copy1"}
+
+    _kill(doomed_client, sorted(doomed_client.scheduler_info()["workers"]))  # every copy
+    with pytest.raises(ShardLost, match=r"build \(or load\) the index again"):
+        index.point(keys[:100], out="count")
+    with pytest.raises(ShardLost):  # and so it stays, on every path
+        index.range(keys[:10], keys[:10], out="rowids")
+    with pytest.raises(ShardLost):
+        index.point(da.from_array(keys[:10], chunks=5), out="count")
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")  # the lookups, made here in memory
+def test_two_copies_answer_a_dask_array_whose_worker_is_killed_while_it_is_computed(
+        doomed_client: Any) -> None:
+    import dask.array as da
+
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 1 << 20, 400_000).astype(np.uint32)
+    q = rng.integers(0, 1 << 20, 4_000_000).astype(np.uint32)
+    index = ShardedIndex({"inner": "sorted-array", "shards": 2, "replicas": 2}, device="cpu",
+                         client=doomed_client).build(keys)
+    answer = index.point(da.from_array(q, chunks=1_000_000), out="count").count
+    got: dict[str, Any] = {}
+
+    def compute() -> None:
+        try:
+            got["result"] = answer.compute(scheduler=doomed_client)
+        except BaseException as exc:
+            got["error"] = exc
+
+    caller = threading.Thread(target=compute)
+    caller.start()
+    _kill_a_worker_once_lookups_run(doomed_client)
+    caller.join(HANG_GUARD_S)
+    assert not caller.is_alive(), "the Dask answer hung after a worker died"
+    assert "error" not in got, f"a Dask answer with a copy left failed: {got.get('error')!r}"
+    assert np.array_equal(got["result"], _count(keys, q, q))
 
 
 class KillsOnBuild:
@@ -119,12 +254,14 @@ class KillsOnBuild:
         return self._client.submit(fn, *args, workers=workers, **kwargs)
 
 
+@pytest.mark.parametrize("replicas", [1, 2])
 @pytest.mark.parametrize("when", ["scatter", "submit"])
 def test_a_worker_killed_during_a_build_gives_shard_lost_and_publishes_nothing(
-        doomed_client: Any, when: str) -> None:
+        doomed_client: Any, when: str, replicas: int) -> None:
     keys = np.random.default_rng(1).integers(0, 1 << 20, 100_000).astype(np.uint32)
     killer = KillsOnBuild(doomed_client, when)
-    index = ShardedIndex({"inner": "sorted-array", "shards": 2}, device="cpu", client=killer)
+    index = ShardedIndex({"inner": "sorted-array", "shards": 2, "replicas": replicas},
+                         device="cpu", client=killer)
     with pytest.raises(ShardLost, match="the build lost a worker of the sharded index"):
         index.build(keys)
     assert killer.killed and not index.is_built
