@@ -6,18 +6,21 @@ shards (``range(lo, hi)`` alike, ``hi`` rechunked like ``lo``), all of it future
 submits tasks and holds references, no lookup and no answer passes through it:
 
 1. ``route`` (one task per chunk, on the worker holding the chunk): the chunk's keys are
-   encoded with the index's key map and routed as the client routes a batch (each shard's
-   key bounds, its heavy keys): for each shard, the positions in the chunk it must answer
-   and the encoded lookups at those positions.
+   encoded with the index's key map, on the index's device (a CuPy chunk stays on its GPU),
+   and routed as the client routes a batch (each shard's key bounds, its heavy keys): for
+   each shard, the positions in the chunk it must answer (kept on this worker) and its
+   piece, the encoded lookups at those positions (a :class:`~.handoff.Handoff`).
 2. ``part`` (one task per chunk and shard, on the chunk's worker): that shard's piece of the
    routed chunk, so that only the piece moves.
 3. ``ask`` (one task per chunk and shard, pinned to the shard's worker): the piece moves
-   there worker to worker; the shard answers it with global rowIDs. With several copies of
-   each shard, ``ask_copies`` instead (one task per chunk and shard, where the piece is):
-   it asks one live copy through the worker's own client (a task pinned to the copy's
-   worker, the piece moving there worker to worker), and if that worker is lost under it,
-   the next copy, so a lost worker costs the answer nothing while its shard has a copy left.
-4. ``assemble`` (one task per chunk): the shards' answers put back in the chunk's order
+   there worker to worker (GPU to GPU by CUDA IPC when the workers share a host); the shard
+   answers it with global rowIDs, on its device. With several copies of each shard,
+   ``ask_copies`` instead (one task per chunk and shard, where the piece is): it asks one
+   live copy through the worker's own client (a task pinned to the copy's worker, the piece
+   moving there worker to worker), and if that worker is lost under it, the next copy, so a
+   lost worker costs the answer nothing while its shard has a copy left.
+4. ``assemble`` (one task per chunk, where the routed chunk is: the scheduler puts it with
+   its largest input): the shards' answers come back and are put in the chunk's order
    (:func:`combine`, as for a batch from the client), on the index's device.
 5. The answer is a Dask array whose chunk ``i`` is the future of chunk ``i``'s ``assemble``:
    the same chunks as the lookups, left on the workers until the caller computes them.
@@ -33,16 +36,17 @@ from typing import Any
 
 import numpy as np
 
-from indexzoo.devices import to_device, to_numpy
+from indexzoo.devices import array_module, to_device
 from indexzoo.errors import IndexZooError, InvalidInput
 from indexzoo.keys import KeyMap
 from indexzoo.results import Out
 
 from . import partition, worker
+from .handoff import Handoff
 from .lost import ShardLost, raised_by_a_task
 from .replicas import Copy, alive_workers, wait_pinned
 
-__all__ = ["DASK_OUTS", "CopyKeys", "Routing", "ask_copies", "combine", "lookup"]
+__all__ = ["DASK_OUTS", "CopyKeys", "Routed", "Routing", "ask_copies", "combine", "lookup"]
 
 #: The out modes a Dask array of lookups is answered in.
 DASK_OUTS = ("rowid", "count", "sum")
@@ -59,51 +63,74 @@ class Routing:
     hi: np.ndarray
     heavy: np.ndarray  # heavy keys (hash scheme)
     live: list[bool]  # per shard: whether it holds any row
+    device: str = "cpu"  # where the chunk is routed and answered: the index's device
+    ipc: bool = False  # pieces and answers cross between GPUs by CUDA IPC (handoff)
 
 
-def route(routing: Routing, kind: str, *chunks: Any) -> list[tuple[np.ndarray, tuple[Any, ...]]]:
+@dataclass
+class Routed:
+    """A chunk cut into one piece per shard, on the chunk's worker: the positions in the
+    chunk each shard answers (None: every position, in order) and the piece itself, the
+    encoded lookups at those positions, ready to cross to the shard's worker. The positions
+    never leave this worker: the answers come back here to be put in place."""
+
+    size: int
+    positions: list[Any]
+    pieces: list[Handoff | None]  # None: the shard answers none of the chunk
+
+
+def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
     """Chunk ``chunks`` (the lookups, or the lower and upper bounds) cut into one piece per
-    shard: the positions in the chunk that shard answers and its encoded lookups there."""
-    host = [np.asarray(to_numpy(c)) for c in chunks]
-    for name, a in zip(("lo", "hi") if kind == "range" else ("queries",), host, strict=True):
+    shard, on the index's device (a CuPy chunk stays on the GPU; a NumPy one goes there for
+    a GPU index)."""
+    arrays = [to_device(c, routing.device) for c in chunks]
+    for name, a in zip(("lo", "hi") if kind == "range" else ("queries",), arrays, strict=True):
         if a.ndim != 1:
             raise InvalidInput(f"argument {name!r}: a Dask array of lookups is 1-D, got "
                                f"{a.ndim} dimensions")
     shards = len(routing.live)
     km = routing.keymap
+    size = int(arrays[0].shape[0])
     if kind == "point":
-        enc, outside = km.encode_points(host[0], name="queries")
-        enc = np.asarray(to_numpy(enc))
+        enc, outside = km.encode_points(arrays[0], name="queries")
         routes = partition.route_points(routing.scheme, enc, shards, routing.lo, routing.hi,
                                         routing.heavy)
         if outside is not None:  # lookups no key can equal: every shard leaves them out
-            inside = ~np.asarray(to_numpy(outside))
+            inside = ~outside
             routes = [idx[inside[idx]] for idx in routes]
-        encoded: tuple[np.ndarray, ...] = (enc,)
+        encoded: tuple[Any, ...] = (enc,)
     else:
-        elo, ehi = km.encode_ranges(host[0], host[1])
-        elo, ehi = np.asarray(to_numpy(elo)), np.asarray(to_numpy(ehi))
+        elo, ehi = km.encode_ranges(arrays[0], arrays[1])
         routes = partition.route_ranges(routing.scheme, elo, ehi, shards, routing.lo,
                                         routing.hi)
         encoded = (elo, ehi)
-    empty = np.zeros(0, dtype=np.int64)
-    return [(idx, tuple(a[idx] for a in encoded)) if live else (empty, ())
-            for idx, live in zip(routes, routing.live, strict=True)]
+    positions: list[Any] = []
+    pieces: list[Handoff | None] = []
+    for idx, live in zip(routes, routing.live, strict=True):
+        if not live or idx.shape[0] == 0:
+            positions.append(None)
+            pieces.append(None)
+        elif idx.shape[0] == size:  # the whole chunk, in order: no gather, no scatter
+            positions.append(None)
+            pieces.append(Handoff(encoded, ipc=routing.ipc))
+        else:
+            positions.append(idx)
+            pieces.append(Handoff(tuple(a[idx] for a in encoded), ipc=routing.ipc))
+    return Routed(size, positions, pieces)
 
 
-def part(routed: list[tuple[np.ndarray, tuple[Any, ...]]], s: int
-         ) -> tuple[np.ndarray, tuple[Any, ...]]:
-    """Shard ``s``'s piece of a routed chunk."""
-    return routed[s]
+def part(routed: Routed, s: int) -> Handoff | None:
+    """Shard ``s``'s piece of a routed chunk (so that only the piece moves)."""
+    return routed.pieces[s]
 
 
-def ask(shard: worker.Shard, kind: str, out: Out, rowid_dtype: str,
-        piece: tuple[np.ndarray, tuple[Any, ...]]) -> tuple[np.ndarray, Any]:
-    """The shard's answers to its piece of a chunk, with the piece's positions."""
-    idx, arrays = piece
-    if idx.shape[0] == 0:
-        return idx, None
-    return idx, worker.lookup_shard(shard, kind, out, rowid_dtype, *arrays)
+def ask(shard: worker.Shard, kind: str, out: Out, rowid_dtype: str, ipc: bool,
+        piece: Handoff | None) -> Handoff | None:
+    """The shard's answers to its piece of a chunk (on its device), ready to cross back."""
+    if piece is None:
+        return None
+    got = worker.lookup_shard(shard, kind, out, rowid_dtype, *piece.local())
+    return Handoff((got,), ipc=ipc)
 
 
 @dataclass(frozen=True)
@@ -116,8 +143,8 @@ class CopyKeys:
     copies: tuple[tuple[Any, str], ...]
 
 
-def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
-               piece: tuple[np.ndarray, tuple[Any, ...]]) -> tuple[np.ndarray, Any]:
+def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str, ipc: bool,
+               piece: Handoff | None) -> Handoff | None:
     """:func:`ask`, of the first of the shard's copies whose worker is alive and stays so
     until it has answered; ShardLost when none does.
 
@@ -125,9 +152,8 @@ def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
     and moves to the copy's worker as the input of a task pinned there; that task is waited
     for with :func:`~.replicas.wait_pinned`, which gives up on it once its worker has left
     (a task pinned to a lost worker would wait for it forever)."""
-    idx, arrays = piece
-    if idx.shape[0] == 0:
-        return idx, None
+    if piece is None:
+        return None
     from distributed import Future, worker_client
 
     tried: list[str] = []
@@ -140,12 +166,13 @@ def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
             sent: Any = None
             asked: Any = None
             try:
-                sent = client.scatter([arrays], hash=False)[0]
-                asked = client.submit(worker.lookup_scattered, shard, kind, out, rowid_dtype,
-                                      sent, workers=[where], pure=False)
+                sent = client.scatter([piece], hash=False)[0]
+                asked = client.submit(ask, shard, kind, out, rowid_dtype, ipc, sent,
+                                      workers=[where], pure=False)
                 wait_pinned(client, [(asked, (where,))])
                 if asked.status in ("finished", "error"):
-                    return idx, asked.result()
+                    got: Handoff | None = asked.result()
+                    return got
                 tried.append(f"{where}: {asked.status}")
             except IndexZooError:
                 raise
@@ -161,12 +188,19 @@ def ask_copies(copies: CopyKeys, kind: str, out: Out, rowid_dtype: str,
                     f"a Dask array of lookups ({'; '.join(tried)})")
 
 
-def assemble(out: str, q: int, rowid_dtype: str, device: str,
-             *answers: tuple[np.ndarray, Any]) -> Any:
-    """One chunk's answer in its lookups' order, on ``device``."""
-    asked = [(s, idx) for s, (idx, got) in enumerate(answers) if got is not None]
-    parts = [got for _, got in answers if got is not None]
-    return to_device(combine(out, q, asked, parts, np.dtype(rowid_dtype)), device)
+def assemble(out: str, rowid_dtype: str, device: str, routed: Routed,
+             *answers: Handoff | None) -> Any:
+    """One chunk's answer in its lookups' order, on ``device`` (run where ``routed`` is: the
+    chunk's worker)."""
+    asked: list[tuple[int, Any]] = []
+    parts: list[Any] = []
+    for s, got in enumerate(answers):
+        if got is not None:
+            idx = routed.positions[s]
+            asked.append((s, idx))
+            parts.append(to_device(got.local()[0], device))
+    xp = array_module(device)
+    return combine(out, routed.size, asked, parts, np.dtype(rowid_dtype), xp=xp)
 
 
 def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing, kind: str,
@@ -183,6 +217,7 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     sizes = arrays[0].chunks[0]
     answer_dtype = np.dtype(np.uint64) if out == "sum" else np.dtype(rowid_dtype)
     dt = str(np.dtype(rowid_dtype))
+    ipc = routing.ipc
     blocks = []
     for i, q in enumerate(sizes):
         routed = client.submit(route, routing, kind, *(c[i] for c in chunk_futures),
@@ -190,16 +225,17 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
         answers = []
         for s, held in enumerate(copies):
             if not routing.live[s]:
+                answers.append(None)
                 continue
             piece = client.submit(part, routed, s, pure=False)
             if failover:
                 keys = CopyKeys(s, tuple((c.future.key, c.worker) for c in held))
-                answers.append(client.submit(ask_copies, keys, kind, out, dt, piece,
+                answers.append(client.submit(ask_copies, keys, kind, out, dt, ipc, piece,
                                              pure=False))
             else:
-                answers.append(client.submit(ask, held[0].future, kind, out, dt, piece,
+                answers.append(client.submit(ask, held[0].future, kind, out, dt, ipc, piece,
                                              workers=[held[0].worker], pure=False))
-        done = client.submit(assemble, out, int(q), dt, device, *answers, pure=False)
+        done = client.submit(assemble, out, dt, device, routed, *answers, pure=False)
         meta = _meta(device, answer_dtype)
         blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype, meta=meta))
     if not blocks:
@@ -215,23 +251,29 @@ def _meta(device: str, dtype: np.dtype) -> Any:
     return np.empty(0, dtype=dtype)
 
 
-def combine(out: str, q: int, asked: list[tuple[int, np.ndarray]], parts: list[Any],
-            rowid_dtype: np.dtype) -> Any:
-    """The shards' answers, each for the lookups at its positions, as one answer in the
-    caller's order."""
+def combine(out: str, q: int, asked: list[tuple[int, Any]], parts: list[Any],
+            rowid_dtype: np.dtype, xp: Any = np) -> Any:
+    """The shards' answers, each for the lookups at its positions (None: every lookup, in
+    order), as one answer in the caller's order (``xp``: NumPy, or CuPy for answers on the
+    GPU; ``rowids`` on NumPy only)."""
     if out == "rowid":
         miss = np.iinfo(rowid_dtype).max
-        got = np.full(q, miss, dtype=rowid_dtype)
+        got = xp.full(q, miss, dtype=rowid_dtype)
         for (_, idx), answer in zip(asked, parts, strict=True):
-            cur = got[idx]
-            got[idx] = np.where(cur == miss, answer, cur)
+            at = slice(None) if idx is None else idx
+            cur = got[at]
+            got[at] = xp.where(cur == miss, answer, cur)
         return got
     if out in ("count", "sum"):
-        acc = np.zeros(q, dtype=np.uint64)
+        acc = xp.zeros(q, dtype=np.uint64)
         with np.errstate(over="ignore"):
             for (_, idx), answer in zip(asked, parts, strict=True):
-                acc[idx] += answer  # a shard is asked each lookup at most once
+                if idx is None:
+                    acc += answer
+                else:
+                    acc[idx] += answer  # a shard is asked each lookup at most once
         return acc.astype(rowid_dtype) if out == "count" else acc
+    asked = [(s, np.arange(q, dtype=np.int64) if idx is None else idx) for s, idx in asked]
     counts = np.zeros(q, dtype=np.int64)
     for (_, idx), (off, _) in zip(asked, parts, strict=True):
         counts[idx] += np.diff(off)

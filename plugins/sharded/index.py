@@ -21,7 +21,7 @@ from indexzoo.persist import StateSchema
 from indexzoo.registry import lookup
 from indexzoo.results import LookupResult, Out
 
-from . import cluster, dask_lookups, partition, replicas, sources, worker
+from . import cluster, dask_lookups, handoff, partition, replicas, sources, worker
 from .cluster import ClusterParams
 from .lost import ShardLost, losing_workers, raised_by_a_task
 from .replicas import Copies, Copy
@@ -216,6 +216,9 @@ class ShardedIndex(GpuIndex[ShardedState]):
         host = np.asarray(to_numpy(keys))
         values = None if st.values is None else np.asarray(to_numpy(st.values))
         n, shards = int(host.shape[0]), self.params.shards
+        if self._builds_on_workers(host):
+            self._build_scattered(st, host, values)
+            return
         rowids = np.arange(n, dtype=np.int64)
         scheme, split, heavy = self.scheme, _empty(host), _empty(host)
         if scheme == "rows":
@@ -244,6 +247,32 @@ class ShardedIndex(GpuIndex[ShardedState]):
             st.values = None
             self._place(st, futures, workers, scheme, split, heavy)
 
+    def _builds_on_workers(self, keys: np.ndarray) -> bool:
+        """Whether a build from memory cuts its keys into shards on the workers (on their
+        GPUs) rather than here: on ``cuda``, for one-column range or hash partitioning."""
+        return self.device == "cuda" and keys.ndim == 1 and self.scheme != "rows"
+
+    def _build_scattered(self, st: ShardedState, host: np.ndarray,
+                         values: np.ndarray | None) -> None:
+        """The build of ``host`` (native keys) as a distributed one: one contiguous slice
+        of the keys (and values) scattered to each worker, then sampled, cut into shards and
+        built there, the pieces moving GPU to GPU (:meth:`_split_and_build`)."""
+        client = self._client
+        futures: list[Any] = []
+        with losing_workers("the build", futures):
+            workers = self._workers()
+            cuts = partition.row_blocks(int(host.shape[0]), len(workers))
+            keys_at, values_at = [], []
+            for i, w in enumerate(workers):
+                keys_at.append(client.scatter(host[cuts[i]:cuts[i + 1]], workers=[w],
+                                              hash=False))
+                if values is not None:
+                    values_at.append(client.scatter(values[cuts[i]:cuts[i + 1]],
+                                                    workers=[w], hash=False))
+            futures += [*keys_at, *values_at]
+            st.values = None  # the shards hold them
+            self._split_and_build(st, workers, keys_at, values_at or None, cuts, futures)
+
     def _build_distributed(self, src: sources.Source) -> None:
         futures: list[Any] = []
         with losing_workers("the build", futures):
@@ -251,7 +280,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
 
     def _build_on_workers(self, src: sources.Source, futures: list[Any]) -> None:
         """:meth:`_build_distributed`, each future it makes added to ``futures``."""
-        client, shards = self._client, self.params.shards
+        client = self._client
         workers = self._workers()
         keymap = src.keymap.with_target(self._native_dtype(src.keymap))
         key_parts = client.compute(src.key_parts)
@@ -261,6 +290,24 @@ class ShardedIndex(GpuIndex[ShardedState]):
         lengths = client.gather([client.submit(len, e, pure=False) for e in encoded])
         n = int(sum(lengths))
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        vals = None if src.value_parts is None else \
+            [client.submit(worker.values_part, v, pure=False)
+             for v in client.compute(src.value_parts)]
+        futures += [v for v in vals or () if v is not None]
+        st = self._new_state(keymap, n, None, rows=None, n_rows=n, nulls="refuse", names=None)
+        self._split_and_build(st, workers, encoded, vals, offsets, futures)
+        self._publish(st)
+
+    def _split_and_build(self, st: ShardedState, workers: list[str], encoded: list[Any],
+                         vals: list[Any] | None, offsets: np.ndarray,
+                         futures: list[Any]) -> None:
+        """Shards built from partitions of native keys on the workers (futures
+        ``encoded``, values ``vals``; partition ``p``'s rows start at ``offsets[p]``): a
+        sample of each drawn there and gathered here for the splitters (or heavy keys),
+        each partition cut into one piece per shard where it is (on the GPU for cuda), each
+        shard built on its worker from its pieces; ``st`` filled (:meth:`_place`)."""
+        client, shards = self._client, self.params.shards
+        keymap = st.keymap
         per = max(1, (self.params.sample_per_shard * shards) // max(1, len(encoded)))
         sample = np.concatenate(client.gather(
             [client.submit(worker.sample_part, e, per, i, pure=False)
@@ -269,13 +316,12 @@ class ShardedIndex(GpuIndex[ShardedState]):
         sample = np.sort(sample)
         split = partition.splitters(sample, shards) if scheme == "range" else _empty(sample)
         heavy = partition.heavy_keys(sample, shards) if scheme == "hash" else _empty(sample)
-        vals = [None] * len(encoded) if src.value_parts is None else \
-            [client.submit(worker.values_part, v, pure=False)
-             for v in client.compute(src.value_parts)]
+        vals = vals or [None] * len(encoded)
+        ipc = self.device == "cuda" and handoff.one_host(client)
         cut = [client.submit(worker.split_part, e, v, int(off), scheme, shards, sample, heavy,
-                             pure=False)
+                             self.device, ipc, pure=False)
                for e, v, off in zip(encoded, vals, offsets[:-1], strict=True)]
-        futures += [*(v for v in vals if v is not None), *cut]
+        futures += cut
         built = []
         for s in range(shards):
             pieces = [client.submit(worker.piece, c, s, pure=False) for c in cut]
@@ -283,9 +329,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
                                        *pieces, workers=[workers[s % len(workers)]],
                                        pure=False))
         futures += built
-        st = self._new_state(keymap, n, None, rows=None, n_rows=n, nulls="refuse", names=None)
         self._place(st, futures, workers, scheme, split, heavy, first=built)
-        self._publish(st)
 
     def _inner_spec(self) -> dict[str, Any]:
         spec = self.params.inner.model_dump(mode="json")
@@ -387,8 +431,11 @@ class ShardedIndex(GpuIndex[ShardedState]):
         copies = st.copies
         if copies.lost():
             raise ShardLost(_lost_message(copies.lost()))
+        # GPU to GPU by CUDA IPC when every worker shares this host's GPUs (one short round
+        # trip to the scheduler); else as Dask moves arrays (UCX where the cluster uses it)
+        ipc = self.device == "cuda" and handoff.one_host(st.client)
         routing = dask_lookups.Routing(st.keymap, st.scheme, st.lo, st.hi, st.heavy,
-                                       [s.n > 0 for s in st.summaries])
+                                       [s.n > 0 for s in st.summaries], self.device, ipc)
         copies.repair(st.client)  # a shard still short of copies: try again
         live = [copies.of(s) for s in range(len(copies))]
         if any(not c for c in live):  # lost since: the table says so now

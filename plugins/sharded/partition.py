@@ -1,5 +1,5 @@
-"""Which shard holds a row, and which shards answer a lookup (NumPy, run on the client and on
-the workers alike).
+"""Which shard holds a row, and which shards answer a lookup (NumPy or CuPy, as the keys or
+lookups are; run on the client and on the workers alike).
 
 Three schemes:
 
@@ -20,6 +20,8 @@ Three schemes:
 from __future__ import annotations
 
 import numpy as np
+
+from indexzoo.devices import xp_of
 
 __all__ = ["SAMPLE_PER_SHARD", "hash_shard", "heavy_keys", "range_shard", "route_points",
            "route_ranges", "row_blocks", "sample_keys", "splitters"]
@@ -61,15 +63,17 @@ def range_shard(keys: np.ndarray, rowids: np.ndarray, sample: np.ndarray,
     run of equal keys is dealt out over the shards its sample positions span, each getting
     the share of the run that its part of the sample holds (so a key that is 30% of the rows
     fills its shards as much as any other key would)."""
+    xp = xp_of(keys)
     m = int(sample.shape[0])
-    inner = (np.arange(1, shards, dtype=np.int64) * m) // shards
-    first = np.searchsorted(sample, keys, side="left")
-    last = np.searchsorted(sample, keys, side="right")
-    absent = np.searchsorted(inner, first, side="left")
-    u = (np.asarray(rowids, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)
+    sample = xp.asarray(sample)
+    inner = (xp.arange(1, shards, dtype=np.int64) * m) // shards
+    first = xp.searchsorted(sample, keys, side="left")
+    last = xp.searchsorted(sample, keys, side="right")
+    absent = xp.searchsorted(inner, first, side="left")
+    u = (xp.asarray(rowids).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)
     pos = first + (u.astype(np.float64) / float(1 << 53)) * (last - first)
-    present = np.searchsorted(inner, pos, side="right")
-    return np.where(last > first, present, absent).astype(np.int64)
+    present = xp.searchsorted(inner, pos, side="right")
+    return xp.where(last > first, present, absent).astype(np.int64)
 
 
 def _mix(keys: np.ndarray) -> np.ndarray:
@@ -90,18 +94,21 @@ def heavy_keys(sample: np.ndarray, shards: int) -> np.ndarray:
 
 
 def _is_heavy(keys: np.ndarray, heavy: np.ndarray) -> np.ndarray:
+    xp = xp_of(keys)
     if heavy.shape[0] == 0:
-        return np.zeros(keys.shape[0], dtype=bool)
-    at = np.minimum(np.searchsorted(heavy, keys), heavy.shape[0] - 1)
+        return xp.zeros(keys.shape[0], dtype=bool)
+    heavy = xp.asarray(heavy)
+    at = xp.minimum(xp.searchsorted(heavy, keys), heavy.shape[0] - 1)
     return heavy[at] == keys
 
 
 def hash_shard(keys: np.ndarray, rowids: np.ndarray, shards: int,
                heavy: np.ndarray) -> np.ndarray:
     """The shard (int64) of each row under hash partitioning; heavy keys by rowID."""
+    xp = xp_of(keys)
     home = (_mix(keys) % np.uint64(shards)).astype(np.int64)
-    spread = np.asarray(rowids, dtype=np.int64) % shards
-    return np.where(_is_heavy(keys, heavy), spread, home)
+    spread = xp.asarray(rowids).astype(np.int64) % shards
+    return xp.where(_is_heavy(keys, heavy), spread, home)
 
 
 def row_blocks(n: int, shards: int) -> np.ndarray:
@@ -116,13 +123,14 @@ def route_points(scheme: str, q: np.ndarray, shards: int, lo: np.ndarray, hi: np
 
     ``lo``/``hi``: each shard's smallest and largest key (range scheme; an empty shard has
     lo > hi)."""
+    xp = xp_of(q)
     if scheme == "range":
-        return [np.flatnonzero((q >= lo[s]) & (q <= hi[s])) for s in range(shards)]
+        return [xp.flatnonzero((q >= lo[s]) & (q <= hi[s])) for s in range(shards)]
     if scheme == "hash":
         home = (_mix(q) % np.uint64(shards)).astype(np.int64)
         heavy_q = _is_heavy(q, heavy)
-        return [np.flatnonzero((home == s) | heavy_q) for s in range(shards)]
-    every = np.arange(q.shape[0], dtype=np.int64)
+        return [xp.flatnonzero((home == s) | heavy_q) for s in range(shards)]
+    every = xp.arange(q.shape[0], dtype=np.int64)
     return [every] * shards
 
 
@@ -130,15 +138,17 @@ def route_ranges(scheme: str, qlo: np.ndarray, qhi: np.ndarray, shards: int, lo:
                  hi: np.ndarray) -> list[np.ndarray]:
     """For each shard, the positions of the ranges ``[qlo, qhi]`` it must answer: under the
     range scheme the non-empty ranges that overlap its keys, else every range."""
+    xp = xp_of(qlo)
     if scheme == "range":
         live = qlo <= qhi
-        return [np.flatnonzero(live & (qhi >= lo[s]) & (qlo <= hi[s])) for s in range(shards)]
-    every = np.arange(qlo.shape[0], dtype=np.int64)
+        return [xp.flatnonzero(live & (qhi >= lo[s]) & (qlo <= hi[s])) for s in range(shards)]
+    every = xp.arange(qlo.shape[0], dtype=np.int64)
     return [every] * shards
 
 
 def shard_rows(assignment: np.ndarray, shards: int) -> list[np.ndarray]:
     """The rows (int64, ascending) of each shard from a per-row shard number."""
-    order = np.argsort(assignment, kind="stable")
-    bounds = np.searchsorted(assignment[order], np.arange(shards + 1))
+    xp = xp_of(assignment)
+    order = xp.argsort(assignment, kind="stable")
+    bounds = [int(b) for b in xp.searchsorted(assignment[order], xp.arange(shards + 1))]
     return [order[bounds[s]:bounds[s + 1]] for s in range(shards)]

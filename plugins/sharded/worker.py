@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from indexzoo.contract import Footprint, GpuIndex
-from indexzoo.devices import to_numpy
+from indexzoo.devices import array_module, to_device, to_numpy
 from indexzoo.keys import KeyMap
 from indexzoo.results import Out
 
 from . import partition
+from .handoff import Handoff
 
 __all__ = ["Shard", "ShardSummary", "build_shard", "encode_part", "load_shard",
            "lookup_scattered", "lookup_shard", "pack_shard", "save_shard", "split_part",
@@ -33,8 +34,15 @@ class Shard:
     """One shard, resident on its worker."""
 
     index: GpuIndex
-    rows: np.ndarray  # int64: global rowID of each local rowID
+    rows: Any  # int64: global rowID of each local rowID (NumPy; CuPy for a GPU build's shard)
     bounds: tuple[int, int] | None  # smallest and largest native key (one-column keys)
+    device_rows: Any = None  # ``rows`` on the GPU, made by the first lookup there to need it
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"index": self.index, "rows": self.rows, "bounds": self.bounds}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, device_rows=None)
 
 
 @dataclass(frozen=True)
@@ -53,15 +61,19 @@ def _inner(spec: dict[str, Any], device: str) -> GpuIndex:
     return create(spec, device=device)
 
 
-def build_shard(spec: dict[str, Any], device: str, *pieces: tuple[Any, Any, Any]) -> Shard:
-    """The shard over ``pieces`` (keys, global rowIDs, values or None), joined in order.
+def build_shard(spec: dict[str, Any], device: str, *pieces: Any) -> Shard:
+    """The shard over ``pieces`` (keys, global rowIDs, values or None; each a tuple or a
+    :class:`~.handoff.Handoff` of one), joined in order, on ``device`` (the rowIDs too: a
+    GPU shard keeps them on its GPU).
 
     The inner index's values are the global values, or the global rowIDs where the build had
     none, so that its sums are the sharded index's sums."""
-    keys = np.concatenate([p[0] for p in pieces])
-    rows = np.concatenate([p[1] for p in pieces]).astype(np.int64, copy=False)
-    if any(p[2] is not None for p in pieces):
-        values = np.concatenate([p[2] for p in pieces])
+    got = [p.local() if isinstance(p, Handoff) else tuple(p) for p in pieces]
+    xp = array_module(device) if any(not isinstance(p[0], np.ndarray) for p in got) else np
+    keys = xp.concatenate([xp.asarray(p[0]) for p in got])
+    rows = xp.concatenate([xp.asarray(p[1]) for p in got]).astype(np.int64, copy=False)
+    if any(p[2] is not None for p in got):
+        values = xp.concatenate([xp.asarray(p[2]) for p in got])
     else:
         values = rows.astype(np.uint64)
     bounds = None
@@ -71,7 +83,7 @@ def build_shard(spec: dict[str, Any], device: str, *pieces: tuple[Any, Any, Any]
         bounds = (int(keys.min()), int(keys.max()))
     inner = _inner(spec, device)
     inner.build(keys, values)
-    return Shard(inner, np.ascontiguousarray(rows), bounds)
+    return Shard(inner, xp.ascontiguousarray(rows), bounds)
 
 
 def pack_shard(shard: Shard) -> bytes:
@@ -100,26 +112,58 @@ def summarise(shard: Shard) -> ShardSummary:
 
 
 def lookup_shard(shard: Shard, kind: str, out: Out, rowid_dtype: str, *arrays: Any) -> Any:
-    """The shard's answers to its part of a batch, with global rowIDs, on the host:
-    ``rowid``: rowIDs or the global miss; ``count``/``sum``: uint64; ``rowids``: (offsets,
-    rowids)."""
+    """The shard's answers to its part of a batch, with global rowIDs: ``rowid``: rowIDs or
+    the global miss; ``count``: uint64 (in ``rowid_dtype`` for lookups on the GPU);
+    ``sum``: uint64; ``rowids``: (offsets, rowids). On the host, except for lookups given
+    on the GPU (CuPy), whose answers stay there."""
     index = shard.index
     res = index.point(arrays[0], out=out) if kind == "point" else \
         index.range(arrays[0], arrays[1], out=out)
     dt = np.dtype(rowid_dtype)
+    if arrays and not isinstance(arrays[0], np.ndarray):
+        return _on_device(shard, out, dt, res)
     if out == "rowid":
         local = to_numpy(res.rowid)
         hit = local != index.miss
         got = np.full(local.shape[0], np.iinfo(dt).max, dtype=dt)
-        got[hit] = shard.rows[local[hit].astype(np.int64)].astype(dt)
+        got[hit] = _global_rows(shard, local[hit]).astype(dt)
         return got
     if out == "count":
         return to_numpy(res.count).astype(np.uint64)
     if out == "sum":
         return to_numpy(res.sum).astype(np.uint64)
     offsets = to_numpy(res.offsets).astype(np.int64)
-    rowids = shard.rows[to_numpy(res.rowids).astype(np.int64)].astype(dt)
+    rowids = _global_rows(shard, to_numpy(res.rowids)).astype(dt)
     return offsets, rowids
+
+
+def _global_rows(shard: Shard, local: np.ndarray) -> np.ndarray:
+    """The global rowIDs of local ones, on the host (gathered on the GPU where the shard
+    keeps its rowIDs there)."""
+    at = local.astype(np.int64)
+    if isinstance(shard.rows, np.ndarray):
+        return shard.rows[at]
+    return to_numpy(shard.rows[to_device(at, "cuda")])
+
+
+def _on_device(shard: Shard, out: Out, dt: np.dtype, res: Any) -> Any:
+    """:func:`lookup_shard`'s answer for lookups on the GPU, kept there (``rowid``,
+    ``count`` or ``sum``: the outs a Dask array of lookups takes)."""
+    import cupy
+
+    if out == "count":
+        return cupy.asarray(res.count).astype(dt, copy=False)
+    if out == "sum":
+        return cupy.asarray(res.sum).astype(np.uint64, copy=False)
+    if out != "rowid":
+        raise ValueError(f"lookups on the GPU are answered here with rowid, count or sum, not "
+                         f"{out!r}")
+    local = cupy.asarray(res.rowid)
+    if shard.device_rows is None:  # rows kept on the host (a shard built from NumPy pieces)
+        shard.device_rows = cupy.asarray(shard.rows)
+    hit = local != shard.index.miss
+    return cupy.where(hit, shard.device_rows[cupy.where(hit, local, 0).astype(np.int64)]
+                      .astype(dt), dt.type(np.iinfo(dt).max))
 
 
 def lookup_scattered(shard: Shard, kind: str, out: Out, rowid_dtype: str,
@@ -132,7 +176,7 @@ def save_shard(shard: Shard) -> tuple[str, dict[str, np.ndarray], np.ndarray, An
     """The shard in saved form: the inner index's metadata (JSON), its arrays, the global
     rowIDs and the key bounds."""
     saved = shard.index.to_saved()
-    return json.dumps(saved.meta), dict(saved.arrays), shard.rows, shard.bounds
+    return json.dumps(saved.meta), dict(saved.arrays), to_numpy(shard.rows), shard.bounds
 
 
 def load_shard(meta: str, arrays: dict[str, np.ndarray], rows: np.ndarray, bounds: Any,
@@ -170,21 +214,26 @@ def sample_part(keys: np.ndarray, size: int, seed: int) -> np.ndarray:
     return partition.sample_keys(keys, size, seed)
 
 
-def split_part(keys: np.ndarray, values: Any, offset: int, scheme: str, shards: int,
-               sample: np.ndarray, heavy: np.ndarray) -> list[tuple[Any, Any, Any]]:
+def split_part(keys: Any, values: Any, offset: int, scheme: str, shards: int,
+               sample: np.ndarray, heavy: np.ndarray, device: str = "cpu",
+               ipc: bool = False) -> list[Handoff]:
     """One partition cut into one piece (keys, global rowIDs, values) per shard (``sample``:
-    the sorted sample of the range scheme)."""
-    rows = offset + np.arange(keys.shape[0], dtype=np.int64)
+    the sorted sample of the range scheme), on ``device`` (a GPU's pieces cross to their
+    shards' workers by CUDA IPC when ``ipc``)."""
+    keys = to_device(keys, device)
+    values = None if values is None else to_device(values, device)
+    xp = array_module(device)
+    rows = offset + xp.arange(keys.shape[0], dtype=np.int64)
     if scheme == "range":
         where = partition.range_shard(keys, rows, sample, shards)
     else:
         where = partition.hash_shard(keys, rows, shards, heavy)
     pieces = []
     for part_rows in partition.shard_rows(where, shards):
-        pieces.append((keys[part_rows], rows[part_rows],
-                       None if values is None else values[part_rows]))
+        pieces.append(Handoff((keys[part_rows], rows[part_rows],
+                               None if values is None else values[part_rows]), ipc=ipc))
     return pieces
 
 
-def piece(pieces: list[tuple[Any, Any, Any]], s: int) -> tuple[Any, Any, Any]:
+def piece(pieces: list[Handoff], s: int) -> Handoff:
     return pieces[s]

@@ -317,6 +317,24 @@ def test_a_dask_array_builds_on_the_workers_with_global_rowids(column: Any,
     _check_against_memory(index, keys, values)
 
 
+@pytest.mark.parametrize(("inner", "values"), [("sorted-array", True), ("warpcore-hash", False)])
+def test_a_build_from_memory_can_be_cut_into_shards_on_the_workers(
+        column: Any, inner: str, values: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a GPU index does with keys in memory (a slice scattered to each worker, sampled,
+    # cut and built there), made to run here on the CPU
+    from indexzoo.plugins.sharded import ShardedIndex
+
+    monkeypatch.setattr(ShardedIndex, "_builds_on_workers", lambda self, keys: True)
+    keys, vals = column
+    index = indexzoo.create("sharded", inner=inner, shards=3, device="cpu")
+    index.build(keys, vals if values else None)
+    assert sorted(index.shard_sizes()) != [0, 0, keys.shape[0]]  # cut, not all in one
+    plain = indexzoo.create(inner, device="cpu").build(keys, vals if values else None)
+    q = np.concatenate([keys[:500], [99, -1, 1 << 25]])
+    _agree(index, plain, q)
+    assert len(index) == keys.shape[0]
+
+
 def test_a_dask_dataframe_column_and_parquet_files_build_alike(column: Any,
                                                                tmp_path: Any) -> None:
     dd = pytest.importorskip("dask.dataframe")

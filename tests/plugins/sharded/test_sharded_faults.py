@@ -43,10 +43,12 @@ def doomed_client() -> Iterator[Any]:
 def _kill_a_worker_once_lookups_run(client: Any) -> str:
     """SIGKILL the process of a worker as soon as it is answering a shard's lookup; its
     address."""
+    from dask.utils import key_split
+
     deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline:
         busy = {w: tasks for w, tasks in client.processing().items()
-                if any("lookup_scattered" in str(t) for t in tasks)}
+                if any(key_split(t) in ("lookup_scattered", "ask") for t in tasks)}
         if busy:
             pids = client.run(os.getpid, workers=list(busy)[:1])
             address, pid = next(iter(pids.items()))

@@ -1,0 +1,222 @@
+"""The sharded index on one and on two GPUs against the inner index alone in one process.
+
+For each inner index (``--inner``, e.g. ``btree,warpcore-hash``) on the same keys
+(``2^--keys`` random uint32) and the same batch of point lookups (``2^--lookups``, drawn
+from the keys, ``out=count``), every time the median of ``--repeats`` runs after a warm-up:
+
+* **alone**: the inner index in this process on GPU 0: its build from NumPy keys, the keys'
+  own host -> GPU copy, a batch of lookups already on the GPU (CuPy), and the round trip of a
+  NumPy batch (host -> GPU, lookups, answers -> host);
+* **sharded** on a ``LocalCUDACluster`` of ``W`` GPUs (``--gpus``, one worker and one shard
+  per GPU): the build from NumPy keys; the batch resident on the workers as a Dask array
+  of CuPy chunks (``--chunks-per-gpu`` chunks on each worker; timed from the call until
+  every chunk of the answer is computed, on the workers); the same batch as NumPy from this
+  process (answers back here as NumPy).
+
+Every answer is checked against the inner index alone (``wrong`` counts the lookups that
+differ). Writes ``targets.json`` and ``targets.md`` under ``--output``.
+
+    python benchmarks/studies/sharded_targets.py --keys 28 --lookups 26 --gpus 1,2 \\
+        --inner btree,warpcore-hash --output benchmarks/results/h200-x2/X   # needs dask-cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def _sync() -> None:
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
+def _median(fn: Any, repeats: int) -> float:
+    fn()
+    _sync()
+    times = []
+    for _ in range(repeats):
+        _sync()
+        t0 = time.perf_counter()
+        fn()
+        _sync()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _to_host(a: Any) -> np.ndarray:
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def alone(inner: str, keys: np.ndarray, q: np.ndarray, repeats: int) -> tuple[dict[str, Any],
+                                                                                np.ndarray]:
+    import cupy
+
+    import indexzoo
+
+    transfer = _median(lambda: cupy.asarray(keys), repeats)
+    builds = []
+    for _ in range(max(2, repeats // 2)):
+        _sync()
+        t0 = time.perf_counter()
+        index = indexzoo.create(inner, device="cuda").build(keys)
+        _sync()
+        builds.append(time.perf_counter() - t0)
+    build = statistics.median(builds[1:])  # the first compiles
+    qd = cupy.asarray(q)
+    resident = _median(lambda: index.point(qd, out="count"), repeats)
+    trip = _median(lambda: _to_host(index.point(cupy.asarray(q), out="count").count), repeats)
+    truth = _to_host(index.point(qd, out="count").count)
+    index = qd = None  # freed before the cluster's workers need GPU 0
+    cupy.get_default_memory_pool().free_all_blocks()
+    return {"build_s": build, "keys_to_gpu_s": transfer, "resident_s": resident,
+            "round_trip_s": trip}, truth
+
+
+def _chunk_on_gpu(part: np.ndarray) -> Any:
+    import cupy
+
+    return cupy.asarray(part)
+
+
+def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.ndarray,
+            repeats: int, chunks_per_gpu: int) -> dict[str, Any]:
+    import dask.array as da
+    from dask_cuda import LocalCUDACluster
+    from distributed import Client, wait
+
+    from indexzoo.plugins.sharded import ShardedIndex
+
+    cluster = LocalCUDACluster(n_workers=gpus, CUDA_VISIBLE_DEVICES=list(range(gpus)),
+                               dashboard_address=":0")
+    client = Client(cluster, set_as_default=False)
+    try:
+        workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+        builds = []
+        for _ in range(2):  # the first compiles on every worker
+            index = ShardedIndex({"inner": inner, "shards": gpus}, device="cuda",
+                                 client=client)
+            t0 = time.perf_counter()
+            index.build(keys)
+            builds.append(time.perf_counter() - t0)
+        n_chunks = gpus * chunks_per_gpu
+        cuts = (np.arange(n_chunks + 1) * q.shape[0]) // n_chunks
+        futures = []
+        for i in range(n_chunks):
+            at = [workers[i % gpus]]
+            host = client.scatter(q[cuts[i]:cuts[i + 1]], workers=at)
+            futures.append(client.submit(_chunk_on_gpu, host, workers=at, pure=False))
+        wait(futures)
+        import cupy
+
+        meta = cupy.empty(0, dtype=q.dtype)
+        lookups = da.concatenate([da.from_delayed(f, shape=(int(cuts[i + 1] - cuts[i]),),
+                                                  dtype=q.dtype, meta=meta)
+                                  for i, f in enumerate(futures)])
+
+        def resident_call() -> Any:
+            answer = index.point(lookups, out="count").count
+            done = client.persist(answer)
+            wait(done)
+            return done
+
+        times, calls = [], []
+        resident_call()
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            answer = index.point(lookups, out="count").count
+            t1 = time.perf_counter()
+            done = client.persist(answer)
+            wait(done)
+            times.append(time.perf_counter() - t0)
+            calls.append(t1 - t0)
+        got = _to_host(done.compute(scheduler=client))
+        wrong_resident = int((got.astype(np.int64) != truth.astype(np.int64)).sum())
+        batch = []
+        client_answer = None
+        for _ in range(repeats + 1):
+            t0 = time.perf_counter()
+            client_answer = _to_host(index.point(q, out="count").count)
+            batch.append(time.perf_counter() - t0)
+        wrong_batch = int((client_answer.astype(np.int64) != truth.astype(np.int64)).sum())
+        sizes = index.shard_sizes()
+        index.release()
+    finally:
+        client.close()
+        cluster.close()
+    return {"gpus": gpus, "build_s": builds[-1], "first_build_s": builds[0],
+            "resident_s": statistics.median(times), "resident_call_s": statistics.median(calls),
+            "client_batch_s": statistics.median(batch[1:]), "wrong_resident": wrong_resident,
+            "wrong_batch": wrong_batch, "shard_sizes": sizes, "chunks": n_chunks}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--inner", default="btree,warpcore-hash")
+    ap.add_argument("--keys", type=int, default=28, help="log2 of the number of keys")
+    ap.add_argument("--lookups", type=int, default=26, help="log2 of the lookups per batch")
+    ap.add_argument("--gpus", default="1,2")
+    ap.add_argument("--chunks-per-gpu", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--commit", default=os.environ.get("COMMIT", "unknown"))
+    ap.add_argument("--output", type=Path, required=True)
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    n, nq = 1 << args.keys, 1 << args.lookups
+    keys = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
+    q = keys[rng.integers(0, n, nq)]
+    results: dict[str, Any] = {}
+    for inner in args.inner.split(","):
+        one, truth = alone(inner, keys, q, args.repeats)
+        print(inner, "alone", json.dumps(one), flush=True)
+        rows = []
+        for g in [int(x) for x in args.gpus.split(",")]:
+            row = sharded(inner, g, keys, q, truth, args.repeats, args.chunks_per_gpu)
+            print(inner, json.dumps(row), flush=True)
+            rows.append(row)
+        results[inner] = {"alone": one, "sharded": rows}
+    meta = {"commit": args.commit, "keys": n, "lookups": nq, "key_dtype": "uint32",
+            "out": "count", "repeats": args.repeats, "chunks_per_gpu": args.chunks_per_gpu,
+            "cpus": os.cpu_count(), "python": platform.python_version()}
+    args.output.mkdir(parents=True, exist_ok=True)
+    (args.output / "targets.json").write_text(json.dumps({"meta": meta, "results": results},
+                                                         indent=2) + "\n")
+    lines = [f"`sharded` on 1 and 2 GPUs, 2^{args.keys} uint32 keys, batches of "
+             f"2^{args.lookups} point lookups (`out=count`), commit {args.commit}; medians "
+             f"of {args.repeats} runs, ms.", ""]
+    for inner, got in results.items():
+        one = got["alone"]
+        lines += [f"**{inner}** alone in one process: build {one['build_s'] * 1e3:.0f} "
+                  f"(keys to the GPU {one['keys_to_gpu_s'] * 1e3:.0f}), lookups on the GPU "
+                  f"{one['resident_s'] * 1e3:.1f}, NumPy round trip "
+                  f"{one['round_trip_s'] * 1e3:.1f}.", "",
+                  "| GPUs | build | x (alone + keys) | resident lookups | x alone | "
+                  "client NumPy batch | x round trip | wrong |",
+                  "|---|---|---|---|---|---|---|---|"]
+        base = None
+        for r in got["sharded"]:
+            base = base or r["resident_s"]
+            lines.append(
+                f"| {r['gpus']} | {r['build_s'] * 1e3:.0f} | "
+                f"{r['build_s'] / (one['build_s'] + one['keys_to_gpu_s']):.2f} | "
+                f"{r['resident_s'] * 1e3:.1f} ({base / r['resident_s']:.2f}x 1 GPU) | "
+                f"{one['resident_s'] / r['resident_s']:.2f} | "
+                f"{r['client_batch_s'] * 1e3:.1f} | "
+                f"{r['client_batch_s'] / one['round_trip_s']:.2f} | "
+                f"{r['wrong_resident'] + r['wrong_batch']} |")
+        lines.append("")
+    (args.output / "targets.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
