@@ -98,7 +98,7 @@ def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.nd
 
     cluster = LocalCUDACluster(n_workers=gpus, CUDA_VISIBLE_DEVICES=list(range(gpus)),
                                dashboard_address=":0")
-    client = Client(cluster, set_as_default=False)
+    client = Client(cluster)  # the default client: distributed.wait uses it
     try:
         workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
         builds = []
