@@ -149,7 +149,6 @@ def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.nd
             batch.append(time.perf_counter() - t0)
         wrong_batch = int((client_answer.astype(np.int64) != truth.astype(np.int64)).sum())
         sizes = index.shard_sizes()
-        index.release()
     finally:
         client.close()
         cluster.close()
