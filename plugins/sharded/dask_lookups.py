@@ -42,7 +42,7 @@ from indexzoo.keys import KeyMap
 from indexzoo.results import Out
 
 from . import partition, worker
-from .handoff import Handoff
+from .handoff import Handoff, weigh
 from .lost import ShardLost, raised_by_a_task
 from .replicas import Copy, alive_workers, wait_pinned
 
@@ -65,6 +65,8 @@ class Routing:
     live: list[bool]  # per shard: whether it holds any row
     device: str = "cpu"  # where the chunk is routed and answered: the index's device
     ipc: bool = False  # pieces and answers cross between GPUs by CUDA IPC (handoff)
+    workers: tuple[str, ...] = ()  # per shard: the worker asked (empty: any of its copies)
+    encoded: bool = False  # the lookups are native keys already (a batch the base class read)
 
 
 @dataclass
@@ -77,6 +79,14 @@ class Routed:
     size: int
     positions: list[Any]
     pieces: list[Handoff | None]  # None: the shard answers none of the chunk
+
+    def __post_init__(self) -> None:
+        weigh(Routed)
+
+    @property
+    def nbytes(self) -> int:
+        held = sum(int(getattr(p, "nbytes", 0)) for p in self.positions)
+        return held + sum(p.nbytes for p in self.pieces if p is not None)
 
 
 def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
@@ -92,7 +102,8 @@ def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
     km = routing.keymap
     size = int(arrays[0].shape[0])
     if kind == "point":
-        enc, outside = km.encode_points(arrays[0], name="queries")
+        enc, outside = (arrays[0], None) if routing.encoded else \
+            km.encode_points(arrays[0], name="queries")
         routes = partition.route_points(routing.scheme, enc, shards, routing.lo, routing.hi,
                                         routing.heavy)
         if outside is not None:  # lookups no key can equal: every shard leaves them out
@@ -100,23 +111,37 @@ def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
             routes = [idx[inside[idx]] for idx in routes]
         encoded: tuple[Any, ...] = (enc,)
     else:
-        elo, ehi = km.encode_ranges(arrays[0], arrays[1])
+        elo, ehi = (arrays[0], arrays[1]) if routing.encoded else \
+            km.encode_ranges(arrays[0], arrays[1])
         routes = partition.route_ranges(routing.scheme, elo, ehi, shards, routing.lo,
                                         routing.hi)
         encoded = (elo, ehi)
+    here = _here()
     positions: list[Any] = []
     pieces: list[Handoff | None] = []
-    for idx, live in zip(routes, routing.live, strict=True):
+    for s, (idx, live) in enumerate(zip(routes, routing.live, strict=True)):
+        # exported for IPC only when it leaves this worker (or may: any copy of the shard)
+        ipc = routing.ipc and (not routing.workers or routing.workers[s] != here)
         if not live or idx.shape[0] == 0:
             positions.append(None)
             pieces.append(None)
         elif idx.shape[0] == size:  # the whole chunk, in order: no gather, no scatter
             positions.append(None)
-            pieces.append(Handoff(encoded, ipc=routing.ipc))
+            pieces.append(Handoff(encoded, ipc=ipc))
         else:
             positions.append(idx)
-            pieces.append(Handoff(tuple(a[idx] for a in encoded), ipc=routing.ipc))
+            pieces.append(Handoff(tuple(a[idx] for a in encoded), ipc=ipc))
     return Routed(size, positions, pieces)
+
+
+def _here() -> str | None:
+    """The address of the worker running this task (None outside a worker)."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().address)
+    except (ImportError, ValueError):
+        return None
 
 
 def part(routed: Routed, s: int) -> Handoff | None:
@@ -125,12 +150,20 @@ def part(routed: Routed, s: int) -> Handoff | None:
 
 
 def ask(shard: worker.Shard, kind: str, out: Out, rowid_dtype: str, ipc: bool,
-        piece: Handoff | None) -> Handoff | None:
-    """The shard's answers to its piece of a chunk (on its device), ready to cross back."""
+        piece: Handoff | None, back: str | None = None) -> Handoff | None:
+    """The shard's answers to its piece of a chunk (on its device), ready to cross back to
+    worker ``back`` (None: wherever the chunk is)."""
     if piece is None:
         return None
     got = worker.lookup_shard(shard, kind, out, rowid_dtype, *piece.local())
-    return Handoff((got,), ipc=ipc)
+    return Handoff((got,), ipc=ipc and (back is None or back != _here()))
+
+
+def ask_here(shard: worker.Shard, kind: str, out: Out, rowid_dtype: str, routed: Routed,
+             s: int) -> Handoff | None:
+    """:func:`ask` for a shard on the chunk's own worker: its piece taken from the routed
+    chunk where it is (no ``part`` task), the answer left here."""
+    return ask(shard, kind, out, rowid_dtype, False, routed.pieces[s])
 
 
 @dataclass(frozen=True)
@@ -214,33 +247,54 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     if kind == "range":
         arrays = [arrays[0], arrays[1].rechunk(arrays[0].chunks)]
     chunk_futures = [client.compute(list(np.ravel(a.to_delayed()))) for a in arrays]
+    homes = _homes(client, chunk_futures[0])
     sizes = arrays[0].chunks[0]
     answer_dtype = np.dtype(np.uint64) if out == "sum" else np.dtype(rowid_dtype)
     dt = str(np.dtype(rowid_dtype))
     ipc = routing.ipc
     blocks = []
     for i, q in enumerate(sizes):
+        home = homes[i]
+        at: dict[str, Any] = {} if home is None else \
+            {"workers": [home], "allow_other_workers": True}
         routed = client.submit(route, routing, kind, *(c[i] for c in chunk_futures),
-                               pure=False)
+                               pure=False, **at)
         answers = []
         for s, held in enumerate(copies):
             if not routing.live[s]:
                 answers.append(None)
                 continue
-            piece = client.submit(part, routed, s, pure=False)
             if failover:
+                piece = client.submit(part, routed, s, pure=False, **at)
                 keys = CopyKeys(s, tuple((c.future.key, c.worker) for c in held))
                 answers.append(client.submit(ask_copies, keys, kind, out, dt, ipc, piece,
                                              pure=False))
+            elif held[0].worker == home:  # the shard is where the chunk is
+                answers.append(client.submit(ask_here, held[0].future, kind, out, dt, routed,
+                                             s, workers=[home], pure=False))
             else:
+                piece = client.submit(part, routed, s, pure=False, **at)
                 answers.append(client.submit(ask, held[0].future, kind, out, dt, ipc, piece,
-                                             workers=[held[0].worker], pure=False))
-        done = client.submit(assemble, out, dt, device, routed, *answers, pure=False)
+                                             home, workers=[held[0].worker], pure=False))
+        done = client.submit(assemble, out, dt, device, routed, *answers, pure=False, **at)
         meta = _meta(device, answer_dtype)
         blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype, meta=meta))
     if not blocks:
         return da.zeros((0,), dtype=answer_dtype, chunks=((0,),))
     return blocks[0] if len(blocks) == 1 else da.concatenate(blocks)
+
+
+def _homes(client: Any, chunks: list[Any]) -> list[str | None]:
+    """The worker holding each chunk of lookups, once computed (the call waits for them:
+    at once for lookups already on the workers), so that the chunk's routing, its local
+    shards' answers and its assembly are placed there; None for a chunk that failed."""
+    from distributed import as_completed
+
+    for _ in as_completed(chunks, loop=client.loop):
+        pass
+    held = client.who_has(chunks)
+    return [min(held.get(f.key) or [None], key=str) if f.status == "finished" else None
+            for f in chunks]
 
 
 def _meta(device: str, dtype: np.dtype) -> Any:
@@ -256,6 +310,9 @@ def combine(out: str, q: int, asked: list[tuple[int, Any]], parts: list[Any],
     """The shards' answers, each for the lookups at its positions (None: every lookup, in
     order), as one answer in the caller's order (``xp``: NumPy, or CuPy for answers on the
     GPU; ``rowids`` on NumPy only)."""
+    if len(parts) == 1 and asked[0][1] is None and out in ("rowid", "count", "sum"):
+        # one shard answered every lookup, in order: its answer is the answer
+        return parts[0].astype(np.uint64 if out == "sum" else rowid_dtype, copy=False)
     if out == "rowid":
         miss = np.iinfo(rowid_dtype).max
         got = xp.full(q, miss, dtype=rowid_dtype)

@@ -29,12 +29,12 @@ import uuid
 import weakref
 from typing import Any
 
-__all__ = ["Handoff", "host_token", "one_host"]
+__all__ = ["Handoff", "host_token", "one_host", "weigh"]
 
 _live: weakref.WeakValueDictionary[str, Handoff] = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 _token: list[str] = []
-_sized: list[bool] = []
+_sized: list[type] = []
 
 
 def host_token() -> str:
@@ -69,8 +69,7 @@ class Handoff:
     __slots__ = ("__weakref__", "_exported", "_key", "arrays")
 
     def __init__(self, arrays: tuple[Any, ...] | list[Any], ipc: bool = False) -> None:
-        if not _sized:
-            _register_sizeof()
+        weigh(Handoff)
         self.arrays = tuple(arrays)
         self._exported: list[Any] | None = None
         self._key = ""
@@ -157,13 +156,16 @@ def _opened(token: str, pid: int, key: str, exported: list[Any], plain: tuple[An
     return Handoff(arrays)
 
 
-def _register_sizeof() -> None:
-    """Tell Dask what a handoff weighs (its arrays' bytes), so that the scheduler runs the
-    tasks that need it where it is (done by the first handoff a process makes: importing
-    this module imports no Dask)."""
-    _sized.append(True)
+def weigh(cls: type) -> None:
+    """Tell Dask what objects of ``cls`` weigh (their ``nbytes``), so that the scheduler
+    runs the tasks that need one where it is (Dask would take any object it does not know
+    for a few dozen bytes). Done by the first object made: importing this module imports
+    no Dask."""
+    if cls in _sized:
+        return
+    _sized.append(cls)
     try:
         from dask.sizeof import sizeof
-    except ImportError:  # Dask is optional; handoffs are made by a sharded index's tasks
+    except ImportError:  # Dask is optional; these objects are made by a sharded index's tasks
         return
-    sizeof.register(Handoff)(lambda h: h.nbytes + 64)
+    sizeof.register(cls)(lambda obj: int(obj.nbytes) + 64)

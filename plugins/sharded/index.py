@@ -428,21 +428,29 @@ class ShardedIndex(GpuIndex[ShardedState]):
             st.keymap.encode_points(empty[0], name="queries")
         else:
             st.keymap.encode_ranges(empty[0], empty[1])
+        answer = self._on_workers(st, kind, op.out, arrays, encoded=False)
+        return LookupResult(out=op.out, **{op.out: answer})
+
+    def _on_workers(self, st: ShardedState, kind: str, out: Out, arrays: list[Any],
+                    encoded: bool) -> Any:
+        """The Dask array answering the Dask arrays ``arrays`` on the workers
+        (:func:`dask_lookups.lookup`); ``encoded``: they hold native keys already."""
         copies = st.copies
         if copies.lost():
             raise ShardLost(_lost_message(copies.lost()))
         # GPU to GPU by CUDA IPC when every worker shares this host's GPUs (one short round
         # trip to the scheduler); else as Dask moves arrays (UCX where the cluster uses it)
         ipc = self.device == "cuda" and handoff.one_host(st.client)
-        routing = dask_lookups.Routing(st.keymap, st.scheme, st.lo, st.hi, st.heavy,
-                                       [s.n > 0 for s in st.summaries], self.device, ipc)
         copies.repair(st.client)  # a shard still short of copies: try again
         live = [copies.of(s) for s in range(len(copies))]
         if any(not c for c in live):  # lost since: the table says so now
             raise ShardLost(_lost_message(copies.lost()))
-        answer = dask_lookups.lookup(st.client, live, copies.replicas > 1, routing, kind,
-                                     op.out, st.rowid_dtype, self.device, arrays)
-        return LookupResult(out=op.out, **{op.out: answer})
+        asked = () if copies.replicas > 1 else tuple(c[0].worker for c in live)
+        routing = dask_lookups.Routing(st.keymap, st.scheme, st.lo, st.hi, st.heavy,
+                                       [s.n > 0 for s in st.summaries], self.device, ipc,
+                                       asked, encoded)
+        return dask_lookups.lookup(st.client, live, copies.replicas > 1, routing, kind, out,
+                                   st.rowid_dtype, self.device, arrays)
 
     # one hook per operation (not one marked method): a subclass for an inner index without
     # ranges inherits the range hooks from here, where the capabilities declare them
@@ -473,6 +481,9 @@ class ShardedIndex(GpuIndex[ShardedState]):
     def _scatter_gather(self, st: ShardedState, kind: str, out: Out, *arrays: Any) -> Any:
         """Route the batch to the shards that can answer, gather every answer, combine them
         in the caller's order (on the index's device)."""
+        if (self._batches_on_workers() and out in dask_lookups.DASK_OUTS
+                and arrays[0].ndim == 1 and st.scheme != "rows"):
+            return self._batch_on_workers(st, kind, out, arrays)
         host = [np.asarray(to_numpy(a)) for a in arrays]
         q = int(host[0].shape[0])
         scheme = st.scheme if host[0].ndim == 1 else "rows"
@@ -488,6 +499,50 @@ class ShardedIndex(GpuIndex[ShardedState]):
         got = dask_lookups.combine(out, q, asked, parts, st.rowid_dtype)
         if isinstance(got, tuple):
             return tuple(to_device(a, self.device) for a in got)
+        return to_device(got, self.device)
+
+    def _batches_on_workers(self) -> bool:
+        """Whether a batch in memory (answered ``rowid``, ``count`` or ``sum``) is routed on
+        the workers (:meth:`_batch_on_workers`) rather than here: on ``cuda``, where the
+        workers route on their GPUs and hand the pieces GPU to GPU."""
+        return self.device == "cuda"
+
+    def _batch_on_workers(self, st: ShardedState, kind: str, out: Out,
+                          arrays: tuple[Any, ...]) -> Any:
+        """A batch answered as a Dask array of lookups is (on ``cuda``): one contiguous
+        slice scattered to each worker, routed on its GPU, its pieces handed GPU to GPU to
+        their shards, answered and put in order there; the answer gathered once. Nothing is
+        routed or combined here."""
+        import dask.array as da
+
+        client = st.client
+        n = int(arrays[0].shape[0])
+        workers = _workers(client)
+        cuts = partition.row_blocks(n, len(workers)) if n else np.zeros(2, dtype=np.int64)
+        lookups = []
+        sent: list[Any] = []
+        try:
+            for a in arrays:
+                blocks = []
+                for i in range(len(cuts) - 1):
+                    part = a[int(cuts[i]):int(cuts[i + 1])]
+                    f = client.scatter(part, workers=[workers[i % len(workers)]], hash=False)
+                    sent.append(f)
+                    blocks.append(da.from_delayed(f, shape=part.shape, dtype=part.dtype,
+                                                  meta=part[:0]))
+                lookups.append(blocks[0] if len(blocks) == 1 else da.concatenate(blocks))
+            answer = self._on_workers(st, kind, out, lookups, encoded=True)
+            got = answer.compute(scheduler=client)
+        except IndexZooError:
+            raise
+        except Exception as exc:  # a worker lost under it (with one copy): say so
+            st.copies.drop_lost(client)
+            if st.copies.lost():
+                raise ShardLost(_lost_message(st.copies.lost())) from exc
+            raise
+        finally:
+            for f in sent:
+                f.release()
         return to_device(got, self.device)
 
     def _gather(self, st: ShardedState, kind: str, out: Out, host: list[np.ndarray],

@@ -335,6 +335,29 @@ def test_a_build_from_memory_can_be_cut_into_shards_on_the_workers(
     assert len(index) == keys.shape[0]
 
 
+@pytest.mark.parametrize("inner", ["sorted-array", "warpcore-hash"])
+def test_a_batch_can_be_routed_and_answered_on_the_workers(
+        column: Any, inner: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a GPU index does with a batch in memory (a slice scattered to each worker, routed
+    # and answered there, gathered once), made to run here on the CPU
+    from indexzoo.plugins.sharded import ShardedIndex
+
+    keys, vals = column
+    index = indexzoo.create("sharded", inner=inner, shards=3, device="cpu").build(keys, vals)
+    plain = indexzoo.create(inner, device="cpu").build(keys, vals)
+    monkeypatch.setattr(ShardedIndex, "_batches_on_workers", lambda self: True)
+    q = np.concatenate([keys[:700], [99, -1, 1 << 25]])
+    for out in ("count", "sum"):
+        assert _same(index.point(q, out=out), plain.point(q, out=out)), out
+    rowid = index.point(q, out="rowid").to_host().rowid  # any row of the key (99 has 5,000)
+    hit = rowid != index.miss
+    assert np.array_equal(hit, plain.point(q, out="count").to_host().count > 0)
+    assert np.array_equal(keys[rowid[hit].astype(np.int64)], q[hit])
+    if index.capabilities.range:
+        for out in ("count", "sum"):
+            assert _same(index.range(q, q + 1000, out=out), plain.range(q, q + 1000, out=out))
+
+
 def test_a_dask_dataframe_column_and_parquet_files_build_alike(column: Any,
                                                                tmp_path: Any) -> None:
     dd = pytest.importorskip("dask.dataframe")
