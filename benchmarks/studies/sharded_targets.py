@@ -139,7 +139,14 @@ def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.nd
             wait(done)
             times.append(time.perf_counter() - t0)
             calls.append(t1 - t0)
-        got = _to_host(done.compute(scheduler=client))
+        from distributed import get_task_stream
+
+        with get_task_stream(client) as stream:
+            t0 = time.perf_counter()
+            profiled = resident_call()
+            span = time.perf_counter() - t0
+        tasks = _task_summary(stream.data)
+        got = _to_host(profiled.compute(scheduler=client))
         wrong_resident = int((got.astype(np.int64) != truth.astype(np.int64)).sum())
         batch = []
         client_answer = None
@@ -155,7 +162,27 @@ def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.nd
     return {"gpus": gpus, "build_s": builds[-1], "first_build_s": builds[0],
             "resident_s": statistics.median(times), "resident_call_s": statistics.median(calls),
             "client_batch_s": statistics.median(batch[1:]), "wrong_resident": wrong_resident,
-            "wrong_batch": wrong_batch, "shard_sizes": sizes, "chunks": n_chunks}
+            "wrong_batch": wrong_batch, "shard_sizes": sizes, "chunks": n_chunks,
+            "profiled_s": span, "tasks": tasks}
+
+
+def _task_summary(data: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Dask's task stream of one call: each task's name, worker and what it spent (compute,
+    transfer of its inputs), in ms from the first task's start."""
+    from dask.utils import key_split
+
+    rows = []
+    for rec in data:
+        for ss in rec.get("startstops", ()):
+            rows.append({"task": key_split(rec["key"]), "worker": rec.get("worker", ""),
+                         "action": ss["action"], "start": ss["start"], "stop": ss["stop"]})
+    if not rows:
+        return []
+    first = min(r["start"] for r in rows)
+    for r in rows:
+        r["start_ms"] = round((r.pop("start") - first) * 1e3, 2)
+        r["ms"] = round((r.pop("stop") - first) * 1e3 - r["start_ms"], 2)
+    return sorted(rows, key=lambda r: r["start_ms"])
 
 
 def main() -> None:
@@ -180,7 +207,9 @@ def main() -> None:
         rows = []
         for g in [int(x) for x in args.gpus.split(",")]:
             row = sharded(inner, g, keys, q, truth, args.repeats, args.chunks_per_gpu)
-            print(inner, json.dumps(row), flush=True)
+            print(inner, json.dumps({k: v for k, v in row.items() if k != "tasks"}), flush=True)
+            for t in row["tasks"]:
+                print("   ", json.dumps(t), flush=True)
             rows.append(row)
         results[inner] = {"alone": one, "sharded": rows}
     meta = {"commit": args.commit, "keys": n, "lookups": nq, "key_dtype": "uint32",

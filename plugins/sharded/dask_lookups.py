@@ -251,37 +251,64 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     sizes = arrays[0].chunks[0]
     answer_dtype = np.dtype(np.uint64) if out == "sum" else np.dtype(rowid_dtype)
     dt = str(np.dtype(rowid_dtype))
-    ipc = routing.ipc
     blocks = []
     for i, q in enumerate(sizes):
         home = homes[i]
-        at: dict[str, Any] = {} if home is None else \
-            {"workers": [home], "allow_other_workers": True}
-        routed = client.submit(route, routing, kind, *(c[i] for c in chunk_futures),
-                               pure=False, **at)
-        answers = []
-        for s, held in enumerate(copies):
-            if not routing.live[s]:
-                answers.append(None)
-                continue
-            if failover:
-                piece = client.submit(part, routed, s, pure=False, **at)
-                keys = CopyKeys(s, tuple((c.future.key, c.worker) for c in held))
-                answers.append(client.submit(ask_copies, keys, kind, out, dt, ipc, piece,
-                                             pure=False))
-            elif held[0].worker == home:  # the shard is where the chunk is
-                answers.append(client.submit(ask_here, held[0].future, kind, out, dt, routed,
-                                             s, workers=[home], pure=False))
-            else:
-                piece = client.submit(part, routed, s, pure=False, **at)
-                answers.append(client.submit(ask, held[0].future, kind, out, dt, ipc, piece,
-                                             home, workers=[held[0].worker], pure=False))
-        done = client.submit(assemble, out, dt, device, routed, *answers, pure=False, **at)
+        chunk = [c[i] for c in chunk_futures]
+        if not failover and home is not None and all(
+                c[0].worker == home for c, live in zip(copies, routing.live, strict=True)
+                if live):  # every shard it asks is where the chunk is: one task
+            firsts = [c[0].future if live else None
+                      for c, live in zip(copies, routing.live, strict=True)]
+            done = client.submit(answer_here, routing, kind, out, dt, device, firsts, *chunk,
+                                 workers=[home], pure=False)
+        else:
+            done = _asked_around(client, copies, failover, routing, kind, out, dt, device,
+                                 chunk, home)
         meta = _meta(device, answer_dtype)
         blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype, meta=meta))
     if not blocks:
         return da.zeros((0,), dtype=answer_dtype, chunks=((0,),))
     return blocks[0] if len(blocks) == 1 else da.concatenate(blocks)
+
+
+def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing,
+                  kind: str, out: Out, dt: str, device: str, chunk: list[Any],
+                  home: str | None) -> Any:
+    """The future of one chunk's answer when some of its shards are on other workers:
+    ``route``, ``part``/``ask`` (or ``ask_here`` for a shard on the chunk's worker),
+    ``assemble``."""
+    at: dict[str, Any] = {} if home is None else \
+        {"workers": [home], "allow_other_workers": True}
+    routed = client.submit(route, routing, kind, *chunk, pure=False, **at)
+    answers: list[Any] = []
+    for s, held in enumerate(copies):
+        if not routing.live[s]:
+            answers.append(None)
+        elif failover:
+            piece = client.submit(part, routed, s, pure=False, **at)
+            keys = CopyKeys(s, tuple((c.future.key, c.worker) for c in held))
+            answers.append(client.submit(ask_copies, keys, kind, out, dt, routing.ipc, piece,
+                                         pure=False))
+        elif held[0].worker == home:  # the shard is where the chunk is
+            answers.append(client.submit(ask_here, held[0].future, kind, out, dt, routed, s,
+                                         workers=[home], pure=False))
+        else:
+            piece = client.submit(part, routed, s, pure=False, **at)
+            answers.append(client.submit(ask, held[0].future, kind, out, dt, routing.ipc,
+                                         piece, home, workers=[held[0].worker], pure=False))
+    return client.submit(assemble, out, dt, device, routed, *answers, pure=False, **at)
+
+
+def answer_here(routing: Routing, kind: str, out: Out, rowid_dtype: str, device: str,
+                shards: list[Any], *chunks: Any) -> Any:
+    """A chunk whose every shard is on its worker, answered in one task: :func:`route`,
+    :func:`ask_here` for each shard and :func:`assemble` (three hops of the scheduler
+    fewer)."""
+    routed = route(routing, kind, *chunks)
+    answers = [None if shard is None else ask_here(shard, kind, out, rowid_dtype, routed, s)
+               for s, shard in enumerate(shards)]
+    return assemble(out, rowid_dtype, device, routed, *answers)
 
 
 def _homes(client: Any, chunks: list[Any]) -> list[str | None]:

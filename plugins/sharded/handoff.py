@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 import uuid
 import weakref
 from typing import Any
@@ -35,6 +36,10 @@ _live: weakref.WeakValueDictionary[str, Handoff] = weakref.WeakValueDictionary()
 _lock = threading.Lock()
 _token: list[str] = []
 _sized: list[type] = []
+_hosts_seen: dict[int, tuple[float, bool]] = {}
+
+#: How long :func:`one_host`'s answer for a client is reused.
+HOSTS_KEPT_S = 5.0
 
 
 def host_token() -> str:
@@ -52,9 +57,18 @@ def host_token() -> str:
 
 def one_host(client: Any) -> bool:
     """Whether every worker of ``client``'s cluster runs on one host (so CUDA IPC can reach
-    every worker's GPU from every other)."""
+    every worker's GPU from every other); asked of the scheduler at most once every
+    :data:`HOSTS_KEPT_S` seconds per client (a round trip each call would cost a lookup
+    about a millisecond)."""
+    now = time.monotonic()
+    with _lock:
+        seen = _hosts_seen.get(id(client))
+    if seen is not None and now - seen[0] < HOSTS_KEPT_S:
+        return seen[1]
     workers = client.scheduler_info(n_workers=-1).get("workers", {})
     hosts = {w.get("host") for w in workers.values()}
+    with _lock:
+        _hosts_seen[id(client)] = (now, len(hosts) <= 1)
     return len(hosts) <= 1
 
 
