@@ -97,6 +97,8 @@ class CupyLaunch:
         kernel = dispatcher.compile(argtypes)
         cc = cuda.get_current_device().compute_capability
         ptx = kernel.inspect_asm(cc)
+        self._device = cupy.cuda.runtime.getDevice()  # the device whose context holds it
+        _context_current(self._device)
         self._module = cupy.cuda.function.Module()
         self._module.load(ptx.encode())
         self._function = self._module.get_function(kernel.entry_name)
@@ -128,11 +130,23 @@ class CupyLaunch:
         # reuse its own, and threads launching at once never share one)
         local = self._local
         buf = getattr(local, "buf", None)
-        if buf is None:
+        if buf is None:  # this thread's first launch
+            _context_current(self._device)
             buf = param_buffer(local, bytes(max(self._packer.size, 1)), self._packer.size)
         self._packer.pack_into(buf, 0, *self._extract(*args))
         self._launch_kernel(self._function_ptr, blocks, 1, 1, threads, 1, 1, shared_mem,
                             stream.ptr, 0, local.extra_ptr)
+
+
+def _context_current(device: int) -> None:
+    """Make ``device``'s primary context current in this thread if no context is: the driver
+    API launch needs one, and a thread that has made no CUDA runtime call yet has none (a
+    Dask worker's thread that took over a task after another seceded, say: it failed with
+    CUDA_ERROR_INVALID_CONTEXT). cudaSetDevice makes the primary context current."""
+    import cupy
+
+    if cupy.cuda.driver.ctxGetCurrent() == 0:
+        cupy.cuda.runtime.setDevice(device)
 
 
 def param_buffer(local: threading.local, init: bytes, size: int) -> Any:

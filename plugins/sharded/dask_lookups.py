@@ -25,6 +25,10 @@ submits tasks and holds references, no lookup and no answer passes through it:
 5. The answer is a Dask array whose chunk ``i`` is the future of chunk ``i``'s ``assemble``:
    the same chunks as the lookups, left on the workers until the caller computes them.
 
+When every shard asked is on one worker (one GPU, one shard, or all shards on one worker)
+each chunk is answered by one task pinned there, ``answer_here`` (steps 1-4 in one: three
+scheduler hops fewer; a chunk held elsewhere moves there first).
+
 Only ``rowid``, ``count`` and ``sum`` answer a Dask array (one value per lookup, so chunks
 line up); ``rowids`` and ``bitmap`` want a batch in memory.
 """
@@ -150,20 +154,13 @@ def part(routed: Routed, s: int) -> Handoff | None:
 
 
 def ask(shard: worker.Shard, kind: str, out: Out, rowid_dtype: str, ipc: bool,
-        piece: Handoff | None, back: str | None = None) -> Handoff | None:
-    """The shard's answers to its piece of a chunk (on its device), ready to cross back to
-    worker ``back`` (None: wherever the chunk is)."""
+        piece: Handoff | None) -> Handoff | None:
+    """The shard's answers to its piece of a chunk (on its device), ready to cross back
+    (exported for CUDA IPC when ``ipc``)."""
     if piece is None:
         return None
     got = worker.lookup_shard(shard, kind, out, rowid_dtype, *piece.local())
-    return Handoff((got,), ipc=ipc and (back is None or back != _here()))
-
-
-def ask_here(shard: worker.Shard, kind: str, out: Out, rowid_dtype: str, routed: Routed,
-             s: int) -> Handoff | None:
-    """:func:`ask` for a shard on the chunk's own worker: its piece taken from the routed
-    chunk where it is (no ``part`` task), the answer left here."""
-    return ask(shard, kind, out, rowid_dtype, False, routed.pieces[s])
+    return Handoff((got,), ipc=ipc)
 
 
 @dataclass(frozen=True)
@@ -247,24 +244,23 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     if kind == "range":
         arrays = [arrays[0], arrays[1].rechunk(arrays[0].chunks)]
     chunk_futures = [client.compute(list(np.ravel(a.to_delayed()))) for a in arrays]
-    homes = _homes(client, chunk_futures[0])
     sizes = arrays[0].chunks[0]
     answer_dtype = np.dtype(np.uint64) if out == "sum" else np.dtype(rowid_dtype)
     dt = str(np.dtype(rowid_dtype))
+    # the workers holding the shards asked: when that is one worker, each chunk is answered
+    # there in one task (moved there first if it is elsewhere)
+    asked_at = {c[0].worker for c, live in zip(copies, routing.live, strict=True) if live}
+    one = next(iter(asked_at)) if not failover and len(asked_at) == 1 else None
+    firsts = [c[0].future if live else None for c, live in zip(copies, routing.live, strict=True)]
     blocks = []
     for i, q in enumerate(sizes):
-        home = homes[i]
         chunk = [c[i] for c in chunk_futures]
-        if not failover and home is not None and all(
-                c[0].worker == home for c, live in zip(copies, routing.live, strict=True)
-                if live):  # every shard it asks is where the chunk is: one task
-            firsts = [c[0].future if live else None
-                      for c, live in zip(copies, routing.live, strict=True)]
+        if one is not None:
             done = client.submit(answer_here, routing, kind, out, dt, device, firsts, *chunk,
-                                 workers=[home], pure=False)
+                                 workers=[one], pure=False)
         else:
             done = _asked_around(client, copies, failover, routing, kind, out, dt, device,
-                                 chunk, home)
+                                 chunk)
         meta = _meta(device, answer_dtype)
         blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype, meta=meta))
     if not blocks:
@@ -273,55 +269,37 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
 
 
 def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing,
-                  kind: str, out: Out, dt: str, device: str, chunk: list[Any],
-                  home: str | None) -> Any:
-    """The future of one chunk's answer when some of its shards are on other workers:
-    ``route``, ``part``/``ask`` (or ``ask_here`` for a shard on the chunk's worker),
-    ``assemble``."""
-    at: dict[str, Any] = {} if home is None else \
-        {"workers": [home], "allow_other_workers": True}
-    routed = client.submit(route, routing, kind, *chunk, pure=False, **at)
+                  kind: str, out: Out, dt: str, device: str, chunk: list[Any]) -> Any:
+    """The future of one chunk's answer when its shards are on several workers: ``route``
+    and ``assemble`` run where the chunk is (Dask puts a task with its largest input),
+    ``part`` beside ``route``, ``ask`` on each shard's worker."""
+    routed = client.submit(route, routing, kind, *chunk, pure=False)
     answers: list[Any] = []
     for s, held in enumerate(copies):
         if not routing.live[s]:
             answers.append(None)
-        elif failover:
-            piece = client.submit(part, routed, s, pure=False, **at)
+            continue
+        piece = client.submit(part, routed, s, pure=False)
+        if failover:
             keys = CopyKeys(s, tuple((c.future.key, c.worker) for c in held))
             answers.append(client.submit(ask_copies, keys, kind, out, dt, routing.ipc, piece,
                                          pure=False))
-        elif held[0].worker == home:  # the shard is where the chunk is
-            answers.append(client.submit(ask_here, held[0].future, kind, out, dt, routed, s,
-                                         workers=[home], pure=False))
         else:
-            piece = client.submit(part, routed, s, pure=False, **at)
             answers.append(client.submit(ask, held[0].future, kind, out, dt, routing.ipc,
-                                         piece, home, workers=[held[0].worker], pure=False))
-    return client.submit(assemble, out, dt, device, routed, *answers, pure=False, **at)
+                                         piece, workers=[held[0].worker], pure=False))
+    return client.submit(assemble, out, dt, device, routed, *answers, pure=False)
 
 
 def answer_here(routing: Routing, kind: str, out: Out, rowid_dtype: str, device: str,
                 shards: list[Any], *chunks: Any) -> Any:
-    """A chunk whose every shard is on its worker, answered in one task: :func:`route`,
-    :func:`ask_here` for each shard and :func:`assemble` (three hops of the scheduler
-    fewer)."""
+    """A chunk answered in one task on the worker that holds every shard it asks:
+    :func:`route`, :func:`ask` of each shard, :func:`assemble` (three hops of the scheduler
+    fewer, and nothing exported for another worker)."""
     routed = route(routing, kind, *chunks)
-    answers = [None if shard is None else ask_here(shard, kind, out, rowid_dtype, routed, s)
+    answers = [None if shard is None else ask(shard, kind, out, rowid_dtype, False,
+                                              routed.pieces[s])
                for s, shard in enumerate(shards)]
     return assemble(out, rowid_dtype, device, routed, *answers)
-
-
-def _homes(client: Any, chunks: list[Any]) -> list[str | None]:
-    """The worker holding each chunk of lookups, once computed (the call waits for them:
-    at once for lookups already on the workers), so that the chunk's routing, its local
-    shards' answers and its assembly are placed there; None for a chunk that failed."""
-    from distributed import as_completed
-
-    for _ in as_completed(chunks, loop=client.loop):
-        pass
-    held = client.who_has(chunks)
-    return [min(held.get(f.key) or [None], key=str) if f.status == "finished" else None
-            for f in chunks]
 
 
 def _meta(device: str, dtype: np.dtype) -> Any:
