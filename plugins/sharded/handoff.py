@@ -97,7 +97,8 @@ class Handoff:
     def _export(self) -> None:
         import cupy
 
-        owned, exported = [], []
+        owned: list[Any] = []
+        exported: list[Any] = []
         for a in self.arrays:
             if not (_is_cupy(a) and a.nbytes):
                 owned.append(a)
