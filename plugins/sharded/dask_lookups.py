@@ -27,7 +27,11 @@ submits tasks and holds references, no lookup and no answer passes through it:
 
 When every shard asked is on one worker (one GPU, one shard, or all shards on one worker)
 each chunk is answered by one task pinned there, ``answer_here`` (steps 1-4 in one: three
-scheduler hops fewer; a chunk held elsewhere moves there first).
+scheduler hops fewer; a chunk held elsewhere moves there first). With one copy of each shard
+on several workers and no CUDA IPC, ``answer_chunk`` does steps 1-4 in one task where the
+chunk is, sending each piece for another worker's shard to that worker's
+:class:`ShardServer` (a Dask actor: worker to worker, no scheduler). The steps above as
+separate tasks remain for shards with several copies and for GPUs on one host (IPC).
 
 Only ``rowid``, ``count`` and ``sum`` answer a Dask array (one value per lookup, so chunks
 line up); ``rowids`` and ``bitmap`` want a batch in memory.
@@ -35,6 +39,7 @@ line up); ``rowids`` and ``bitmap`` want a batch in memory.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,12 +257,21 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     asked_at = {c[0].worker for c, live in zip(copies, routing.live, strict=True) if live}
     one = next(iter(asked_at)) if not failover and len(asked_at) == 1 else None
     firsts = [c[0].future if live else None for c, live in zip(copies, routing.live, strict=True)]
+    keys = [c[0].future.key if live else None
+            for c, live in zip(copies, routing.live, strict=True)]
+    # worker to worker through actors, except where answers would cross by CUDA IPC: an
+    # actor's answer is dropped by its worker once sent, before the asker opens its handle
+    actors = one is None and not failover and not routing.ipc
+    servers = shard_servers(client, sorted(asked_at)) if actors else {}
     blocks = []
     for i, q in enumerate(sizes):
         chunk = [c[i] for c in chunk_futures]
         if one is not None:
             done = client.submit(answer_here, routing, kind, out, dt, device, firsts, *chunk,
                                  workers=[one], pure=False)
+        elif servers:
+            done = client.submit(answer_chunk, routing, kind, out, dt, device, keys, servers,
+                                 *chunk, pure=False)
         else:
             done = _asked_around(client, copies, failover, routing, kind, out, dt, device,
                                  chunk)
@@ -266,6 +280,71 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     if not blocks:
         return da.zeros((0,), dtype=answer_dtype, chunks=((0,),))
     return blocks[0] if len(blocks) == 1 else da.concatenate(blocks)
+
+
+class ShardServer:
+    """One per worker (a Dask actor): answers pieces for the shards held on its worker,
+    asked by another worker's task directly, worker to worker, with no scheduler between
+    them (a task per shard and chunk would cost each piece three hops of the scheduler).
+
+    Not used where answers cross by CUDA IPC: Dask keeps a task's result until the tasks
+    that need it have run, but drops an actor's result once it is sent, so the memory
+    behind the handle could be freed before the asker opens it."""
+
+    def __init__(self) -> None:
+        from distributed import get_worker
+
+        self._worker = get_worker()
+
+    def ask(self, key: Any, kind: str, out: Out, rowid_dtype: str, ipc: bool,
+            piece: Handoff | None) -> Handoff | None:
+        """:func:`ask` of the shard whose Dask key is ``key`` (held on this worker)."""
+        return ask(self._worker.data[key], kind, out, rowid_dtype, ipc, piece)
+
+
+# (client, worker) -> the future of its server and the actor (kept, so that a call costs no
+# round trip for it)
+_servers: dict[tuple[int, str], tuple[Any, Any]] = {}
+_servers_lock = threading.Lock()
+
+
+def shard_servers(client: Any, workers: list[str]) -> dict[str, Any]:
+    """A :class:`ShardServer` on each of ``workers`` (the actors, made on first use and kept
+    for the client; made again where the one kept is gone, e.g. its worker restarted)."""
+    got = {}
+    with _servers_lock:
+        for w in workers:
+            held = _servers.get((id(client), w))
+            if held is None or held[0].status != "finished":
+                future = client.submit(ShardServer, workers=[w], actor=True, pure=False)
+                held = (future, future.result())
+                _servers[(id(client), w)] = held
+            got[w] = held[1]
+    return got
+
+
+def answer_chunk(routing: Routing, kind: str, out: Out, rowid_dtype: str, device: str,
+                 keys: list[Any], servers: dict[str, Any], *chunks: Any) -> Any:
+    """A chunk answered in one task where it is (shards on several workers, one copy each):
+    :func:`route`; each piece for another worker's shard sent to that worker's
+    :class:`ShardServer` (all at once, worker to worker); the shards on this worker asked
+    meanwhile; :func:`assemble` once every answer is back."""
+    from distributed import get_worker
+
+    me = get_worker()
+    routed = route(routing, kind, *chunks)
+    answers: list[Any] = [None] * len(routed.pieces)
+    sent = {}
+    for s, piece in enumerate(routed.pieces):
+        if piece is not None and routing.workers[s] != me.address:
+            sent[s] = servers[routing.workers[s]].ask(keys[s], kind, out, rowid_dtype,
+                                                      routing.ipc, piece)
+    for s, piece in enumerate(routed.pieces):
+        if piece is not None and s not in sent:
+            answers[s] = ask(me.data[keys[s]], kind, out, rowid_dtype, False, piece)
+    for s, pending in sent.items():
+        answers[s] = pending.result()
+    return assemble(out, rowid_dtype, device, routed, *answers)
 
 
 def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing,

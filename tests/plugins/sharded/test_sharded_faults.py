@@ -48,7 +48,8 @@ def _kill_a_worker_once_lookups_run(client: Any) -> str:
     deadline = time.monotonic() + HANG_GUARD_S
     while time.monotonic() < deadline:
         busy = {w: tasks for w, tasks in client.processing().items()
-                if any(key_split(t) in ("lookup_scattered", "ask") for t in tasks)}
+                if any(key_split(t) in ("lookup_scattered", "ask", "answer_chunk")
+                       for t in tasks)}
         if busy:
             pids = client.run(os.getpid, workers=list(busy)[:1])
             address, pid = next(iter(pids.items()))
@@ -220,6 +221,38 @@ def test_two_copies_answer_a_dask_array_whose_worker_is_killed_while_it_is_compu
     assert not caller.is_alive(), "the Dask answer hung after a worker died"
     assert "error" not in got, f"a Dask answer with a copy left failed: {got.get('error')!r}"
     assert np.array_equal(got["result"], _count(keys, q, q))
+
+
+@pytest.mark.filterwarnings("ignore:Sending large graph")  # the lookups, made here in memory
+def test_one_copy_a_dask_array_whose_worker_is_killed_fails_whole_and_then_shard_lost(
+        doomed_client: Any) -> None:
+    # the chunks are answered worker to worker (ShardServer actors): a worker lost under them
+    # fails the answer, never gives part of one, and the loss is ShardLost from then on
+    import dask.array as da
+
+    rng = np.random.default_rng(6)
+    keys = rng.integers(0, 1 << 20, 400_000).astype(np.uint32)
+    q = rng.integers(0, 1 << 20, 4_000_000).astype(np.uint32)
+    index = ShardedIndex({"inner": "sorted-array", "shards": 2}, device="cpu",
+                         client=doomed_client).build(keys)
+    answer = index.point(da.from_array(q, chunks=1_000_000), out="count").count
+    got: dict[str, Any] = {}
+
+    def compute() -> None:
+        try:
+            got["result"] = answer.compute(scheduler=doomed_client)
+        except BaseException as exc:
+            got["error"] = exc
+
+    caller = threading.Thread(target=compute)
+    caller.start()
+    _kill_a_worker_once_lookups_run(doomed_client)
+    caller.join(HANG_GUARD_S)
+    assert not caller.is_alive(), "the Dask answer hung after a worker died"
+    if "result" in got:  # every chunk was answered before the worker died: then all of it
+        assert np.array_equal(got["result"], _count(keys, q, q))
+    with pytest.raises(ShardLost):
+        index.point(q[:10], out="count")
 
 
 class KillsOnBuild:
