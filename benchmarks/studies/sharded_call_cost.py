@@ -26,9 +26,14 @@ import numpy as np
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--commit", default=os.environ.get("COMMIT", "unknown"))
+    ap.add_argument("--commit", default=None,
+                    help="the commit measured (default: INDEXZOO_COMMIT, else this tree's git)")
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args()
+    if args.commit is None:
+        from indexzoo.tools.environment import git_commit
+
+        args.commit = git_commit()
     import dask.array as da
     from distributed import Client, LocalCluster, wait
 

@@ -27,7 +27,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -135,8 +134,9 @@ def main() -> None:
                                         args.device)
         rows.append(got)
         print(json.dumps(got), flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    from indexzoo.tools.environment import git_commit
+
+    commit = git_commit()  # INDEXZOO_COMMIT, else the git of this tree, not of the cwd
     meta = {"commit": commit, "device": args.device, "inner": args.inner, "keys": n,
             "lookups": nq,
             "range_width": 1 << 12, "cpus": os.cpu_count(),

@@ -193,9 +193,14 @@ def main() -> None:
     ap.add_argument("--gpus", default="1,2")
     ap.add_argument("--chunks-per-gpu", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--commit", default=os.environ.get("COMMIT", "unknown"))
+    ap.add_argument("--commit", default=None,
+                    help="the commit measured (default: INDEXZOO_COMMIT, else this tree's git)")
     ap.add_argument("--output", type=Path, required=True)
     args = ap.parse_args()
+    if args.commit is None:
+        from indexzoo.tools.environment import git_commit
+
+        args.commit = git_commit()
     rng = np.random.default_rng(0)
     n, nq = 1 << args.keys, 1 << args.lookups
     keys = rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
