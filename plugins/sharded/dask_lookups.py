@@ -40,6 +40,7 @@ line up); ``rowids`` and ``bitmap`` want a batch in memory.
 from __future__ import annotations
 
 import threading
+import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -299,7 +300,8 @@ class ShardServer:
     def ask(self, key: Any, kind: str, out: Out, rowid_dtype: str, ipc: bool,
             piece: Handoff | None) -> Handoff | None:
         """:func:`ask` of the shard whose Dask key is ``key`` (held on this worker)."""
-        return ask(self._worker.data[key], kind, out, rowid_dtype, ipc, piece)
+        shard = typing.cast(worker.Shard, self._worker.data[key])
+        return ask(shard, kind, out, rowid_dtype, ipc, piece)
 
 
 # (client, worker) -> the future of its server and the actor (kept, so that a call costs no
@@ -341,7 +343,8 @@ def answer_chunk(routing: Routing, kind: str, out: Out, rowid_dtype: str, device
                                                       routing.ipc, piece)
     for s, piece in enumerate(routed.pieces):
         if piece is not None and s not in sent:
-            answers[s] = ask(me.data[keys[s]], kind, out, rowid_dtype, False, piece)
+            answers[s] = ask(typing.cast(worker.Shard, me.data[keys[s]]), kind, out,
+                             rowid_dtype, False, piece)
     for s, pending in sent.items():
         answers[s] = pending.result()
     return assemble(out, rowid_dtype, device, routed, *answers)

@@ -192,16 +192,18 @@ def load_shard(meta: str, arrays: dict[str, np.ndarray], rows: np.ndarray, bound
 
 
 # ---------------------------------------------------------------------- distributed builds
-def encode_part(part: Any, keymap: KeyMap, name: str) -> np.ndarray:
-    """A partition of a distributed key column as native keys (NumPy), on its worker."""
+def encode_part(part: Any, keymap: KeyMap, name: str) -> Any:
+    """A partition of a distributed key column as native keys, on its worker (NumPy, or
+    CuPy for a partition on a GPU, e.g. of a dask-cudf column)."""
     from indexzoo.errors import InvalidInput
     from indexzoo.validation import read_1d
 
     arr, null = read_1d(part, name)
-    if null is not None and bool(np.asarray(null).any()):
+    if null is not None and bool(null.any()):
         raise InvalidInput(f"argument {name!r}: a partition holds null keys; a sharded build "
                            "from a distributed column refuses nulls")
-    return np.asarray(keymap.encode(arr, name=name, copy=True))
+    got = keymap.encode(arr, name=name, copy=True)
+    return np.asarray(got) if isinstance(arr, np.ndarray) else got
 
 
 def values_part(part: Any) -> np.ndarray:
@@ -210,8 +212,9 @@ def values_part(part: Any) -> np.ndarray:
     return arr.astype(np.uint64)
 
 
-def sample_part(keys: np.ndarray, size: int, seed: int) -> np.ndarray:
-    return partition.sample_keys(keys, size, seed)
+def sample_part(keys: Any, size: int, seed: int) -> np.ndarray:
+    """A sample of a partition's native keys, as NumPy (the caller joins the samples)."""
+    return np.asarray(to_numpy(partition.sample_keys(keys, size, seed)))
 
 
 def split_part(keys: Any, values: Any, offset: int, scheme: str, shards: int,
