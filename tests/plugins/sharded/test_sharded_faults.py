@@ -195,6 +195,25 @@ def test_two_copies_survive_a_second_loss_after_re_replication_and_losing_both_i
         index.point(da.from_array(keys[:10], chunks=5), out="count")
 
 
+def _computed_while_a_worker_is_killed(client: Any, answer: Any) -> dict[str, Any]:
+    """Compute the Dask ``answer`` in a thread while a worker answering it is SIGKILLed:
+    ``{"result": ...}`` or ``{"error": ...}``; fails if the computation hangs."""
+    got: dict[str, Any] = {}
+
+    def compute() -> None:
+        try:
+            got["result"] = answer.compute(scheduler=client)
+        except BaseException as exc:
+            got["error"] = exc
+
+    caller = threading.Thread(target=compute)
+    caller.start()
+    _kill_a_worker_once_lookups_run(client)
+    caller.join(HANG_GUARD_S)
+    assert not caller.is_alive(), "the Dask answer hung after a worker died"
+    return got
+
+
 @pytest.mark.filterwarnings("ignore:Sending large graph")  # the lookups, made here in memory
 def test_two_copies_answer_a_dask_array_whose_worker_is_killed_while_it_is_computed(
         doomed_client: Any) -> None:
@@ -205,20 +224,8 @@ def test_two_copies_answer_a_dask_array_whose_worker_is_killed_while_it_is_compu
     q = rng.integers(0, 1 << 20, 4_000_000).astype(np.uint32)
     index = ShardedIndex({"inner": "sorted-array", "shards": 2, "replicas": 2}, device="cpu",
                          client=doomed_client).build(keys)
-    answer = index.point(da.from_array(q, chunks=1_000_000), out="count").count
-    got: dict[str, Any] = {}
-
-    def compute() -> None:
-        try:
-            got["result"] = answer.compute(scheduler=doomed_client)
-        except BaseException as exc:
-            got["error"] = exc
-
-    caller = threading.Thread(target=compute)
-    caller.start()
-    _kill_a_worker_once_lookups_run(doomed_client)
-    caller.join(HANG_GUARD_S)
-    assert not caller.is_alive(), "the Dask answer hung after a worker died"
+    got = _computed_while_a_worker_is_killed(
+        doomed_client, index.point(da.from_array(q, chunks=1_000_000), out="count").count)
     assert "error" not in got, f"a Dask answer with a copy left failed: {got.get('error')!r}"
     assert np.array_equal(got["result"], _count(keys, q, q))
 
@@ -235,20 +242,8 @@ def test_one_copy_a_dask_array_whose_worker_is_killed_fails_whole_and_then_shard
     q = rng.integers(0, 1 << 20, 4_000_000).astype(np.uint32)
     index = ShardedIndex({"inner": "sorted-array", "shards": 2}, device="cpu",
                          client=doomed_client).build(keys)
-    answer = index.point(da.from_array(q, chunks=1_000_000), out="count").count
-    got: dict[str, Any] = {}
-
-    def compute() -> None:
-        try:
-            got["result"] = answer.compute(scheduler=doomed_client)
-        except BaseException as exc:
-            got["error"] = exc
-
-    caller = threading.Thread(target=compute)
-    caller.start()
-    _kill_a_worker_once_lookups_run(doomed_client)
-    caller.join(HANG_GUARD_S)
-    assert not caller.is_alive(), "the Dask answer hung after a worker died"
+    got = _computed_while_a_worker_is_killed(
+        doomed_client, index.point(da.from_array(q, chunks=1_000_000), out="count").count)
     if "result" in got:  # every chunk was answered before the worker died: then all of it
         assert np.array_equal(got["result"], _count(keys, q, q))
     with pytest.raises(ShardLost):
