@@ -131,8 +131,8 @@ class CupyLaunch:
         local = self._local
         buf = getattr(local, "buf", None)
         if buf is None:  # this thread's first launch
-            _context_current(self._device)
-            buf = param_buffer(local, bytes(max(self._packer.size, 1)), self._packer.size)
+            buf = param_buffer(local, bytes(max(self._packer.size, 1)), self._packer.size,
+                               self._device)
         self._packer.pack_into(buf, 0, *self._extract(*args))
         self._launch_kernel(self._function_ptr, blocks, 1, 1, threads, 1, 1, shared_mem,
                             stream.ptr, 0, local.extra_ptr)
@@ -149,10 +149,12 @@ def _context_current(device: int) -> None:
         cupy.cuda.runtime.setDevice(device)
 
 
-def param_buffer(local: threading.local, init: bytes, size: int) -> Any:
+def param_buffer(local: threading.local, init: bytes, size: int, device: int) -> Any:
     """This thread's parameter buffer (initialised with ``init``; ``size`` bytes handed to
     the driver) and the ``extra`` array that passes it to ``cuLaunchKernel`` as
-    ``CU_LAUNCH_PARAM_BUFFER_POINTER`` / ``_SIZE``, kept in ``local`` (``buf``, ``extra_ptr``)."""
+    ``CU_LAUNCH_PARAM_BUFFER_POINTER`` / ``_SIZE``, kept in ``local`` (``buf``, ``extra_ptr``).
+    Made at a thread's first launch, so it also makes ``device``'s context current there."""
+    _context_current(device)
     buf = local.buf = ctypes.create_string_buffer(init, len(init))
     local.size = ctypes.c_size_t(size)
     local.extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buf), 2,

@@ -394,7 +394,7 @@ class BoundLaunch:
         local = threading.local()
 
         def buffer() -> Any:
-            return param_buffer(local, template, len(template))
+            return param_buffer(local, template, len(template), fast._device)
 
         # one generated function per bound launch: check each open array against its slot,
         # write the count and the open arrays' fields (after numba's meminfo and parent

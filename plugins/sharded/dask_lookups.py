@@ -264,6 +264,7 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     # actor's answer is dropped by its worker once sent, before the asker opens its handle
     actors = one is None and not failover and not routing.ipc
     servers = shard_servers(client, sorted(asked_at)) if actors else {}
+    beside = beside_inputs(client) if one is None else {}
     blocks = []
     for i, q in enumerate(sizes):
         chunk = [c[i] for c in chunk_futures]
@@ -272,10 +273,10 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
                                  workers=[one], pure=False)
         elif servers:
             done = client.submit(answer_chunk, routing, kind, out, dt, device, keys, servers,
-                                 *chunk, pure=False)
+                                 *chunk, pure=False, **beside)
         else:
             done = _asked_around(client, copies, failover, routing, kind, out, dt, device,
-                                 chunk)
+                                 chunk, beside)
         meta = _meta(device, answer_dtype)
         blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype, meta=meta))
     if not blocks:
@@ -330,7 +331,8 @@ def answer_chunk(routing: Routing, kind: str, out: Out, rowid_dtype: str, device
     """A chunk answered in one task where it is (shards on several workers, one copy each):
     :func:`route`; each piece for another worker's shard sent to that worker's
     :class:`ShardServer` (all at once, worker to worker); the shards on this worker asked
-    meanwhile; :func:`assemble` once every answer is back."""
+    meanwhile; :func:`assemble` once every answer is back. The actors are inputs of the task
+    (a lost one fails it); the chunk, far larger, keeps it on the chunk's worker."""
     from distributed import get_worker
 
     me = get_worker()
@@ -351,25 +353,38 @@ def answer_chunk(routing: Routing, kind: str, out: Out, rowid_dtype: str, device
 
 
 def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing,
-                  kind: str, out: Out, dt: str, device: str, chunk: list[Any]) -> Any:
+                  kind: str, out: Out, dt: str, device: str, chunk: list[Any],
+                  beside: dict[str, Any]) -> Any:
     """The future of one chunk's answer when its shards are on several workers: ``route``
     and ``assemble`` run where the chunk is (Dask puts a task with its largest input),
-    ``part`` beside ``route``, ``ask`` on each shard's worker."""
-    routed = client.submit(route, routing, kind, *chunk, pure=False)
+    ``part`` beside ``route``, ``ask`` on each shard's worker (``beside``:
+    :func:`beside_inputs`)."""
+    routed = client.submit(route, routing, kind, *chunk, pure=False, **beside)
     answers: list[Any] = []
     for s, held in enumerate(copies):
         if not routing.live[s]:
             answers.append(None)
             continue
-        piece = client.submit(part, routed, s, pure=False)
+        piece = client.submit(part, routed, s, pure=False, **beside)
         if failover:
             keys = CopyKeys(s, tuple((c.future.key, c.worker) for c in held))
             answers.append(client.submit(ask_copies, keys, kind, out, dt, routing.ipc, piece,
-                                         pure=False))
+                                         pure=False, **beside))
         else:
             answers.append(client.submit(ask, held[0].future, kind, out, dt, routing.ipc,
                                          piece, workers=[held[0].worker], pure=False))
-    return client.submit(assemble, out, dt, device, routed, *answers, pure=False)
+    return client.submit(assemble, out, dt, device, routed, *answers, pure=False, **beside)
+
+
+def beside_inputs(client: Any) -> dict[str, Any]:
+    """``submit`` options that keep a task beside its inputs. Dask runs a task of a large
+    group with few dependencies (a "root-ish" task: ``route`` after a few calls) on whichever
+    worker has a thread free, wherever its inputs are: on two GPUs both chunks of a call
+    crossed to the other worker that way (171 ms for 128 MB each, the search 4 ms). Any
+    worker restriction turns that heuristic off, so every worker is named, loosely: the
+    scheduler then picks among the workers holding the inputs."""
+    workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
+    return {"workers": workers, "allow_other_workers": True} if workers else {}
 
 
 def answer_here(routing: Routing, kind: str, out: Out, rowid_dtype: str, device: str,
