@@ -170,20 +170,20 @@ NUMBA_LAUNCH: EnvVar[bool] = EnvVar(
     at_import=True)
 CACHE_DIR: EnvVar[str | None] = EnvVar(
     "INDEXZOO_CACHE_DIR", _folder, None, f"a folder (at most {MOST_PATH_CHARS} characters)",
-    "indexzoo's cache folder: compiled OptiX programs in its optix/, compiled CPU kernels in "
-    "its kernels/ (default: the user's cache folder: ~/.cache/indexzoo, or "
+    "indexzoo's cache folder: compiled OptiX programs in its optix/, compiled CPU and CUDA "
+    "kernels in its kernels/ (default: the user's cache folder: ~/.cache/indexzoo, or "
     "$XDG_CACHE_HOME/indexzoo, on Linux; ~/Library/Caches/indexzoo on macOS; "
     "%LOCALAPPDATA%\\indexzoo\\Cache on Windows)")
 KERNEL_CACHE: EnvVar[str | None] = EnvVar(
     "INDEXZOO_KERNEL_CACHE", _folder_or_off, None,
     f"a folder (at most {MOST_PATH_CHARS} characters), or off/0/no/false/none",
-    "the folder where compiled CPU kernels are kept for later processes (default: kernels/ in "
-    "the cache folder of INDEXZOO_CACHE_DIR); off (or 0/no/false/none): every process "
+    "the folder where compiled CPU and CUDA kernels are kept for later processes (default: "
+    "kernels/ in the cache folder of INDEXZOO_CACHE_DIR); off (or 0/no/false/none): every process "
     "compiles its own")
 KERNEL_CACHE_SIZE: EnvVar[int] = EnvVar(
     "INDEXZOO_KERNEL_CACHE_SIZE", _whole(1, MOST_CACHE_MIB), 1024,
     f"a whole number of MiB from 1 to {MOST_CACHE_MIB} (1 TiB), e.g. 1024",
-    "the most MiB of compiled CPU kernels kept; past it the least recently used go first "
+    "the most MiB of compiled kernels kept; past it the least recently used go first "
     "(default 1024)")
 RANK_BUDGET: EnvVar[float] = EnvVar(
     "INDEXZOO_RANK_BUDGET", _seconds(0.0, MOST_BUDGET_S, low_allowed=True), 60.0,

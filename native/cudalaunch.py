@@ -23,6 +23,8 @@ import numpy as np
 
 from indexzoo.envvars import NUMBA_LAUNCH
 
+from . import jitcache
+
 __all__ = ["SHARED_DEFAULT", "CupyLaunch", "cupy_module", "fast_launcher", "launch_cuda",
            "leaf_offsets", "param_buffer"]
 
@@ -94,14 +96,28 @@ class CupyLaunch:
         from numba import cuda
 
         argtypes = tuple(dispatcher.typeof_pyval(a) for a in args)
-        kernel = dispatcher.compile(argtypes)
         cc = cuda.get_current_device().compute_capability
-        ptx = kernel.inspect_asm(cc)
         self._device = cupy.cuda.runtime.getDevice()  # the device whose context holds it
         _context_current(self._device)
+        # the PTX another process compiled for the same kernel, types and device, else
+        # compiled here (and kept for the next process)
+        entry = jitcache.cuda_entry(dispatcher, argtypes, cc)
+        kept = None if entry is None else entry.load()
         self._module = cupy.cuda.function.Module()
-        self._module.load(ptx.encode())
-        self._function = self._module.get_function(kernel.entry_name)
+        if kept is not None:
+            try:
+                self._module.load(kept[0])
+                self._function = self._module.get_function(kept[1])
+            except Exception:  # PTX this driver refuses after all: compiled instead
+                kept = None
+                self._module = cupy.cuda.function.Module()
+        if kept is None:
+            kernel = dispatcher.compile(argtypes)
+            ptx = kernel.inspect_asm(cc).encode()
+            self._module.load(ptx)
+            self._function = self._module.get_function(kernel.entry_name)
+            if entry is not None:
+                entry.save(ptx, kernel.entry_name)
         self._function_ptr = self._function.ptr
         self._shared_optin = SHARED_DEFAULT  # dynamic shared memory beyond needs an opt-in
         self._plan = [_flat_plan(ty) for ty in argtypes]

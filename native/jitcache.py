@@ -55,13 +55,16 @@ all compile as without the cache, silently (a readable folder that cannot be wri
 read). ``indexzoo cache info`` says where the folder is, whether it is used and why, and its
 entries; ``indexzoo cache clear`` empties it.
 
-What is not kept here: GPU kernels. ``cuda.jit`` kernels (:class:`~.targets.Kernel` and
-``GroupKernel`` on ``cuda``, and the plugins' own) compile in each process that launches them:
-numba-cuda's ``cache=True`` has the same blind spots as the CPU's, and this cache does not
-store CUDA code yet (it would need the compute capability and the NVVM and driver versions in
-the key, and a GPU to test it on). Compiled OptiX programs are kept, by source hash, in
-``optix/`` of the same cache folder (:mod:`indexzoo.native.rt.optix.compiler`). Functions made
-with :func:`~.targets.njit_cached` use numba's own cache, in numba's places.
+GPU kernels. A ``cuda.jit`` kernel launched through CuPy (:mod:`~.cudalaunch`: every
+:class:`~.targets.Kernel` and ``GroupKernel`` on ``cuda`` whose arguments it can take) is kept
+as its PTX and entry name (:func:`cuda_entry`), keyed as a CPU kernel is plus the argument
+types, the compute capability and the versions of numba-cuda, NVVM and the CUDA driver; a
+process that finds it loads the PTX into a CuPy module and compiles nothing. Kernels launched
+by numba itself (the fallback where CuPy cannot take the arguments) compile in each process:
+numba-cuda's ``cache=True`` has the same blind spots as the CPU's. Compiled OptiX programs are
+kept, by source hash, in ``optix/`` of the same cache folder
+(:mod:`indexzoo.native.rt.optix.compiler`). Functions made with :func:`~.targets.njit_cached`
+use numba's own cache, in numba's places.
 """
 
 from __future__ import annotations
@@ -83,8 +86,8 @@ import numpy as np
 from indexzoo.cachedirs import cache_root
 from indexzoo.envvars import CACHE_DIR, KERNEL_CACHE, KERNEL_CACHE_OFF, KERNEL_CACHE_SIZE
 
-__all__ = ["ENTRY_SUFFIX", "Location", "Usage", "attach", "clear", "identity", "location",
-           "prune", "state", "usage"]
+__all__ = ["ENTRY_SUFFIX", "CudaEntry", "Location", "Usage", "attach", "clear", "cuda_entry",
+           "identity", "location", "prune", "state", "usage"]
 
 #: Bumped when the format of an entry or of the key changes.
 FORMAT = 2
@@ -144,6 +147,13 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+def _dispatcher_like(obj: Any) -> bool:
+    """A numba dispatcher of another target (numba-cuda's ``CUDADispatcher`` need not derive
+    from numba's own): a Python function to walk and the options it compiles with."""
+    return (isinstance(getattr(obj, "py_func", None), types.FunctionType)
+            and isinstance(getattr(obj, "targetoptions", None), dict))
+
+
 class _Walk:
     """The identity of a value: a string that changes whenever anything numba would compile
     into a kernel from it changes (:class:`Uncacheable` where that cannot be told)."""
@@ -156,7 +166,8 @@ class _Walk:
         from numba.core.dispatcher import Dispatcher
         from numba.core.extending import _Intrinsic
 
-        if isinstance(obj, Dispatcher):  # a jitted function of ours or of a user's: walked
+        if isinstance(obj, Dispatcher) or _dispatcher_like(obj):
+            # a jitted function of ours or of a user's (CPU or CUDA): walked
             options = sorted((k, repr(v)) for k, v in obj.targetoptions.items())
             return f"dispatcher:{options}:{self.function(obj.py_func)}"
         if isinstance(obj, _Intrinsic):
@@ -512,19 +523,11 @@ class _KernelCache:
                     raise ValueError("foreign entry")
                 result = CompileResult._rebuild(target_context, *payload)
         except Exception:  # damaged, truncated, foreign or of another format: compiled instead
-            self._discard(path, read)
+            _discard(path, read)
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # its use, for the least-recently-used pruning
         return _as_asked(result, sig)
-
-    @staticmethod
-    def _discard(path: str, read: os.stat_result | None) -> None:
-        """Remove a file that is no entry, unless another process replaced it meanwhile."""
-        with contextlib.suppress(OSError):
-            now = os.stat(path)
-            if read is not None and (now.st_ino, now.st_dev) == (read.st_ino, read.st_dev):
-                os.unlink(path)
 
     def save_overload(self, sig: Any, cres: Any) -> None:
         from numba.core.serialize import dumps
@@ -543,19 +546,34 @@ class _KernelCache:
             data = dumps((full, cres._reduce()))
         except Exception:  # something in the result numba cannot serialise: not stored
             return
-        tmp = f"{path}.{uuid.uuid4().hex[:12]}{TEMP_SUFFIX}"
-        try:
-            os.makedirs(self._folder.path, mode=0o700, exist_ok=True)  # cleared meanwhile
-            with open(tmp, "xb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except OSError as exc:  # a full or read-only disk: the kernel stays compiled in memory
-            if not isinstance(exc, FileNotFoundError):  # (not a folder removed meanwhile)
-                self._folder.writable = False  # and this process writes no more
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            return
-        self._folder.wrote(len(data))
+        _write(self._folder, path, data)
+
+
+def _discard(path: str, read: os.stat_result | None) -> None:
+    """Remove a file that is no entry, unless another process replaced it meanwhile."""
+    with contextlib.suppress(OSError):
+        now = os.stat(path)
+        if read is not None and (now.st_ino, now.st_dev) == (read.st_ino, read.st_dev):
+            os.unlink(path)
+
+
+def _write(folder: _Folder, path: str, data: bytes) -> None:
+    """Write an entry: under a temporary name, renamed into place (never seen half written).
+    A full or read-only disk leaves the kernel compiled in memory only, and this process
+    writes no more."""
+    tmp = f"{path}.{uuid.uuid4().hex[:12]}{TEMP_SUFFIX}"
+    try:
+        os.makedirs(folder.path, mode=0o700, exist_ok=True)  # cleared meanwhile
+        with open(tmp, "xb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if not isinstance(exc, FileNotFoundError):  # (not a folder removed meanwhile)
+            folder.writable = False
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return
+    folder.wrote(len(data))
 
 
 def _ready_to_link(target_context: Any) -> None:
@@ -592,6 +610,88 @@ def _as_asked(cres: Any, sig: Any) -> Any:
     if [str(t) for t in got] != [str(t) for t in asked]:
         return None  # not the kernel asked for: compiled instead
     return cres._replace(signature=cres.signature.replace(args=tuple(asked)))
+
+
+class CudaEntry:
+    """The cache's entry for one CUDA kernel: the PTX numba-cuda compiled for these argument
+    types and this compute capability, and the kernel's entry name, so that another process
+    launches it without compiling (:class:`~.cudalaunch.CupyLaunch` loads the PTX into a CuPy
+    module). Keyed as a CPU kernel is (:func:`identity`), plus the argument types, the compute
+    capability, and the versions of numba-cuda, NVVM and the CUDA driver. Made by
+    :func:`cuda_entry`."""
+
+    def __init__(self, folder: _Folder, name: str, key: str) -> None:
+        self._folder = folder
+        self._key = key
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        self.path = os.path.join(folder.path, f"{name}-cuda-{digest[:40]}{ENTRY_SUFFIX}")
+
+    def load(self) -> tuple[bytes, str] | None:
+        """(PTX, entry name), or None: missing, or not an entry of this key (then removed)."""
+        read = None
+        try:
+            with open(self.path, "rb") as f:
+                read = os.fstat(f.fileno())
+                stored, ptx, entry = pickle.load(f)
+            if stored != self._key or not isinstance(ptx, bytes) or not isinstance(entry, str):
+                raise ValueError("foreign entry")
+        except FileNotFoundError:
+            return None
+        except Exception:  # damaged, truncated, foreign, unreadable: compiled instead
+            _discard(self.path, read)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(self.path)
+        return ptx, entry
+
+    def save(self, ptx: bytes, entry: str) -> None:
+        if self._folder.writable:
+            _write(self._folder, self.path, pickle.dumps((self._key, ptx, entry)))
+
+
+def _cuda_environment() -> str:
+    """The versions a CUDA kernel's PTX depends on besides its source: numba-cuda's (numba's
+    where numba-cuda is not a package of its own), NVVM's and the CUDA driver's."""
+    from importlib import metadata
+
+    try:
+        numba_cuda = metadata.version("numba-cuda")
+    except metadata.PackageNotFoundError:
+        import numba
+
+        numba_cuda = f"numba {numba.__version__}"
+    from numba.cuda.cudadrv import nvvm
+
+    try:
+        import cupy
+
+        driver = cupy.cuda.runtime.driverGetVersion()
+    except Exception:
+        driver = None
+    return repr((numba_cuda, tuple(nvvm.NVVM().get_version()), driver))
+
+
+def cuda_entry(dispatcher: Any, argtypes: tuple[Any, ...],
+               compute_capability: tuple[int, int]) -> CudaEntry | None:
+    """The cache entry of CUDA dispatcher ``dispatcher`` compiled for ``argtypes`` (numba
+    types) on a device of ``compute_capability``; None where the cache is off, its folder
+    unusable, or the kernel cannot be keyed (then it compiles as without the cache)."""
+    where = location()
+    if where.folder is None:
+        return None
+    folder = _folder(where.folder, where.limit)
+    if folder is None:
+        return None
+    ident = identity(dispatcher)
+    if ident is None:
+        return None
+    try:
+        env = _cuda_environment()
+    except Exception:  # no NVVM to ask: nothing to key on
+        return None
+    key = repr((ident, env, tuple(str(t) for t in argtypes), tuple(compute_capability)))
+    name = getattr(dispatcher.py_func, "__name__", "kernel")
+    return CudaEntry(folder, name, key)
 
 
 def attach(dispatcher: Any) -> Any:

@@ -257,7 +257,9 @@ def cmd_cache_info(args: argparse.Namespace, out: TextIO) -> int:
         count, nbytes = compiler.kept()
         out.write(f"OptiX programs: {printable(folder)}\n")
         out.write(f"  entries:      {count} ({byte_size(nbytes)})\n")
-    out.write("CUDA kernels:   not kept; each process compiles its own\n")
+    out.write("CUDA kernels:   " + ("not kept; each process compiles its own" if where.folder is None
+                                     else "kept with the CPU kernels, as PTX (those CuPy launches)")
+              + "\n")
     kept = catalog.folder()
     out.write("index listing:  " + ("not kept (no cache folder)" if kept is None else
                                     f"{printable(kept)} (what `indexzoo list` found, by "
@@ -274,7 +276,7 @@ def cmd_cache_clear(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"CPU kernels: the cache is off ({printable(where.why)}); nothing removed\n")
     else:
         count, nbytes = jitcache.clear(where.folder)
-        out.write(f"removed {count} CPU kernel(s) ({byte_size(nbytes)}) from "
+        out.write(f"removed {count} kernel(s) ({byte_size(nbytes)}) from "
                   f"{printable(where.folder)}\n")
         left = jitcache.usage(where.folder).entries
         if left:
@@ -335,7 +337,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--device", choices=("auto", "cpu", "cuda"), default=None,
                    help="override the spec's device")
     s.set_defaults(func=cmd_run)
-    s = sub.add_parser("cache", help="the compiled CPU kernels and OptiX programs kept on disk")
+    s = sub.add_parser("cache", help="the compiled kernels and OptiX programs kept on disk")
     actions = s.add_subparsers(dest="action", required=True, metavar="ACTION")
     a = actions.add_parser("info", help="where they are kept, whether the cache is on and why, "
                            "the entries, their size and the limit")

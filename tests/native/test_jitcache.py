@@ -10,6 +10,7 @@ cannot hold the cache leaves every kernel compiling as without it, silently."""
 from __future__ import annotations
 
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -156,7 +157,7 @@ def test_a_file_that_is_no_entry_is_removed_unless_replaced_meanwhile(
     read = os.stat(path)
     (tmp_path / "new").write_bytes(b"an entry, say")
     os.replace(tmp_path / "new", path)
-    cache._discard(str(path), read)
+    jitcache._discard(str(path), read)
     assert path.read_bytes() == b"an entry, say"
 
 
@@ -530,3 +531,46 @@ def test_a_load_never_lists_the_folder(tmp_path: Path, monkeypatch: pytest.Monke
         fn(4, x, out)
         assert out.tolist() == [-1, 0, 1, 2] and sum(fn.stats.cache_hits.values()) == 1
     assert listed == []
+
+
+# ------------------------------------------------------------------ CUDA kernels (their PTX)
+def _cuda_entry(monkeypatch: pytest.MonkeyPatch, fn: Any, cc: tuple[int, int] = (9, 0),
+                versions: str = "numba-cuda 0.1, NVVM (2, 0), driver 13000") -> Any:
+    # keyed by the kernel's identity like a CPU kernel (a CPU dispatcher stands in for a CUDA
+    # one here), plus the versions a GPU machine would report
+    monkeypatch.setattr(jitcache, "_cuda_environment", lambda: versions)
+    from numba.core import types as nbtypes
+
+    return jitcache.cuda_entry(fn, (nbtypes.int64, nbtypes.Array(nbtypes.int64, 1, "C")), cc)
+
+
+def test_a_cuda_kernels_ptx_is_kept_for_the_next_process_under_everything_it_depends_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INDEXZOO_KERNEL_CACHE", str(tmp_path))
+    fn = Kernel(_add_item)._make("cpu-serial")
+    entry = _cuda_entry(monkeypatch, fn)
+    assert entry is not None and entry.load() is None
+    entry.save(b"// PTX of the kernel", "_Z6kernel")
+    assert _cuda_entry(monkeypatch, fn).load() == (b"// PTX of the kernel", "_Z6kernel")
+    assert jitcache.usage(str(tmp_path)).entries == 1  # counted, pruned and cleared with the rest
+    # another device, another driver or numba-cuda, or other code: not this entry
+    assert _cuda_entry(monkeypatch, fn, cc=(8, 0)).load() is None
+    assert _cuda_entry(monkeypatch, fn, versions="numba-cuda 0.2").load() is None
+    other = Kernel(_sub_item)._make("cpu-serial")
+    assert _cuda_entry(monkeypatch, other).load() is None
+
+
+def test_a_damaged_or_foreign_cuda_entry_is_compiled_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INDEXZOO_KERNEL_CACHE", str(tmp_path))
+    fn = Kernel(_add_item)._make("cpu-serial")
+    entry = _cuda_entry(monkeypatch, fn)
+    for damaged in (b"junk", b"", pickle.dumps(("another key", b"ptx", "name"))):
+        Path(entry.path).write_bytes(damaged)
+        assert entry.load() is None and not os.path.exists(entry.path)
+
+
+def test_no_cuda_entry_where_the_cache_is_off(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INDEXZOO_KERNEL_CACHE", "off")
+    assert _cuda_entry(monkeypatch, Kernel(_add_item)._make("cpu-serial")) is None

@@ -55,7 +55,7 @@ def test_info_shows_the_folders_state_entries_size_and_limit(folders: tuple[Path
         "  limit:        1024 MiB (INDEXZOO_KERNEL_CACHE_SIZE); the least recently used go first",
         f"OptiX programs: {optix}",
         "  entries:      1 (200 B)",
-        "CUDA kernels:   not kept; each process compiles its own",
+        "CUDA kernels:   kept with the CPU kernels, as PTX (those CuPy launches)",
         f"index listing:  {optix.parent / 'catalog'} (what `indexzoo list` found, by environment)",
     ]
 
@@ -91,13 +91,13 @@ def test_clear_removes_the_entries_and_says_what_it_removed(folders: tuple[Path,
     code, text = run("cache", "clear")
     assert code == 0
     listings = optix.parent / "catalog"
-    assert text.splitlines() == [f"removed 3 CPU kernel(s) (3.50 kB) from {kernels}",
+    assert text.splitlines() == [f"removed 3 kernel(s) (3.50 kB) from {kernels}",
                                  f"removed 1 OptiX program(s) (200 B) from {optix}",
                                  f"removed 1 index listing(s) (120 B) from {listings}"]
     assert [p.name for p in kernels.iterdir()] == ["README"]  # only the cache's files
     assert list(optix.iterdir()) == []
     assert [p.name for p in listings.iterdir()] == ["notes.txt"]
-    assert run("cache", "clear")[1].splitlines()[0] == f"removed 0 CPU kernel(s) (0 B) from {kernels}"
+    assert run("cache", "clear")[1].splitlines()[0] == f"removed 0 kernel(s) (0 B) from {kernels}"
     assert "entries:      0 (0 B)" in run("cache", "info")[1]
 
 
@@ -147,5 +147,5 @@ def test_a_process_fills_the_cache_that_info_counts_and_clear_empties(
     from indexzoo.display import byte_size
 
     assert f"  entries:      {len(entries)} ({byte_size(size)})" in run("cache", "info")[1]
-    assert run("cache", "clear")[1].startswith(f"removed {len(entries)} CPU kernel(s)")
+    assert run("cache", "clear")[1].startswith(f"removed {len(entries)} kernel(s)")
     assert list(kernels.glob("*.nbk")) == []
