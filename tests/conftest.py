@@ -44,6 +44,15 @@ def device(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
+@pytest.fixture
+def own_pytest_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pytest run a test starts is a run of its own, not an xdist worker of this one: it
+    must not inherit ``PYTEST_XDIST_*`` (pytest-benchmark turns itself off in a process that
+    has ``PYTEST_XDIST_WORKER``, and would write no results)."""
+    for name in [k for k in os.environ if k.startswith("PYTEST_XDIST_")]:
+        monkeypatch.delenv(name)
+
+
 #: (tests left out, why) where the OptiX engine cannot run here
 _optix_left_out: list[tuple[int, str]] = []
 

@@ -208,7 +208,7 @@ def test_a_bound_launch_writes_the_parameter_buffer_of_the_ordinary_packed_launc
 
     from numba import typeof
 
-    from indexzoo.native import targets
+    from indexzoo.native import cudalaunch, targets
     from indexzoo.native.cudalaunch import _extractor, _flat_plan, _pack_format
     from indexzoo.native.targets import Slot
 
@@ -235,11 +235,12 @@ def test_a_bound_launch_writes_the_parameter_buffer_of_the_ordinary_packed_launc
 
         plan = [_flat_plan(typeof(host(a))) for a in args]
         packer = struct.Struct("@" + "".join(_pack_format(p) for p in plan))
-        return SimpleNamespace(_plan=plan, _packer=packer, _extract=_extractor(plan),
+        return SimpleNamespace(_plan=plan, _packer=packer, _extract=_extractor(plan), _device=0,
                                _function_ptr=1234)
 
     monkeypatch.setattr(targets, "cupy_module", lambda: fake_cupy)
     monkeypatch.setattr(targets, "fast_launcher", fast_launcher)
+    monkeypatch.setattr(cudalaunch, "_context_current", lambda device: None)  # no CUDA here
     keys = _FakeDeviceArray(np.arange(40, dtype=np.uint64).reshape(8, 5))
     record = (_FakeDeviceArray(np.arange(3, dtype=np.uint32)), np.int32(-4), np.uint8(9))
     op = Kernel(scaled_pair_item)

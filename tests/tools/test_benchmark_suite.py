@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.usefixtures("own_pytest_run")
 def test_benchmark_suite_saves_json_that_compare_and_histogram_read(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     res = subprocess.run(

@@ -20,6 +20,7 @@ DOCS = Path(__file__).parents[2] / "docs"
 EXAMPLE = DOCS / "examples" / "test_linear_scan_speed.py"
 
 
+@pytest.mark.usefixtures("own_pytest_run")
 def test_a_plugin_author_times_their_index_against_a_builtin(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_linear_scan_speed=EXAMPLE.read_text(encoding="utf-8"))
     out = pytester.path / "out.json"
