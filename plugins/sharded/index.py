@@ -21,7 +21,7 @@ from indexzoo.persist import StateSchema
 from indexzoo.registry import lookup
 from indexzoo.results import LookupResult, Out
 
-from . import cluster, dask_lookups, handoff, partition, replicas, sources, worker
+from . import cluster, dask_lookups, handoff, hostshm, partition, replicas, sources, worker
 from .cluster import ClusterParams
 from .lost import ShardLost, losing_workers, raised_by_a_task
 from .replicas import Copies, Copy
@@ -510,29 +510,62 @@ class ShardedIndex(GpuIndex[ShardedState]):
     def _batch_on_workers(self, st: ShardedState, kind: str, out: Out,
                           arrays: tuple[Any, ...]) -> Any:
         """A batch answered as a Dask array of lookups is (on ``cuda``): one contiguous
-        slice scattered to each worker, routed on its GPU, its pieces handed GPU to GPU to
-        their shards, answered and put in order there; the answer gathered once. Nothing is
-        routed or combined here."""
+        slice sent to each worker, routed on its GPU, its pieces handed GPU to GPU to their
+        shards, answered and put in order there; the answer brought back once. Nothing is
+        routed or combined here. Where this process and the workers share the host's memory
+        the slices and the answer cross through shared memory (:mod:`.hostshm`), else
+        through Dask's comms (scattered, gathered)."""
         import dask.array as da
 
         client = st.client
         n = int(arrays[0].shape[0])
         workers = _workers(client)
         cuts = partition.row_blocks(n, len(workers)) if n else np.zeros(2, dtype=np.int64)
+        shared = hostshm.same_memory(client)
         lookups = []
         sent: list[Any] = []
+        buffers: list[hostshm.HostBuffer] = []
         try:
             for a in arrays:
+                dt = np.dtype(a.dtype)
+                if shared:
+                    buf = hostshm.HostBuffer(n * dt.itemsize)
+                    buffers.append(buf)
+                    _copy_into(buf.array(dt, n), a)
                 blocks = []
                 for i in range(len(cuts) - 1):
-                    part = a[int(cuts[i]):int(cuts[i + 1])]
-                    f = client.scatter(part, workers=[workers[i % len(workers)]], hash=False)
+                    lo, hi = int(cuts[i]), int(cuts[i + 1])
+                    at = [workers[i % len(workers)]]
+                    if shared:
+                        f = client.submit(hostshm.read_slice, buf.name, dt.str, n, lo, hi,
+                                          workers=at, pure=False)
+                        meta = np.empty(0, dtype=dt)
+                    else:
+                        part = a[lo:hi]
+                        f = client.scatter(part, workers=at, hash=False)
+                        meta = part[:0]
                     sent.append(f)
-                    blocks.append(da.from_delayed(f, shape=part.shape, dtype=part.dtype,
-                                                  meta=part[:0]))
+                    blocks.append(da.from_delayed(f, shape=(hi - lo,), dtype=dt, meta=meta))
                 lookups.append(blocks[0] if len(blocks) == 1 else da.concatenate(blocks))
             answer = self._on_workers(st, kind, out, lookups, encoded=True)
-            got = answer.compute(scheduler=client)
+            if not shared:
+                return to_device(answer.compute(scheduler=client), self.device)
+            # each chunk of the answer written into shared memory by the worker holding it
+            dt = np.dtype(answer.dtype)
+            result = hostshm.HostBuffer(n * dt.itemsize)
+            buffers.append(result)
+            chunks = client.compute(list(np.ravel(answer.to_delayed())))
+            sent.extend(chunks)
+            starts = np.concatenate([[0], np.cumsum(answer.chunks[0])])
+            beside = dask_lookups.beside_inputs(client)
+            writes = [client.submit(hostshm.write_slice, result.name, dt.str, n, int(start),
+                                    chunk, pure=False, **beside)
+                      for start, chunk in zip(starts, chunks, strict=False)]
+            sent.extend(writes)
+            client.gather(writes)
+            got = result.array(dt, n)
+            # (a copy: the segment is removed below)
+            return to_device(got, self.device) if self.device == "cuda" else got.copy()
         except IndexZooError:
             raise
         except Exception as exc:  # a worker lost under it (with one copy): say so
@@ -543,7 +576,8 @@ class ShardedIndex(GpuIndex[ShardedState]):
         finally:
             for f in sent:
                 f.release()
-        return to_device(got, self.device)
+            for b in buffers:
+                b.close()
 
     def _gather(self, st: ShardedState, kind: str, out: Out, host: list[np.ndarray],
                 asked: list[tuple[int, np.ndarray]]) -> list[Any]:
@@ -760,6 +794,14 @@ def _scheme(asked: str, caps: Capabilities) -> str:
 
 def _empty(like: np.ndarray) -> np.ndarray:
     return np.zeros(0, dtype=like.dtype)
+
+
+def _copy_into(target: np.ndarray, a: Any) -> None:
+    """``a`` (NumPy, or CuPy: straight from the GPU) copied into the host array ``target``."""
+    if type(a).__module__.startswith("cupy"):
+        a.get(out=target)
+    else:
+        target[...] = a
 
 
 def _workers(client: Any) -> list[str]:

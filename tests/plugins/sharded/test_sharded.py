@@ -336,12 +336,18 @@ def test_a_build_from_memory_can_be_cut_into_shards_on_the_workers(
 
 
 @pytest.mark.parametrize("inner", ["sorted-array", "warpcore-hash"])
+@pytest.mark.parametrize("through", ["shared memory", "comms"])
 def test_a_batch_can_be_routed_and_answered_on_the_workers(
-        column: Any, inner: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    # what a GPU index does with a batch in memory (a slice scattered to each worker, routed
-    # and answered there, gathered once), made to run here on the CPU
-    from indexzoo.plugins.sharded import ShardedIndex
+        column: Any, inner: str, through: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # what a GPU index does with a batch in memory (a slice sent to each worker, routed and
+    # answered there, brought back once), made to run here on the CPU: through shared memory
+    # where the workers share this host's (as here), else scattered and gathered by Dask
+    from indexzoo.plugins.sharded import ShardedIndex, hostshm
 
+    found: list[bool] = []
+    same_memory = hostshm.same_memory
+    monkeypatch.setattr(hostshm, "same_memory", lambda client: found.append(
+        same_memory(client) if through == "shared memory" else False) or found[-1])
     keys, vals = column
     index = indexzoo.create("sharded", inner=inner, shards=3, device="cpu").build(keys, vals)
     plain = indexzoo.create(inner, device="cpu").build(keys, vals)
@@ -356,6 +362,24 @@ def test_a_batch_can_be_routed_and_answered_on_the_workers(
     if index.capabilities.range:
         for out in ("count", "sum"):
             assert _same(index.range(q, q + 1000, out=out), plain.range(q, q + 1000, out=out))
+    assert found and set(found) == {through == "shared memory"}
+    assert _same(index.point(q[:0], out="count"), plain.point(q[:0], out="count"))  # empty
+
+
+def test_shared_memory_is_used_only_where_every_worker_sees_the_callers() -> None:
+    from indexzoo.plugins.sharded import hostshm
+
+    class Cluster:  # what client.run gives: each worker's answer
+        def __init__(self, sees: list[bool]) -> None:
+            self.sees = sees
+
+        def run(self, fn: Any, *args: Any) -> dict[str, bool]:
+            here = fn(*args)  # this process sees its own segment
+            return {f"w{i}": here and s for i, s in enumerate(self.sees)}
+
+    assert hostshm.same_memory(Cluster([True, True]))
+    assert not hostshm.same_memory(Cluster([True, False]))  # one in another container
+    assert not hostshm._holds("indexzoo-no-such-segment", b"token")
 
 
 def test_a_dask_dataframe_column_and_parquet_files_build_alike(column: Any,
