@@ -19,6 +19,7 @@ nothing through a socket but the tasks themselves.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import mmap
 import os
@@ -33,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HostBuffer", "read_slice", "same_memory", "write_slice"]
+__all__ = ["HostBuffer", "give_back", "lease", "read_slice", "same_memory", "write_slice"]
 
 #: How long :func:`same_memory`'s answer for a client is reused.
 CHECK_KEPT_S = 5.0
@@ -81,6 +82,7 @@ class HostBuffer:
     def __init__(self, nbytes: int) -> None:
         self._shm = shared_memory.SharedMemory(create=True, size=max(int(nbytes), 1))
         self.name = self._shm.name
+        self.size = self._shm.size
 
     def array(self, dtype: Any, count: int) -> np.ndarray:
         """The segment's first ``count`` items of ``dtype``, as a NumPy view (valid until
@@ -100,14 +102,67 @@ class HostBuffer:
         self.close()
 
 
-def read_slice(name: str, dtype: str, count: int, start: int, stop: int) -> np.ndarray:
+#: Segments kept for the next batch once one is done with them, at most this many: the
+#: first write into a new segment's pages costs the kernel a page fault each (zeroed pages:
+#: about 1 GB/s on a small machine), a write into pages used before runs at memory speed.
+KEPT = 3
+#: The smallest segment made (bytes); larger ones are made a power of two long.
+SMALLEST = 1 << 20
+
+_free: list[HostBuffer] = []
+
+
+def lease(nbytes: int) -> HostBuffer:
+    """A segment of at least ``nbytes`` bytes: a kept one that is large enough (and at most
+    four times too large), else a new one; give it back with :func:`give_back`."""
+    nbytes = max(int(nbytes), 1)
+    with _lock:
+        fits = [b for b in _free if nbytes <= b.size <= 4 * max(nbytes, SMALLEST)]
+        if fits:
+            best = min(fits, key=lambda b: b.size)
+            _free.remove(best)
+            return best
+    return HostBuffer(max(SMALLEST, 1 << (nbytes - 1).bit_length()))
+
+
+def give_back(buf: HostBuffer) -> None:
+    """Keep ``buf`` for a later batch (the largest :data:`KEPT`); remove the rest."""
+    with _lock:
+        _free.append(buf)
+        _free.sort(key=lambda b: -b.size)
+        dropped = _free[KEPT:]
+        del _free[KEPT:]
+    for b in dropped:
+        b.close()
+
+
+@atexit.register
+def _remove_kept() -> None:
+    with _lock:
+        kept = list(_free)
+        _free.clear()
+    for b in kept:
+        b.close()
+
+
+def read_slice(name: str, dtype: str, count: int, start: int, stop: int,
+               device: str = "cpu") -> Any:
     """Items ``start:stop`` of the segment ``name`` (``count`` items of ``dtype``), copied
-    into this process's memory (a task on a worker)."""
+    onto ``device`` of this process (a task on a worker: on ``cuda`` straight from the
+    segment to the GPU)."""
     shm = _Attached(name)
     try:
         view = np.ndarray((int(count),), dtype=np.dtype(dtype), buffer=shm.buf)
-        got = np.array(view[int(start):int(stop)], copy=True)
-        del view
+        part = view[int(start):int(stop)]
+        if device == "cuda":
+            import cupy
+
+            got = cupy.empty(part.shape, dtype=part.dtype)
+            got.set(part)
+            cupy.cuda.get_current_stream().synchronize()  # (the segment goes next)
+        else:
+            got = np.array(part, copy=True)
+        del view, part
     finally:
         shm.close()
     return got

@@ -525,11 +525,12 @@ class ShardedIndex(GpuIndex[ShardedState]):
         lookups = []
         sent: list[Any] = []
         buffers: list[hostshm.HostBuffer] = []
+        done = False
         try:
             for a in arrays:
                 dt = np.dtype(a.dtype)
                 if shared:
-                    buf = hostshm.HostBuffer(n * dt.itemsize)
+                    buf = hostshm.lease(n * dt.itemsize)
                     buffers.append(buf)
                     _copy_into(buf.array(dt, n), a)
                 blocks = []
@@ -538,8 +539,8 @@ class ShardedIndex(GpuIndex[ShardedState]):
                     at = [workers[i % len(workers)]]
                     if shared:
                         f = client.submit(hostshm.read_slice, buf.name, dt.str, n, lo, hi,
-                                          workers=at, pure=False)
-                        meta = np.empty(0, dtype=dt)
+                                          self.device, workers=at, pure=False)
+                        meta = _meta_of(self.device, dt)
                     else:
                         part = a[lo:hi]
                         f = client.scatter(part, workers=at, hash=False)
@@ -552,7 +553,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
                 return to_device(answer.compute(scheduler=client), self.device)
             # each chunk of the answer written into shared memory by the worker holding it
             dt = np.dtype(answer.dtype)
-            result = hostshm.HostBuffer(n * dt.itemsize)
+            result = hostshm.lease(n * dt.itemsize)
             buffers.append(result)
             chunks = client.compute(list(np.ravel(answer.to_delayed())))
             sent.extend(chunks)
@@ -564,8 +565,10 @@ class ShardedIndex(GpuIndex[ShardedState]):
             sent.extend(writes)
             client.gather(writes)
             got = result.array(dt, n)
-            # (a copy: the segment is removed below)
-            return to_device(got, self.device) if self.device == "cuda" else got.copy()
+            # (a copy: the segment serves the next batch)
+            answered = to_device(got, self.device) if self.device == "cuda" else got.copy()
+            done = True
+            return answered
         except IndexZooError:
             raise
         except Exception as exc:  # a worker lost under it (with one copy): say so
@@ -577,7 +580,12 @@ class ShardedIndex(GpuIndex[ShardedState]):
             for f in sent:
                 f.release()
             for b in buffers:
-                b.close()
+                # kept for the next batch once every task of this one is done with it; after
+                # a failure a task may still write into it: removed
+                if done:
+                    hostshm.give_back(b)
+                else:
+                    b.close()
 
     def _gather(self, st: ShardedState, kind: str, out: Out, host: list[np.ndarray],
                 asked: list[tuple[int, np.ndarray]]) -> list[Any]:
@@ -794,6 +802,15 @@ def _scheme(asked: str, caps: Capabilities) -> str:
 
 def _empty(like: np.ndarray) -> np.ndarray:
     return np.zeros(0, dtype=like.dtype)
+
+
+def _meta_of(device: str, dtype: np.dtype) -> Any:
+    """An empty array of ``dtype`` on ``device``: what a Dask chunk there looks like."""
+    if device == "cuda":
+        import cupy
+
+        return cupy.empty(0, dtype=dtype)
+    return np.empty(0, dtype=dtype)
 
 
 def _copy_into(target: np.ndarray, a: Any) -> None:
