@@ -68,10 +68,6 @@ def pytest_configure(config: pytest.Config) -> None:
     switched off (``-p no:cacheprovider``), ``kernels`` in its base temporary folder; never the
     user's own cache. The environment carries it to every process the tests start. CI points
     both of its test tiers at one folder. Kernels are made at first use, after this hook."""
-    if getattr(config.option, "dist", "no") != "no":
-        # xdist's controller: hand out files in the workers' collection order
-        # (:func:`_longest_first`), not by their number of tests
-        config.option.loadscopereorder = False
     if os.environ.get("INDEXZOO_KERNEL_CACHE", "").strip():
         return
     cache = getattr(config, "cache", None)  # pytest's cacheprovider
@@ -91,41 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["INDEXZOO_KERNEL_CACHE"] = str(factory.getbasetemp() / "kernels")
 
 
-#: The test files that take longest, longest first, with their seconds in a first run of the
-#: README's test command on the 2-core machine (empty kernel folder, 2026-11-29). Run on
-#: several processes (pytest-xdist, ``--dist loadfile``), a file goes whole to whichever
-#: process is free next, in the order the files are collected: a long file handed out last
-#: runs alone at the end (test_parallel_kernels.py's 92 s of compiling did, with its two
-#: tests, after xdist's own order, by number of tests). A wrong or stale entry costs time,
-#: never a test.
-LONGEST_FIRST = (
-    "tests/conformance/test_builtin_conformance.py",  # 145 s
-    "tests/native/test_parallel_kernels.py",  # 92 s
-    "tests/plugins/rx/test_rx.py",  # 79 s
-    "tests/plugins/rx_opt/test_rx_opt.py",  # 69 s
-    "tests/plugins/rtcudb/test_rtcudb.py",  # 58 s
-    "tests/plugins/sharded/test_sharded_faults.py",  # 52 s
-    "tests/core/test_file_fuzz.py",  # 45 s
-    "tests/native/test_rt_engines.py",  # 39 s
-    "tests/native/test_rt_scenes.py",  # 34 s
-    "tests/native/test_jitcache.py",  # 31 s
-)
-
-
-def _longest_first(items: list[pytest.Item]) -> None:
-    """``items`` reordered by file: :data:`LONGEST_FIRST`, then the other files by number of
-    tests, most first (xdist's own order); each file's tests keep their order."""
-    by_file: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        by_file.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    rank = {f: i for i, f in enumerate(LONGEST_FIRST)}
-    files = sorted(by_file, key=lambda f: (rank.get(f, len(rank)), -len(by_file[f])))
-    items[:] = [item for f in files for item in by_file[f]]
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # (the workers' order is the one handed out)
-        _longest_first(items)
     if any("optix" in item.keywords for item in items):
         from indexzoo.native.rt import optix
 
