@@ -277,8 +277,8 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
         else:
             done = _asked_around(client, copies, failover, routing, kind, out, dt, device,
                                  chunk, beside)
-        meta = _meta(device, answer_dtype)
-        blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype, meta=meta))
+        blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype,
+                                      meta=meta(device, answer_dtype)))
     if not blocks:
         return da.zeros((0,), dtype=answer_dtype, chunks=((0,),))
     return blocks[0] if len(blocks) == 1 else da.concatenate(blocks)
@@ -376,14 +376,16 @@ def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing
     return client.submit(assemble, out, dt, device, routed, *answers, pure=False, **beside)
 
 
-def beside_inputs(client: Any) -> dict[str, Any]:
+def beside_inputs(client: Any, workers: list[str] | None = None) -> dict[str, Any]:
     """``submit`` options that keep a task beside its inputs. Dask runs a task of a large
     group with few dependencies (a "root-ish" task: ``route`` after a few calls) on whichever
     worker has a thread free, wherever its inputs are: on two GPUs both chunks of a call
     crossed to the other worker that way (171 ms for 128 MB each, the search 4 ms). Any
     worker restriction turns that heuristic off, so every worker is named, loosely: the
-    scheduler then picks among the workers holding the inputs."""
-    workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
+    scheduler then picks among the workers holding the inputs (``workers``: the cluster's,
+    where the caller has them already; else asked of the scheduler)."""
+    if workers is None:
+        workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
     return {"workers": workers, "allow_other_workers": True} if workers else {}
 
 
@@ -399,7 +401,8 @@ def answer_here(routing: Routing, kind: str, out: Out, rowid_dtype: str, device:
     return assemble(out, rowid_dtype, device, routed, *answers)
 
 
-def _meta(device: str, dtype: np.dtype) -> Any:
+def meta(device: str, dtype: np.dtype) -> Any:
+    """An empty array of ``dtype`` on ``device``: what a Dask chunk there looks like."""
     if device == "cuda":
         import cupy
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HostBuffer", "give_back", "lease", "read_slice", "same_memory", "write_slice"]
+__all__ = ["HostBuffer", "copy_into", "give_back", "lease", "read_slice", "same_memory", "write_slice"]
 
 #: How long :func:`same_memory`'s answer for a client is reused.
 CHECK_KEPT_S = 5.0
@@ -168,6 +168,15 @@ def read_slice(name: str, dtype: str, count: int, start: int, stop: int,
     return got
 
 
+def copy_into(target: np.ndarray, a: Any) -> None:
+    """``a`` (NumPy, or CuPy: straight from the GPU, no host copy between) copied into the
+    host array ``target``."""
+    if type(a).__module__.startswith("cupy"):
+        a.get(out=target)
+    else:
+        target[...] = a
+
+
 def write_slice(name: str, dtype: str, count: int, start: int, answer: Any) -> int:
     """``answer`` (NumPy or CuPy) written at item ``start`` of the segment ``name`` (a task on
     the worker holding the answer); the number of items written."""
@@ -176,10 +185,7 @@ def write_slice(name: str, dtype: str, count: int, start: int, answer: Any) -> i
         view = np.ndarray((int(count),), dtype=np.dtype(dtype), buffer=shm.buf)
         n = int(answer.shape[0])
         target = view[int(start):int(start) + n]
-        if type(answer).__module__.startswith("cupy"):
-            answer.get(out=target)  # device -> this segment, no host copy between
-        else:
-            target[...] = answer
+        copy_into(target, answer)
         del view, target
     finally:
         shm.close()

@@ -532,7 +532,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
                 if shared:
                     buf = hostshm.lease(n * dt.itemsize)
                     buffers.append(buf)
-                    _copy_into(buf.array(dt, n), a)
+                    hostshm.copy_into(buf.array(dt, n), a)
                 blocks = []
                 for i in range(len(cuts) - 1):
                     lo, hi = int(cuts[i]), int(cuts[i + 1])
@@ -540,7 +540,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
                     if shared:
                         f = client.submit(hostshm.read_slice, buf.name, dt.str, n, lo, hi,
                                           self.device, workers=at, pure=False)
-                        meta = _meta_of(self.device, dt)
+                        meta = dask_lookups.meta(self.device, dt)
                     else:
                         part = a[lo:hi]
                         f = client.scatter(part, workers=at, hash=False)
@@ -558,7 +558,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
             chunks = client.compute(list(np.ravel(answer.to_delayed())))
             sent.extend(chunks)
             starts = np.concatenate([[0], np.cumsum(answer.chunks[0])])
-            beside = dask_lookups.beside_inputs(client)
+            beside = dask_lookups.beside_inputs(client, workers)
             writes = [client.submit(hostshm.write_slice, result.name, dt.str, n, int(start),
                                     chunk, pure=False, **beside)
                       for start, chunk in zip(starts, chunks, strict=False)]
@@ -802,23 +802,6 @@ def _scheme(asked: str, caps: Capabilities) -> str:
 
 def _empty(like: np.ndarray) -> np.ndarray:
     return np.zeros(0, dtype=like.dtype)
-
-
-def _meta_of(device: str, dtype: np.dtype) -> Any:
-    """An empty array of ``dtype`` on ``device``: what a Dask chunk there looks like."""
-    if device == "cuda":
-        import cupy
-
-        return cupy.empty(0, dtype=dtype)
-    return np.empty(0, dtype=dtype)
-
-
-def _copy_into(target: np.ndarray, a: Any) -> None:
-    """``a`` (NumPy, or CuPy: straight from the GPU) copied into the host array ``target``."""
-    if type(a).__module__.startswith("cupy"):
-        a.get(out=target)
-    else:
-        target[...] = a
 
 
 def _workers(client: Any) -> list[str]:

@@ -214,18 +214,27 @@ def _computed_while_a_worker_is_killed(client: Any, answer: Any) -> dict[str, An
     return got
 
 
+def _dask_counts_while_a_worker_is_killed(client: Any, seed: int, replicas: int) -> tuple[
+        np.ndarray, np.ndarray, ShardedIndex, dict[str, Any]]:
+    """Keys, lookups, a two-shard index of ``replicas`` copies, and the counts of the lookups
+    as a Dask array computed while a worker is killed
+    (:func:`_computed_while_a_worker_is_killed`)."""
+    import dask.array as da
+
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, 1 << 20, 400_000).astype(np.uint32)
+    q = rng.integers(0, 1 << 20, 4_000_000).astype(np.uint32)
+    index = ShardedIndex({"inner": "sorted-array", "shards": 2, "replicas": replicas},
+                         device="cpu", client=client).build(keys)
+    got = _computed_while_a_worker_is_killed(
+        client, index.point(da.from_array(q, chunks=1_000_000), out="count").count)
+    return keys, q, index, got
+
+
 @pytest.mark.filterwarnings("ignore:Sending large graph")  # the lookups, made here in memory
 def test_two_copies_answer_a_dask_array_whose_worker_is_killed_while_it_is_computed(
         doomed_client: Any) -> None:
-    import dask.array as da
-
-    rng = np.random.default_rng(5)
-    keys = rng.integers(0, 1 << 20, 400_000).astype(np.uint32)
-    q = rng.integers(0, 1 << 20, 4_000_000).astype(np.uint32)
-    index = ShardedIndex({"inner": "sorted-array", "shards": 2, "replicas": 2}, device="cpu",
-                         client=doomed_client).build(keys)
-    got = _computed_while_a_worker_is_killed(
-        doomed_client, index.point(da.from_array(q, chunks=1_000_000), out="count").count)
+    keys, q, _, got = _dask_counts_while_a_worker_is_killed(doomed_client, 5, replicas=2)
     assert "error" not in got, f"a Dask answer with a copy left failed: {got.get('error')!r}"
     assert np.array_equal(got["result"], _count(keys, q, q))
 
@@ -235,15 +244,7 @@ def test_one_copy_a_dask_array_whose_worker_is_killed_fails_whole_and_then_shard
         doomed_client: Any) -> None:
     # the chunks are answered worker to worker (ShardServer actors): a worker lost under them
     # fails the answer, never gives part of one, and the loss is ShardLost from then on
-    import dask.array as da
-
-    rng = np.random.default_rng(6)
-    keys = rng.integers(0, 1 << 20, 400_000).astype(np.uint32)
-    q = rng.integers(0, 1 << 20, 4_000_000).astype(np.uint32)
-    index = ShardedIndex({"inner": "sorted-array", "shards": 2}, device="cpu",
-                         client=doomed_client).build(keys)
-    got = _computed_while_a_worker_is_killed(
-        doomed_client, index.point(da.from_array(q, chunks=1_000_000), out="count").count)
+    keys, q, index, got = _dask_counts_while_a_worker_is_killed(doomed_client, 6, replicas=1)
     if "result" in got:  # every chunk was answered before the worker died: then all of it
         assert np.array_equal(got["result"], _count(keys, q, q))
     with pytest.raises(ShardLost):
