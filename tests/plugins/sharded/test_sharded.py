@@ -424,31 +424,3 @@ def test_without_dask_making_a_sharded_index_names_the_extra_to_install() -> Non
                          text=True).stdout
     assert "MissingDependency" in got
     assert "pip install 'dask>=2024.1' 'distributed>=2024.1'" in got  # both are needed
-
-
-def test_each_chunk_of_a_dask_array_is_answered_where_it_lies_call_after_call(
-        dask_client: Any) -> None:
-    # Dask places a task of a large group with few inputs wherever a thread is free: with
-    # calls in flight, the tasks routing the chunks carried them from worker to worker.
-    # (Two copies: the chunks are routed by tasks whose one input is the chunk. With one
-    # copy a chunk's task also takes the other workers' ShardServer actors as inputs, and
-    # Dask weighs the chunk's bytes against the workers' load: beside the chunk when it is
-    # large, as a GPU's are, not always for the small chunks of a test.)
-    replicas = 2
-    da = pytest.importorskip("dask.array")
-    from distributed import futures_of
-
-    keys = np.arange(1 << 16, dtype=np.uint32)
-    index = indexzoo.create("sharded", inner="sorted-array", shards=2, replicas=replicas,
-                            device="cpu").build(keys)
-    workers = sorted(dask_client.scheduler_info(n_workers=-1)["workers"])
-    chunks = [np.arange(i, 1 << 20, 2, dtype=np.uint32) for i in range(2)]  # 2 MiB each
-    lookups = da.concatenate([
-        da.from_delayed(dask_client.scatter(c, workers=[w]), shape=c.shape, dtype=c.dtype)
-        for c, w in zip(chunks, workers, strict=True)])
-    answers = [dask_client.persist(index.point(lookups, out="count").count) for _ in range(8)]
-    dask_client.gather(futures_of(answers))
-    for a in answers:
-        held = dask_client.who_has(a)
-        assert [held[k] for k in a.__dask_keys__()] == [(w,) for w in workers]
-        assert int(dask_client.compute(a.sum()).result()) == 1 << 16
