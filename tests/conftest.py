@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, settings
 
 # The CPU kernels run their serial loop in the tests, whatever the batch: compiling the parallel
 # variant (prange on numba's thread pool) of every kernel a test meets costs more than the rest
-# of its tests. The parallel loop runs the same body; tests/native/test_parallel_kernels.py runs
-# it at the production thresholds for one index of each family (every built-in index in the
-# exhaustive tier). A value set before the run wins (e.g. INDEXZOO_CPU_SERIAL_BELOW=32768).
+# of its tests. The parallel loop runs the same body; tests/native/test_parallel_kernels.py and
+# test_parallel_rt_kernels.py run it at the production thresholds for one index of each family
+# (every built-in index in the exhaustive tier). A value set before the run wins
+# (e.g. INDEXZOO_CPU_SERIAL_BELOW=32768).
 os.environ.setdefault("INDEXZOO_CPU_SERIAL_BELOW", str(1 << 40))
 os.environ.setdefault("INDEXZOO_CPU_SERIAL_BELOW_RAYS", str(1 << 40))
 # Bench runs in tests time exactly --repeats rounds unless a test asks for more: the extra

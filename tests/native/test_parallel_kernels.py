@@ -5,74 +5,21 @@ thresholds: from 2^15 lookups (``INDEXZOO_CPU_SERIAL_BELOW``) and 1024 rays
 The rest of the default tier runs every kernel serially (``tests/conftest.py`` sets both
 thresholds beyond any batch): compiling the parallel variant of each kernel costs more than
 the rest of its tests. Here, in a process with the production thresholds, the conformance
-check of one batch above every threshold runs on one index of each family, and in the
+check of one batch above every threshold runs on one index of each family (the sorted and
+hashed ones here, the ray-tracing ones in ``test_parallel_rt_kernels.py``), and in the
 exhaustive tier on every built-in index.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from support.parallel import FAMILIES, QUERY, RT_FAMILIES, production_env, run_check
 
 import indexzoo
 from indexzoo.registry import builtin
-
-#: One index of each family that has CPU kernels (sharded: its inner index's kernels).
-FAMILIES = ["btree", "sorted-array", "lightweight", "eo-ks", "warpcore-hash", "fused-scan",
-            "rtscan", "rx", "rx-opt", "cgrx"]
-LABEL = "sizes/batches_above_every_threshold_answer_right"
-
-SCRIPT = textwrap.dedent("""
-    import json, sys
-    from indexzoo.conformance.runner import make_context, run_checks
-    from indexzoo.native import targets
-    from indexzoo.native.rt import trace
-    assert (targets.SERIAL_BELOW, trace.RAYS_SERIAL_BELOW) == (1 << 15, 1024)
-    got = {}
-    for name in sys.argv[1:]:
-        [res] = run_checks(make_context(name, device="cpu"), labels=[LABEL])
-        got[name] = [res.status, res.message]
-    print(json.dumps(got))
-""").replace("LABEL", repr(LABEL))
-
-QUERY = textwrap.dedent("""
-    import numpy as np
-    import indexzoo
-    from indexzoo.native import targets
-    assert targets.SERIAL_BELOW == 1 << 15
-    rng = np.random.default_rng(5)
-    n = 100_000  # rows: the engines' kernels run their parallel loop
-    t = {"a": rng.integers(0, 50, n), "b": rng.integers(-1000, 1000, n),
-         "g": rng.integers(0, 7, n)}
-    sql = "SELECT g, SUM(b) AS s, COUNT(*) AS c FROM t WHERE a < 20 GROUP BY g ORDER BY g"
-    keep = t["a"] < 20
-    want = [(g, int(t["b"][keep & (t["g"] == g)].sum()), int((keep & (t["g"] == g)).sum()))
-            for g in range(7)]
-    for engine in ("crystal", "rtcudb"):
-        rows = indexzoo.query_engine(engine, device="cpu").sql(sql, t=t).rows()
-        assert [tuple(int(v) for v in r) for r in rows] == want, (engine, rows, want)
-    print("engines agree")
-""")
-
-
-def _production_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items()
-            if k not in ("INDEXZOO_CPU_SERIAL_BELOW", "INDEXZOO_CPU_SERIAL_BELOW_RAYS")}
-
-
-def _run_check(names: list[str]) -> None:
-    res = subprocess.run([sys.executable, "-c", SCRIPT, *names], capture_output=True,
-                         text=True, env=_production_env(), timeout=1800)
-    assert res.returncode == 0, res.stdout + res.stderr
-    got = json.loads(res.stdout.strip().splitlines()[-1])
-    failed = {n: msg for n, (status, msg) in got.items() if status != "passed"}
-    assert not failed, failed
-    assert set(got) == set(names)
 
 
 def test_the_default_tier_runs_kernels_serially() -> None:
@@ -82,18 +29,18 @@ def test_the_default_tier_runs_kernels_serially() -> None:
     assert targets.SERIAL_BELOW > 1 << 30 and trace.RAYS_SERIAL_BELOW > 1 << 30
 
 
-def test_one_index_of_each_family_answers_right_on_the_thread_pool() -> None:
+def test_one_sorted_or_hashed_index_of_each_family_answers_right_on_the_thread_pool() -> None:
     assert set(FAMILIES) <= set(indexzoo.available())
-    _run_check(FAMILIES)
+    run_check(FAMILIES)
 
 
 def test_the_query_engines_answer_right_on_the_thread_pool() -> None:
     res = subprocess.run([sys.executable, "-c", QUERY], capture_output=True, text=True,
-                         env=_production_env(), timeout=1800)
+                         env=production_env(), timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "engines agree" in res.stdout
 
 
 @pytest.mark.exhaustive
 def test_every_builtin_index_answers_right_on_the_thread_pool() -> None:
-    _run_check([n for n in builtin() if n not in FAMILIES and n != "sharded"])
+    run_check([n for n in builtin() if n not in FAMILIES + RT_FAMILIES and n != "sharded"])
