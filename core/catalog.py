@@ -19,7 +19,11 @@ made from:
 
 A later listing computes the stamp (it finds the modules' files without running them: only
 the parent packages of a dotted entry point are imported) and, where it matches, reads the
-file instead of importing the plugins. A listing with any plugin left out (a load error, a
+file instead of importing the plugins. The registry reads it too: :func:`entry_point_of`
+tells ``indexzoo.create(name)`` which entry point's plugin registers ``name``, so that only
+that plugin is imported (:func:`indexzoo.registry.lookup`); and a process whose registry has
+loaded every plugin keeps the listing where the file is missing or stale
+(:func:`remember`), so that the next process finds it. A listing with any plugin left out (a load error, a
 clash) is never written, so what a broken plugin reports is always found afresh; nor is one
 made in a process that has already used the registry (a plugin registered at run time is
 not in the entry points). Nothing here is needed: a missing, unreadable, unwritable or
@@ -36,18 +40,19 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .cachedirs import cache_root
 from .envvars import VARIABLES
 
-__all__ = ["Entry", "Listing", "clear", "folder", "listing"]
+__all__ = ["Entry", "Listing", "clear", "entry_point_of", "folder", "forget", "listing", "remember"]
 
 #: The entry-point group plugins register through (``indexzoo.registry.ENTRY_POINT_GROUP``).
 GROUP = "indexzoo"
 #: Bumped when the file's layout changes.
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,9 @@ class Entry:
     provider: str
     #: whether its parameters have an ``engine`` (a ray-tracing index)
     engine: bool
+    #: the name of the entry point whose plugin registers it (None: not told apart, e.g. two
+    #: distributions' entry points of one name)
+    entry_point: str | None = None
 
 
 @dataclass
@@ -88,30 +96,75 @@ def describe(cls: Any) -> str:
     return printable(plain(" ".join(first.split()))) if doc else ""
 
 
-def listing() -> Listing:
-    """The registered indexes: from the file where its stamp matches, else from the registry
-    (which imports every plugin), writing the file where nothing is left out."""
+def listing(make: Callable[[], Listing]) -> Listing:
+    """The registered indexes: from the file where its stamp matches, else ``make()`` (the
+    registry's listing, :func:`indexzoo.registry.listed`, which imports every plugin),
+    writing the file where nothing is left out."""
     fresh = "indexzoo.registry" not in sys.modules
     stamp = _stamp() if fresh else None
     if stamp is not None:
         kept = _read(stamp)
         if kept is not None:
             return kept
-    made = _from_registry()
+    made = make()
     if stamp is not None and not made.errors:
         _write(stamp, made)
     return made
 
 
-def _from_registry() -> Listing:
-    from .registry import available, load_error_details, load_errors, providers
+# ---------------------------------------------------------------------- for the registry
+#: This process's (key, stamp, kept listing): the key is what a test or a program may change
+#: in a running process (the entry points' function, the INDEXZOO_* variables); the plugins'
+#: files are taken as they were when the stamp was made (their modules, once imported, are
+#: not imported again either).
+_current: tuple[Any, str | None, Listing | None] | None = None
 
-    table, provider = available(), providers()
-    entries = [Entry(name, describe(cls), cls.capabilities.summary(),
-                     cls.capabilities.model_dump(mode="json"), provider[name],
-                     "engine" in cls.Params.model_fields)
-               for name, cls in table.items()]
-    return Listing(entries, dict(load_errors()), dict(load_error_details()))
+
+def _now() -> tuple[str | None, Listing | None]:
+    """The stamp of this environment and the kept listing that matches it (None: none)."""
+    global _current
+    key = (importlib.metadata.entry_points,  # the function itself: compared by identity
+           tuple(os.environ.get(var.name) for var in VARIABLES))
+    if _current is None or _current[0] != key:
+        stamp = _stamp()
+        _current = (key, stamp, _read(stamp) if stamp is not None else None)
+    return _current[1], _current[2]
+
+
+def forget() -> None:
+    """Drop this process's stamp and kept listing (:func:`indexzoo.registry.reset`)."""
+    global _current
+    _current = None
+
+
+def entry_point_of(name: str) -> str | None:
+    """The entry point whose plugin registers index ``name``, from the kept listing of this
+    environment (every plugin of it loaded and usable when it was made); None where there is
+    no such listing or no such name."""
+    _, kept = _now()
+    if kept is not None:
+        for entry in kept.entries:
+            if entry.name == name:
+                return entry.entry_point
+    return None
+
+
+def remember(make: Callable[[], Listing]) -> None:
+    """Keep the registry's listing, ``make()``, where the file is missing or stale: called by
+    the registry once it has loaded every plugin, in a process that registered none at run
+    time. Never raises (nothing here is needed)."""
+    global _current
+    try:
+        stamp, kept = _now()
+        if stamp is None or kept is not None:
+            return
+        made = make()
+        if not made.errors:
+            _write(stamp, made)
+            if _current is not None:
+                _current = (_current[0], stamp, made)
+    except Exception:  # a class whose description or capabilities cannot be shown: not kept
+        return
 
 
 # ---------------------------------------------------------------------- the file
@@ -180,9 +233,9 @@ def clear() -> tuple[int, int]:
 def _stamp() -> str | None:
     """A hash of everything the listing is made from (see the module's docstring), or None
     where a module's files cannot be told (then nothing is read or written)."""
-    from indexzoo import __version__
-
-    parts: list[Any] = [FORMAT, __version__, sys.version, os.path.abspath(sys.prefix),
+    # (indexzoo's version is there as its built-in entry points' distribution version, and
+    # its package's files are stamped below)
+    parts: list[Any] = [FORMAT, sys.version, os.path.abspath(sys.prefix),
                         [(var.name, os.environ.get(var.name)) for var in VARIABLES]]
     try:
         eps = sorted(importlib.metadata.entry_points(group=GROUP),

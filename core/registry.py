@@ -14,6 +14,15 @@ group as third-party ones, so both are found the same way, and one rule holds fo
   :class:`~indexzoo.DuplicatePlugin` naming both, in Python and on the command line alike;
 * every other index stays usable, and :func:`load_errors` (``indexzoo list``) says what is
   not and why.
+
+Finding one index by its name (:func:`lookup`, so :func:`create` and :func:`load`) imports
+only the plugin that registers it where the listing that ``indexzoo list`` keeps
+(:mod:`indexzoo.catalog`) matches this environment: that listing was made with every plugin
+loaded and usable, so the rules above held for it, and a stamp of every entry point, plugin
+file and ``INDEXZOO_*`` variable tells whether anything changed since. The plugin is imported
+and its register hook run as when every plugin loads; anything unexpected (the name not
+registered by it, a class that breaks the contract) falls back to loading every plugin, as does
+a missing or stale listing, which the full load then writes for the next process.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ from typing import Any, TextIO
 import pluggy
 from pydantic import ValidationError
 
-from . import envvars, hookspecs, persist
+from . import catalog, envvars, hookspecs, persist
 from .config import IndexSpec, params_problem, spec_from_data
 from .contract import GpuIndex, check_plugin_class
 from .devices import cuda_status
@@ -48,8 +57,10 @@ __all__ = [
     "available",
     "builtin",
     "create",
+    "entry_points",
     "from_bytes",
     "import_timeout",
+    "listed",
     "load",
     "load_error_details",
     "load_errors",
@@ -79,6 +90,7 @@ class Registration:
     cls: type[GpuIndex]
     provider: str
     distribution: str | None = None  # the installed distribution, for entry-point plugins
+    entry_point: str | None = None  # the name of the entry point that loaded its plugin
 
 
 @dataclass
@@ -99,9 +111,15 @@ class _State:
         self.lock = threading.RLock()
         self.pm: pluggy.PluginManager | None = None
         self.dists: dict[str, tuple[str, str | None]] = {}
+        self.eps: dict[str, str] = {}  # plugin's name -> its entry point's name
         self.errors: dict[str, str] = {}  # entry point -> why it could not be loaded
         self.details: dict[str, str] = {}  # name -> the traceback behind an error
         self.table: _Table | None = None
+        #: indexes found through the kept listing while no plugin manager is loaded
+        self.found: dict[str, Registration] = {}
+        #: a plugin registered or unregistered at run time: the entry points are not the
+        #: whole story (no listing is kept, none is read)
+        self.changed = False
 
 
 _state = _State()
@@ -197,8 +215,13 @@ def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoin
     except pluggy.PluginValidationError as exc:  # what module_problem does not foresee
         _left_out(ep, f"{ep.value} ({where}): pluggy refuses its hooks: {exc}", exc)
         return
-    _state.dists[name] = (f"entry point {ep.name!r} = {ep.value} ({where})",
-                          dist[0] if dist else None)
+    _state.dists[name] = (_entry_point_provider(ep, where), dist[0] if dist else None)
+    if name == ep.name:
+        _state.eps[name] = ep.name
+
+
+def _entry_point_provider(ep: importlib.metadata.EntryPoint, where: str) -> str:
+    return f"entry point {ep.name!r} = {ep.value} ({where})"
 
 
 def _left_out(ep: importlib.metadata.EntryPoint, why: str,
@@ -224,10 +247,11 @@ def _run_register_hooks() -> _Table:
     refused: dict[str, PluginError] = {}
     for impl in pm.hook.indexzoo_register_indexes.get_hookimpls():
         provider, dist = _provider(pm, impl.plugin)
+        ep_name = _state.eps.get(pm.get_name(impl.plugin) or "")
         mine: list[Registration] = []
 
         def register(cls: Any, provider: str = provider, dist: str | None = dist,
-                     mine: list[Registration] = mine) -> None:
+                     mine: list[Registration] = mine, ep_name: str | None = ep_name) -> None:
             name = getattr(cls, "name", None) if isinstance(cls, type) else None
             try:
                 check_plugin_class(cls)
@@ -236,7 +260,7 @@ def _run_register_hooks() -> _Table:
                     raise  # nothing to name: the plugin's hook fails as a whole
                 refused[name] = PluginError(f"index {name!r} of {provider} cannot be used: {exc}")
                 return
-            mine.append(Registration(cls, provider, dist))
+            mine.append(Registration(cls, provider, dist, ep_name))
 
         try:
             impl.function(register=register)
@@ -273,7 +297,62 @@ def _table() -> _Table:
     with _state.lock:
         if _state.table is None:
             _state.table = _run_register_hooks()
+            if not _state.changed:
+                catalog.remember(listed)
         return _state.table
+
+
+def _found_alone(name: str) -> type[GpuIndex] | None:
+    """Index ``name`` with only its own plugin imported, where no plugin manager is loaded
+    yet and the kept listing of this environment names its entry point (see the module's
+    docstring); None where anything is other than that listing says, and the caller loads
+    every plugin. Called with the lock held."""
+    if _state.pm is not None or _state.changed:
+        return None
+    if name in _state.found:
+        return _state.found[name].cls
+    ep_name = catalog.entry_point_of(name)
+    if ep_name is None:
+        return None
+    eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+           if ep.name == ep_name]
+    if len(eps) != 1:
+        return None
+    ep = eps[0]
+    envvars.check_import_time()  # a malformed variable: the ConfigError of a full load
+    try:
+        plugin = _import(ep, import_timeout())
+    except BaseException:  # the full load reports it
+        return None
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    if module_problem(pm, plugin) is not None:
+        return None
+    try:
+        pm.register(plugin, name=ep.name)
+    except pluggy.PluginValidationError:
+        return None
+    classes: list[Any] = []
+    try:
+        for impl in pm.hook.indexzoo_register_indexes.get_hookimpls():
+            impl.function(register=classes.append)
+    except (Exception, SystemExit):
+        return None
+    mine = {id(c): c for c in classes if isinstance(c, type) and getattr(c, "name", None) == name}
+    if len(mine) != 1:
+        return None
+    [cls] = mine.values()
+    try:
+        check_plugin_class(cls)
+    except PluginError:
+        return None
+    if params_problem(cls) is not None:
+        return None
+    dist = _distribution(ep, {})
+    where = f"distribution {dist[0]} {dist[1]}" if dist else "unknown dist"
+    _state.found[name] = Registration(cls, _entry_point_provider(ep, where),
+                                      dist[0] if dist else None, ep.name)
+    return cls
 
 
 def available() -> MappingProxyType[str, type[GpuIndex]]:
@@ -284,6 +363,24 @@ def available() -> MappingProxyType[str, type[GpuIndex]]:
 def providers() -> MappingProxyType[str, str]:
     """Every usable registered index: name -> who provided it."""
     return MappingProxyType({n: r.provider for n, r in _table().usable.items()})
+
+
+def listed() -> catalog.Listing:
+    """Every registered index as ``indexzoo list`` shows it, and what is not usable (the
+    listing :mod:`indexzoo.catalog` keeps)."""
+    table, provider, eps = available(), providers(), entry_points()
+    entries = [catalog.Entry(name, catalog.describe(cls), cls.capabilities.summary(),
+                             cls.capabilities.model_dump(mode="json"), provider[name],
+                             "engine" in cls.Params.model_fields, eps.get(name))
+               for name, cls in table.items()]
+    return catalog.Listing(entries, dict(load_errors()), dict(load_error_details()))
+
+
+def entry_points() -> MappingProxyType[str, str]:
+    """Every usable registered index that an entry point's plugin provides: name -> the entry
+    point's name."""
+    return MappingProxyType({n: r.entry_point for n, r in _table().usable.items()
+                             if r.entry_point is not None})
 
 
 def builtin() -> list[str]:
@@ -344,6 +441,11 @@ def lookup(name: str) -> type[GpuIndex]:
     ConfigError naming the alternatives for an unknown one."""
     if not isinstance(name, str):
         raise ConfigError(f"index name must be a string, got {type(name).__name__} {shown(name)}")
+    with _state.lock:
+        if _state.table is None:
+            cls = _found_alone(name)
+            if cls is not None:
+                return cls
     table = _table()
     if name in table.usable:
         return _params_checked(table, name)
@@ -501,7 +603,7 @@ def register_plugin(plugin: Any, name: str | None = None) -> str:
     with _state.lock:
         pm = plugin_manager()
         registered = pm.register(plugin, name=name)
-        _state.table = None
+        _state.table, _state.changed = None, True
         if registered is None:
             raise ConfigError(f"plugin {shown(name or plugin)} is blocked and was not registered")
         return registered
@@ -514,16 +616,19 @@ def unregister_plugin(name: str) -> None:
         if pm.get_plugin(name) is None:
             raise ConfigError(f"no plugin named {shown(name)} is registered")
         pm.unregister(name=name)
-        _state.table = None
+        _state.table, _state.changed = None, True
 
 
 def reset() -> None:
     """Forget every plugin and load the entry points again on next use (for tests)."""
     with _state.lock:
-        _state.pm, _state.table = None, None
+        _state.pm, _state.table, _state.changed = None, None, False
         _state.dists.clear()
+        _state.eps.clear()
         _state.errors.clear()
         _state.details.clear()
+        _state.found.clear()
+        catalog.forget()
 
 
 # ----------------------------------------------------------------------------- query engines

@@ -68,24 +68,34 @@ def pytest_configure(config: pytest.Config) -> None:
     compiled, as a user's programs do from the user's cache folder), or, with pytest's cache
     switched off (``-p no:cacheprovider``), ``kernels`` in its base temporary folder; never the
     user's own cache. The environment carries it to every process the tests start. CI points
-    both of its test tiers at one folder. Kernels are made at first use, after this hook."""
+    both of its test tiers at one folder. Kernels are made at first use, after this hook.
+
+    The rest of indexzoo's cache folder (the listing ``indexzoo list`` and the registry keep,
+    compiled OptiX programs) goes beside it, ``INDEXZOO_CACHE_DIR`` where unset: the tests
+    never write to the user's own cache."""
+    if not os.environ.get("INDEXZOO_CACHE_DIR", "").strip():
+        os.environ["INDEXZOO_CACHE_DIR"] = str(_run_folder(config, "indexzoo-cache"))
     if os.environ.get("INDEXZOO_KERNEL_CACHE", "").strip():
         return
+    os.environ["INDEXZOO_KERNEL_CACHE"] = str(_run_folder(config, "indexzoo-kernels"))
+
+
+def _run_folder(config: pytest.Config, name: str) -> Any:
+    """A folder ``name`` in pytest's cache folder, or in its base temporary folder with the
+    cache switched off, or of its own, removed at exit, with neither."""
     cache = getattr(config, "cache", None)  # pytest's cacheprovider
     if cache is not None:
-        os.environ["INDEXZOO_KERNEL_CACHE"] = str(cache.mkdir("indexzoo-kernels"))
-        return
+        return cache.mkdir(name)
     factory = getattr(config, "_tmp_path_factory", None)  # pytest's tmp_path_factory
     if factory is None:  # the tmpdir plugin disabled: a folder of our own for the run
         import atexit
         import shutil
         import tempfile
 
-        folder = tempfile.mkdtemp(prefix="indexzoo-kernels-")
+        folder = tempfile.mkdtemp(prefix=f"{name}-")
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        os.environ["INDEXZOO_KERNEL_CACHE"] = folder
-        return
-    os.environ["INDEXZOO_KERNEL_CACHE"] = str(factory.getbasetemp() / "kernels")
+        return folder
+    return factory.getbasetemp() / name.removeprefix("indexzoo-")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -64,8 +64,8 @@ def test_ci_runs_the_readme_commands_verbatim_before_upgrading_pip() -> None:
     assert text.index('bash -c "$main_cmd"') < first_install
     assert text.index('bash -c "$test_cmd"') < first_install
     assert "--upgrade pip" not in text
-    # the side job's checks and exhaustive tier, started beside them, install only into a
-    # clone's own venv
+    # the exhaustive tier (and the lint and type checks after it), started beside them,
+    # installs only into a clone's own venv
     side = (ROOT / ".ci" / "exhaustive").read_text()
     assert "bash .ci/exhaustive" in text and "pip install" not in text[:text.index("main_cmd=")]
     assert side.index("git clone") < side.index('cd "$dest"') < side.index("pip install")

@@ -100,8 +100,14 @@ def _type_name(annotation: Any) -> str:
 
 
 # ---------------------------------------------------------------------- commands
+def _registry_listing() -> catalog.Listing:
+    from indexzoo.registry import listed
+
+    return listed()
+
+
 def cmd_list(args: argparse.Namespace, out: TextIO) -> int:
-    found = catalog.listing()
+    found = catalog.listing(_registry_listing)
     if args.json:
         json.dump({e.name: {"description": e.description, "capabilities": e.capabilities,
                             "provider": e.provider} for e in found.entries}, out, indent=2)

@@ -95,3 +95,72 @@ def test_an_unwritable_cache_folder_lists_as_without_one(tmp_path: Path) -> None
     first, _ = _list(blocked)
     second, imported = _list(blocked)
     assert second == first and "indexzoo.registry" in imported
+
+
+# ---------------------------------------------------------------------- finding one index
+#: Run in the child: make index ARGV[1] on the CPU, look up two keys, then report the answer,
+#: the plugin packages imported and (ARGV[2] == "all") every registered name afterwards.
+_CREATE = """
+import json, sys
+import numpy as np
+import indexzoo
+try:
+    index = indexzoo.create(sys.argv[1], device="cpu").build(np.array([5, 1, 3], dtype=np.uint32))
+    got = {"rowid": index.point(np.array([3, 4], dtype=np.uint32)).rowid.tolist(),
+           "miss": int(index.miss)}
+except indexzoo.IndexZooError as exc:
+    got = {"error": type(exc).__name__, "message": str(exc)}
+got["plugins"] = sorted({m.split(".")[2] for m in sys.modules if m.startswith("indexzoo.plugins.")})
+if sys.argv[2:] == ["all"]:
+    got["available"] = sorted(indexzoo.available())
+print(json.dumps(got))
+"""
+
+
+def _create(cache: Path, name: str, *args: str, path: Path | None = None,
+            **env: str) -> dict[str, object]:
+    """What ``_CREATE`` reports, run in a process of its own with ``cache`` as indexzoo's cache
+    folder, ``path`` first on the module path and ``env`` added to the environment."""
+    full = {**os.environ, "INDEXZOO_CACHE_DIR": str(cache), **env}
+    if path is not None:
+        full["PYTHONPATH"] = os.pathsep.join([str(path), full.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-c", _CREATE, name, *args], capture_output=True,
+                         text=True, timeout=300, env=full)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_creating_an_index_imports_only_its_plugin_once_a_listing_is_kept(tmp_path: Path) -> None:
+    first = _create(tmp_path, "btree")
+    # no listing yet: every plugin is imported to find the name, and the listing is kept
+    assert {"btree", "rx", "sharded", "crystal"} <= set(first["plugins"])  # type: ignore[arg-type]
+    assert len(_kept(tmp_path)) == 1
+    second = _create(tmp_path, "btree", "all")
+    assert second["rowid"] == first["rowid"] == [2, first["miss"]]
+    # btree's plugin alone was imported to make the index; every index is still registered
+    # when asked for afterwards (that loads the others)
+    assert "rx" not in second["plugins"] and "btree" in second["plugins"]
+    assert set(second["available"]) >= {"btree", "sorted-array", "rx", "sharded"}  # type: ignore[arg-type]
+    third = _create(tmp_path, "sorted-array")
+    assert third["rowid"] == [2, third["miss"]] and "rx" not in third["plugins"]
+
+
+def test_a_stale_listing_or_an_unknown_name_loads_every_plugin(tmp_path: Path) -> None:
+    _create(tmp_path, "btree")
+    # an INDEXZOO_* variable is part of the stamp: the kept listing is not this environment's
+    stale = _create(tmp_path, "btree", INDEXZOO_PLUGIN_TIMEOUT="45")
+    assert "rx" in stale["plugins"]  # type: ignore[operator]
+    unknown = _create(tmp_path, "btre")
+    assert unknown["error"] == "ConfigError" and "did you mean 'btree'" in str(unknown["message"])
+
+
+def test_a_plugin_installed_after_the_listing_is_found_and_its_name_clash_refused(
+        tmp_path: Path) -> None:
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    _create(cache, "btree")  # the listing, without the plugin
+    fake_distribution(site, "clash-pkg", {"clash": "clash_pkg"},
+                      {"clash_pkg": one_index_plugin("btree", "Another btree.")})
+    # a new entry point changes the stamp: every plugin loads, and two providers of one name
+    # make it unusable, as without a listing
+    got = _create(cache, "btree", path=site)
+    assert got["error"] == "DuplicatePlugin" and "clash_pkg" in str(got["message"])
