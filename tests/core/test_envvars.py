@@ -169,6 +169,9 @@ def test_sharded_workers_beyond_the_cpus_start_no_cluster(monkeypatch: pytest.Mo
         raise AssertionError("a local cluster was started")
 
     monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    # no client of the caller's (a client an earlier test of this process made is still
+    # Dask's default while it lives): the index would start its own cluster
+    monkeypatch.setattr(cluster, "_default_client", lambda: None)
     monkeypatch.setenv("INDEXZOO_SHARDED_WORKERS", "99999999999")
     with pytest.raises(ConfigError, match=r"INDEXZOO_SHARDED_WORKERS='99999999999' must be a "
                                           r"whole number from 1 to \d+"):
