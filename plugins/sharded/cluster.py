@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import os
 import sys
 import threading
@@ -290,12 +291,28 @@ def close_local() -> bool:
     return bool(found)
 
 
+def _quiet(level: int) -> None:
+    """Dask's loggers of this process at ``level`` and above only."""
+    import logging
+
+    names = [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    for name in ("distributed", *names):
+        logging.getLogger(name).setLevel(level)
+
+
 def _close_local() -> None:
     import logging
 
     # the process is ending: the shards' loss and the closing of each worker's connections
     # (logged at INFO, some with a CommClosedError traceback) are expected, not worth a line
-    names = [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
-    for name in ("distributed", *names):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    _quiet(logging.ERROR)
+    # nor is a worker process's heartbeat that meets the scheduler already closing (logged
+    # there at ERROR with a traceback, seen on a loaded machine): the workers and their
+    # nannies go quiet first
+    with _lock:
+        clients = [client for _, client in _local.values()]
+    for client in clients:
+        for nanny in (False, True):
+            with contextlib.suppress(Exception):  # a worker already gone
+                client.run(_quiet, logging.CRITICAL, nanny=nanny)
     close_local()
