@@ -189,7 +189,7 @@ def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoin
     if pm.is_blocked(ep.name):
         return
     dist = _distribution(ep, {} if named is None else named)
-    where = f"distribution {dist[0]} {dist[1]}" if dist else "unknown dist"
+    where = _where(dist)
     try:
         plugin = _import(ep, import_timeout())
     except ConfigError:
@@ -218,6 +218,10 @@ def _load_entry_point(pm: pluggy.PluginManager, ep: importlib.metadata.EntryPoin
     _state.dists[name] = (_entry_point_provider(ep, where), dist[0] if dist else None)
     if name == ep.name:
         _state.eps[name] = ep.name
+
+
+def _where(dist: tuple[str, str] | None) -> str:
+    return f"distribution {dist[0]} {dist[1]}" if dist else "unknown dist"
 
 
 def _entry_point_provider(ep: importlib.metadata.EntryPoint, where: str) -> str:
@@ -349,8 +353,7 @@ def _found_alone(name: str) -> type[GpuIndex] | None:
     if params_problem(cls) is not None:
         return None
     dist = _distribution(ep, {})
-    where = f"distribution {dist[0]} {dist[1]}" if dist else "unknown dist"
-    _state.found[name] = Registration(cls, _entry_point_provider(ep, where),
+    _state.found[name] = Registration(cls, _entry_point_provider(ep, _where(dist)),
                                       dist[0] if dist else None, ep.name)
     return cls
 
