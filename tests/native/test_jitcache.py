@@ -304,18 +304,21 @@ RECORD_PROGRAM = textwrap.dedent("""
 """)
 
 
+def _printed(program: str, cache: Path) -> str:
+    """What ``program`` prints, run in a new process with the kernel cache in ``cache``."""
+    env = {**os.environ, "INDEXZOO_KERNEL_CACHE": str(cache)}
+    res = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
 def test_a_kernel_of_a_record_made_per_call_is_loaded_once_not_at_every_call(
         tmp_path: Path) -> None:
-    env = {**os.environ, "INDEXZOO_KERNEL_CACHE": str(tmp_path / "cache")}
-
-    def run() -> str:
-        res = subprocess.run([sys.executable, "-c", RECORD_PROGRAM], capture_output=True,
-                             text=True, env=env, timeout=300)
-        assert res.returncode == 0, res.stderr
-        return res.stdout.strip()
-
-    assert run() == "True hits 0 misses 1"
-    assert run() == "True hits 1 misses 0"  # three calls, one load: filed under the asked types
+    cache = tmp_path / "cache"
+    assert _printed(RECORD_PROGRAM, cache) == "True hits 0 misses 1"
+    # three calls, one load: filed under the asked types
+    assert _printed(RECORD_PROGRAM, cache) == "True hits 1 misses 0"
 
 
 #: Compiled functions that call numba's runtime (NRT: an array made inside) and the hash secret
@@ -362,23 +365,15 @@ RUNTIME_PROGRAM = textwrap.dedent("""
 def test_code_calling_numbas_runtime_or_hash_secret_is_loaded_with_them_set_up(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "cache"
-    env = {**os.environ, "INDEXZOO_KERNEL_CACHE": str(cache)}
     (tmp_path / "runtime_bodies.py").write_text(RUNTIME_BODIES)
     program = RUNTIME_PROGRAM.format(folder=str(tmp_path))
-
-    def run() -> str:
-        res = subprocess.run([sys.executable, "-c", program], capture_output=True,
-                             text=True, env=env, timeout=300)
-        assert res.returncode == 0, res.stderr
-        return res.stdout.strip()
-
-    assert run() == "0 0 0"
+    assert _printed(program, cache) == "0 0 0"
     monkeypatch.syspath_prepend(str(tmp_path))  # (an entry's payload names the module)
     needs = sorted(pickle.loads(p.read_bytes())[1] for p in cache.glob("*.nbk"))
     assert needs == [(), ("nrt",), ("nrt", "hash")]
     # each loaded in a process that sets up only what its entry names, and answers right
     # (with that process's hash secret: each process draws its own)
-    assert run() == "1 1 1"
+    assert _printed(program, cache) == "1 1 1"
 
 
 @pytest.mark.parametrize("variable", ["", "  "])
