@@ -1,5 +1,7 @@
-"""sort_pairs: the stable order of the keys, whichever way it sorts (packed words where the
-keys' span and their positions fit 64 bits, NumPy's stable argsort where they do not)."""
+"""sort_pairs: the stable order of the keys, whichever way it sorts (integer keys: packed
+(key, position) words where the keys' span and their positions fit 64 bits, else the unstable
+argsort with its runs of equal keys put in position order; other keys: NumPy's stable
+argsort)."""
 
 from __future__ import annotations
 
@@ -36,6 +38,16 @@ def test_keys_whose_span_and_positions_need_more_than_64_bits_sort_stably_too():
     keys = np.array([big.max, 0, big.min, 0, big.max, big.min], dtype=np.int64)
     got = sort_pairs(keys, np.uint64)
     np.testing.assert_array_equal(got.rowids, [2, 5, 1, 3, 0, 4])
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_wide_keys_with_long_runs_of_equal_keys_sort_stably(dtype):
+    info = np.iinfo(dtype)
+    values = np.array([info.min, info.max, 0, 7, info.max - 1], dtype=dtype)
+    keys = np.random.default_rng(3).choice(values, 50_000)
+    got = sort_pairs(keys, np.uint32)
+    np.testing.assert_array_equal(got.rowids, np.argsort(keys, kind="stable"))
+    np.testing.assert_array_equal(got.keys, np.sort(keys))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
