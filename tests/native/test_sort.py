@@ -21,7 +21,7 @@ def _spans(dtype):
 
 
 @pytest.mark.parametrize("dtype", INTEGERS, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("n", [0, 1, 2, 3, 1000, 70_000])
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 1000, 2048, 70_000])
 def test_the_order_is_numpys_stable_argsort_at_the_ends_of_every_integer_dtype(dtype, n):
     rng = np.random.default_rng(n)
     for lo, hi in _spans(dtype).values():
@@ -35,9 +35,11 @@ def test_the_order_is_numpys_stable_argsort_at_the_ends_of_every_integer_dtype(d
 
 def test_keys_whose_span_and_positions_need_more_than_64_bits_sort_stably_too():
     big = np.iinfo(np.int64)
-    keys = np.array([big.max, 0, big.min, 0, big.max, big.min], dtype=np.int64)
-    got = sort_pairs(keys, np.uint64)
-    np.testing.assert_array_equal(got.rowids, [2, 5, 1, 3, 0, 4])
+    few = np.array([big.max, 0, big.min, 0, big.max, big.min], dtype=np.int64)
+    np.testing.assert_array_equal(sort_pairs(few, np.uint64).rowids, [2, 5, 1, 3, 0, 4])
+    keys = np.tile(few, 1000)  # as many as the faster sorts take
+    np.testing.assert_array_equal(sort_pairs(keys, np.uint64).rowids,
+                                  np.argsort(keys, kind="stable"))
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])
