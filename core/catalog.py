@@ -49,7 +49,8 @@ from .envvars import VARIABLES
 
 __all__ = ["Entry", "Listing", "clear", "entry_point_of", "folder", "forget", "listing", "remember"]
 
-#: The entry-point group plugins register through (``indexzoo.registry.ENTRY_POINT_GROUP``).
+#: The entry-point group plugins register through (``indexzoo.registry.ENTRY_POINT_GROUP``
+#: is this).
 GROUP = "indexzoo"
 #: Bumped when the file's layout changes.
 FORMAT = 2

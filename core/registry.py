@@ -79,7 +79,9 @@ __all__ = [
     "unregister_plugin",
 ]
 
-ENTRY_POINT_GROUP = "indexzoo"
+#: The entry-point group plugins register through: the catalog's, whose scan of it the
+#: one-plugin lookup (:func:`_found_alone`) uses, so the two can never name different groups.
+ENTRY_POINT_GROUP = catalog.GROUP
 #: Seconds a plugin's module may take to import before it is left out (``INDEXZOO_PLUGIN_TIMEOUT``)
 IMPORT_TIMEOUT_S = envvars.PLUGIN_TIMEOUT.default
 TIMEOUT_ENV = envvars.PLUGIN_TIMEOUT.name
