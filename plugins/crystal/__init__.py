@@ -83,13 +83,14 @@ class CrystalParams(KernelParams):
         "9x) and 175 (Q4.1), device memory with 4375 and more."))
     items_per_thread: int = Field(default=codegen.ITEMS, ge=1, le=16, description=(
         "GPU: rows a thread takes per tile (Crystal's ITEMS_PER_THREAD)."))
-    eager_filters: int = Field(default=0, ge=0, description=(
+    eager_filters: int = Field(default=2, ge=0, description=(
         "GPU: the query's first this many filter columns are read for every row of a tile "
         "at once (independent loads, one memory round trip, the whole columns read); the "
         "others only for the rows still qualifying, column by column (Crystal's predicated "
-        "loads: fewer bytes, one round trip each). Measured on an H100 at SF 10, kernel "
-        "alone: 1 made 8 of the 13 SSB queries 2-17% faster and Q3.1 10-12% slower; every "
-        "filter eager made 12 of them slower."))
+        "loads: fewer bytes, one round trip each). Measured on an H200 at SF 10, kernel alone, "
+        "in one run: 2 made each of the 13 SSB queries faster than 0 (Q1.1 0.94 -> 0.78x its "
+        "read floor, Q3.1 0.99 -> 0.92x), 1 and 3 fewer; on an H100, 1 had made 8 of them "
+        "2-17% faster and Q3.1 10-12% slower, and every filter eager 12 of them slower."))
     result_copies: int = Field(default=4, ge=1, le=64, description=(
         "GPU: a query that aggregates in device memory with at most 65,536 result slots "
         "keeps this many copies of its result, block b adding into copy b % result_copies, "
@@ -176,6 +177,7 @@ class _Prepared:
     #: loads the kernels), False where it could not be captured (launched one by one)
     graph: Any = None
     runs: int = 0
+    head: Any = None  # GPU: the device words a run copies back first (:meth:`CrystalEngine._head`)
 
     @property
     def rows(self) -> int:
@@ -419,11 +421,13 @@ class CrystalEngine(QueryEngine):
     @staticmethod
     def _head(q: _Prepared) -> Any:
         """The device words a GPU run copies back first: a one-slot query's rows, else the
-        number of packed records and the first :data:`FIRST_COPY_SLOTS` of them."""
-        if q.n_slots == 1:
-            return q.buf[:q.rows]
-        return q.packed[:min(1 + min(q.n_slots, FIRST_COPY_SLOTS) * (q.rows + 1),
-                             int(q.packed.shape[0]))]
+        number of packed records and the first :data:`FIRST_COPY_SLOTS` of them. Sliced once
+        per prepared query (a CuPy slice costs a run several microseconds)."""
+        if q.head is None:
+            q.head = q.buf[:q.rows] if q.n_slots == 1 else \
+                q.packed[:min(1 + min(q.n_slots, FIRST_COPY_SLOTS) * (q.rows + 1),
+                              int(q.packed.shape[0]))]
+        return q.head
 
     def _device_work(self, view: CrystalView, q: _Prepared, stream: Any) -> None:
         """A GPU run's work on ``stream``, in order, none of it waiting for the host: reset,
@@ -457,7 +461,7 @@ class CrystalEngine(QueryEngine):
         else:
             self._device_work(view, q, stream)
         stream.synchronize()
-        return q.host[:int(self._head(q).shape[0])]
+        return q.host[:len(self._head(q))]
 
     def _capture(self, view: CrystalView, q: _Prepared) -> Any:
         """:meth:`_device_work` captured into a CUDA graph on a stream of its own, or False

@@ -172,10 +172,12 @@ RANDOM = [
 def test_random_queries_equal_the_reference(engine: str, device: str) -> None:
     """On every device; crystal with each of its kernels (on the GPU, shared-memory slots by
     default at these sizes, and device-memory atomics into four copies of the result or one),
-    another tile width, and filter columns read for every row of a tile."""
+    another tile width, and none, one, two (the default) or all filter columns read for every
+    row of a tile."""
     data = random_table(3)
     configs = [{}, {"shared_slots": 0}, {"shared_slots": 0, "items_per_thread": 3},
-               {"eager_filters": 1}, {"shared_slots": 0, "eager_filters": 9},
+               {"eager_filters": 0}, {"eager_filters": 1},
+               {"shared_slots": 0, "eager_filters": 9},
                {"shared_slots": 0, "result_copies": 1}] \
         if engine == "crystal" else [{}]
     for params in configs:
@@ -425,7 +427,8 @@ def test_optix_is_refused_on_the_cpu_with_what_is_missing() -> None:
 #: side, ``grid``): the simulator runs every ray as a thread of its own, and the GPU's default
 #: grid (512) casts up to 30,000 rays over these 64 rows, 31 s of simulated threads for the same
 #: programs; it runs in the exhaustive tier, and on the GPU in the GPU tests.
-SIMULATED_ENGINES = [("crystal", {}), ("crystal", {"shared_slots": 0, "items_per_thread": 1}),
+SIMULATED_ENGINES = [("crystal", {}),
+                     ("crystal", {"shared_slots": 0, "items_per_thread": 1, "eager_filters": 0}),
                      ("crystal", {"eager_filters": 1, "threads_per_block": 32,
                                   "items_per_thread": 1}),
                      ("crystal", {"shared_slots": 0, "result_copies": 3, "threads_per_block": 32,
@@ -433,7 +436,7 @@ SIMULATED_ENGINES = [("crystal", {}), ("crystal", {"shared_slots": 0, "items_per
                      ("rtcudb-sorted", {}), ("rtcudb", {"grid": 4}),
                      ("rtcudb-per-operator", {"grid": 4})]
 SIMULATED_ENGINES_EXHAUSTIVE = [("crystal", {"shared_slots": 0}),
-                                ("crystal", {"shared_slots": 0, "eager_filters": 2}),
+                                ("crystal", {"shared_slots": 0, "eager_filters": 0}),
                                 ("rtcudb", {}), ("rtcudb-per-operator", {})]
 
 
