@@ -240,8 +240,16 @@ def trace(scene: Gas | Ias, origins: Any, directions: Any, tmin: Any, tmax: Any,
                            f"{tuple(d.shape)}")
     t0 = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(tmin, dtype=np.float32), (r,)))
     t1 = xp.ascontiguousarray(xp.broadcast_to(xp.asarray(tmax, dtype=np.float32), (r,)))
-    return _run(scene, r, (o, d, t0, t1), programs, flags, payload, params, mask, threads_per_block,
-                device)
+    rays = tuple(_writable(a) for a in (o, d, t0, t1))
+    return _run(scene, r, rays, programs, flags, payload, params, mask, threads_per_block, device)
+
+
+def _writable(a: Any) -> Any:
+    """``a``, or a copy of it where NumPy marks it read-only (one ray's broadcast bound, a
+    caller's read-only array): numba compiles a kernel once per argument type, and read-only
+    is part of an array's type, so one ray's trace would otherwise compile every trace kernel
+    a second time. CuPy arrays are always writable."""
+    return a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a
 
 
 def launch(scene: Gas | Ias, n: int, programs: Programs, flags: int = 0, payload: Any = None,

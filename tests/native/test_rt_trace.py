@@ -109,6 +109,39 @@ def test_an_empty_scene_misses_every_ray() -> None:
     assert (hits.prim == -1).all() and np.isinf(hits.t).all()
 
 
+def test_one_ray_and_read_only_rays_reuse_the_kernel_compiled_for_many() -> None:
+    """numba compiles a kernel per argument type, and read-only is part of a NumPy array's
+    type: one ray's broadcast bounds, or a caller's read-only arrays, must not compile the
+    trace kernel a second time (and answer as the writable arrays do)."""
+    from indexzoo.native.rt import trace as trace_module
+
+    @register_jitable
+    def count_hits(ray, inst, prim, t, front, payload, params):  # a program set of its own
+        payload[ray, 0] += np.uint64(1)
+        return 1  # IGNORE: every primitive on the way
+
+    programs = Programs(anyhit=count_hits)
+    rng = np.random.default_rng(5)
+    data, radius = _scene(geo.SPHERES, 200, rng)
+    gas = build_gas(geo.SPHERES, data, radius=radius)
+    o, d, tmin, tmax = _rays(64, rng)
+    many = trace(gas, o, d, tmin, tmax, programs=programs)
+    one = trace(gas, o[:1], d[:1], 0.0, np.inf, programs=programs)  # broadcast, read-only bounds
+    ro = [a.copy() for a in (o, d, tmin, tmax)]
+    for a in ro:
+        a.flags.writeable = False
+    again = trace(gas, *ro, programs=programs)
+    np.testing.assert_array_equal(again.payload, many.payload)
+    full = trace(gas, o[:1], d[:1], np.zeros(1, np.float32), np.full(1, np.inf, np.float32),
+                 programs=programs)
+    np.testing.assert_array_equal(one.payload, full.payload)
+    kernel = trace_module._trace_kernel(gas.kind, trace_module.geometry_of(gas), False, None,
+                                        count_hits, None, None, None)
+    compiled = [kernel._compiled[k] for k in ("cpu", "cpu-serial") if k in kernel._compiled]
+    assert compiled and all(len(fn.signatures) == 1 for fn in compiled), \
+        [fn.signatures for fn in compiled]
+
+
 @pytest.mark.parametrize("scene", ["duplicates", "plane", "far"])
 def test_adversarial_scenes(scene: str) -> None:
     """Thousands of primitives at the same place (key duplicates: the smallest index wins),
