@@ -26,7 +26,7 @@ from indexzoo.native.targets import Slot
 from .bits import words_for
 from .plan import DIRECT_COLUMNS, PLAN, RK_COLUMNS, SEL_COLUMNS, SELECTION_CODES, SLOTS, rank_launch
 from .refine import strided_kernel
-from .sieve import SIEVE
+from .sieve import SIEVE, sieve_items
 
 __all__ = ["prepared_direct"]
 
@@ -56,8 +56,9 @@ def prepared_direct(index: Any, st: Any, device: str, most: int, per_slot: int,
     words = words_for(n)
     rem = n % 32
     tail = np.uint32(0xFFFFFFFF if rem == 0 else (1 << rem) - 1)
+    per_query, tiles = sieve_items(1, words, tpb)  # (a query's tiles do not depend on q)
     sieve = SIEVE.bind(device, vectors, Slot(i64, 2), np.int64(words), tail, Slot(u32, 2),
-                       threads_per_block=tpb)
+                       np.int64(tpb), np.int64(tiles), threads_per_block=tpb)
     refine = strided_kernel(device).bind(device, tables.order, st.lc, codes, codes,
                                           Slot(i64, 2), Slot(u32, 1), np.int64(words),
                                           np.int64(per_slot), threads_per_block=tpb)
@@ -75,7 +76,7 @@ def prepared_direct(index: Any, st: Any, device: str, most: int, per_slot: int,
         out = empty((q, words), u32)
         ranks(2 * d * q, lo, hi, rk)
         plan(q, lo, hi, plo, phi, rk, sel, boxes)
-        sieve(q * words, sel[0], out)  # the approximation, straight into the answer
+        sieve(q * per_query, sel[0], out)  # the approximation, straight into the answer
         refine(q * SLOTS * per_slot, plo, phi, boxes[0], out.reshape(-1))
         return out
 
