@@ -329,11 +329,10 @@ def choose(sieve: Sieve | FineSieve, j: int, x0: np.ndarray, x1: np.ndarray,
 
 
 #: Words of one query's approximation a sieve item writes, the launch's block width apart (so a
-#: warp's loads of each vector stay coalesced), their loads of each vector issued together.
-#: With one word an item, the kernel waited on one 4-byte load a thread per vector: on an H200
-#: at 1e8 rows the approximation of a window on three columns (18 vectors, 225 MB) took
-#: 0.12 ms, about 1.9 TB/s; with four words an item 0.083 ms.
-SIEVE_WORDS = 8
+#: warp's loads of each vector stay coalesced). With one word an item, the kernel waited on one
+#: 4-byte load a thread per vector: on an H200 at 1e8 rows the approximation of a window on
+#: three columns (18 vectors, 225 MB) took 0.12 ms, about 1.9 TB/s.
+SIEVE_WORDS = 4
 
 
 @register_jitable
@@ -372,38 +371,29 @@ def sieve_item(i, vectors, sel, words, tail, out, width, tiles):
     if w0 >= words:
         return
     last = words - 1
-    x0 = w0  # (loads past the end read the last word; nothing is written there)
-    x1, x2, x3 = min(w0 + width, last), min(w0 + 2 * width, last), min(w0 + 3 * width, last)
-    x4, x5 = min(w0 + 4 * width, last), min(w0 + 5 * width, last)
-    x6, x7 = min(w0 + 6 * width, last), min(w0 + 7 * width, last)
+    x0 = w0
+    x1 = min(w0 + width, last)  # (loads past the end read the last word; nothing is written)
+    x2 = min(w0 + 2 * width, last)
+    x3 = min(w0 + 3 * width, last)
     full = np.uint32(0xFFFFFFFF)
-    zero = np.uint32(0)
-    a0, a1, a2, a3, a4, a5, a6, a7 = full, full, full, full, full, full, full, full
+    a0, a1, a2, a3 = full, full, full, full
     if sel[q, ZERO]:
-        a0, a1, a2, a3, a4, a5, a6, a7 = zero, zero, zero, zero, zero, zero, zero, zero
+        a0, a1, a2, a3 = np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0)
     else:
         for k in range(3):
             at = 6 * k
             p, h, g = sel[q, at + 3], sel[q, at + 4], sel[q, at + 5]
             if p >= 0 or g >= 0:  # the upper side: the rows below its border
                 s0, s1, s2, s3 = _side4(vectors, p, h, g, x0, x1, x2, x3)
-                s4, s5, s6, s7 = _side4(vectors, p, h, g, x4, x5, x6, x7)
                 a0, a1, a2, a3 = a0 & s0, a1 & s1, a2 & s2, a3 & s3
-                a4, a5, a6, a7 = a4 & s4, a5 & s5, a6 & s6, a7 & s7
             p, h, g = sel[q, at], sel[q, at + 1], sel[q, at + 2]
             if p >= 0 or g >= 0:  # the lower side: the rows not below its border
                 s0, s1, s2, s3 = _side4(vectors, p, h, g, x0, x1, x2, x3)
-                s4, s5, s6, s7 = _side4(vectors, p, h, g, x4, x5, x6, x7)
                 a0, a1, a2, a3 = a0 & ~s0, a1 & ~s1, a2 & ~s2, a3 & ~s3
-                a4, a5, a6, a7 = a4 & ~s4, a5 & ~s5, a6 & ~s6, a7 & ~s7
     _put(out, q, w0, words, tail, a0)
     _put(out, q, w0 + width, words, tail, a1)
     _put(out, q, w0 + 2 * width, words, tail, a2)
     _put(out, q, w0 + 3 * width, words, tail, a3)
-    _put(out, q, w0 + 4 * width, words, tail, a4)
-    _put(out, q, w0 + 5 * width, words, tail, a5)
-    _put(out, q, w0 + 6 * width, words, tail, a6)
-    _put(out, q, w0 + 7 * width, words, tail, a7)
 
 
 SIEVE = Kernel(sieve_item, name="rtscan_sieve")

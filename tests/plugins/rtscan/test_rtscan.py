@@ -508,7 +508,7 @@ def _sieve_reference(vectors: np.ndarray, sel: np.ndarray, n: int) -> np.ndarray
 
 def test_the_sieve_pass_equals_its_definition_over_several_tiles() -> None:
     """The sieve kernel writes each item's words a block width apart: over a bitmap of several
-    tiles and a partial one (20,011 rows, 626 words, tiles of 8 x 32 words), for many queries
+    tiles and a partial one (20,011 rows, 626 words, tiles of 4 x 32 words), for many queries
     of both sieve levels, every word equals the AND of the chosen sets, padding bits clear.
     (The GPU kernel runs the same body: the simulator test below checks it too.)"""
     n = 20_011
@@ -1253,7 +1253,7 @@ SIM_SCRIPT = textwrap.dedent("""
             want = idx.range(lo5[rows], hi5[rows], out="bitmap").bitmap
             got = bound(np.ascontiguousarray(lo5[rows]), np.ascontiguousarray(hi5[rows]))
             assert np.array_equal(got, want), (params, rows, "bound launches")
-    # the sieve pass over several tiles and a partial one (626 words, tiles of 8 x 32)
+    # the sieve pass over several tiles and a partial one (626 words, tiles of 4 x 32)
     n2 = 20_011
     cols2 = np.column_stack([rng.integers(0, 5000, n2).astype(np.uint32) for _ in range(3)])
     idx = indexzoo.create("rtscan-direct", device="cpu", threads_per_block=32).build(cols2)
