@@ -329,9 +329,10 @@ def choose(sieve: Sieve | FineSieve, j: int, x0: np.ndarray, x1: np.ndarray,
 
 
 #: Words of one query's approximation a sieve item writes, the launch's block width apart (so a
-#: warp's loads of each vector stay coalesced). With one word an item, the kernel waited on one
-#: 4-byte load a thread per vector: on an H200 at 1e8 rows the approximation of a window on
-#: three columns (18 vectors, 225 MB) took 0.12 ms, about 1.9 TB/s.
+#: warp's loads of each vector stay coalesced); :func:`sieve_item` is written for four. On an
+#: H200 at 1e8 rows, a window on three columns (18 vectors, 225 MB) took 0.12 ms with one word
+#: an item (one 4-byte load a thread per vector) and 0.083 ms with four; eight were slower and
+#: took too many registers to launch 1,024 threads a block.
 SIEVE_WORDS = 4
 
 
