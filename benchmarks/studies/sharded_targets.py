@@ -9,8 +9,8 @@ from the keys, ``out=count``), every time the median of ``--repeats`` runs after
   NumPy batch (host -> GPU, lookups, answers -> host);
 * **sharded** on a ``LocalCUDACluster`` of ``W`` GPUs (``--gpus``, one worker and one shard
   per GPU): the build from NumPy keys; the batch resident on the workers as a Dask array
-  of CuPy chunks (``--chunks-per-gpu`` chunks on each worker; timed from the call until
-  every chunk of the answer is computed, on the workers); the same batch as NumPy from this
+  of CuPy chunks, persisted (``--chunks-per-gpu`` chunks on each worker; timed from the
+  call until every chunk of the answer is computed, on the workers, its GPU work done); the same batch as NumPy from this
   process (answers back here as NumPy).
 
 Every answer is checked against the inner index alone (``wrong`` counts the lookups that
@@ -122,6 +122,8 @@ def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.nd
         lookups = da.concatenate([da.from_delayed(f, shape=(int(cuts[i + 1] - cuts[i]),),
                                                   dtype=q.dtype, meta=meta)
                                   for i, f in enumerate(futures)])
+        lookups = client.persist(lookups)  # resident: each chunk a future on its worker
+        wait(lookups)
 
         def resident_call() -> Any:
             answer = index.point(lookups, out="count").count

@@ -39,6 +39,7 @@ line up); ``rowids`` and ``bitmap`` want a batch in memory.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import typing
 from dataclasses import dataclass
@@ -46,12 +47,12 @@ from typing import Any
 
 import numpy as np
 
-from indexzoo.devices import array_module, to_device
+from indexzoo.devices import array_module, to_device, xp_of
 from indexzoo.errors import IndexZooError, InvalidInput
 from indexzoo.keys import KeyMap
 from indexzoo.results import Out
 
-from . import partition, worker
+from . import mailbox, partition, worker
 from .handoff import Handoff, weigh
 from .lost import ShardLost, raised_by_a_task
 from .replicas import Copy, alive_workers, wait_pinned
@@ -77,6 +78,11 @@ class Routing:
     ipc: bool = False  # pieces and answers cross between GPUs by CUDA IPC (handoff)
     workers: tuple[str, ...] = ()  # per shard: the worker asked (empty: any of its copies)
     encoded: bool = False  # the lookups are native keys already (a batch the base class read)
+
+    def local(self) -> Routing:
+        """The same routing with no piece exported for CUDA IPC (a task that sends its
+        pieces itself, or keeps them)."""
+        return dataclasses.replace(self, ipc=False)
 
 
 @dataclass
@@ -114,8 +120,12 @@ def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
     if kind == "point":
         enc, outside = (arrays[0], None) if routing.encoded else \
             km.encode_points(arrays[0], name="queries")
-        routes = partition.route_points(routing.scheme, enc, shards, routing.lo, routing.hi,
-                                        routing.heavy)
+        alone = _only_live(routing)
+        if alone is not None:  # one shard holds every key: it answers every lookup
+            routes = [_every(enc) if s == alone else _none(enc) for s in range(shards)]
+        else:
+            routes = partition.route_points(routing.scheme, enc, shards, routing.lo,
+                                            routing.hi, routing.heavy)
         if outside is not None:  # lookups no key can equal: every shard leaves them out
             inside = ~outside
             routes = [idx[inside[idx]] for idx in routes]
@@ -123,8 +133,12 @@ def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
     else:
         elo, ehi = (arrays[0], arrays[1]) if routing.encoded else \
             km.encode_ranges(arrays[0], arrays[1])
-        routes = partition.route_ranges(routing.scheme, elo, ehi, shards, routing.lo,
-                                        routing.hi)
+        alone = _only_live(routing)
+        if alone is not None and routing.scheme != "range":
+            routes = [_every(elo) if s == alone else _none(elo) for s in range(shards)]
+        else:  # (range partitioning leaves out the inverted ranges: routed as usual)
+            routes = partition.route_ranges(routing.scheme, elo, ehi, shards, routing.lo,
+                                            routing.hi)
         encoded = (elo, ehi)
     here = _here()
     positions: list[Any] = []
@@ -142,6 +156,21 @@ def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
             positions.append(idx)
             pieces.append(Handoff(tuple(a[idx] for a in encoded), ipc=ipc))
     return Routed(size, positions, pieces)
+
+
+def _only_live(routing: Routing) -> int | None:
+    """The one shard that holds keys, when only one does (its routing would send it every
+    lookup: skipped); else None."""
+    live = [s for s, held in enumerate(routing.live) if held]
+    return live[0] if len(live) == 1 and routing.scheme != "rows" else None
+
+
+def _every(a: Any) -> Any:
+    return xp_of(a).arange(a.shape[0], dtype=np.int64)
+
+
+def _none(a: Any) -> Any:
+    return xp_of(a).zeros(0, dtype=np.int64)
 
 
 def _here() -> str | None:
@@ -249,7 +278,7 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
 
     if kind == "range":
         arrays = [arrays[0], arrays[1].rechunk(arrays[0].chunks)]
-    chunk_futures = [client.compute(list(np.ravel(a.to_delayed()))) for a in arrays]
+    chunk_futures = [held_chunks(client, a) for a in arrays]
     sizes = arrays[0].chunks[0]
     answer_dtype = np.dtype(np.uint64) if out == "sum" else np.dtype(rowid_dtype)
     dt = str(np.dtype(rowid_dtype))
@@ -260,28 +289,65 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     firsts = [c[0].future if live else None for c, live in zip(copies, routing.live, strict=True)]
     keys = [c[0].future.key if live else None
             for c, live in zip(copies, routing.live, strict=True)]
-    # worker to worker through actors, except where answers would cross by CUDA IPC: an
-    # actor's answer is dropped by its worker once sent, before the asker opens its handle
-    actors = one is None and not failover and not routing.ipc
+    # one copy of each shard on several workers: worker to worker through actors (GPU
+    # arrays through mailboxes mapped once, :mod:`.mailbox`)
+    actors = one is None and not failover
     servers = shard_servers(client, sorted(asked_at)) if actors else {}
     beside = beside_inputs(client) if one is None else {}
-    blocks = []
-    for i, q in enumerate(sizes):
+    done = []
+    for i in range(len(sizes)):
         chunk = [c[i] for c in chunk_futures]
         if one is not None:
-            done = client.submit(answer_here, routing, kind, out, dt, device, firsts, *chunk,
-                                 workers=[one], pure=False)
+            done.append(client.submit(answer_here, routing, kind, out, dt, device, firsts,
+                                      *chunk, workers=[one], pure=False))
         elif servers:
-            done = client.submit(answer_chunk, routing, kind, out, dt, device, keys, servers,
-                                 *chunk, pure=False, **beside)
+            done.append(client.submit(answer_chunk, routing, kind, out, dt, device, keys,
+                                      servers, *chunk, pure=False, **beside))
         else:
-            done = _asked_around(client, copies, failover, routing, kind, out, dt, device,
-                                 chunk, beside)
-        blocks.append(da.from_delayed(done, shape=(int(q),), dtype=answer_dtype,
-                                      meta=meta(device, answer_dtype)))
-    if not blocks:
+            done.append(_asked_around(client, copies, failover, routing, kind, out, dt, device,
+                                      chunk, beside))
+    if not done:
         return da.zeros((0,), dtype=answer_dtype, chunks=((0,),))
-    return blocks[0] if len(blocks) == 1 else da.concatenate(blocks)
+    return from_futures(done, sizes, answer_dtype, meta(device, answer_dtype))
+
+
+def held_chunks(client: Any, a: Any) -> list[Any]:
+    """The futures of a 1-D Dask array's chunks, in order: the array's own where it is
+    persisted on ``client``'s cluster (its graph maps each chunk to a future: nothing to
+    submit), else computed now (a task per chunk, left on the workers)."""
+    from dask.core import flatten
+    from distributed import Future
+
+    keys = list(flatten(a.__dask_keys__()))
+    graph = a.__dask_graph__()
+    held = [graph.get(k) for k in keys]
+    if all(isinstance(f, Future) and f.client is client for f in held):
+        return held
+    return list(client.compute(list(np.ravel(a.to_delayed()))))
+
+
+def from_futures(futures: list[Any], sizes: tuple[int, ...] | list[int], dtype: np.dtype,
+                 meta: Any) -> Any:
+    """A 1-D Dask array whose chunk ``i`` (``sizes[i]`` long) is the result of
+    ``futures[i]``, as a persisted array is: computing it submits nothing more."""
+    import uuid
+
+    import dask.array as da
+    from dask.highlevelgraph import HighLevelGraph
+
+    name = f"sharded-{uuid.uuid4().hex}"
+    graph = {(name, i): f for i, f in enumerate(futures)}
+    return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=()), name,
+                    (tuple(int(q) for q in sizes),), dtype=dtype, meta=meta)
+
+
+def synced(device: str, answer: Any) -> Any:
+    """``answer`` once its GPU work is done (a task's result is ready when it returns)."""
+    if device == "cuda":
+        import cupy
+
+        cupy.cuda.get_current_stream().synchronize()
+    return answer
 
 
 class ShardServer:
@@ -303,6 +369,14 @@ class ShardServer:
         """:func:`ask` of the shard whose Dask key is ``key`` (held on this worker)."""
         shard = typing.cast(worker.Shard, self._worker.data[key])
         return ask(shard, kind, out, rowid_dtype, ipc, piece)
+
+    def ask_mailed(self, key: Any, kind: str, out: Out, rowid_dtype: str,
+                   piece: mailbox.Letter, reply: str) -> mailbox.Letter:
+        """The shard's answers to a piece read from the asker's mailbox (GPU to GPU), put
+        in this worker's mailbox ``reply``: where they are."""
+        shard = typing.cast(worker.Shard, self._worker.data[key])
+        got = worker.lookup_shard(shard, kind, out, rowid_dtype, *mailbox.read(piece))
+        return mailbox.post(reply, (got,))
 
 
 # (client, worker) -> the future of its server and the actor (kept, so that a call costs no
@@ -330,26 +404,44 @@ def answer_chunk(routing: Routing, kind: str, out: Out, rowid_dtype: str, device
                  keys: list[Any], servers: dict[str, Any], *chunks: Any) -> Any:
     """A chunk answered in one task where it is (shards on several workers, one copy each):
     :func:`route`; each piece for another worker's shard sent to that worker's
-    :class:`ShardServer` (all at once, worker to worker); the shards on this worker asked
-    meanwhile; :func:`assemble` once every answer is back. The actors are inputs of the task
-    (a lost one fails it); the chunk, far larger, keeps it on the chunk's worker."""
+    :class:`ShardServer` (all at once, worker to worker; GPU pieces and answers through
+    mailboxes, :mod:`.mailbox`); the shards on this worker asked meanwhile; :func:`assemble`
+    once every answer is back. The actors are inputs of the task (a lost one fails it); the
+    chunk, far larger, keeps it on the chunk's worker."""
     from distributed import get_worker
 
     me = get_worker()
-    routed = route(routing, kind, *chunks)
+    mailed = routing.ipc and device == "cuda"
+    routed = route(routing.local(), kind, *chunks)
     answers: list[Any] = [None] * len(routed.pieces)
+    away = [s for s, piece in enumerate(routed.pieces)
+            if piece is not None and routing.workers[s] != me.address]
     sent = {}
-    for s, piece in enumerate(routed.pieces):
-        if piece is not None and routing.workers[s] != me.address:
-            sent[s] = servers[routing.workers[s]].ask(keys[s], kind, out, rowid_dtype,
-                                                      routing.ipc, piece)
+    if mailed and away:
+        thread = threading.get_ident()
+        arrays: list[Any] = []
+        which: dict[int, list[int]] = {}
+        for s in away:
+            got = typing.cast(Handoff, routed.pieces[s]).arrays
+            which[s] = list(range(len(arrays), len(arrays) + len(got)))
+            arrays.extend(got)
+        letter = mailbox.post(f"pieces|{thread}", arrays)
+        for s in away:
+            sent[s] = servers[routing.workers[s]].ask_mailed(
+                keys[s], kind, out, rowid_dtype, letter.some(which[s]),
+                f"answers|{me.address}|{thread}|{s}")
+    else:
+        for s in away:
+            sent[s] = servers[routing.workers[s]].ask(keys[s], kind, out, rowid_dtype, False,
+                                                      routed.pieces[s])
     for s, piece in enumerate(routed.pieces):
         if piece is not None and s not in sent:
             answers[s] = ask(typing.cast(worker.Shard, me.data[keys[s]]), kind, out,
                              rowid_dtype, False, piece)
     for s, pending in sent.items():
-        answers[s] = pending.result()
-    return assemble(out, rowid_dtype, device, routed, *answers)
+        got = pending.result()
+        answers[s] = Handoff(mailbox.read(got)) if mailed else got
+    return synced(device, assemble(out, rowid_dtype, device, routed, *answers))
 
 
 def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing,
@@ -394,11 +486,11 @@ def answer_here(routing: Routing, kind: str, out: Out, rowid_dtype: str, device:
     """A chunk answered in one task on the worker that holds every shard it asks:
     :func:`route`, :func:`ask` of each shard, :func:`assemble` (three hops of the scheduler
     fewer, and nothing exported for another worker)."""
-    routed = route(routing, kind, *chunks)
+    routed = route(routing.local(), kind, *chunks)
     answers = [None if shard is None else ask(shard, kind, out, rowid_dtype, False,
                                               routed.pieces[s])
                for s, shard in enumerate(shards)]
-    return assemble(out, rowid_dtype, device, routed, *answers)
+    return synced(device, assemble(out, rowid_dtype, device, routed, *answers))
 
 
 def meta(device: str, dtype: np.dtype) -> Any:

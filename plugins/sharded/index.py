@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -21,7 +22,7 @@ from indexzoo.persist import StateSchema
 from indexzoo.registry import lookup
 from indexzoo.results import LookupResult, Out
 
-from . import cluster, dask_lookups, handoff, hostshm, partition, replicas, sources, worker
+from . import cluster, dask_lookups, handoff, hostshm, mailbox, partition, replicas, sources, worker
 from .cluster import ClusterParams
 from .lost import ShardLost, losing_workers, raised_by_a_task
 from .replicas import Copies, Copy
@@ -259,11 +260,22 @@ class ShardedIndex(GpuIndex[ShardedState]):
         built there, the pieces moving GPU to GPU (:meth:`_split_and_build`)."""
         client = self._client
         futures: list[Any] = []
+        parcel = None
         with losing_workers("the build", futures):
             workers = self._workers()
             cuts = partition.row_blocks(int(host.shape[0]), len(workers))
             keys_at, values_at = [], []
-            for i, w in enumerate(workers):
+            if hostshm.same_memory(client) and handoff.one_host(client) and mailbox.usable():
+                # onto this process's GPU once, and from there GPU to GPU to each worker
+                parcel = mailbox.Parcel([host] if values is None else [host, values])
+                for i, w in enumerate(workers):
+                    part = parcel.letter.items(int(cuts[i]), int(cuts[i + 1]))
+                    keys_at.append(client.submit(mailbox.read_first, part.some([0]),
+                                                 workers=[w], pure=False))
+                    if values is not None:
+                        values_at.append(client.submit(mailbox.read_first, part.some([1]),
+                                                       workers=[w], pure=False))
+            for i, w in enumerate(workers if parcel is None else ()):
                 keys_at.append(client.scatter(host[cuts[i]:cuts[i + 1]], workers=[w],
                                               hash=False))
                 if values is not None:
@@ -271,7 +283,11 @@ class ShardedIndex(GpuIndex[ShardedState]):
                                                     workers=[w], hash=False))
             futures += [*keys_at, *values_at]
             st.values = None  # the shards hold them
-            self._split_and_build(st, workers, keys_at, values_at or None, cuts, futures)
+            try:
+                self._split_and_build(st, workers, keys_at, values_at or None, cuts, futures)
+            finally:
+                if parcel is not None:
+                    parcel.close()
 
     def _build_distributed(self, src: sources.Source) -> None:
         futures: list[Any] = []
@@ -515,13 +531,13 @@ class ShardedIndex(GpuIndex[ShardedState]):
         routed or combined here. Where this process and the workers share the host's memory
         the slices and the answer cross through shared memory (:mod:`.hostshm`), else
         through Dask's comms (scattered, gathered)."""
-        import dask.array as da
-
         client = st.client
         n = int(arrays[0].shape[0])
         workers = _workers(client)
         cuts = partition.row_blocks(n, len(workers)) if n else np.zeros(2, dtype=np.int64)
         shared = hostshm.same_memory(client)
+        if shared and handoff.one_host(client) and mailbox.usable():
+            return self._batch_mailed(st, kind, out, arrays, workers, cuts)
         lookups = []
         sent: list[Any] = []
         buffers: list[hostshm.HostBuffer] = []
@@ -540,14 +556,14 @@ class ShardedIndex(GpuIndex[ShardedState]):
                     if shared:
                         f = client.submit(hostshm.read_slice, buf.name, dt.str, n, lo, hi,
                                           self.device, workers=at, pure=False)
-                        meta = dask_lookups.meta(self.device, dt)
                     else:
-                        part = a[lo:hi]
-                        f = client.scatter(part, workers=at, hash=False)
-                        meta = part[:0]
+                        f = client.scatter(a[lo:hi], workers=at, hash=False)
                     sent.append(f)
-                    blocks.append(da.from_delayed(f, shape=(hi - lo,), dtype=dt, meta=meta))
-                lookups.append(blocks[0] if len(blocks) == 1 else da.concatenate(blocks))
+                    blocks.append(f)
+                # the slices' futures as the chunks of a persisted array (nothing to compute)
+                lookups.append(dask_lookups.from_futures(
+                    blocks, np.diff(cuts).tolist(), dt,
+                    dask_lookups.meta(self.device, dt) if shared else a[:0]))
             answer = self._on_workers(st, kind, out, lookups, encoded=True)
             if not shared:
                 return to_device(answer.compute(scheduler=client), self.device)
@@ -555,7 +571,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
             dt = np.dtype(answer.dtype)
             result = hostshm.lease(n * dt.itemsize)
             buffers.append(result)
-            chunks = client.compute(list(np.ravel(answer.to_delayed())))
+            chunks = dask_lookups.held_chunks(client, answer)
             sent.extend(chunks)
             starts = np.concatenate([[0], np.cumsum(answer.chunks[0])])
             beside = dask_lookups.beside_inputs(client, workers)
@@ -586,6 +602,55 @@ class ShardedIndex(GpuIndex[ShardedState]):
                     hostshm.give_back(b)
                 else:
                     b.close()
+
+    def _batch_mailed(self, st: ShardedState, kind: str, out: Out, arrays: tuple[Any, ...],
+                      workers: list[str], cuts: np.ndarray) -> Any:
+        """:meth:`_batch_on_workers` where this process and the workers share the host and
+        its GPUs: the batch goes onto this process's GPU (the one host -> GPU copy a single
+        process makes too), each worker copies its slice from there GPU to GPU
+        (:class:`~.mailbox.Parcel`), and each chunk of the answer comes back the same way
+        from the worker's mailbox (:func:`~.mailbox.post`) onto this GPU."""
+        import cupy
+
+        client = st.client
+        parcel = mailbox.Parcel(arrays)  # (NumPy: copied straight into it)
+        sizes = np.diff(cuts).tolist()
+        sent: list[Any] = []
+        try:
+            lookups = []
+            for j, a in enumerate(arrays):
+                dt = np.dtype(a.dtype)
+                blocks = [client.submit(mailbox.read_first,
+                                        parcel.letter.some([j]).items(int(cuts[i]),
+                                                                      int(cuts[i + 1])),
+                                        workers=[workers[i % len(workers)]], pure=False)
+                          for i in range(len(cuts) - 1)]
+                sent.extend(blocks)
+                lookups.append(dask_lookups.from_futures(blocks, sizes, dt,
+                                                         dask_lookups.meta("cuda", dt)))
+            answer = self._on_workers(st, kind, out, lookups, encoded=True)
+            chunks = dask_lookups.held_chunks(client, answer)
+            sent.extend(chunks)
+            me = f"{handoff.host_token()}|{os.getpid()}|{threading.get_ident()}"
+            beside = dask_lookups.beside_inputs(client, workers)
+            posted = [client.submit(mailbox.post_first, f"to-caller|{me}|{i}", c, pure=False,
+                                    **beside) for i, c in enumerate(chunks)]
+            sent.extend(posted)
+            parts = [mailbox.read(letter)[0] for letter in client.gather(posted)]
+            got = parts[0] if len(parts) == 1 else cupy.concatenate(parts)
+            cupy.cuda.get_current_stream().synchronize()  # read before the workers post again
+            return got
+        except IndexZooError:
+            raise
+        except Exception as exc:  # a worker lost under it (with one copy): say so
+            st.copies.drop_lost(client)
+            if st.copies.lost():
+                raise ShardLost(_lost_message(st.copies.lost())) from exc
+            raise
+        finally:
+            for f in sent:
+                f.release()
+            parcel.close()
 
     def _gather(self, st: ShardedState, kind: str, out: Out, host: list[np.ndarray],
                 asked: list[tuple[int, np.ndarray]]) -> list[Any]:
