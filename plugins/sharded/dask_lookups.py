@@ -295,17 +295,19 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     servers = shard_servers(client, sorted(asked_at)) if actors else {}
     beside = beside_inputs(client) if one is None else {}
     done = []
+    name = answer_name("answer_here" if one is not None else
+                       "answer_chunk" if servers else "assemble")
     for i in range(len(sizes)):
         chunk = [c[i] for c in chunk_futures]
         if one is not None:
             done.append(client.submit(answer_here, routing, kind, out, dt, device, firsts,
-                                      *chunk, workers=[one], pure=False))
+                                      *chunk, workers=[one], key=(name, i)))
         elif servers:
             done.append(client.submit(answer_chunk, routing, kind, out, dt, device, keys,
-                                      servers, *chunk, pure=False, **beside))
+                                      servers, *chunk, key=(name, i), **beside))
         else:
             done.append(_asked_around(client, copies, failover, routing, kind, out, dt, device,
-                                      chunk, beside))
+                                      chunk, beside, (name, i)))
     if not done:
         return da.zeros((0,), dtype=answer_dtype, chunks=((0,),))
     return from_futures(done, sizes, answer_dtype, meta(device, answer_dtype))
@@ -326,16 +328,28 @@ def held_chunks(client: Any, a: Any) -> list[Any]:
     return list(client.compute(list(np.ravel(a.to_delayed()))))
 
 
+def answer_name(task: str = "sharded") -> str:
+    """A new name for the chunks of an array made by :func:`from_futures`: the tasks
+    submitted with keys ``(name, i)`` are its chunks themselves (``task``: what Dask shows
+    of the name, the function the tasks run)."""
+    import uuid
+
+    return f"{task}-{uuid.uuid4().hex}"
+
+
 def from_futures(futures: list[Any], sizes: tuple[int, ...] | list[int], dtype: np.dtype,
                  meta: Any) -> Any:
     """A 1-D Dask array whose chunk ``i`` (``sizes[i]`` long) is the result of
-    ``futures[i]``, as a persisted array is: computing it submits nothing more."""
-    import uuid
-
+    ``futures[i]``, as a persisted array is. Where the futures' keys are ``(name, 0)``,
+    ``(name, 1)``, ... (tasks submitted so, :func:`answer_name`), computing it submits
+    nothing more; else each chunk is an alias of its future (one more task each)."""
     import dask.array as da
     from dask.highlevelgraph import HighLevelGraph
 
-    name = f"sharded-{uuid.uuid4().hex}"
+    keys = [f.key for f in futures]
+    name = keys[0][0] if keys and isinstance(keys[0], tuple) else ""
+    if not (name and keys == [(name, i) for i in range(len(keys))]):
+        name = answer_name()
     graph = {(name, i): f for i, f in enumerate(futures)}
     return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=()), name,
                     (tuple(int(q) for q in sizes),), dtype=dtype, meta=meta)
@@ -446,7 +460,7 @@ def answer_chunk(routing: Routing, kind: str, out: Out, rowid_dtype: str, device
 
 def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing,
                   kind: str, out: Out, dt: str, device: str, chunk: list[Any],
-                  beside: dict[str, Any]) -> Any:
+                  beside: dict[str, Any], key: tuple[str, int]) -> Any:
     """The future of one chunk's answer when its shards are on several workers: ``route``
     and ``assemble`` run where the chunk is (Dask puts a task with its largest input),
     ``part`` beside ``route``, ``ask`` on each shard's worker (``beside``:
@@ -465,7 +479,7 @@ def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing
         else:
             answers.append(client.submit(ask, held[0].future, kind, out, dt, routing.ipc,
                                          piece, workers=[held[0].worker], pure=False))
-    return client.submit(assemble, out, dt, device, routed, *answers, pure=False, **beside)
+    return client.submit(assemble, out, dt, device, routed, *answers, key=key, **beside)
 
 
 def beside_inputs(client: Any, workers: list[str] | None = None) -> dict[str, Any]:

@@ -620,10 +620,11 @@ class ShardedIndex(GpuIndex[ShardedState]):
             lookups = []
             for j, a in enumerate(arrays):
                 dt = np.dtype(a.dtype)
+                name = dask_lookups.answer_name("read_first")
                 blocks = [client.submit(mailbox.read_first,
                                         parcel.letter.some([j]).items(int(cuts[i]),
                                                                       int(cuts[i + 1])),
-                                        workers=[workers[i % len(workers)]], pure=False)
+                                        workers=[workers[i % len(workers)]], key=(name, i))
                           for i in range(len(cuts) - 1)]
                 sent.extend(blocks)
                 lookups.append(dask_lookups.from_futures(blocks, sizes, dt,
