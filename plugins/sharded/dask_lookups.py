@@ -294,23 +294,30 @@ def lookup(client: Any, copies: list[list[Copy]], failover: bool, routing: Routi
     actors = one is None and not failover
     servers = shard_servers(client, sorted(asked_at)) if actors else {}
     beside = beside_inputs(client) if one is None else {}
-    done = []
+    n = len(sizes)
     name = answer_name("answer_here" if one is not None else
                        "answer_chunk" if servers else "assemble")
-    for i in range(len(sizes)):
-        chunk = [c[i] for c in chunk_futures]
-        if one is not None:
-            done.append(client.submit(answer_here, routing, kind, out, dt, device, firsts,
-                                      *chunk, workers=[one], key=(name, i)))
-        elif servers:
-            done.append(client.submit(answer_chunk, routing, kind, out, dt, device, keys,
-                                      servers, *chunk, key=(name, i), **beside))
-        else:
-            done.append(_asked_around(client, copies, failover, routing, kind, out, dt, device,
-                                      chunk, beside, (name, i)))
+    at = [(name, i) for i in range(n)]
+    # one task a chunk, all submitted in one message (Dask's client sends a message at most
+    # every 10 ms: a second submit would wait for the next)
+    if n and one is not None:
+        done = client.map(answer_here, *_each(n, routing, kind, out, dt, device, firsts),
+                          *chunk_futures, key=at, workers=[one], pure=False)
+    elif n and servers:
+        done = client.map(answer_chunk, *_each(n, routing, kind, out, dt, device, keys,
+                                               servers), *chunk_futures, key=at, pure=False,
+                          **beside)
+    else:
+        done = [_asked_around(client, copies, failover, routing, kind, out, dt, device,
+                              [c[i] for c in chunk_futures], beside, at[i]) for i in range(n)]
     if not done:
         return da.zeros((0,), dtype=answer_dtype, chunks=((0,),))
     return from_futures(done, sizes, answer_dtype, meta(device, answer_dtype))
+
+
+def _each(n: int, *args: Any) -> list[list[Any]]:
+    """Each argument repeated ``n`` times (the same for every task of a ``client.map``)."""
+    return [[a] * n for a in args]
 
 
 def held_chunks(client: Any, a: Any) -> list[Any]:
@@ -482,6 +489,12 @@ def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing
     return client.submit(assemble, out, dt, device, routed, *answers, key=key, **beside)
 
 
+_cluster_seen: dict[int, tuple[float, list[str]]] = {}
+
+#: How long :func:`beside_inputs`'s list of a client's workers is reused.
+WORKERS_KEPT_S = 5.0
+
+
 def beside_inputs(client: Any, workers: list[str] | None = None) -> dict[str, Any]:
     """``submit`` options that keep a task beside its inputs. Dask runs a task of a large
     group with few dependencies (a "root-ish" task: ``route`` after a few calls) on whichever
@@ -489,9 +502,21 @@ def beside_inputs(client: Any, workers: list[str] | None = None) -> dict[str, An
     crossed to the other worker that way (171 ms for 128 MB each, the search 4 ms). Any
     worker restriction turns that heuristic off, so every worker is named, loosely: the
     scheduler then picks among the workers holding the inputs (``workers``: the cluster's,
-    where the caller has them already; else asked of the scheduler)."""
+    where the caller has them already; else asked of the scheduler, at most every
+    :data:`WORKERS_KEPT_S` seconds: for that long a worker that joined since is not named,
+    and a chunk it holds may be moved to a named worker to be answered)."""
     if workers is None:
-        workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
+        import time
+
+        now = time.monotonic()
+        with _servers_lock:
+            seen = _cluster_seen.get(id(client))
+        if seen is not None and now - seen[0] < WORKERS_KEPT_S:
+            workers = seen[1]
+        else:
+            workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
+            with _servers_lock:
+                _cluster_seen[id(client)] = (now, workers)
     return {"workers": workers, "allow_other_workers": True} if workers else {}
 
 

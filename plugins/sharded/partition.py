@@ -124,14 +124,48 @@ def route_points(scheme: str, q: np.ndarray, shards: int, lo: np.ndarray, hi: np
     ``lo``/``hi``: each shard's smallest and largest key (range scheme; an empty shard has
     lo > hi)."""
     xp = xp_of(q)
+    fused = xp is not np and q.dtype.kind in "iu"  # one GPU kernel for the arithmetic
     if scheme == "range":
+        if fused:
+            return [xp.flatnonzero(_gpu_kernels()["within"](q, q.dtype.type(lo[s]),
+                                                            q.dtype.type(hi[s])))
+                    for s in range(shards)]
         return [xp.flatnonzero((q >= lo[s]) & (q <= hi[s])) for s in range(shards)]
     if scheme == "hash":
+        if fused and heavy.shape[0] == 0:
+            home = _gpu_kernels()["home"](q, np.uint64(shards))
+            return [xp.flatnonzero(home == s) for s in range(shards)]
         home = (_mix(q) % np.uint64(shards)).astype(np.int64)
         heavy_q = _is_heavy(q, heavy)
         return [xp.flatnonzero((home == s) | heavy_q) for s in range(shards)]
     every = xp.arange(q.shape[0], dtype=np.int64)
     return [every] * shards
+
+
+_kernels: dict[str, object] = {}
+
+
+def _gpu_kernels() -> dict[str, object]:
+    """The routing arithmetic as CuPy elementwise kernels (one pass over the lookups instead
+    of one per NumPy-style operation): ``home``, a key's shard under hash partitioning
+    (:func:`_mix` modulo the shards, as int32; integer keys widened to uint64 as NumPy's
+    ``astype`` does), and ``within``, whether a key lies in ``[lo, hi]``."""
+    if not _kernels:
+        import cupy
+
+        _kernels["home"] = cupy.ElementwiseKernel(
+            "T q, uint64 shards", "int32 home",
+            """
+            unsigned long long z = (unsigned long long)q;
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+            z = z ^ (z >> 31);
+            home = (int)(z % shards);
+            """, "indexzoo_sharded_home")
+        _kernels["within"] = cupy.ElementwiseKernel(
+            "T q, T lo, T hi", "bool inside", "inside = q >= lo && q <= hi",
+            "indexzoo_sharded_within")
+    return _kernels
 
 
 def route_ranges(scheme: str, qlo: np.ndarray, qhi: np.ndarray, shards: int, lo: np.ndarray,
