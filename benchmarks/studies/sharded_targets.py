@@ -10,7 +10,10 @@ from the keys, ``out=count``), every time the median of ``--repeats`` runs after
 * **sharded** on a ``LocalCUDACluster`` of ``W`` GPUs (``--gpus``, one worker and one shard
   per GPU): the build from NumPy keys; the batch resident on the workers as a Dask array
   of CuPy chunks, persisted (``--chunks-per-gpu`` chunks on each worker; timed from the
-  call until every chunk of the answer is computed, on the workers, its GPU work done); the same batch as NumPy from this
+  call until every chunk of the answer is computed, on the workers, its GPU work done), one
+  call at a time, and ``--in-flight`` calls issued back to back and waited for together
+  (the time per call: throughput, Dask's latencies overlapping other calls' GPU work; the
+  inner index alone likewise, its calls synchronised once); the same batch as NumPy from this
   process (answers back here as NumPy).
 
 Every answer is checked against the inner index alone (``wrong`` counts the lookups that
@@ -57,8 +60,8 @@ def _to_host(a: Any) -> np.ndarray:
     return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
-def alone(inner: str, keys: np.ndarray, q: np.ndarray, repeats: int) -> tuple[dict[str, Any],
-                                                                                np.ndarray]:
+def alone(inner: str, keys: np.ndarray, q: np.ndarray, repeats: int, in_flight: int
+          ) -> tuple[dict[str, Any], np.ndarray]:
     import cupy
 
     import indexzoo
@@ -74,12 +77,14 @@ def alone(inner: str, keys: np.ndarray, q: np.ndarray, repeats: int) -> tuple[di
     build = statistics.median(builds[1:])  # the first compiles
     qd = cupy.asarray(q)
     resident = _median(lambda: index.point(qd, out="count"), repeats)
+    streamed = _median(lambda: [index.point(qd, out="count") for _ in range(in_flight)],
+                       repeats) / in_flight
     trip = _median(lambda: _to_host(index.point(cupy.asarray(q), out="count").count), repeats)
     truth = _to_host(index.point(qd, out="count").count)
     index = qd = None  # freed before the cluster's workers need GPU 0
     cupy.get_default_memory_pool().free_all_blocks()
     return {"build_s": build, "keys_to_gpu_s": transfer, "resident_s": resident,
-            "round_trip_s": trip}, truth
+            "streamed_s": streamed, "round_trip_s": trip}, truth
 
 
 def _chunk_on_gpu(part: np.ndarray) -> Any:
@@ -89,7 +94,7 @@ def _chunk_on_gpu(part: np.ndarray) -> Any:
 
 
 def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.ndarray,
-            repeats: int, chunks_per_gpu: int) -> dict[str, Any]:
+            repeats: int, chunks_per_gpu: int, in_flight: int) -> dict[str, Any]:
     import dask.array as da
     from dask_cuda import LocalCUDACluster
     from distributed import Client, wait
@@ -141,6 +146,13 @@ def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.nd
             wait(done)
             times.append(time.perf_counter() - t0)
             calls.append(t1 - t0)
+        streamed = []
+        for _ in range(repeats + 1):  # calls issued back to back, then waited for together
+            t0 = time.perf_counter()
+            answers = [index.point(lookups, out="count").count for _ in range(in_flight)]
+            wait(client.persist(answers))
+            streamed.append((time.perf_counter() - t0) / in_flight)
+            answers = None
         from distributed import get_task_stream
 
         with get_task_stream(client) as stream:
@@ -163,6 +175,7 @@ def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.nd
         cluster.close()
     return {"gpus": gpus, "build_s": builds[-1], "first_build_s": builds[0],
             "resident_s": statistics.median(times), "resident_call_s": statistics.median(calls),
+            "streamed_s": statistics.median(streamed[1:]),
             "client_batch_s": statistics.median(batch[1:]), "wrong_resident": wrong_resident,
             "wrong_batch": wrong_batch, "shard_sizes": sizes, "chunks": n_chunks,
             "profiled_s": span, "tasks": tasks}
@@ -195,6 +208,8 @@ def main() -> None:
     ap.add_argument("--gpus", default="1,2")
     ap.add_argument("--chunks-per-gpu", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--in-flight", type=int, default=4,
+                    help="calls issued back to back for the streamed figure")
     ap.add_argument("--commit", default=None,
                     help="the commit measured (default: INDEXZOO_COMMIT, else this tree's git)")
     ap.add_argument("--output", type=Path, required=True)
@@ -209,11 +224,12 @@ def main() -> None:
     q = keys[rng.integers(0, n, nq)]
     results: dict[str, Any] = {}
     for inner in args.inner.split(","):
-        one, truth = alone(inner, keys, q, args.repeats)
+        one, truth = alone(inner, keys, q, args.repeats, args.in_flight)
         print(inner, "alone", json.dumps(one), flush=True)
         rows = []
         for g in [int(x) for x in args.gpus.split(",")]:
-            row = sharded(inner, g, keys, q, truth, args.repeats, args.chunks_per_gpu)
+            row = sharded(inner, g, keys, q, truth, args.repeats, args.chunks_per_gpu,
+                          args.in_flight)
             print(inner, json.dumps({k: v for k, v in row.items() if k != "tasks"}), flush=True)
             for t in row["tasks"]:
                 print("   ", json.dumps(t), flush=True)
@@ -221,6 +237,7 @@ def main() -> None:
         results[inner] = {"alone": one, "sharded": rows}
     meta = {"commit": args.commit, "keys": n, "lookups": nq, "key_dtype": "uint32",
             "out": "count", "repeats": args.repeats, "chunks_per_gpu": args.chunks_per_gpu,
+            "in_flight": args.in_flight,
             "cpus": os.cpu_count(), "python": platform.python_version()}
     args.output.mkdir(parents=True, exist_ok=True)
     (args.output / "targets.json").write_text(json.dumps({"meta": meta, "results": results},
@@ -232,19 +249,24 @@ def main() -> None:
         one = got["alone"]
         lines += [f"**{inner}** alone in one process: build {one['build_s'] * 1e3:.0f} "
                   f"(keys to the GPU {one['keys_to_gpu_s'] * 1e3:.0f}), lookups on the GPU "
-                  f"{one['resident_s'] * 1e3:.1f}, NumPy round trip "
+                  f"{one['resident_s'] * 1e3:.1f} a call ({one['streamed_s'] * 1e3:.1f} with "
+                  f"{args.in_flight} in flight), NumPy round trip "
                   f"{one['round_trip_s'] * 1e3:.1f}.", "",
-                  "| GPUs | build | x (alone + keys) | resident lookups | x alone | "
+                  "| GPUs | build | x (alone + keys) | resident lookups, one at a time | x alone "
+                  f"| resident, {args.in_flight} in flight | x alone | "
                   "client NumPy batch | x round trip | wrong |",
-                  "|---|---|---|---|---|---|---|---|"]
-        base = None
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        base = streamed = None
         for r in got["sharded"]:
             base = base or r["resident_s"]
+            streamed = streamed or r["streamed_s"]
             lines.append(
                 f"| {r['gpus']} | {r['build_s'] * 1e3:.0f} | "
                 f"{r['build_s'] / (one['build_s'] + one['keys_to_gpu_s']):.2f} | "
                 f"{r['resident_s'] * 1e3:.1f} ({base / r['resident_s']:.2f}x 1 GPU) | "
                 f"{one['resident_s'] / r['resident_s']:.2f} | "
+                f"{r['streamed_s'] * 1e3:.1f} ({streamed / r['streamed_s']:.2f}x 1 GPU) | "
+                f"{one['streamed_s'] / r['streamed_s']:.2f} | "
                 f"{r['client_batch_s'] * 1e3:.1f} | "
                 f"{r['client_batch_s'] / one['round_trip_s']:.2f} | "
                 f"{r['wrong_resident'] + r['wrong_batch']} |")

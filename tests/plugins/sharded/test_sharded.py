@@ -424,3 +424,24 @@ def test_without_dask_making_a_sharded_index_names_the_extra_to_install() -> Non
                          text=True).stdout
     assert "MissingDependency" in got
     assert "pip install 'dask>=2024.1' 'distributed>=2024.1'" in got  # both are needed
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64, np.int64])
+def test_routing_on_the_gpu_sends_each_lookup_where_numpy_does(dtype: Any) -> None:
+    """The GPU's routing kernels against the NumPy routing, at both ends of the dtype."""
+    import cupy
+
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(7)
+    q = rng.integers(info.min, info.max, 200_000, dtype=dtype, endpoint=True)
+    q[:4] = [info.min, info.max, 0, 1]
+    for shards in (1, 2, 3, 7):
+        lo = np.sort(rng.choice(q, shards))
+        hi = np.concatenate([lo[1:], [info.max]]).astype(dtype)
+        lo[0] = info.min
+        for scheme in ("hash", "range"):
+            want = partition.route_points(scheme, q, shards, lo, hi, q[:0])
+            got = partition.route_points(scheme, cupy.asarray(q), shards, lo, hi, q[:0])
+            for s in range(shards):
+                assert np.array_equal(cupy.asnumpy(got[s]), want[s]), (scheme, shards, s)
