@@ -94,8 +94,8 @@ def _chunk_on_gpu(part: np.ndarray) -> Any:
 
 
 def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.ndarray,
-            repeats: int, chunks_per_gpu: int, in_flight: int, threads: int = 1
-            ) -> dict[str, Any]:
+            repeats: int, chunks_per_gpu: int, in_flight: int, threads: int = 1,
+            env: dict[str, str] | None = None) -> dict[str, Any]:
     import dask.array as da
     from dask_cuda import LocalCUDACluster
     from distributed import Client, wait
@@ -103,7 +103,8 @@ def sharded(inner: str, gpus: int, keys: np.ndarray, q: np.ndarray, truth: np.nd
     from indexzoo.plugins.sharded import ShardedIndex
 
     cluster = LocalCUDACluster(n_workers=gpus, CUDA_VISIBLE_DEVICES=list(range(gpus)),
-                               threads_per_worker=threads, dashboard_address=":0")
+                               threads_per_worker=threads, dashboard_address=":0",
+                               **({"env": env} if env else {}))
     client = Client(cluster)  # the default client: distributed.wait uses it
     try:
         workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
@@ -210,6 +211,8 @@ def main() -> None:
     ap.add_argument("--chunks-per-gpu", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads-per-worker", type=int, default=1)
+    ap.add_argument("--worker-env", action="append", default=[],
+                    help="NAME=VALUE set in each worker's environment (repeatable)")
     ap.add_argument("--in-flight", type=int, default=4,
                     help="calls issued back to back for the streamed figure")
     ap.add_argument("--commit", default=None,
@@ -231,7 +234,8 @@ def main() -> None:
         rows = []
         for g in [int(x) for x in args.gpus.split(",")]:
             row = sharded(inner, g, keys, q, truth, args.repeats, args.chunks_per_gpu,
-                          args.in_flight, args.threads_per_worker)
+                          args.in_flight, args.threads_per_worker,
+                          dict(e.split("=", 1) for e in args.worker_env))
             print(inner, json.dumps({k: v for k, v in row.items() if k != "tasks"}), flush=True)
             for t in row["tasks"]:
                 print("   ", json.dumps(t), flush=True)
@@ -240,6 +244,7 @@ def main() -> None:
     meta = {"commit": args.commit, "keys": n, "lookups": nq, "key_dtype": "uint32",
             "out": "count", "repeats": args.repeats, "chunks_per_gpu": args.chunks_per_gpu,
             "in_flight": args.in_flight, "threads_per_worker": args.threads_per_worker,
+            "worker_env": args.worker_env,
             "cpus": os.cpu_count(), "python": platform.python_version()}
     args.output.mkdir(parents=True, exist_ok=True)
     (args.output / "targets.json").write_text(json.dumps({"meta": meta, "results": results},
