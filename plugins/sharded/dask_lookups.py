@@ -28,10 +28,14 @@ submits tasks and holds references, no lookup and no answer passes through it:
 When every shard asked is on one worker (one GPU, one shard, or all shards on one worker)
 each chunk is answered by one task pinned there, ``answer_here`` (steps 1-4 in one: three
 scheduler hops fewer; a chunk held elsewhere moves there first). With one copy of each shard
-on several workers and no CUDA IPC, ``answer_chunk`` does steps 1-4 in one task where the
-chunk is, sending each piece for another worker's shard to that worker's
-:class:`ShardServer` (a Dask actor: worker to worker, no scheduler). The steps above as
-separate tasks remain for shards with several copies and for GPUs on one host (IPC).
+on several workers, ``answer_chunk`` does steps 1-4 in one task where the chunk is, sending
+each piece for another worker's shard to that worker's :class:`ShardServer` (a Dask actor:
+worker to worker, no scheduler; on GPUs of one host the piece and the answer cross through
+mailboxes each peer maps once, :mod:`.mailbox`). The steps above as separate tasks remain
+for shards with several copies.
+
+A call's tasks go to the scheduler in one message, the chunks of a persisted array are used
+as the futures they are, and the answer's chunks are the tasks' own keys (:func:`from_futures`).
 
 Only ``rowid``, ``count`` and ``sum`` answer a Dask array (one value per lookup, so chunks
 line up); ``rowids`` and ``bitmap`` want a batch in memory.
@@ -357,7 +361,7 @@ def from_futures(futures: list[Any], sizes: tuple[int, ...] | list[int], dtype: 
     name = keys[0][0] if keys and isinstance(keys[0], tuple) else ""
     if not (name and keys == [(name, i) for i in range(len(keys))]):
         name = answer_name()
-    graph = {(name, i): f for i, f in enumerate(futures)}
+    graph: dict[Any, Any] = {(name, i): f for i, f in enumerate(futures)}
     return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=()), name,
                     (tuple(int(q) for q in sizes),), dtype=dtype, meta=meta)
 
@@ -376,9 +380,9 @@ class ShardServer:
     asked by another worker's task directly, worker to worker, with no scheduler between
     them (a task per shard and chunk would cost each piece three hops of the scheduler).
 
-    Not used where answers cross by CUDA IPC: Dask keeps a task's result until the tasks
-    that need it have run, but drops an actor's result once it is sent, so the memory
-    behind the handle could be freed before the asker opens it."""
+    GPU answers go back through a mailbox (:meth:`ask_mailed`), not as a handoff: Dask drops
+    an actor's result once it is sent, so the memory behind a handoff's handle could be
+    freed before the asker opens it; a mailbox stays."""
 
     def __init__(self) -> None:
         from distributed import get_worker

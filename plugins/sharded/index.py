@@ -256,8 +256,10 @@ class ShardedIndex(GpuIndex[ShardedState]):
     def _build_scattered(self, st: ShardedState, host: np.ndarray,
                          values: np.ndarray | None) -> None:
         """The build of ``host`` (native keys) as a distributed one: one contiguous slice
-        of the keys (and values) scattered to each worker, then sampled, cut into shards and
-        built there, the pieces moving GPU to GPU (:meth:`_split_and_build`)."""
+        of the keys (and values) to each worker (GPU to GPU from this process's GPU where it
+        shares the host and its GPUs with the workers, else scattered), then sampled, cut
+        into shards and built there, the pieces moving GPU to GPU
+        (:meth:`_split_and_build`)."""
         client = self._client
         futures: list[Any] = []
         parcel = None
@@ -528,8 +530,9 @@ class ShardedIndex(GpuIndex[ShardedState]):
         """A batch answered as a Dask array of lookups is (on ``cuda``): one contiguous
         slice sent to each worker, routed on its GPU, its pieces handed GPU to GPU to their
         shards, answered and put in order there; the answer brought back once. Nothing is
-        routed or combined here. Where this process and the workers share the host's memory
-        the slices and the answer cross through shared memory (:mod:`.hostshm`), else
+        routed or combined here. Where this process shares the host and its GPUs with the
+        workers, the slices and the answer cross GPU to GPU (:meth:`_batch_mailed`); where
+        it shares only the host's memory, through shared memory (:mod:`.hostshm`); else
         through Dask's comms (scattered, gathered)."""
         client = st.client
         n = int(arrays[0].shape[0])

@@ -186,11 +186,11 @@ def _base(letter: Letter) -> int:
     rt = cupy.cuda.runtime
     key = (letter.pid, letter.name)
     with _lock:
-        held = _mapped.get(key)
-        if held is not None and held[0] == letter.generation:
-            return held[1]
-        if held is not None:
-            rt.ipcCloseMemHandle(held[1])
+        mapped = _mapped.get(key)
+        if mapped is not None and mapped[0] == letter.generation:
+            return mapped[1]
+        if mapped is not None:
+            rt.ipcCloseMemHandle(mapped[1])
             del _mapped[key]
         base = int(rt.ipcOpenMemHandle(letter.handle))
         _mapped[key] = (letter.generation, base)

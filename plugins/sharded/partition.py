@@ -19,6 +19,8 @@ Three schemes:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from indexzoo.devices import xp_of
@@ -142,10 +144,10 @@ def route_points(scheme: str, q: np.ndarray, shards: int, lo: np.ndarray, hi: np
     return [every] * shards
 
 
-_kernels: dict[str, object] = {}
+_kernels: dict[str, Any] = {}
 
 
-def _gpu_kernels() -> dict[str, object]:
+def _gpu_kernels() -> dict[str, Any]:
     """The routing arithmetic as CuPy elementwise kernels (one pass over the lookups instead
     of one per NumPy-style operation): ``home``, a key's shard under hash partitioning
     (:func:`_mix` modulo the shards, as int32; integer keys widened to uint64 as NumPy's

@@ -445,3 +445,16 @@ def test_routing_on_the_gpu_sends_each_lookup_where_numpy_does(dtype: Any) -> No
             got = partition.route_points(scheme, cupy.asarray(q), shards, lo, hi, q[:0])
             for s in range(shards):
                 assert np.array_equal(cupy.asnumpy(got[s]), want[s]), (scheme, shards, s)
+
+
+def test_a_letter_names_some_arrays_and_some_items_of_a_mailbox() -> None:
+    """The bookkeeping of a mailbox letter (the copies themselves need GPUs: the sharded
+    conformance run on two GPUs covers them)."""
+    from indexzoo.plugins.sharded.mailbox import Letter
+
+    letter = Letter("host", 1, "pieces|1", 3, b"h", ((0, (10,), "<u4"), (256, (10,), "<u8")))
+    assert letter.some([1]).parts == ((256, (10,), "<u8"),)
+    assert letter.items(2, 5).parts == ((8, (3,), "<u4"), (256 + 16, (3,), "<u8"))
+    assert letter.items(8, 20).parts == ((32, (2,), "<u4"), (256 + 64, (2,), "<u8"))
+    assert letter.items(12, 20).parts[0][1] == (0,)
+    assert (letter.items(2, 5).generation, letter.items(2, 5).name) == (3, "pieces|1")

@@ -85,6 +85,29 @@ def test_a_dask_array_of_lookups_is_answered_with_a_dask_array_of_its_chunks(
     assert np.array_equal(got.compute(), np.maximum(_counts(keys, lo, hi), 0))
 
 
+def test_a_persisted_dask_array_is_answered_by_one_task_a_chunk_and_nothing_more(
+        default_client: Any) -> None:
+    """Its chunks are used as the futures they are, the chunks' tasks are the answer's
+    chunks: a call and the answer's computation run those four tasks and Dask's final
+    concatenation."""
+    from dask.utils import key_split
+
+    rng = np.random.default_rng(11)
+    keys = rng.integers(0, 50_000, 100_000).astype(np.uint32)
+    index = indexzoo.create("sharded", inner="sorted-array", shards=2,
+                            device="cpu").build(keys)
+    q = rng.integers(0, 60_000, 100_000).astype(np.uint32)
+    queries = default_client.persist(da.from_array(q, chunks=25_000))
+    distributed.wait(queries)
+    index.point(queries, out="count")  # the first call puts a ShardServer on each worker
+    with distributed.get_task_stream(default_client) as stream:
+        got = index.point(queries, out="count").count.compute()
+    assert np.array_equal(got, _counts(keys, q, q))
+    ran = sorted(key_split(t["key"]) for t in stream.data)
+    assert [t for t in ran if not t.startswith("finalize")] == ["answer_chunk"] * 4, ran
+    assert len(ran) == 5, ran
+
+
 def test_dask_lookups_on_a_hash_sharded_index_meet_heavy_keys_and_impossible_keys(
         default_client: Any) -> None:
     rng = np.random.default_rng(3)
