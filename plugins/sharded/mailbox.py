@@ -14,7 +14,8 @@ worker puts its answers in a mailbox of its own, one per asker:
   peer may still hold it mapped), at most as much again as the mailbox itself;
 * a :class:`Letter` says where arrays sit in a mailbox (its process, name, generation, IPC
   handle, and each array's offset, shape and dtype): a few hundred bytes through Dask;
-* a peer maps each mailbox once (per generation) and keeps it mapped, so a transfer is one
+* a peer maps each mailbox once (per allocation, known by its IPC handle) and keeps it
+  mapped, so a transfer is one
   copy, peer to peer (over NVLink where the GPUs have it);
 * :func:`post` writes and synchronises before it returns, so the letter is read only once
   its arrays are there. A mailbox is written again only after its reader has answered (the
@@ -47,8 +48,9 @@ _lock = threading.Lock()
 _boxes: dict[str, list[Any]] = {}
 _retired: list[Any] = []
 _parcels: weakref.WeakValueDictionary[str, Parcel] = weakref.WeakValueDictionary()
-# (pid, name) -> (generation, mapped base pointer)
-_mapped: dict[tuple[int, str], tuple[int, int]] = {}
+# (pid, name) -> (IPC handle, mapped base pointer): the handle names one allocation, so a
+# grown mailbox, or one of a later process that got the same pid, is mapped anew
+_mapped: dict[tuple[int, str], tuple[bytes, int]] = {}
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ def _parts(arrays: list[Any] | tuple[Any, ...], offsets: list[int]
 
 def _base(letter: Letter) -> int:
     """The device address of the letter's mailbox here: the allocation itself in the
-    process that owns it, else its mapping (opened once per generation; the previous one
+    process that owns it, else its mapping (opened once per allocation; the previous one
     closed)."""
     import cupy
 
@@ -187,13 +189,13 @@ def _base(letter: Letter) -> int:
     key = (letter.pid, letter.name)
     with _lock:
         mapped = _mapped.get(key)
-        if mapped is not None and mapped[0] == letter.generation:
+        if mapped is not None and mapped[0] == letter.handle:
             return mapped[1]
-        if mapped is not None:
+        if mapped is not None:  # grown since (or a new process of that pid): remapped
             rt.ipcCloseMemHandle(mapped[1])
             del _mapped[key]
         base = int(rt.ipcOpenMemHandle(letter.handle))
-        _mapped[key] = (letter.generation, base)
+        _mapped[key] = (letter.handle, base)
         return base
 
 
