@@ -15,8 +15,7 @@ worker puts its answers in a mailbox of its own, one per asker:
 * a :class:`Letter` says where arrays sit in a mailbox (its process, name, generation, IPC
   handle, and each array's offset, shape and dtype): a few hundred bytes through Dask;
 * a peer maps each mailbox once (per allocation, known by its IPC handle) and keeps it
-  mapped, so a transfer is one
-  copy, peer to peer (over NVLink where the GPUs have it);
+  mapped, so a transfer is one copy, peer to peer (over NVLink where the GPUs have it);
 * :func:`post` writes and synchronises before it returns, so the letter is read only once
   its arrays are there. A mailbox is written again only after its reader has answered (the
   pieces) or has asked again (the answers), and :func:`read` copies before that.
