@@ -590,10 +590,8 @@ class ShardedIndex(GpuIndex[ShardedState]):
             return answered
         except IndexZooError:
             raise
-        except Exception as exc:  # a worker lost under it (with one copy): say so
-            st.copies.drop_lost(client)
-            if st.copies.lost():
-                raise ShardLost(_lost_message(st.copies.lost())) from exc
+        except Exception as exc:
+            _lost_if_so(st, client, exc)
             raise
         finally:
             for f in sent:
@@ -646,10 +644,8 @@ class ShardedIndex(GpuIndex[ShardedState]):
             return got
         except IndexZooError:
             raise
-        except Exception as exc:  # a worker lost under it (with one copy): say so
-            st.copies.drop_lost(client)
-            if st.copies.lost():
-                raise ShardLost(_lost_message(st.copies.lost())) from exc
+        except Exception as exc:
+            _lost_if_so(st, client, exc)
             raise
         finally:
             for f in sent:
@@ -881,6 +877,14 @@ def _workers(client: Any) -> list[str]:
         client.wait_for_workers(1, timeout=60)
         got = sorted(client.scheduler_info()["workers"])
     return got
+
+
+def _lost_if_so(st: ShardedState, client: Any, exc: Exception) -> None:
+    """ShardLost (from ``exc``) when a batch failed because a worker holding the only copy of
+    a shard was lost under it; else nothing (the caller re-raises ``exc``)."""
+    st.copies.drop_lost(client)
+    if st.copies.lost():
+        raise ShardLost(_lost_message(st.copies.lost())) from exc
 
 
 def _lost_message(lost: list[str]) -> str:
