@@ -415,8 +415,9 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         q, d = int(lo.shape[0]), int(lo.shape[1])
         rk = xp.zeros((q, d, RK_COLUMNS), dtype=np.int64)
         if q:
-            kernel, args = plan_kernels.rank_launch(st.tables, st.lc)
-            kernel(self.device, 2 * d * q, lo, hi, *args, rk,
+            kernel, args, group = plan_kernels.rank_launch(st.tables, st.lc,
+                                                           self._sieve_args(st))
+            kernel(self.device, 2 * d * q, lo, hi, *args, rk, group=group,
                    threads_per_block=self.params.threads_per_block)
         x0, x1 = xp.ascontiguousarray(rk[:, :, X0]), xp.ascontiguousarray(rk[:, :, X1])
         if st.tables.ranks is None:
@@ -468,7 +469,6 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
             PLAN,
             RK_COLUMNS,
             SEL_COLUMNS,
-            SELECTION_CODES,
             SLOTS,
             Plan,
             rank_launch,
@@ -485,34 +485,34 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         rk = buf[:n_rk].reshape(q, d, RK_COLUMNS)
         sel = buf[n_rk:n_rk + n_sel].reshape(g, q, SEL_COLUMNS)
         boxes = buf[n_rk + n_sel:].reshape(g, q * SLOTS, width)
-        sv = st.sieve
-        borders = self._borders(st)
         dev = device or self.device
-        kernel, args = rank_launch(tables, st.lc)
-        kernel(dev, 2 * d * q, lo, hi, *args, rk, threads_per_block=p.threads_per_block)
-        PLAN(dev, q, lo, hi, *borders, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo,
+        kernel, args, group = rank_launch(tables, st.lc, self._sieve_args(st))
+        kernel(dev, 2 * d * q, lo, hi, *args, rk, group=group,
+               threads_per_block=p.threads_per_block)
+        PLAN(dev, q, lo, hi, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo,
              np.int64(st.n), np.bool_(p.encoding), np.bool_(tables.ranks is not None),
-             np.bool_(sv is not None), np.int64(SELECTION_CODES[p.selection]), np.bool_(rt),
-             np.int64(_AXIS_CODES[p.ray_axis]), bounds[0], bounds[1], rk, sel, boxes,
-             threads_per_block=p.threads_per_block)
+             np.bool_(rt), np.int64(_AXIS_CODES[p.ray_axis]), bounds[0], bounds[1], rk, sel,
+             boxes, threads_per_block=p.threads_per_block)
         ends = xp.cumsum(boxes[:, :, RAYS if rt else D_COUNT], axis=1) if running_sums else None
         return Plan(bounds[0], bounds[1], rk, sel, boxes, ends)
 
-    @staticmethod
-    def _borders(st: RtscanState) -> tuple[Any, ...]:
-        """The plan kernel's sieve arguments (:func:`.plan.plan_item`): the borders (the first
-        level's of a two-level sieve), their offsets, the vectors of each column's first
-        borders, the fine table, its offsets, the fine vectors and the fine bins (0: one
-        level); stand-ins where there is no such part, never read then."""
+    def _sieve_args(self, st: RtscanState) -> tuple[Any, ...]:
+        """The sieve's arguments of the rank kernel (:func:`.plan.sieve_side`): the borders
+        (the first level's of a two-level sieve), their offsets, the vectors of each column's
+        first borders, the fine table, its offsets, the fine vectors and the fine bins (0: one
+        level), then whether there is a sieve and the selection's code; stand-ins where there
+        is no such part, never read then."""
         none = st.plan_args.no_borders
         sv = st.sieve
+        rule = np.int64(plan_kernels.SELECTION_CODES[self.params.selection])
         if sv is None:
-            return none, none, none, none, none, none.reshape(1, 1), np.int64(0)
+            return (none, none, none, none, none, none.reshape(1, 1), np.int64(0),
+                    np.bool_(False), rule)
         if isinstance(sv, sieve_kernels.FineSieve):
             return (sv.coarse, sv.coarse_offsets, sv.vector_base, sv.fine, sv.fine_base,
-                    sv.fine_ids, np.int64(sv.bins))
+                    sv.fine_ids, np.int64(sv.bins), np.bool_(True), rule)
         return (sv.borders, sv.border_offsets, sv.vector_base, none, none, none.reshape(1, 1),
-                np.int64(0))
+                np.int64(0), np.bool_(True), rule)
 
     def _answer(self, st: RtscanState, lo: Any, hi: Any, out: Any,
                 device: str | None = None) -> None:

@@ -1,7 +1,8 @@
 """A batch's query plan, made on the device in two kernel launches: the encoding of every
-predicate (:data:`RANKS`, one thread per predicate side), then the sieve's vector choice, the
-refine boxes of every column group and each box's work (its ray grid, or its slab of rows for
-the direct refine) (:data:`PLAN`, one thread per query).
+predicate and the sieve's vector choice on each of its sides (:data:`RANKS`, an item per
+predicate side: a thread, or a warp on the GPU in the compact layout), then the refine boxes of
+every column group and each box's work (its ray grid, or its slab of rows for the direct
+refine) (:data:`PLAN`, one thread per query).
 
 The same steps as the host reference functions, which the tests hold it against:
 
@@ -12,7 +13,8 @@ The same steps as the host reference functions, which the tests hold it against:
   ``lc`` (``plo``, ``phi``: ranks where ``lc`` holds codes, the bounds themselves else);
 * choose (:func:`.sieve.choose`): the borders around ``x0`` and ``x1`` by binary search, the
   approximation ``[a0, a1)`` and the codes of its borders (the vectors to read) by the
-  selection rule;
+  selection rule, each side from its own rank alone, by the item that found that rank
+  (:func:`.ranks.sieve_side`);
 * boxes (:func:`.regions.refine_boxes`): per group ``U_j x prod_{k<j} C_k x prod_{k>j} H_k``,
   each of ``U_j``'s two intervals a box, so at most ``2 g <= 6`` boxes per query and group: a
   fixed slot each (:data:`SLOTS` per query), an empty box a slot with no work. The arrays are
@@ -37,15 +39,48 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.search import bisect
-from indexzoo.native.targets import Kernel
+from indexzoo.native.targets import GroupKernel, Kernel
 
 from .layout import PLAN_COLUMNS, RAYS, box_plan
+from .ranks import (
+    A0,
+    A1,
+    RANK_GROUP,
+    RK_COLUMNS,
+    VHI,
+    VLO,
+    X0,
+    X1,
+    rank_item,
+    sorted_rank_item,
+)
 from .sieve import SEL_COLUMNS, ZERO
 
-__all__ = ["CLEAR", "DIRECT_COLUMNS", "D_COL", "D_COUNT", "D_MODE", "D_QUERY", "D_START",
-           "NO_UNSET", "PLAN", "RANKS", "RK_COLUMNS", "SELECTION_CODES", "SEL_COLUMNS",
-           "SKIP_COL", "SLOTS", "SORTED_RANKS", "Plan", "PlanArgs", "plan_args", "rank_launch"]
+__all__ = [
+    "CLEAR",
+    "DIRECT_COLUMNS",
+    "D_COL",
+    "D_COUNT",
+    "D_MODE",
+    "D_QUERY",
+    "D_START",
+    "NO_UNSET",
+    "PLAN",
+    "RANKS",
+    "RANK_GROUP",
+    "RK_COLUMNS",
+    "SELECTION_CODES",
+    "SEL_COLUMNS",
+    "SKIP_COL",
+    "SLOTS",
+    "SORTED_RANKS",
+    "X0",
+    "X1",
+    "Plan",
+    "PlanArgs",
+    "plan_args",
+    "rank_launch",
+]
 
 #: Box slots per query and group: two per column of a group of at most three.
 SLOTS = 6
@@ -63,10 +98,6 @@ DIRECT_COLUMNS = 5
 SKIP_COL, NO_UNSET, CLEAR = 1, 2, 4
 #: The ``selection`` parameter as the kernel's code.
 SELECTION_CODES = {"auto": 0, "positive": 1, "negative": 2}
-#: Columns of ``rk``: each predicate's rank interval, its approximation and the codes of the
-#: approximation's borders (three columns each, :mod:`.sieve`; -1: no bound).
-X0, X1, A0, A1, VLO, VHI = 0, 1, 2, 3, 4, 7
-RK_COLUMNS = 10
 
 
 @dataclass(frozen=True)
@@ -114,110 +145,6 @@ class Plan:
     @property
     def count_column(self) -> int:
         return RAYS if int(self.boxes.shape[2]) == PLAN_COLUMNS else D_COUNT
-
-
-@register_jitable
-def _lower(a, lo, hi, x):
-    """The first index in ``[lo, hi)`` with ``a[i] >= x`` (``hi`` if none)."""
-    return bisect(a, lo, hi, x, False)
-
-
-@register_jitable
-def _upper(a, lo, hi, x):
-    """The first index in ``[lo, hi)`` with ``a[i] > x`` (``hi`` if none)."""
-    return bisect(a, lo, hi, x, True)
-
-
-@register_jitable
-def _choose(borders, b0, b1, vbase, x0, x1, selection):
-    """:func:`.sieve.choose` for one predicate over a one-level sieve: the column's borders are
-    ``borders[b0:b1]`` (b_0 = 0 .. N), border ``i``'s vector is ``vbase + i``. Returns
-    ``a0, a1`` and the vectors of their borders (-1: none, at 0 or N)."""
-    last = b1 - b0 - 1
-    # upper side: b[i] <= x1 < b[i+1], or x1 == N (i = last)
-    i = _upper(borders, b0, b1, x1) - 1 - b0
-    nxt = min(i + 1, last)
-    bi = borders[b0 + i]
-    bn = borders[b0 + nxt]
-    pos = x1 - bi < bn - x1 if selection == 0 else selection == 1
-    khi = i if (bi == x1 or pos) else nxt
-    # lower side: b[i] <= x0 < b[i+1]
-    i = _upper(borders, b0, b1, x0) - 1 - b0
-    nxt = min(i + 1, last)
-    bi = borders[b0 + i]
-    bn = borders[b0 + nxt]
-    pos = bn - x0 < x0 - bi if selection == 0 else selection == 1
-    if bi == x0:
-        klo = i
-    elif pos:
-        klo = nxt
-    else:
-        klo = i
-    vlo = np.int64(-1) if (klo == 0 or klo == last) else klo + vbase
-    vhi = np.int64(-1) if (khi == 0 or khi == last) else khi + vbase
-    return borders[b0 + klo], borders[b0 + khi], vlo, vhi
-
-
-@register_jitable
-def _fine_around(coarse, c0, c1, fine, row0, f, x):
-    """The borders around rank ``x`` of a two-level sieve's column (first-level borders
-    ``coarse[c0:c1]``, fine table from ``fine[row0]``, ``f`` a row): the last one ``<= x`` and
-    the first one ``> x``, each as ``(rank, c, t)`` (``t = 0``: the first-level border
-    ``c``); the first of equal ones (the smallest ``t``, the first level before). ``x = N``:
-    both are N."""
-    c = _upper(coarse, c0, c1, x) - 1 - c0  # b_c <= x < b_{c+1}; c = m + 1 iff x = N
-    if c == c1 - c0 - 1:
-        return x, c, np.int64(0), x, c, np.int64(0)
-    row = row0 + c * f
-    tu = _upper(fine, row, row + f, x) - row  # >= 1: the row starts at b_c <= x
-    low = np.int64(fine[row + tu - 1])
-    tl = _lower(fine, row, row + tu, low) - row
-    if tu < f:
-        return low, c, tl, np.int64(fine[row + tu]), c, tu
-    return low, c, tl, coarse[c0 + c + 1], c + 1, np.int64(0)
-
-
-@register_jitable
-def _fine_code(c, t, m, vbase, ids, j):
-    """The code ``(p, q, g)`` of border ``(c, t)`` of column ``j`` (:mod:`.sieve`): F_c
-    alone at the first level (none at 0 and N), else ``F_c | (F_{c+1} & G_t)``."""
-    none = np.int64(-1)
-    if t == 0:
-        if c == 0 or c == m + 1:
-            return none, none, none
-        return vbase + c - 1, none, none
-    p = vbase + c - 1 if c >= 1 else none
-    q = vbase + c if c + 1 <= m else none
-    return p, q, ids[j, t]
-
-
-@register_jitable
-def _choose_fine(coarse, c0, c1, fine, row0, f, vbase, ids, j, x0, x1, selection, rk, q):
-    """:func:`_choose` over a two-level sieve: the same rule over all the column's borders
-    (:func:`_fine_around`), the codes of the chosen ones written to ``rk[q, j]``. Returns
-    ``a0, a1``."""
-    m = c1 - c0 - 2
-    lv, lc, lt, uv, uc, ut = _fine_around(coarse, c0, c1, fine, row0, f, x1)
-    pos = x1 - lv < uv - x1 if selection == 0 else selection == 1
-    if lv == x1 or pos:
-        a1, hc, ht = lv, lc, lt
-    else:
-        a1, hc, ht = uv, uc, ut
-    lv, lc, lt, uv, uc, ut = _fine_around(coarse, c0, c1, fine, row0, f, x0)
-    pos = uv - x0 < x0 - lv if selection == 0 else selection == 1
-    if lv == x0 or not pos:
-        a0, oc, ot = lv, lc, lt
-    else:
-        a0, oc, ot = uv, uc, ut
-    p, h, g = _fine_code(oc, ot, m, vbase, ids, j)
-    rk[q, j, VLO] = p
-    rk[q, j, VLO + 1] = h
-    rk[q, j, VLO + 2] = g
-    p, h, g = _fine_code(hc, ht, m, vbase, ids, j)
-    rk[q, j, VHI] = p
-    rk[q, j, VHI + 1] = h
-    rk[q, j, VHI + 2] = g
-    return a0, a1
 
 
 @register_jitable
@@ -284,28 +211,6 @@ def _slab_mode(r0, r1, x0, x1, a0, a1):
 
 
 @register_jitable
-def sorted_bound(sample, t0, t1, keys, order, j, stride, n, x, right):
-    """The first rank of column ``j`` whose value is ``>= x`` (``> x`` with ``right``), ``n``
-    if none, in the compact layout: a binary search in the column's sample ``sample[t0:t1]``
-    (its values at ranks 0, S, 2S, ...) finds the first sample past ``x`` and so the ``S - 1``
-    ranks the answer may lie in after the one before it; a binary search there reads
-    ``keys[order[r, j], j]``, at most ``log2 S`` steps of two loads."""
-    i = bisect(sample, t0, t1, x, right) - t0
-    if i == 0:
-        return np.int64(0)
-    lo = (i - 1) * stride + 1
-    hi = min(i * stride, n)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        v = keys[order[mid, j], j]
-        if (v > x) if right else (v >= x):
-            hi = mid
-        else:
-            lo = mid + 1
-    return np.int64(lo)
-
-
-@register_jitable
 def _coord(r, j, encoding, lc, order, shifts):
     """The scene coordinate of rank ``r`` of column ``j``: the rank, or the value of that rank
     (shifted right for wide columns)."""
@@ -316,52 +221,12 @@ def _coord(r, j, encoding, lc, order, shifts):
 
 
 @register_jitable
-def rank_item(i, lo, hi, values, starts, offsets, rk):
-    """One side of one predicate, item ``i`` = (query, column, side): ``x0`` (side 0) or
-    ``x1`` (side 1) of the predicate's rank interval, by one binary search in the column's
-    mapping table. A thread each: the searches of a query run side by side, not one after
-    another (each is a chain of dependent loads through a table of up to N values)."""
-    d = lo.shape[1]
-    q = i // (2 * d)
-    r = i - q * 2 * d
-    j = r >> 1
-    t0 = offsets[j]
-    t1 = offsets[j + 1]
-    # column j's first ranks start at offsets[j] + j
-    if r & 1 == 0:
-        rk[q, j, X0] = np.int64(starts[_lower(values, t0, t1, lo[q, j]) + j])
-    else:
-        rk[q, j, X1] = np.int64(starts[_upper(values, t0, t1, hi[q, j]) + j])
-
-
-@register_jitable
-def sorted_rank_item(i, lo, hi, sample, offsets, keys, order, stride, rk):
-    """:func:`rank_item` in the compact layout: one side of one predicate by
-    :func:`sorted_bound` (the column's sample, then its keys through its order)."""
-    d = lo.shape[1]
-    n = np.int64(order.shape[0])
-    q = i // (2 * d)
-    r = i - q * 2 * d
-    j = r >> 1
-    t0 = offsets[j]
-    t1 = offsets[j + 1]
-    if r & 1 == 0:
-        rk[q, j, X0] = sorted_bound(sample, t0, t1, keys, order, j, stride, n, lo[q, j], False)
-    else:
-        rk[q, j, X1] = sorted_bound(sample, t0, t1, keys, order, j, stride, n, hi[q, j], True)
-
-
-@register_jitable
-def plan_item(q, lo, hi, borders, border_offsets, vector_base, fine, fine_base, fine_ids,
-              bins, lc, order, shifts, group_cols, geo, n, encoding, ranked, sieving,
-              selection, rt, axis, plo, phi, rk, sel, boxes):
-    """The plan of query ``q`` (see the module docstring), from its rank intervals
-    (:data:`RANKS` or :data:`SORTED_RANKS` wrote ``rk[q, :, X0]`` and ``rk[q, :, X1]``).
-    The sieve: one level (``bins = 0``: ``borders``, ``border_offsets``, ``vector_base`` of a
-    :class:`.sieve.Sieve`) or two (``bins`` fine bins: ``borders`` and ``border_offsets`` are
-    a :class:`.sieve.FineSieve`'s first level, ``fine``, ``fine_base``, ``fine_ids`` its
-    second); ``encoding``: the scene's coordinates are ranks; ``ranked``: ``lc`` holds ranks
-    (the paper's layout with encoding), so the exact bounds are ranks too."""
+def plan_item(q, lo, hi, lc, order, shifts, group_cols, geo, n, encoding, ranked, rt, axis,
+              plo, phi, rk, sel, boxes):
+    """The plan of query ``q`` (see the module docstring), from its rank intervals and the
+    sieve's choice on each side (:data:`RANKS` or :data:`SORTED_RANKS` wrote ``rk[q, :]``);
+    ``encoding``: the scene's coordinates are ranks; ``ranked``: ``lc`` holds ranks (the
+    paper's layout with encoding), so the exact bounds are ranks too."""
     d = lo.shape[1]
     alive = True
     for j in range(d):
@@ -379,21 +244,6 @@ def plan_item(q, lo, hi, borders, border_offsets, vector_base, fine, fine_base, 
         else:
             plo[q, j] = lo[q, j]
             phi[q, j] = hi[q, j]
-        if sieving and bins > 0:
-            a0, a1 = _choose_fine(borders, border_offsets[j], border_offsets[j + 1], fine,
-                                  fine_base[j], bins, vector_base[j], fine_ids, j, x0, x1,
-                                  selection, rk, q)
-        elif sieving:
-            a0, a1, vlo, vhi = _choose(borders, border_offsets[j], border_offsets[j + 1],
-                                       vector_base[j], x0, x1, selection)
-            _no_bounds(rk, q, j)
-            rk[q, j, VLO] = vlo
-            rk[q, j, VHI] = vhi
-        else:
-            a0, a1 = np.int64(0), np.int64(0)
-            _no_bounds(rk, q, j)
-        rk[q, j, A0] = a0
-        rk[q, j, A1] = a1
     cnt = RAYS if rt else D_COUNT
     for gi in range(group_cols.shape[0]):
         g = np.int64(0)
@@ -473,19 +323,32 @@ def plan_item(q, lo, hi, borders, border_offsets, vector_base, fine, fine_base, 
                                                   rk[q, col, A1])
 
 
-#: The rank intervals of a batch's predicates: ``2 d Q`` items (:func:`rank_item`).
-RANKS = Kernel(rank_item, name="rtscan_ranks")
-#: The same in the compact layout (:func:`sorted_rank_item`).
-SORTED_RANKS = Kernel(sorted_rank_item, name="rtscan_sorted_ranks")
+def _cuda() -> Any:
+    from . import plan_cuda
+
+    return plan_cuda
 
 
-def rank_launch(tables: Any, lc: Any) -> tuple[Kernel, tuple[Any, ...]]:
-    """The kernel that encodes a batch's bounds over ``tables`` and its arguments between
-    ``lo, hi`` and ``rk``: :data:`RANKS` over the mapping tables (the paper's layout), or
+#: The rank intervals of a batch's predicates and the sieve's choice on each side: ``2 d Q``
+#: items (:func:`rank_item`).
+RANKS = GroupKernel(rank_item, name="rtscan_ranks")
+#: The same in the compact layout (:func:`sorted_rank_item`; a warp an item on the GPU).
+SORTED_RANKS = GroupKernel(sorted_rank_item, lambda: _cuda().sorted_rank_group,
+                           name="rtscan_sorted_ranks")
+
+
+def rank_launch(tables: Any, lc: Any,
+                sieve_args: tuple[Any, ...]) -> tuple[GroupKernel, tuple[Any, ...], int]:
+    """The kernel that encodes a batch's bounds over ``tables`` and chooses the sieve's
+    borders, its arguments between ``lo, hi`` and ``rk`` (the tables', then ``sieve_args``:
+    the sieve's arrays, ``bins``, ``sieving`` and the selection code), and its threads an
+    item on the GPU: :data:`RANKS` over the mapping tables (the paper's layout), or
     :data:`SORTED_RANKS` over the sorted samples, the keys ``lc`` and the orders."""
     if hasattr(tables, "sample"):
         return SORTED_RANKS, (tables.sample, tables.sample_offsets, lc, tables.order,
-                              np.int64(tables.stride))
-    return RANKS, (tables.values, tables.flat_starts, tables.offsets)
+                              np.int64(tables.stride), *sieve_args), RANK_GROUP
+    return RANKS, (tables.values, tables.flat_starts, tables.offsets, *sieve_args), 1
+
+
 #: The rest of a batch's plan, after :data:`RANKS`: ``Q`` items (:func:`plan_item`).
 PLAN = Kernel(plan_item, name="rtscan_plan")

@@ -23,7 +23,7 @@ bin (bins narrower than F rows) is not stored.
 
 Per column a two-level sieve keeps its first-level borders ``0, b_1 .. b_m, N`` and its fine
 table (``(m + 1, F)`` ranks, ``[c, 0] = b_c``): a bound finds its bin among the first, then its
-fine borders in the bin's row (:func:`.plan._choose_fine`), so no list of every border is
+fine borders in the bin's row (:func:`.plan.sieve_side`), so no list of every border is
 stored. Every border (both levels; on the host, :meth:`FineSieve.column_borders` lists them
 ascending, a border met twice taken at its first level and smallest ``t``) has a **code**, the
 vectors that make ``[rank < border]``: ``(p, q, g)``, global vector indices, -1 for none:
