@@ -162,6 +162,7 @@ from .saved import RTSCAN_SCHEMA
 if TYPE_CHECKING:
     from indexzoo.native import csr
 
+    from . import launches as launch_kernels
     from . import layout as layout_kernels
     from . import plan as plan_kernels
     from . import prepared as prepared_kernels
@@ -170,6 +171,7 @@ if TYPE_CHECKING:
     from .plan import Plan
 else:  # imported when an index is built or loaded: the registry lists the class without them
     csr = lazy_module("indexzoo.native.csr")
+    launch_kernels = lazy_module("indexzoo.plugins.rtscan.launches")
     layout_kernels = lazy_module("indexzoo.plugins.rtscan.layout")
     plan_kernels = lazy_module("indexzoo.plugins.rtscan.plan")
     prepared_kernels = lazy_module("indexzoo.plugins.rtscan.prepared")
@@ -406,8 +408,8 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
 
     # -------------------------------------------------------------- predicates
     def _predicates(self, st: RtscanState, lo: Any, hi: Any) -> tuple[Any, Any, Any, Any]:
-        """Rank intervals ``[x0, x1)`` (the plan's first launch, :data:`.plan.RANKS` or
-        :data:`.plan.SORTED_RANKS`) and the exact bounds in the space of ``lc`` (``plo``,
+        """Rank intervals ``[x0, x1)`` (the plan's first launch, :data:`.launches.RANKS` or
+        :data:`.launches.SORTED_RANKS`) and the exact bounds in the space of ``lc`` (``plo``,
         ``phi``: ranks where it holds codes, the bounds themselves else), all (Q, d)."""
         from .plan import RK_COLUMNS, X0, X1
 
@@ -415,8 +417,8 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         q, d = int(lo.shape[0]), int(lo.shape[1])
         rk = xp.zeros((q, d, RK_COLUMNS), dtype=np.int64)
         if q:
-            kernel, args, group = plan_kernels.rank_launch(st.tables, st.lc,
-                                                           self._sieve_args(st))
+            kernel, args, group = launch_kernels.rank_launch(st.tables, st.lc,
+                                                             self._sieve_args(st))
             kernel(self.device, 2 * d * q, lo, hi, *args, rk, group=group,
                    threads_per_block=self.params.threads_per_block)
         x0, x1 = xp.ascontiguousarray(rk[:, :, X0]), xp.ascontiguousarray(rk[:, :, X1])
@@ -471,7 +473,6 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
             SEL_COLUMNS,
             SLOTS,
             Plan,
-            rank_launch,
         )
 
         p, xp, tables, pa = self.params, st.xp, st.tables, st.plan_args
@@ -486,7 +487,7 @@ class RtscanIndex(rt.EngineIndex, GpuIndex[RtscanState]):
         sel = buf[n_rk:n_rk + n_sel].reshape(g, q, SEL_COLUMNS)
         boxes = buf[n_rk + n_sel:].reshape(g, q * SLOTS, width)
         dev = device or self.device
-        kernel, args, group = rank_launch(tables, st.lc, self._sieve_args(st))
+        kernel, args, group = launch_kernels.rank_launch(tables, st.lc, self._sieve_args(st))
         kernel(dev, 2 * d * q, lo, hi, *args, rk, group=group,
                threads_per_block=p.threads_per_block)
         PLAN(dev, q, lo, hi, st.lc, tables.order, pa.shifts, pa.group_cols, pa.geo,

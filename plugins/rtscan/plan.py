@@ -1,15 +1,17 @@
-"""A batch's query plan, made on the device in two kernel launches: the encoding of every
-predicate and the sieve's vector choice on each of its sides (:data:`RANKS`, an item per
-predicate side: a thread, or a warp on the GPU in the compact layout), then the refine boxes of
-every column group and each box's work (its ray grid, or its slab of rows for the direct
-refine) (:data:`PLAN`, one thread per query).
+"""A batch's query plan, made on the device in two kernel launches (:mod:`.launches`): the
+encoding of every predicate and the sieve's vector choice on each of its sides
+(:data:`.launches.RANKS`, an item per predicate side: a thread, or a warp on the GPU in the
+compact layout; the bodies are :mod:`.ranks`'), then the refine boxes of every column group
+and each box's work (its ray grid, or its slab of rows for the direct refine) (:data:`PLAN`,
+one thread per query). A small call of the compact layout on the GPU makes both in one launch,
+a block a query (:data:`.launches.QUERY_PLAN`).
 
 The same steps as the host reference functions, which the tests hold it against:
 
 * encode (:func:`.encoding.rank_bounds`, :func:`.encoding.sorted_bounds`): the rank interval
   ``[x0, x1)`` of each predicate by two binary searches, in the column's mapping table
-  (:data:`RANKS`, the paper's layout) or in its sorted sample and then through the order and
-  the keys (:data:`SORTED_RANKS`, the compact layout), and the exact bounds in the space of
+  (the paper's layout) or in its sorted sample and then through the order and the keys (the
+  compact layout), and the exact bounds in the space of
   ``lc`` (``plo``, ``phi``: ranks where ``lc`` holds codes, the bounds themselves else);
 * choose (:func:`.sieve.choose`): the borders around ``x0`` and ``x1`` by binary search, the
   approximation ``[a0, a1)`` and the codes of its borders (the vectors to read) by the
@@ -39,21 +41,10 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from indexzoo.native.targets import GroupKernel, Kernel
+from indexzoo.native.targets import Kernel
 
 from .layout import PLAN_COLUMNS, RAYS, box_plan
-from .ranks import (
-    A0,
-    A1,
-    RANK_GROUP,
-    RK_COLUMNS,
-    VHI,
-    VLO,
-    X0,
-    X1,
-    rank_item,
-    sorted_rank_item,
-)
+from .ranks import A0, A1, RK_COLUMNS, VHI, VLO, X0, X1, sorted_rank_item
 from .sieve import SEL_COLUMNS, ZERO
 
 __all__ = [
@@ -66,20 +57,18 @@ __all__ = [
     "D_START",
     "NO_UNSET",
     "PLAN",
-    "RANKS",
-    "RANK_GROUP",
     "RK_COLUMNS",
     "SELECTION_CODES",
     "SEL_COLUMNS",
     "SKIP_COL",
     "SLOTS",
-    "SORTED_RANKS",
     "X0",
     "X1",
     "Plan",
     "PlanArgs",
     "plan_args",
-    "rank_launch",
+    "plan_item",
+    "query_plan_item",
 ]
 
 #: Box slots per query and group: two per column of a group of at most three.
@@ -180,18 +169,31 @@ def _parts(x0, x1, a0, a1):
 
 
 @register_jitable
-def _side(rk, q, j, k, jj, s):
-    """Box ``(jj, s)``'s interval on the group's ``k``-th column ``j``: ``C`` before column
-    ``jj``, ``U``'s interval ``s`` at it, the hull after it."""
-    u0, u1, v0, v1, c0, c1, h0, h1 = _parts(rk[q, j, X0], rk[q, j, X1], rk[q, j, A0],
-                                            rk[q, j, A1])
+def _column(rk, q, j):
+    """Column ``j``'s intervals for query ``q``, read once per group: :func:`_parts`, then the
+    predicate's ``x0, x1`` and the approximation's ``a0, a1`` (zeros for ``j < 0``, an unused
+    axis of the group)."""
+    z = np.int64(0)
+    if j < 0:
+        return (z, z, z, z, z, z, z, z, z, z, z, z)
+    x0, x1, a0, a1 = rk[q, j, X0], rk[q, j, X1], rk[q, j, A0], rk[q, j, A1]
+    u0, u1, v0, v1, c0, c1, h0, h1 = _parts(x0, x1, a0, a1)
+    return (np.int64(u0), np.int64(u1), np.int64(v0), np.int64(v1), np.int64(c0),
+            np.int64(c1), np.int64(h0), np.int64(h1), np.int64(x0), np.int64(x1),
+            np.int64(a0), np.int64(a1))
+
+
+@register_jitable
+def _side(c, k, jj, s):
+    """Box ``(jj, s)``'s interval on the group's ``k``-th column, whose :func:`_column` is
+    ``c``: ``C`` before column ``jj``, ``U``'s interval ``s`` at it, the hull after it."""
     if k < jj:
-        return c0, c1
+        return c[4], c[5]
     if k > jj:
-        return h0, h1
+        return c[6], c[7]
     if s == 0:
-        return u0, u1
-    return v0, v1
+        return c[0], c[1]
+    return c[2], c[3]
 
 
 @register_jitable
@@ -269,6 +271,12 @@ def plan_item(q, lo, hi, lc, order, shifts, group_cols, geo, n, encoding, ranked
             if j >= 0 and rk[q, j, A0] >= rk[q, j, A1]:
                 zero = True
         sel[gi, q, ZERO] = 1 if zero else 0
+        # the group's columns, read once: the boxes below take each of them six times, and
+        # their stores could overwrite rk as far as the compiler knows (one buffer), so
+        # reading rk there would go to memory every time
+        c0 = _column(rk, q, group_cols[gi, 0])
+        c1 = _column(rk, q, group_cols[gi, 1])
+        c2 = _column(rk, q, group_cols[gi, 2])
         for slot in range(SLOTS):
             b = q * SLOTS + slot
             jj = slot >> 1
@@ -276,8 +284,7 @@ def plan_item(q, lo, hi, lc, order, shifts, group_cols, geo, n, encoding, ranked
             ok = alive and jj < g
             if ok:
                 for k in range(g):
-                    j = group_cols[gi, k]
-                    r0, r1 = _side(rk, q, j, k, jj, s)
+                    r0, r1 = _side(c0 if k == 0 else (c1 if k == 1 else c2), k, jj, s)
                     if r0 >= r1:
                         ok = False
             if not ok:
@@ -292,7 +299,7 @@ def plan_item(q, lo, hi, lc, order, shifts, group_cols, geo, n, encoding, ranked
                 h2 = np.int64(0)
                 for k in range(g):
                     j = group_cols[gi, k]
-                    r0, r1 = _side(rk, q, j, k, jj, s)
+                    r0, r1 = _side(c0 if k == 0 else (c1 if k == 1 else c2), k, jj, s)
                     cl = _coord(r0, j, encoding, lc, order, shifts)
                     ch = _coord(r1 - 1, j, encoding, lc, order, shifts)
                     if k == 0:
@@ -306,49 +313,38 @@ def plan_item(q, lo, hi, lc, order, shifts, group_cols, geo, n, encoding, ranked
             else:  # the direct refine: the narrowest column's slab (the first of equals)
                 best = np.int64(-1)
                 start = np.int64(0)
-                col = np.int64(0)
+                kb = 0
                 for k in range(g):
-                    j = group_cols[gi, k]
-                    r0, r1 = _side(rk, q, j, k, jj, s)
+                    r0, r1 = _side(c0 if k == 0 else (c1 if k == 1 else c2), k, jj, s)
                     if best < 0 or r1 - r0 < best:
                         best = r1 - r0
                         start = r0
-                        col = j
+                        kb = k
+                c = c0 if kb == 0 else (c1 if kb == 1 else c2)
                 boxes[gi, b, D_QUERY] = q
-                boxes[gi, b, D_COL] = col
+                boxes[gi, b, D_COL] = group_cols[gi, kb]
                 boxes[gi, b, D_START] = start
                 boxes[gi, b, D_COUNT] = best
-                boxes[gi, b, D_MODE] = _slab_mode(start, start + best, rk[q, col, X0],
-                                                  rk[q, col, X1], rk[q, col, A0],
-                                                  rk[q, col, A1])
+                boxes[gi, b, D_MODE] = _slab_mode(start, start + best, c[8], c[9], c[10],
+                                                  c[11])
 
 
-def _cuda() -> Any:
-    from . import plan_cuda
-
-    return plan_cuda
-
-
-#: The rank intervals of a batch's predicates and the sieve's choice on each side: ``2 d Q``
-#: items (:func:`rank_item`).
-RANKS = GroupKernel(rank_item, name="rtscan_ranks")
-#: The same in the compact layout (:func:`sorted_rank_item`; a warp an item on the GPU).
-SORTED_RANKS = GroupKernel(sorted_rank_item, lambda: _cuda().sorted_rank_group,
-                           name="rtscan_sorted_ranks")
-
-
-def rank_launch(tables: Any, lc: Any,
-                sieve_args: tuple[Any, ...]) -> tuple[GroupKernel, tuple[Any, ...], int]:
-    """The kernel that encodes a batch's bounds over ``tables`` and chooses the sieve's
-    borders, its arguments between ``lo, hi`` and ``rk`` (the tables', then ``sieve_args``:
-    the sieve's arrays, ``bins``, ``sieving`` and the selection code), and its threads an
-    item on the GPU: :data:`RANKS` over the mapping tables (the paper's layout), or
-    :data:`SORTED_RANKS` over the sorted samples, the keys ``lc`` and the orders."""
-    if hasattr(tables, "sample"):
-        return SORTED_RANKS, (tables.sample, tables.sample_offsets, lc, tables.order,
-                              np.int64(tables.stride), *sieve_args), RANK_GROUP
-    return RANKS, (tables.values, tables.flat_starts, tables.offsets, *sieve_args), 1
+@register_jitable
+def query_plan_item(q, lo, hi, sample, offsets, keys, order, stride, borders, border_offsets,
+                    vector_base, fine, fine_base, fine_ids, bins, sieving, selection, shifts,
+                    group_cols, geo, n, encoding, ranked, rt, axis, plo, phi, rk, sel, boxes):
+    """Query ``q``'s whole plan in the compact layout: its ``2 d`` rank items
+    (:func:`.ranks.sorted_rank_item`), then :func:`plan_item` (the keys are ``lc``). The CPU
+    twin of :func:`.plan_cuda.query_plan_group`, a block a query: the launch of a small
+    call's plan (:data:`.launches.QUERY_PLAN`)."""
+    sides = 2 * lo.shape[1]
+    for k in range(sides):
+        sorted_rank_item(q * sides + k, lo, hi, sample, offsets, keys, order, stride, borders,
+                         border_offsets, vector_base, fine, fine_base, fine_ids, bins, sieving,
+                         selection, rk)
+    plan_item(q, lo, hi, keys, order, shifts, group_cols, geo, n, encoding, ranked, rt, axis,
+              plo, phi, rk, sel, boxes)
 
 
-#: The rest of a batch's plan, after :data:`RANKS`: ``Q`` items (:func:`plan_item`).
+#: The rest of a batch's plan, after :data:`.launches.RANKS`: ``Q`` items (:func:`plan_item`).
 PLAN = Kernel(plan_item, name="rtscan_plan")

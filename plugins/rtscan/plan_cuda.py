@@ -1,5 +1,5 @@
 """The compact layout's rank search on the GPU, a warp a predicate side (the GPU body of
-:data:`.plan.SORTED_RANKS`; its CPU twin and reference is :func:`.ranks.sorted_rank_item`).
+:data:`.launches.SORTED_RANKS`; its CPU twin and reference is :func:`.ranks.sorted_rank_item`).
 
 One thread's binary search is a chain of dependent loads: at N = 1e8 and a sample every 64
 ranks, about 21 loads through the sample and 12 through the order and the keys, 25 us on an
@@ -19,9 +19,10 @@ from numba.extending import register_jitable
 
 from indexzoo.native.coop import group_of, vote
 
+from .plan import plan_item
 from .ranks import RANK_GROUP, X0, predicate_side, sieve_side
 
-__all__ = ["sorted_rank_group"]
+__all__ = ["query_plan_group", "sorted_rank_group"]
 
 
 @register_jitable
@@ -82,3 +83,20 @@ def sorted_rank_group(t, lo, hi, sample, offsets, keys, order, stride, borders, 
         rk[q, j, X0 + side] = rank
         sieve_side(rk, q, j, side, rank, borders, border_offsets, vector_base, fine, fine_base,
                    fine_ids, bins, sieving, selection)
+
+
+@register_jitable
+def query_plan_group(t, lo, hi, sample, offsets, keys, order, stride, borders, border_offsets,
+                     vector_base, fine, fine_base, fine_ids, bins, sieving, selection, shifts,
+                     group_cols, geo, n, encoding, ranked, rt, axis, plo, phi, rk, sel, boxes):
+    """Thread ``t`` of :func:`.plan.query_plan_item`, a block a query (``2 d`` warps): warp
+    ``k`` searches the query's side ``k``, the block waits for all of them (their lane 0 wrote
+    ``rk``; the barrier makes those writes seen), and thread 0 makes the query's plan. The
+    launch gives every query a block of its own, so every thread reaches the barrier."""
+    sorted_rank_group(t, lo, hi, sample, offsets, keys, order, stride, borders, border_offsets,
+                      vector_base, fine, fine_base, fine_ids, bins, sieving, selection, rk)
+    cuda.syncthreads()
+    per = 2 * lo.shape[1] * RANK_GROUP
+    if t % per == 0:
+        plan_item(t // per, lo, hi, keys, order, shifts, group_cols, geo, n, encoding, ranked,
+                  rt, axis, plo, phi, rk, sel, boxes)

@@ -1,7 +1,8 @@
 """Small GPU range calls with the launches bound (the index's ``_prepared_range``).
 
 A one-query call of the direct refine on the GPU makes four launches (the bounds' ranks, the
-plan, the sieve, the strided refine) and allocates the plan's arrays. Through the ordinary
+plan, the sieve, the strided refine; three in the compact layout, whose ranks and plan are one
+launch, :data:`.launches.QUERY_PLAN`) and allocates the plan's arrays. Through the ordinary
 kernel calls the host spends about 0.1 ms on them: each launch keys and packs every argument
 (23 of them for the plan), and each view of a shared plan buffer is a CuPy call. Here the
 fixed arguments (the tables, the sieve, the codes) are bound into each launch once per build
@@ -29,7 +30,8 @@ from indexzoo.devices import xp_of
 from indexzoo.native.targets import Slot
 
 from .bits import words_for
-from .plan import DIRECT_COLUMNS, PLAN, RK_COLUMNS, SEL_COLUMNS, SLOTS, rank_launch
+from .launches import QUERY_PLAN, query_plan_group_size, rank_launch
+from .plan import DIRECT_COLUMNS, PLAN, RK_COLUMNS, SEL_COLUMNS, SLOTS
 from .refine import strided_kernel
 from .sieve import SIEVE, sieve_items
 
@@ -50,12 +52,28 @@ def prepared_direct(index: Any, st: Any, device: str, most: int, per_slot: int,
     vectors = pa.no_vectors if sv is None else sv.vectors
     bounds, codes = Slot(code, 2), Slot(code, 2)
     kernel, args, group = rank_launch(tables, st.lc, index._sieve_args(st))
-    ranks = kernel.bind(device, bounds, bounds, *args, Slot(i64, 3), group=group,
-                        threads_per_block=tpb)
-    plan = PLAN.bind(device, bounds, bounds, st.lc, tables.order, pa.shifts, pa.group_cols,
-                     pa.geo, np.int64(n), np.bool_(p.encoding), np.bool_(tables.ranks is not None),
-                     np.bool_(False), np.int64(axis), codes, codes, Slot(i64, 3), Slot(i64, 3),
-                     Slot(i64, 3), threads_per_block=tpb)
+    ranked = np.bool_(tables.ranks is not None)
+    plan_args = (pa.shifts, pa.group_cols, pa.geo, np.int64(n), np.bool_(p.encoding), ranked,
+                 np.bool_(False), np.int64(axis), codes, codes, Slot(i64, 3), Slot(i64, 3),
+                 Slot(i64, 3))
+    block = query_plan_group_size(d) if hasattr(tables, "sample") else 0
+    if block:  # the compact layout: ranks and plan in one launch, a block a query
+        both = QUERY_PLAN.bind(device, bounds, bounds, *args, *plan_args, group=block,
+                               threads_per_block=block)
+
+        def encode(q: int, lo: Any, hi: Any, plo: Any, phi: Any, rk: Any, sel: Any,
+                   boxes: Any) -> None:
+            both(q, lo, hi, plo, phi, rk, sel, boxes)
+    else:
+        ranks = kernel.bind(device, bounds, bounds, *args, Slot(i64, 3), group=group,
+                            threads_per_block=tpb)
+        plan = PLAN.bind(device, bounds, bounds, st.lc, tables.order, *plan_args,
+                         threads_per_block=tpb)
+
+        def encode(q: int, lo: Any, hi: Any, plo: Any, phi: Any, rk: Any, sel: Any,
+                   boxes: Any) -> None:
+            ranks(2 * d * q, lo, hi, rk)
+            plan(q, lo, hi, plo, phi, rk, sel, boxes)
     words = words_for(n)
     rem = n % 32
     tail = np.uint32(0xFFFFFFFF if rem == 0 else (1 << rem) - 1)
@@ -91,8 +109,7 @@ def prepared_direct(index: Any, st: Any, device: str, most: int, per_slot: int,
         if q > most or index.stage_timer is not None:
             return hook(st, lo, hi)
         rk, sel, sel0, boxes, boxes0, plo, phi = scratch(q)
-        ranks(2 * d * q, lo, hi, rk)  # the device starts while the host launches the rest
-        plan(q, lo, hi, plo, phi, rk, sel, boxes)
+        encode(q, lo, hi, plo, phi, rk, sel, boxes)  # the device starts; the host goes on
         out = empty((q, words), u32)
         sieve(q * per_query, sel0, out)  # the approximation, straight into the answer
         refine(q * SLOTS * per_slot, plo, phi, boxes0, out.reshape(-1))

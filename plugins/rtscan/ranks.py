@@ -1,7 +1,7 @@
 """The first launch of a batch's plan (:mod:`.plan`): per predicate side, its rank bound and
 the sieve's choice of border on that side, written to ``rk``. The bodies here are the CPU's
 (a thread an item) and the reference of the GPU's warp-wide search (:mod:`.plan_cuda`); the
-launches are :data:`.plan.RANKS` and :data:`.plan.SORTED_RANKS`.
+launches are :data:`.launches.RANKS` and :data:`.launches.SORTED_RANKS`.
 
 * encode (:func:`.encoding.rank_bounds`, :func:`.encoding.sorted_bounds`): the rank interval
   ``[x0, x1)`` of each predicate by binary search, in the column's mapping table

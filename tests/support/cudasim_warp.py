@@ -1,6 +1,7 @@
 """Warp intrinsics for numba's CUDA simulator, which has none: ``ballot_sync``, ``shfl_sync``,
 ``shfl_xor_sync``, ``syncwarp``, ``popc`` and ``ffs``, enough to run the cooperative kernels
-(groups of G threads voting and sharing) on the CPU in tests.
+(groups of G threads voting and sharing) on the CPU in tests; and ``syncthreads`` for the
+helpers a kernel calls (the simulator gives its barrier to the kernel function only).
 
 The simulator runs every thread of a block as a Python thread. A warp intrinsic here is an
 exchange among the lanes of its ``mask``: each lane posts its value, all wait at a barrier of
@@ -80,6 +81,12 @@ def ffs(x: Any) -> Any:
     return np.uint32((v & -v).bit_length())
 
 
+def syncthreads() -> None:
+    """The block's barrier (the simulator has one, reached only through its own module
+    inside a kernel; helpers outside the kernel call ``numba.cuda``'s)."""
+    threading.current_thread().syncthreads()  # type: ignore[attr-defined]
+
+
 def install() -> None:
     """Add the intrinsics to the simulator's ``numba.cuda`` (needs NUMBA_ENABLE_CUDASIM=1)."""
     from numba import config, cuda
@@ -93,3 +100,4 @@ def install() -> None:
     for name, fn in fns.items():
         setattr(cuda, name, fn)
         setattr(kernelapi.FakeCUDAModule, name, staticmethod(fn))
+    cuda.syncthreads = syncthreads  # the simulator's own, for helpers outside kernels

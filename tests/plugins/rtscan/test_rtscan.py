@@ -1168,12 +1168,13 @@ SIM_SCRIPT = textwrap.dedent("""
     from numba.cuda.simulator.kernelapi import FakeCUDAAtomic
     cuda.atomic = FakeCUDAAtomic()  # the simulator's atomics, for helpers outside kernels
     import indexzoo
-    from indexzoo.plugins.rtscan import index as M, plan as P, refine as R, sieve as S
+    from indexzoo.plugins.rtscan import index as M, launches as L, refine as R, sieve as S
     # the compact layout's rank search a thread a side, as on the CPU: the simulator runs a
-    # warp's votes slowly, and the warp's search is checked on its own (the test before this)
-    # (P's attribute read first: plugin modules run on first use, which would reset it)
-    assert P.RANK_GROUP == 32
-    P.RANK_GROUP = 1
+    # warp's votes slowly, and the warp's search (alone and in the small call's one launch of
+    # ranks and plan) is checked on its own (the tests before this)
+    # (L's attribute read first: plugin modules run on first use, which would reset it)
+    assert L.RANK_GROUP == 32
+    L.RANK_GROUP = 1
     from indexzoo.plugins.rtscan.regions import refine_boxes
 
     rng = np.random.default_rng(3)
@@ -1278,7 +1279,8 @@ WARP_RANKS_SCRIPT = textwrap.dedent("""
     cudasim_warp.install()
     import numpy as np
     import indexzoo
-    from indexzoo.plugins.rtscan.plan import RK_COLUMNS, rank_launch
+    from indexzoo.plugins.rtscan.launches import rank_launch
+    from indexzoo.plugins.rtscan.plan import RK_COLUMNS
 
     dt, n, params = np.dtype("{dtype}").type, {n}, {params}
     rng = np.random.default_rng(n)
@@ -1324,6 +1326,42 @@ def test_the_warp_rank_search_is_the_threads_in_the_simulator(dtype: str, n: int
     below and above sampled values; 70,001 rows take several rounds of votes through the
     sample (1,094 entries), 327 rows one."""
     agrees_in_the_simulator(WARP_RANKS_SCRIPT.format(dtype=dtype, n=n, params=params))
+
+
+QUERY_PLAN_SCRIPT = textwrap.dedent("""
+    from support import cudasim_warp
+    cudasim_warp.install()
+    import numpy as np
+    from numba import cuda
+    from numba.cuda.simulator.kernelapi import FakeCUDAAtomic
+    cuda.atomic = FakeCUDAAtomic()  # the simulator's atomics, for helpers outside kernels
+    import indexzoo
+    from indexzoo.plugins.rtscan import launches as L
+    from indexzoo.plugins.rtscan.prepared import prepared_direct
+
+    rng = np.random.default_rng(8)
+    n = 5_003
+    cols = np.column_stack([rng.integers(0, 40, n), rng.integers(0, 3000, n),
+                            np.where(rng.random(n) < 0.5, 0, 2**32 - 1)]).astype(np.uint32)
+    idx = indexzoo.create("rtscan-direct", device="cpu", threads_per_block=32).build(cols)
+    assert L.query_plan_group_size(3) == 192
+    bound = prepared_direct(idx, idx.state, "cuda", 2, 16, -1)
+    lo = np.array([[3, 100, 0], [0, 0, 1], [39, 2999, 2**32 - 1]], np.uint32)
+    hi = np.array([[30, 2000, 2**32 - 1], [5, 5, 2**32 - 2], [39, 2999, 2**32 - 1]], np.uint32)
+    for rows in (slice(0, 1), slice(1, 3)):  # one query; two (the second is dead)
+        want = idx.range(lo[rows], hi[rows], out="bitmap").bitmap
+        got = bound(np.ascontiguousarray(lo[rows]), np.ascontiguousarray(hi[rows]))
+        assert np.array_equal(got, want), rows
+    print("simulator agrees")
+""")
+
+
+def test_a_small_calls_ranks_and_plan_in_one_launch_in_the_simulator() -> None:
+    """The compact layout's small GPU call makes its ranks and plan in one launch, a block a
+    query (a warp a predicate side, a barrier, then one thread's plan;
+    :data:`~indexzoo.plugins.rtscan.launches.QUERY_PLAN`): its bitmaps are the CPU's, for one
+    query and for two in one call, one of them dead."""
+    agrees_in_the_simulator(QUERY_PLAN_SCRIPT)
 
 
 def test_the_gpu_kernels_agree_with_the_cpu_in_the_simulator() -> None:
