@@ -108,8 +108,11 @@ Decisions where the paper is ambiguous
   approximation zero and has no boxes); a group without a predicate for a query passes all
   its rows without a refine.
 * [ours] The plan is made on the device, not on the host as the paper encodes queries: one
-  kernel (a thread per query) encodes the bounds, chooses the vectors and writes the refine
-  boxes into six fixed slots per query and group, so nothing is sized on the host; one
+  kernel encodes each bound and chooses its side's vectors (an item per bound: a thread, or
+  on the GPU in the compact layout a warp searching by votes, :mod:`.plan_cuda`), a second
+  (a thread per query) writes the refine boxes into six fixed slots per query and group, so
+  nothing is sized on the host (a small GPU call makes both in one launch, a block a query:
+  :data:`.launches.QUERY_PLAN`); one
   running sum over the slots' work and one device-to-host copy per batch (the refine sizes
   of all groups, as the launches need their item counts) follow. A batch costs a constant
   number of launches: the plan, the sum, and per group the sieve, the refine (one per
