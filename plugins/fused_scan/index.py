@@ -102,8 +102,9 @@ class FusedScanIndex(GpuIndex[ScanState]):
         and launches (the CPU calls the hook)."""
         if op.out != "bitmap" or self.device == "cpu":
             return None
-        if st.table is not None:
-            return self._vector_scan(st)
+        if st.table is not None:  # the bounds arrive as the body takes them: (Q, d), C order
+            return vector.bind_vector_scan(st.table, int(st.keys.shape[0]),
+                                           threads_per_block=self.params.threads_per_block)
         p = self.params
         return kernels.bind_scan(st.keys, items=p.items, unroll=p.unroll,
                                  threads_per_block=p.threads_per_block)
