@@ -99,7 +99,9 @@ def test_a_persisted_dask_array_is_answered_by_one_task_a_chunk_and_nothing_more
     q = rng.integers(0, 60_000, 100_000).astype(np.uint32)
     queries = default_client.persist(da.from_array(q, chunks=25_000))
     distributed.wait(queries)
-    index.point(queries, out="count")  # the first call puts a ShardServer on each worker
+    # The first call puts a ShardServer on each worker. A call submits its tasks at once, so
+    # its answer is computed here: a task of it still running would enter the stream below.
+    index.point(queries, out="count").count.compute()
     with distributed.get_task_stream(default_client) as stream:
         got = index.point(queries, out="count").count.compute()
     assert np.array_equal(got, _counts(keys, q, q))
