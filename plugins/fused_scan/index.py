@@ -35,6 +35,9 @@ class ScanState(BuildState):
     keys: Any  # (N, d) native keys, Fortran order
     #: the vector body's (ld, d) table whose first N rows ``keys`` views (None: no vector body)
     table: Any = None
+    #: the vector body's scans of ``table``, bound on first use, by threads a block (a dict:
+    #: filled after the state is sealed)
+    scans: dict[int, Callable[[Any, Any], Any]]
 
 
 class FusedScanIndex(GpuIndex[ScanState]):
@@ -61,6 +64,7 @@ class FusedScanIndex(GpuIndex[ScanState]):
         if keys.ndim == 1:  # one column
             keys = keys.reshape(-1, 1)
         st.table = None
+        st.scans = {}
         if self._vector():
             st.table, keys = vector.vector_table(keys)
         st.keys = keys
@@ -77,15 +81,17 @@ class FusedScanIndex(GpuIndex[ScanState]):
                          peak_build_bytes=int(held.nbytes) + int(st.keys.nbytes))
 
     def _vector_scan(self, st: ScanState) -> Callable[[Any, Any], Any]:
-        scan = vector.bind_vector_scan(st.table, int(st.keys.shape[0]),
-                                       threads_per_block=self.params.threads_per_block)
-        xp, d = self.xp, int(st.keys.shape[1])
-
-        def bounded(lo: Any, hi: Any) -> Any:
-            return scan(xp.ascontiguousarray(lo.reshape(-1, d)),
-                        xp.ascontiguousarray(hi.reshape(-1, d)))
-
-        return bounded
+        """The vector body's scan of this build under the current threads a block, bound
+        (its kernel compiled, its launch set up) once: ``(lo, hi) -> bitmaps`` for (Q, d)
+        C-contiguous bounds of the table's dtype. Two threads binding at once bind twice,
+        and either scan is right."""
+        threads = self.params.threads_per_block
+        scan = st.scans.get(threads)
+        if scan is None:
+            scan = vector.bind_vector_scan(st.table, int(st.keys.shape[0]),
+                                           threads_per_block=threads)
+            st.scans[threads] = scan
+        return scan
 
     def _range_bitmap(self, st: ScanState, lo: Any, hi: Any) -> Any:
         p = self.params
@@ -93,7 +99,9 @@ class FusedScanIndex(GpuIndex[ScanState]):
             return kernels.scan_bitmaps(st.keys, lo, hi, device="cpu",
                                         threads_per_block=p.threads_per_block)
         if st.table is not None:
-            return self._vector_scan(st)(lo, hi)
+            xp, d = self.xp, int(st.keys.shape[1])
+            return self._vector_scan(st)(xp.ascontiguousarray(lo.reshape(-1, d)),
+                                         xp.ascontiguousarray(hi.reshape(-1, d)))
         return kernels.scan_bitmaps(st.keys, lo, hi, device=self.device, items=p.items,
                                     unroll=p.unroll, threads_per_block=p.threads_per_block)
 
@@ -103,8 +111,7 @@ class FusedScanIndex(GpuIndex[ScanState]):
         if op.out != "bitmap" or self.device == "cpu":
             return None
         if st.table is not None:  # the bounds arrive as the body takes them: (Q, d), C order
-            return vector.bind_vector_scan(st.table, int(st.keys.shape[0]),
-                                           threads_per_block=self.params.threads_per_block)
+            return self._vector_scan(st)
         p = self.params
         return kernels.bind_scan(st.keys, items=p.items, unroll=p.unroll,
                                  threads_per_block=p.threads_per_block)

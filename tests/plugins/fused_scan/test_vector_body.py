@@ -198,3 +198,30 @@ def test_the_index_answers_like_numpy_on_the_gpu(n: int, dtype: np.dtype, d: int
     numba = indexzoo.create("fused-scan", device="cuda", params={"body": "numba"})
     numba.build([c for c in cols.T])
     np.testing.assert_array_equal(cupy.asnumpy(numba.range(*bounds, out="bitmap").bitmap), want)
+
+
+@pytest.mark.gpu
+def test_a_build_binds_its_vector_scan_once_for_both_paths_and_again_for_new_threads() -> None:
+    """The pipeline's calls (bounds by column, NumPy bounds) and the prepared call (CuPy
+    bounds of the table's dtype) launch one bound scan of the build; other threads a block
+    bind a scan of their own, and every call answers like NumPy."""
+    import cupy
+
+    rng = np.random.default_rng(5)
+    cols = rng.integers(0, 1000, size=(4099, 2), dtype=U32)
+    lo, hi = np.array([[100, 0], [7, 900]], U32), np.array([[600, 999], [6, 999]], U32)
+    want = bitmaps_of(cols, lo, hi)
+    index = indexzoo.create("fused-scan", device="cuda").build(cols)
+    calls = [lambda: index.range(lo, hi, out="bitmap"),  # NumPy: the pipeline
+             lambda: index.range({0: (lo[:, 0], hi[:, 0]), 1: (lo[:, 1], hi[:, 1])},
+                                 out="bitmap"),
+             lambda: index.range(cupy.asarray(lo), cupy.asarray(hi), out="bitmap")]
+    for call in calls * 2:
+        np.testing.assert_array_equal(cupy.asnumpy(call().bitmap), want)
+    scans = index.state.scans
+    assert list(scans) == [index.params.threads_per_block]
+    other = 256 if index.params.threads_per_block != 256 else 64
+    index.params = index.params.model_copy(update={"threads_per_block": other})
+    for call in calls:
+        np.testing.assert_array_equal(cupy.asnumpy(call().bitmap), want)
+    assert len(scans) == 2 and index.params.threads_per_block in scans
