@@ -330,6 +330,14 @@ def pareto_plot(records: Sequence[Record], path: Path | BinaryIO, info: PlotInfo
     if _spans(ys + hi + lo + [y for y, _, _ in refs]):
         ax.set_yscale("log")
         _plain_log_axis(ax.yaxis)
+    # Every point's place first: matplotlib autoscales as each point is drawn, and the first
+    # alone would give identical limits (it warns). One value on an axis (a linear one) gets
+    # a window centred on it.
+    ax.update_datalim(list(zip(xs, ys, strict=True)))
+    for values, set_lim in ((xs, ax.set_xlim), (ys + lo + hi, ax.set_ylim)):
+        if min(values) == max(values):
+            v = values[0]
+            set_lim(*((v / 2, v * 3 / 2) if v > 0 else (v - 1, v + 1)))
     for i, r in enumerate(rows):
         st = style[r.index]
         ax.errorbar([xs[i]], [ys[i]], yerr=[[ys[i] - lo[i]], [hi[i] - ys[i]]], fmt="none",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -334,5 +335,18 @@ def test_a_crowded_pareto_plot_keeps_labels_apart_and_off_other_markers(tmp_path
 def test_an_uncrowded_plot_labels_every_point_beside_it(tmp_path: Path) -> None:
     rows = [rec("a", [1.0, 1.0]), rec("b", [0.1, 0.1], resident=100_000),
             rec("c", [0.01, 0.01], resident=1_000_000)]
-    facts = pareto_plot(rows, tmp_path / "p.png", PlotInfo("w", "cpu", "c"))
+    with warnings.catch_warnings():  # nor does matplotlib warn of limits as it draws
+        warnings.simplefilter("error")
+        facts = pareto_plot(rows, tmp_path / "p.png", PlotInfo("w", "cpu", "c"))
     assert facts["clusters"] == [] and sorted(facts["labelled"]) == ["a", "b", "c"]
+
+
+
+def test_one_index_or_indexes_of_one_size_and_speed_plot_without_a_warning(
+        tmp_path: Path) -> None:
+    """Each axis gets a window around its one value."""
+    for rows in ([rec("a", [1.0, 1.0])], [rec("a", [0.5, 0.5]), rec("b", [0.5, 0.5])]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            facts = pareto_plot(rows, tmp_path / "p.png", PlotInfo("w", "cpu", "c"))
+        assert sorted(facts["labelled"]) == sorted(r.index for r in rows)
