@@ -41,7 +41,7 @@ MAX_WRITTEN_OUT = 8
 UNROLLS = (1, 2, 4, 8, 16)
 #: Threads per block (the fastest on an H200 at 1 to 4 columns).
 THREADS = 128
-#: Queries one launch spreads over grid.y (the kernel loops over more).
+#: Queries one launch takes, one a row of blocks (grid.y); more are launched again.
 MAX_GRID_Y = 65535
 #: Rows a 16-byte vector holds, by the keys' width in bytes.
 _ROWS = {4: 4, 8: 2}
@@ -121,13 +121,19 @@ def bind_vector_scan(table: Any, n: int, *, unroll: int | None = None,
     blocks = max(1, -(-warps // (threads_per_block // 32)))
     u32 = np.uint32
     launch = _launcher(kernel, table, ld, d, n, words, blocks, threads_per_block)
+    alloc = cupy.cuda.alloc  # the current allocator, as cupy.empty takes it
+    ndarray = cupy.ndarray
 
     def scan(lo: Any, hi: Any) -> Any:
         q = int(lo.shape[0])
-        out = cupy.empty((q, words), dtype=u32)
-        if q and words:
-            launch(q, lo, hi, out)
-        return out
+        if not (q and words):
+            return cupy.empty((q, words), dtype=u32)
+        # The answer's memory, the launch, and only then its array: a lone query waits for
+        # its launch, and making the array first cost it about 8 us on an H200's host
+        # (benchmarks/results/h200/2026-11-30-fused-scan-launch-first/)
+        memory = alloc(q * words * 4)
+        launch(q, lo, hi, memory)
+        return ndarray((q, words), dtype=u32, memptr=memory)
 
     return scan
 
@@ -139,34 +145,47 @@ _PARAMS = struct.Struct("@PqiqPPqqP")
 
 def _launcher(kernel: Any, table: Any, ld: int, d: int, n: int, words: int, blocks: int,
               threads: int) -> Callable[[int, Any, Any, Any], None]:
-    """``launch(q, lo, hi, out)``: the kernel over ``q`` queries through the driver's
-    ``cuLaunchKernel`` with one packed parameter buffer per thread (the fixed parameters
-    written once; a call writes the bounds' and the answer's pointers and the count). CuPy's
-    own call packs each argument anew: at one uint32 column, where a query reads for about
-    0.09 ms, its 20 us of host time before the launch was a fifth of a lone call. On another
-    device than the table's (made current by the caller) it takes CuPy's call."""
+    """``launch(q, lo, hi, memory)``: the kernel over ``q`` queries ((q, d) C-contiguous
+    bounds of the table's dtype), writing the answer into ``memory`` (a CuPy
+    ``MemoryPointer`` of ``q * words`` uint32), one query a row of blocks: a launch for each
+    :data:`MAX_GRID_Y` queries. Through the driver's ``cuLaunchKernel`` with one packed
+    parameter buffer per thread (the fixed parameters written once; a launch writes the
+    bounds' and the answer's pointers and the count). CuPy's own call packs each argument
+    anew: at one uint32 column, where a query reads for about 0.09 ms, its 20 us of host time
+    before the launch was a fifth of a lone call. On another device than the table's (made
+    current by the caller) it takes CuPy's call."""
     cupy = import_cupy()
     device = cupy.cuda.runtime.getDevice()
     function = kernel.kernel  # compiled here, for the table's device
     ptr = int(function.ptr)
     table_ptr = int(table.data.ptr)
     head = (table, np.int64(ld), np.int32(d), np.int64(n))
+    row = d * table.dtype.itemsize  # bytes of one query's bounds
     local = threading.local()
     get_device = cupy.cuda.runtime.getDevice
     stream = cupy.cuda.get_current_stream
     launch_kernel = cupy.cuda.driver.launchKernel
 
-    def launch(q: int, lo: Any, hi: Any, out: Any) -> None:
+    def launch(q: int, lo: Any, hi: Any, memory: Any) -> None:
         if get_device() != device:
-            kernel((blocks, min(q, MAX_GRID_Y)), (threads,),
-                   (*head, lo, hi, np.int64(q), np.int64(words), out))
+            out = cupy.ndarray((q, words), dtype=np.uint32, memptr=memory)
+            for s in range(0, q, MAX_GRID_Y):
+                e = min(q, s + MAX_GRID_Y)
+                kernel((blocks, e - s), (threads,),
+                       (*head, lo[s:e], hi[s:e], np.int64(e - s), np.int64(words), out[s:e]))
             return
         buf = getattr(local, "buf", None)
         if buf is None:  # this thread's first launch
             buf = param_buffer(local, bytes(_PARAMS.size), _PARAMS.size, device)
-        _PARAMS.pack_into(buf, 0, table_ptr, ld, d, n, lo.data.ptr, hi.data.ptr, q, words,
-                          out.data.ptr)
-        launch_kernel(ptr, blocks, min(q, MAX_GRID_Y), 1, threads, 1, 1, 0, stream().ptr, 0,
-                      local.extra_ptr)
+        lo_ptr, hi_ptr, out_ptr, on = lo.data.ptr, hi.data.ptr, memory.ptr, stream().ptr
+        if q <= MAX_GRID_Y:
+            _PARAMS.pack_into(buf, 0, table_ptr, ld, d, n, lo_ptr, hi_ptr, q, words, out_ptr)
+            launch_kernel(ptr, blocks, q, 1, threads, 1, 1, 0, on, 0, local.extra_ptr)
+            return
+        for s in range(0, q, MAX_GRID_Y):  # the driver reads the buffer as it launches
+            m = min(MAX_GRID_Y, q - s)
+            _PARAMS.pack_into(buf, 0, table_ptr, ld, d, n, lo_ptr + s * row, hi_ptr + s * row,
+                              m, words, out_ptr + s * words * 4)
+            launch_kernel(ptr, blocks, m, 1, threads, 1, 1, 0, on, 0, local.extra_ptr)
 
     return launch

@@ -74,27 +74,28 @@ def table_of(cols: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 CASES = [
-    # n, d, dtype, body written out for (0: the loop), unroll, threads a block, queries, grid rows
-    (1, 1, U32, 1, 2, 32, 1, 1),
-    (3, 2, U32, 2, 2, 32, 2, 2),
-    (31, 3, U32, 3, 1, 32, 1, 1),
-    (32, 1, U32, 1, 4, 64, 3, 2),
-    (1000, 3, U32, 3, 2, 64, 2, 1),
-    (1025, 2, U32, 2, 4, 32, 1, 1),
-    (2051, 5, U32, 0, 2, 64, 2, 2),
-    (4100, 1, U32, 1, 2, 64, 1, 1),
-    (1, 1, U64, 1, 4, 32, 1, 1),
-    (33, 3, U64, 3, 2, 32, 2, 1),
-    (1023, 2, U64, 2, 4, 64, 1, 1),
-    (2049, 5, U64, 0, 1, 64, 3, 2),
+    # n, d, dtype, body written out for (0: the loop), unroll, threads a block, queries (one
+    # a row of blocks)
+    (1, 1, U32, 1, 2, 32, 1),
+    (3, 2, U32, 2, 2, 32, 2),
+    (31, 3, U32, 3, 1, 32, 1),
+    (32, 1, U32, 1, 4, 64, 3),
+    (1000, 3, U32, 3, 2, 64, 2),
+    (1025, 2, U32, 2, 4, 32, 1),
+    (2051, 5, U32, 0, 2, 64, 2),
+    (4100, 1, U32, 1, 2, 64, 1),
+    (1, 1, U64, 1, 4, 32, 1),
+    (33, 3, U64, 3, 2, 32, 2),
+    (1023, 2, U64, 2, 4, 64, 1),
+    (2049, 5, U64, 0, 1, 64, 3),
 ]
 
 
-@pytest.mark.parametrize(("n", "d", "dtype", "written_out", "unroll", "block", "queries",
-                          "grid_y"), CASES)
+@pytest.mark.parametrize(("n", "d", "dtype", "written_out", "unroll", "block", "queries"),
+                         CASES)
 def test_the_body_answers_like_numpy_and_reads_every_row_once_a_query(
         emulation: ctypes.CDLL, n: int, d: int, dtype: np.dtype, written_out: int,
-        unroll: int, block: int, queries: int, grid_y: int) -> None:
+        unroll: int, block: int, queries: int) -> None:
     rng = np.random.default_rng(n * 7 + d)
     top = int(np.iinfo(dtype).max)
     cols = rng.integers(0, top, size=(n, d), dtype=dtype, endpoint=True)
@@ -117,7 +118,7 @@ def test_the_body_answers_like_numpy_and_reads_every_row_once_a_query(
     counts = np.zeros(size, dtype=np.uint8)
     faults = np.zeros(3, dtype=np.int64)
     rc = emulation.emu_scan(
-        int(dtype == U64), written_out, unroll, grid, grid_y, block,
+        int(dtype == U64), written_out, unroll, grid, queries, block,
         ctypes.c_void_p(base), ctypes.c_longlong(ld), d, ctypes.c_longlong(n),
         ctypes.c_void_p(np.ascontiguousarray(lo).ctypes.data),
         ctypes.c_void_p(np.ascontiguousarray(hi).ctypes.data), ctypes.c_longlong(queries),
@@ -225,3 +226,19 @@ def test_a_build_binds_its_vector_scan_once_for_both_paths_and_again_for_new_thr
     for call in calls:
         np.testing.assert_array_equal(cupy.asnumpy(call().bitmap), want)
     assert len(scans) == 2 and index.params.threads_per_block in scans
+
+
+@pytest.mark.gpu
+def test_more_queries_than_a_launch_takes_are_answered_by_several_launches() -> None:
+    """One query a row of blocks, at most MAX_GRID_Y rows a launch: a batch of more is
+    launched again from where the last launch stopped, bounds and answers alike."""
+    import cupy
+
+    rng = np.random.default_rng(9)
+    cols = rng.integers(0, 1 << 20, size=(200, 2), dtype=U32)
+    q = vector.MAX_GRID_Y + 37
+    lo = rng.integers(0, 1 << 20, size=(q, 2), dtype=U32)
+    hi = lo + rng.integers(0, 1 << 19, size=(q, 2), dtype=U32)
+    index = indexzoo.create("fused-scan", device="cuda").build(cols)
+    got = index.range(cupy.asarray(lo), cupy.asarray(hi), out="bitmap").bitmap
+    np.testing.assert_array_equal(cupy.asnumpy(got), bitmaps_of(cols, lo, hi))
