@@ -97,12 +97,16 @@ class PreparedRange(typing.NamedTuple):
 
     def takes(self, lo: Any, hi: Any, params: IndexParams) -> bool:
         """Whether bounds ``lo``, ``hi`` under the index's current ``params`` need no pipeline
-        stage."""
-        return (type(lo) is self.array_type and type(hi) is self.array_type
-                and lo.dtype is self.dtype and hi.dtype is self.dtype and lo.ndim == self.ndim
-                and lo.shape == hi.shape and 0 < lo.shape[0] <= self.max_batch
-                and (self.ndim == 1 or lo.shape[1] == self.dims)
-                and params is self.params and _c_contiguous(lo) and _c_contiguous(hi))
+        stage. (A lone GPU query waits for this before its launch: the shape is read once,
+        CuPy building a tuple each time.)"""
+        if type(lo) is not self.array_type or type(hi) is not self.array_type \
+                or params is not self.params:
+            return False
+        shape = lo.shape
+        return (lo.dtype is self.dtype and hi.dtype is self.dtype and len(shape) == self.ndim
+                and shape == hi.shape and 0 < shape[0] <= self.max_batch
+                and (self.ndim == 1 or shape[1] == self.dims)
+                and _c_contiguous(lo) and _c_contiguous(hi))
 
 
 # ---------------------------------------------------------------------- the two calls
@@ -119,7 +123,17 @@ def point(index: Any, queries: Any, out: Any) -> LookupResult:
 
 
 def range_lookup(index: Any, lo: Any, hi: Any, out: Any) -> LookupResult:
-    """``index.range(lo, hi, out=out)``, bounds by column included."""
+    """``index.range(lo, hi, out=out)``, bounds by column included. Bounds the prepared path
+    takes (arrays of the index's device, never a mapping) are tried first: a lone GPU query
+    waits for everything before its launch."""
+    st = index._state
+    key = _RANGE_KEYS.get(out) if type(out) is str else None
+    if st is not None and key is not None and hi is not None:
+        prep = st._prepared.get(key, _UNPREPARED)
+        if prep is _UNPREPARED:
+            prep = prepare_range(index, st, out)
+        if prep is not None and prep.takes(lo, hi, index.params):
+            return typing.cast(LookupResult, prep.answer(lo, hi))
     if isinstance(lo, Mapping):
         if hi is not None:
             raise InvalidInput("argument 'hi': bounds given by column ({column: (lo, hi)}) "
@@ -128,14 +142,6 @@ def range_lookup(index: Any, lo: Any, hi: Any, out: Any) -> LookupResult:
     elif hi is None:
         raise InvalidInput("argument 'hi': missing; give range(lo, hi) or "
                            "range({column: (lo, hi)})")
-    st = index._state
-    key = _RANGE_KEYS.get(out) if type(out) is str else None
-    if st is not None and key is not None:
-        prep = st._prepared.get(key, _UNPREPARED)
-        if prep is _UNPREPARED:
-            prep = prepare_range(index, st, out)
-        if prep is not None and prep.takes(lo, hi, index.params):
-            return typing.cast(LookupResult, prep.answer(lo, hi))
     return typing.cast(LookupResult, index._lookup("range", out, (lo, hi)))
 
 
