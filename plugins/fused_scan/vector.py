@@ -129,7 +129,7 @@ def bind_vector_scan(table: Any, n: int, *, unroll: int | None = None,
         if not (q and words):
             return cupy.empty((q, words), dtype=u32)
         # The answer's memory, the launch, and only then its array: a lone query waits for
-        # its launch, and making the array first cost it about 8 us on an H200's host
+        # its launch, and making the array first cost it 2 to 5 us on the hosts of two H200s
         # (benchmarks/results/h200/2026-11-30-fused-scan-launch-first/)
         memory = alloc(q * words * 4)
         launch(q, lo, hi, memory)
