@@ -87,72 +87,70 @@ __device__ __forceinline__ void fs_scan(const K* __restrict__ cols, long long ld
   // and cost a lone query there about 8% on an H200.
   const long long q = blockIdx.y;
   if (q >= queries) return;
-  {
-    K base[DC], span[DC];
-    bool none = false;
-    if (D > 0) {
+  K base[DC], span[DC];
+  bool none = false;
+  if (D > 0) {
 #pragma unroll
-      for (int j = 0; j < DC; j++) {
-        base[j] = lo[q * cols_n + j];
-        const K h = hi[q * cols_n + j];
-        none = none || base[j] > h;
-        span[j] = h - base[j];
-      }
+    for (int j = 0; j < DC; j++) {
+      base[j] = lo[q * cols_n + j];
+      const K h = hi[q * cols_n + j];
+      none = none || base[j] > h;
+      span[j] = h - base[j];
     }
-    unsigned int mine = 0u;
+  }
+  unsigned int mine = 0u;
 #pragma unroll 1
-    for (int s0 = 0; s0 < STEPS; s0 += U) {
-      unsigned int bits[U];
-      if (D > 0) {
-        V v[U][DC];
+  for (int s0 = 0; s0 < STEPS; s0 += U) {
+    unsigned int bits[U];
+    if (D > 0) {
+      V v[U][DC];
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-          const long long g = g0 + (long long)(s0 + u) * 32 + lane;
+      for (int u = 0; u < U; u++) {
+        const long long g = g0 + (long long)(s0 + u) * 32 + lane;
 #pragma unroll
-          for (int j = 0; j < DC; j++)
-            if (g < groups) v[u][j] = fs_load(reinterpret_cast<const V*>(cols + j * ld) + g);
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-          unsigned int b = (1u << R) - 1u;
-#pragma unroll
-          for (int j = 0; j < DC; j++) b &= fs_in(v[u][j], base[j], span[j]);
-          bits[u] = b;
-        }
-      } else {  // any number of columns: one column's U vectors in flight at a time
-#pragma unroll
-        for (int u = 0; u < U; u++) bits[u] = (1u << R) - 1u;
-        for (int j = 0; j < cols_n; j++) {
-          const K b0 = lo[q * cols_n + j], h = hi[q * cols_n + j];
-          none = none || b0 > h;
-          V v[U];
-#pragma unroll
-          for (int u = 0; u < U; u++) {
-            const long long g = g0 + (long long)(s0 + u) * 32 + lane;
-            if (g < groups) v[u] = fs_load(reinterpret_cast<const V*>(cols + j * ld) + g);
-          }
-#pragma unroll
-          for (int u = 0; u < U; u++) bits[u] &= fs_in(v[u], b0, (K)(h - b0));
-        }
+        for (int j = 0; j < DC; j++)
+          if (g < groups) v[u][j] = fs_load(reinterpret_cast<const V*>(cols + j * ld) + g);
       }
 #pragma unroll
       for (int u = 0; u < U; u++) {
-        const long long r = (g0 + (long long)(s0 + u) * 32 + lane) * R;  // the lane's first row
-        unsigned int b = bits[u];
-        if (r + R > n) b = r >= n ? 0u : b & ((1u << (unsigned int)(n - r)) - 1u);
-        unsigned int word = b << (R * (lane % LANES));
+        unsigned int b = (1u << R) - 1u;
 #pragma unroll
-        for (int o = 1; o < LANES; o <<= 1) word |= __shfl_xor_sync(full, word, o);
-        // lanes k*LANES .. k*LANES+LANES-1 now hold word k of this step, word
-        // (s0 + u) * R + k of the chunk; lane L keeps word L
-        const unsigned int w = __shfl_sync(full, word, (lane % R) * LANES);
-        if (lane / R == (unsigned int)(s0 + u)) mine = w;
+        for (int j = 0; j < DC; j++) b &= fs_in(v[u][j], base[j], span[j]);
+        bits[u] = b;
+      }
+    } else {  // any number of columns: one column's U vectors in flight at a time
+#pragma unroll
+      for (int u = 0; u < U; u++) bits[u] = (1u << R) - 1u;
+      for (int j = 0; j < cols_n; j++) {
+        const K b0 = lo[q * cols_n + j], h = hi[q * cols_n + j];
+        none = none || b0 > h;
+        V v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const long long g = g0 + (long long)(s0 + u) * 32 + lane;
+          if (g < groups) v[u] = fs_load(reinterpret_cast<const V*>(cols + j * ld) + g);
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) bits[u] &= fs_in(v[u], b0, (K)(h - b0));
       }
     }
-    if (none) mine = 0u;
-    const long long at = warp * 32 + lane;
-    if (at < words) out[q * words + at] = mine;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+      const long long r = (g0 + (long long)(s0 + u) * 32 + lane) * R;  // the lane's first row
+      unsigned int b = bits[u];
+      if (r + R > n) b = r >= n ? 0u : b & ((1u << (unsigned int)(n - r)) - 1u);
+      unsigned int word = b << (R * (lane % LANES));
+#pragma unroll
+      for (int o = 1; o < LANES; o <<= 1) word |= __shfl_xor_sync(full, word, o);
+      // lanes k*LANES .. k*LANES+LANES-1 now hold word k of this step, word
+      // (s0 + u) * R + k of the chunk; lane L keeps word L
+      const unsigned int w = __shfl_sync(full, word, (lane % R) * LANES);
+      if (lane / R == (unsigned int)(s0 + u)) mine = w;
+    }
   }
+  if (none) mine = 0u;
+  const long long at = warp * 32 + lane;
+  if (at < words) out[q * words + at] = mine;
 }
 
 #if FS_WIDE
