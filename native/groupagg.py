@@ -187,7 +187,7 @@ def read_packed(packed: Any, width: int, first: int, host: np.ndarray | None = N
 def packed_records(got: np.ndarray, packed: Any, width: int, first: int) -> np.ndarray:
     """:func:`read_packed`'s records from ``got``, the first words of ``packed`` already on the
     host (the number and up to ``first`` records); the rest copied from ``packed`` where the
-    kernel packed more."""
+    kernel packed more. The records are a new array, never a view of ``got``."""
     from indexzoo.devices import to_numpy
 
     m = int(got[0])

@@ -125,6 +125,14 @@ def result_rows(p: Plan) -> tuple[np.ndarray, list[int]]:
     return row_of, kinds
 
 
+def _group_codes(ids: np.ndarray, strides: list[int], sizes: list[int], mins: list[int],
+                 maps: list[Any]) -> list[np.ndarray]:
+    """Per group column, the table codes of result slots ``ids`` (the slot is the mixed-radix
+    number of the columns' codes less their minimum, or of a dense column's numbers)."""
+    keys = [(ids // s) % k + lo for s, k, lo in zip(strides, sizes, mins, strict=True)]
+    return [k if m is None else m[k] for k, m in zip(keys, maps, strict=True)]
+
+
 def _padded(n: int) -> int:
     """``n`` columns rounded up to a multiple of four (at least four)."""
     return max(4, -(-n // 4) * 4)
@@ -138,6 +146,9 @@ COPIES_UP_TO = 1 << 16
 
 #: Result slots a query's first copy back holds; a query that fills more copies the rest next.
 FIRST_COPY_SLOTS = 1024
+#: The most result slots a query keeps its group columns' codes by slot for (8 bytes a slot
+#: and column).
+DECODE_TABLE_SLOTS = 1 << 16
 
 
 @dataclass
@@ -178,6 +189,9 @@ class _Prepared:
     graph: Any = None
     runs: int = 0
     head: Any = None  # GPU: the device words a run copies back first (:meth:`CrystalEngine._head`)
+    #: per group column, its table code by slot (:data:`DECODE_TABLE_SLOTS` slots at most),
+    #: else None: a run's groups decode by one gather a column, not three operations
+    by_slot: list[np.ndarray] | None = None
 
     @property
     def rows(self) -> int:
@@ -321,6 +335,9 @@ class CrystalEngine(QueryEngine):
             fills, kinds, outputs, strides, sizes, gmin, gmaps, floor_bytes(t, p.query), private,
             n_listed, groupagg.host_buffer(buf, 1 + min(n_slots, FIRST_COPY_SLOTS) * (rows + 1)),
             fold)
+        if n_slots <= DECODE_TABLE_SLOTS:
+            prepared.by_slot = _group_codes(np.arange(n_slots, dtype=np.int64), strides, sizes,
+                                            gmin, gmaps)
         with contextlib.suppress(TypeError):  # an unhashable query is not kept
             view._queries[p.query] = prepared
         return prepared
@@ -388,7 +405,7 @@ class CrystalEngine(QueryEngine):
             row = head.copy() if head is not None else to_numpy(q.buf[:q.rows])
             records = np.concatenate([[0], row]).reshape(1, -1)[:1 if row[0] else 0]
         elif head is not None:
-            records = groupagg.packed_records(head.copy(), q.packed, q.rows + 1,
+            records = groupagg.packed_records(head, q.packed, q.rows + 1,  # (a new array)
                                               min(q.n_slots, FIRST_COPY_SLOTS))
         else:
             # the slots the CPU kernel listed, or every slot (an empty query on the GPU)
@@ -399,9 +416,8 @@ class CrystalEngine(QueryEngine):
         if not p.group_by and len(records) == 0:  # a query without GROUP BY answers one row
             ids = np.zeros(1, dtype=np.int64)
             vals = np.array([[_INIT[kind]] for kind in q.kinds], dtype=np.int64)
-        keys = [(ids // s) % k + lo_ for s, k, lo_ in zip(q.strides, q.sizes, q.mins,
-                                                          strict=True)]
-        keys = [k if m is None else m[k] for k, m in zip(keys, q.maps, strict=True)]
+        keys = ([codes[ids] for codes in q.by_slot] if q.by_slot is not None else
+                _group_codes(ids, q.strides, q.sizes, q.mins, q.maps))
         per: list[list[np.ndarray | None]] = [[None] * len(p.values) for _ in range(3)]
         for kind, e, r in q.outputs:
             per[kind][e] = vals[r]
