@@ -56,7 +56,7 @@ from indexzoo.errors import IndexZooError, InvalidInput
 from indexzoo.keys import KeyMap
 from indexzoo.results import Out
 
-from . import mailbox, partition, worker
+from . import mailbox, partition, route_kernels, worker
 from .handoff import Handoff, weigh
 from .lost import ShardLost, raised_by_a_task
 from .replicas import Copy, alive_workers, wait_pinned
@@ -125,13 +125,16 @@ def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
         enc, outside = (arrays[0], None) if routing.encoded else \
             km.encode_points(arrays[0], name="queries")
         alone = _only_live(routing)
-        if alone is not None:  # one shard holds every key: it answers every lookup
+        split = _split(routing, enc, shards, outside) if alone is None else None
+        if split is not None:  # the positions and the pieces from the GPU in two passes
+            routes = [idx for idx, _ in split]
+        elif alone is not None:  # one shard holds every key: it answers every lookup
             routes = [_every(enc) if s == alone else _none(enc) for s in range(shards)]
         else:
             routes = partition.route_points(routing.scheme, enc, shards, routing.lo,
                                             routing.hi, routing.heavy)
-        if outside is not None:  # lookups no key can equal: every shard leaves them out
-            inside = ~outside
+        if outside is not None and split is None:  # lookups no key can equal: every
+            inside = ~outside  # shard leaves them out
             routes = [idx[inside[idx]] for idx in routes]
         encoded: tuple[Any, ...] = (enc,)
     else:
@@ -144,6 +147,7 @@ def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
             routes = partition.route_ranges(routing.scheme, elo, ehi, shards, routing.lo,
                                             routing.hi)
         encoded = (elo, ehi)
+        split = None
     here = _here()
     positions: list[Any] = []
     pieces: list[Handoff | None] = []
@@ -156,10 +160,27 @@ def route(routing: Routing, kind: str, *chunks: Any) -> Routed:
         elif idx.shape[0] == size:  # the whole chunk, in order: no gather, no scatter
             positions.append(None)
             pieces.append(Handoff(encoded, ipc=ipc))
+        elif split is not None:
+            positions.append(idx)
+            pieces.append(Handoff((split[s][1],), ipc=ipc))
         else:
             positions.append(idx)
             pieces.append(Handoff(tuple(a[idx] for a in encoded), ipc=ipc))
     return Routed(size, positions, pieces)
+
+
+def _split(routing: Routing, enc: Any, shards: int, outside: Any) -> list[tuple[Any, Any]] | None:
+    """Each shard's (positions, lookups) of a CuPy chunk of point lookups, cut on the GPU in
+    two passes (:func:`.route_kernels.split`); None where that does not apply (NumPy, other
+    dtypes, one shard or more than eight, heavy keys, the rows scheme)."""
+    if not route_kernels.takes(enc, shards) or \
+            (outside is not None and type(outside) is not type(enc)):
+        return None
+    if routing.scheme == "range":
+        return route_kernels.split(enc, shards, routing.lo, routing.hi, outside)
+    if routing.scheme == "hash" and routing.heavy.shape[0] == 0:
+        return route_kernels.split(enc, shards, None, None, outside)
+    return None
 
 
 def _only_live(routing: Routing) -> int | None:
@@ -562,6 +583,16 @@ def combine(out: str, q: int, asked: list[tuple[int, Any]], parts: list[Any],
             got[at] = xp.where(cur == miss, answer, cur)
         return got
     if out in ("count", "sum"):
+        dtype = np.dtype(np.uint64 if out == "sum" else rowid_dtype)
+        if xp is not np and route_kernels.adds(dtype):
+            # on the GPU: atomic adds into the answer's own dtype, one pass a shard
+            got = xp.zeros(q, dtype=dtype)
+            for (_, idx), answer in zip(asked, parts, strict=True):
+                if idx is None:
+                    got += answer.astype(dtype, copy=False)
+                else:
+                    route_kernels.place(got, idx, answer)
+            return got
         acc = xp.zeros(q, dtype=np.uint64)
         with np.errstate(over="ignore"):
             for (_, idx), answer in zip(asked, parts, strict=True):

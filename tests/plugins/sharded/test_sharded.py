@@ -447,6 +447,83 @@ def test_routing_on_the_gpu_sends_each_lookup_where_numpy_does(dtype: Any) -> No
                 assert np.array_equal(cupy.asnumpy(got[s]), want[s]), (scheme, shards, s)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64])
+def test_the_two_pass_split_gives_numpys_positions_and_pieces(dtype: Any) -> None:
+    """route_kernels.split: for every shard the positions NumPy's routing gives, in order,
+    and the lookups at them; boundaries held by two shards, empty shards, lookups marked
+    outside, chunks that end inside a block and chunks of no lookup."""
+    import cupy
+
+    from indexzoo.plugins.sharded import route_kernels
+
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 2047, 2049, 300_001):
+        q = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        q[:min(n, 4)] = [info.min, info.max, 0, 1][:min(n, 4)]
+        outside = rng.random(n) < 0.05
+        for shards in (2, 3, 8):
+            cuts = np.sort(rng.choice(q, shards) if n else np.zeros(shards, dtype))
+            lo = cuts.copy()
+            lo[0] = info.min
+            hi = np.concatenate([cuts[1:], [info.max]]).astype(dtype)  # a cut in two shards
+            lo[-1], hi[-1] = (info.max, info.min) if shards == 8 else (lo[-1], hi[-1])  # empty
+            for scheme, bounds in (("range", (lo, hi)), ("hash", (None, None))):
+                for out in (None, outside):
+                    want = partition.route_points(scheme, q, shards, lo, hi, q[:0])
+                    if out is not None:
+                        want = [idx[~out[idx]] for idx in want]
+                    got = route_kernels.split(cupy.asarray(q), shards, *bounds,
+                                              None if out is None else cupy.asarray(out))
+                    assert len(got) == shards
+                    for s, (idx, piece) in enumerate(got):
+                        assert np.array_equal(cupy.asnumpy(idx), want[s]), (n, shards, s)
+                        assert np.array_equal(cupy.asnumpy(piece), q[want[s]])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.uint32, np.int64, np.uint64])
+def test_placing_answers_adds_them_as_numpy_does_wrapping_included(dtype: Any) -> None:
+    """route_kernels.place, and combine on the GPU for counts and sums: shards asked the same
+    lookup add up; sums wrap at 2^64."""
+    import cupy
+
+    from indexzoo.plugins.sharded import route_kernels
+    from indexzoo.plugins.sharded.dask_lookups import combine
+
+    rng = np.random.default_rng(3)
+    q = 100_003
+    asked = [(0, np.sort(rng.choice(q, 60_000, replace=False))),
+             (1, np.sort(rng.choice(q, 70_000, replace=False))), (2, None)]
+    top = np.iinfo(dtype).max
+    parts = [rng.integers(0, top, 60_000, dtype=dtype, endpoint=True),
+             rng.integers(0, top, 70_000, dtype=dtype, endpoint=True),
+             rng.integers(0, top, q, dtype=dtype, endpoint=True)]
+    want = np.zeros(q, dtype=dtype)
+    with np.errstate(over="ignore"):
+        for (_, idx), part in zip(asked, parts, strict=True):
+            want[slice(None) if idx is None else idx] += part
+    got = cupy.zeros(q, dtype=dtype)
+    for (_, idx), part in zip(asked, parts, strict=True):
+        if idx is not None:
+            route_kernels.place(got, cupy.asarray(idx), cupy.asarray(part))
+        else:
+            got += cupy.asarray(part)
+    assert np.array_equal(cupy.asnumpy(got), want)
+    on_gpu = [(s, None if idx is None else cupy.asarray(idx)) for s, idx in asked]
+    sums = combine("sum", q, on_gpu, [cupy.asarray(p.astype(np.uint64)) for p in parts],
+                   np.dtype(np.uint64), xp=cupy)
+    assert np.array_equal(cupy.asnumpy(sums),
+                          combine("sum", q, asked, [p.astype(np.uint64) for p in parts],
+                                  np.dtype(np.uint64)))
+    counts = [rng.integers(0, 3, p.shape[0], dtype=np.uint32) for p in parts]
+    assert np.array_equal(
+        cupy.asnumpy(combine("count", q, on_gpu, [cupy.asarray(c) for c in counts],
+                             np.dtype(dtype), xp=cupy)),
+        combine("count", q, asked, counts, np.dtype(dtype)))
+
+
 def test_a_letter_names_some_arrays_and_some_items_of_a_mailbox() -> None:
     """The bookkeeping of a mailbox letter (the copies themselves need GPUs: the sharded
     conformance run on two GPUs covers them)."""

@@ -1,0 +1,213 @@
+"""The GPU side of routing a chunk of point lookups and of putting its answers back: CUDA C++
+through CuPy (the rest of the package's routing is NumPy-style code that runs on both).
+
+* :func:`split` cuts a CuPy chunk into one piece a shard in two passes over it, where
+  :func:`~.partition.route_points` and a gather take one pass of arithmetic, a
+  ``flatnonzero`` (a scan, a scatter and a wait) a shard and a gather a shard. Pass one
+  counts each block's lookups of each shard; a cumulative sum turns the counts into each
+  block's place in each piece; pass two writes every lookup and its position into the pieces
+  of the shards it goes to, a warp's lookups of one shard side by side (a ballot and a
+  population count), so the pieces keep the chunk's order and equal what ``flatnonzero`` and
+  the gather give. A lookup goes to every shard whose bit its mask sets: under the range
+  scheme every shard whose smallest and largest key hold it, under the hash scheme (without
+  heavy keys) the one shard of its hash. 2^25 uint32 lookups over two shards, one H200:
+  0.50 ms against 1.18 ms for the NumPy-style route and the gathers.
+* :func:`place` adds a shard's answers (counts or sums) into the chunk's answer at their
+  positions with atomic adds, so shards whose pieces overlap (a key on a boundary) add up as
+  ``acc[idx] += answer`` does, in one pass, straight into the answer's dtype: 0.26 ms for the
+  answers of 2^25 lookups against 1.10 ms for ``zeros``, the indexed adds and ``astype``.
+
+Used for 2 to :data:`MOST_SHARDS` shards and integer lookups of 4 or 8 bytes; anything else
+routes as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MOST_SHARDS", "adds", "place", "split", "takes"]
+
+#: Shards a lookup's mask can name (one bit each).
+MOST_SHARDS = 8
+_THREADS = 256
+_ITEMS = 8  # lookups a thread handles in each pass: a block covers 2,048
+
+_TYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned int",
+          np.dtype(np.int64): "long long", np.dtype(np.uint64): "unsigned long long"}
+
+_SOURCE = r"""
+#define THREADS 256
+#define ITEMS 8
+#define WARPS (THREADS / 32)
+
+template<typename T>
+__device__ __forceinline__ unsigned mask_of(T v, const T* lo, const T* hi, int shards,
+                                            int hashed) {
+  if (hashed) {
+    unsigned long long z = (unsigned long long)v;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    return 1u << (int)(z % (unsigned long long)shards);
+  }
+  unsigned m = 0;
+  for (int s = 0; s < shards; ++s) m |= (unsigned)(lo[s] <= v && v <= hi[s]) << s;
+  return m;
+}
+
+template<typename T>
+__device__ __forceinline__ unsigned lookup_mask(const T* q, const bool* outside, long long i,
+                                                long long n, const T* lo, const T* hi,
+                                                int shards, int hashed) {
+  if (i >= n || (outside != nullptr && outside[i])) return 0u;
+  return mask_of(q[i], lo, hi, shards, hashed);
+}
+
+// pass 1: counts[s * blocks + b], block b's lookups that go to shard s
+template<typename T>
+__global__ void split_count(const T* q, const bool* outside, long long n, const T* lo,
+                            const T* hi, int shards, int hashed, long long* counts) {
+  __shared__ unsigned total[8];
+  if (threadIdx.x < 8) total[threadIdx.x] = 0;
+  __syncthreads();
+  long long base = (long long)blockIdx.x * (THREADS * ITEMS);
+  unsigned c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int j = 0; j < ITEMS; ++j) {
+    unsigned m = lookup_mask(q, outside, base + j * THREADS + threadIdx.x, n, lo, hi, shards,
+                             hashed);
+    for (int s = 0; s < shards; ++s) c[s] += (m >> s) & 1u;
+  }
+  for (int s = 0; s < shards; ++s) {
+    unsigned v = c[s];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0 && v) atomicAdd(total + s, v);
+  }
+  __syncthreads();
+  if (threadIdx.x < shards)
+    counts[(long long)threadIdx.x * gridDim.x + blockIdx.x] = total[threadIdx.x];
+}
+
+// pass 2: each lookup and its position into the pieces of its shards, in the chunk's order
+// (starts[s * blocks + b]: where block b's lookups begin in piece s)
+template<typename T>
+__global__ void split_write(const T* q, const bool* outside, long long n, const T* lo,
+                            const T* hi, int shards, int hashed, const long long* starts,
+                            const unsigned long long* pieces,
+                            const unsigned long long* positions) {
+  __shared__ unsigned at[ITEMS][WARPS][8];
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  unsigned below = (1u << lane) - 1u;
+  long long base = (long long)blockIdx.x * (THREADS * ITEMS);
+  unsigned m[ITEMS];
+  for (int j = 0; j < ITEMS; ++j) {
+    m[j] = lookup_mask(q, outside, base + j * THREADS + threadIdx.x, n, lo, hi, shards,
+                       hashed);
+    for (int s = 0; s < shards; ++s) {
+      unsigned b = __ballot_sync(0xffffffffu, (m[j] >> s) & 1u);
+      if (lane == 0) at[j][warp][s] = __popc(b);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < shards) {  // each warp's place in the block's share of piece s
+    int s = threadIdx.x;
+    unsigned run = 0;
+    for (int j = 0; j < ITEMS; ++j)
+      for (int w = 0; w < WARPS; ++w) {
+        unsigned k = at[j][w][s];
+        at[j][w][s] = run;
+        run += k;
+      }
+  }
+  __syncthreads();
+  for (int j = 0; j < ITEMS; ++j) {
+    long long i = base + j * THREADS + threadIdx.x;
+    for (int s = 0; s < shards; ++s) {
+      unsigned b = __ballot_sync(0xffffffffu, (m[j] >> s) & 1u);
+      if ((m[j] >> s) & 1u) {
+        long long k = starts[(long long)s * gridDim.x + blockIdx.x] + at[j][warp][s]
+                      + __popc(b & below);
+        ((T*)pieces[s])[k] = q[i];
+        ((long long*)positions[s])[k] = i;
+      }
+    }
+  }
+}
+"""
+
+_module: list[Any] = []
+
+
+def _kernels() -> Any:
+    if not _module:
+        import cupy
+
+        names = [f"split_{p}<{t}>" for t in _TYPES.values() for p in ("count", "write")]
+        _module.append(cupy.RawModule(code=_SOURCE, options=("-std=c++17",),
+                                      name_expressions=names))
+    return _module[0]
+
+
+def _placer() -> Any:
+    if len(_module) < 2:
+        import cupy
+
+        _kernels()
+        _module.append(cupy.ElementwiseKernel(
+            "int64 at, A answer", "raw U out", "atomicAdd(&out[at], (U)answer)",
+            "indexzoo_sharded_place"))
+    return _module[1]
+
+
+def takes(q: Any, shards: int) -> bool:
+    """Whether :func:`split` takes this chunk (a CuPy array of 4- or 8-byte integers) and
+    this many shards."""
+    return (type(q).__module__.startswith("cupy") and q.ndim == 1
+            and np.dtype(q.dtype) in _TYPES and 2 <= shards <= MOST_SHARDS)
+
+
+def split(q: Any, shards: int, lo: np.ndarray | None, hi: np.ndarray | None,
+          outside: Any = None) -> list[tuple[Any, Any]]:
+    """For each shard, (the positions in ``q`` of its lookups as int64, those lookups), in
+    ``q``'s order: the lookups in its ``[lo[s], hi[s]]`` (range scheme), or, with ``lo`` and
+    ``hi`` None, those whose hash is ``s`` (hash scheme, no heavy keys); ``outside`` (a CuPy
+    bool array, or None) marks lookups no shard gets."""
+    import cupy
+
+    n = int(q.shape[0])
+    dtype = np.dtype(q.dtype)
+    hashed = lo is None
+    bounds = [cupy.asarray(np.zeros(1, dtype) if hashed else np.asarray(b).astype(dtype))
+              for b in (lo, hi)]
+    blocks = max(1, -(-n // (_THREADS * _ITEMS)))
+    nothing = np.uint64(0)  # (a null pointer: no lookup is outside)
+    args = (q, nothing if outside is None else outside, np.int64(n), bounds[0], bounds[1],
+            np.int32(shards), np.int32(hashed))
+    counts = cupy.empty((shards, blocks), dtype=np.int64)
+    mod = _kernels()
+    name = _TYPES[dtype]
+    mod.get_function(f"split_count<{name}>")((blocks,), (_THREADS,), (*args, counts))
+    ends = cupy.cumsum(counts, axis=1)
+    sizes = [int(k) for k in ends[:, -1].get()]
+    pieces = [cupy.empty(k, dtype=dtype) for k in sizes]
+    positions = [cupy.empty(k, dtype=np.int64) for k in sizes]
+    where = cupy.asarray(np.array([[p.data.ptr for p in pieces],
+                                   [p.data.ptr for p in positions]], dtype=np.uint64))
+    mod.get_function(f"split_write<{name}>")((blocks,), (_THREADS,),
+                                             (*args, ends - counts, where[0], where[1]))
+    return list(zip(positions, pieces, strict=True))
+
+
+def adds(dtype: np.dtype) -> bool:
+    """Whether :func:`place` adds into an answer of ``dtype`` (integers of 4 or 8 bytes)."""
+    return dtype.kind in "iu" and dtype.itemsize in (4, 8)
+
+
+def place(out: Any, at: Any, answer: Any) -> None:
+    """``out[at] += answer`` for integer ``out`` of 4 or 8 bytes, in ``out``'s dtype (as
+    unsigned: wrapping), positions repeated across calls adding up."""
+    if at.shape[0] == 0:
+        return
+    target = out.view(np.dtype(f"u{out.dtype.itemsize}"))
+    _placer()(at, answer, target)
