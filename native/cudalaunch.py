@@ -261,12 +261,16 @@ def _extractor(plans: list[Any]) -> Callable[..., tuple[Any, ...]]:
 
 
 def fast_launcher(owner: Any, fn: Any, args: tuple[Any, ...]) -> CupyLaunch | None:
-    """The CuPy launcher of dispatcher ``fn`` for these arguments' types (made on first use and
-    kept in ``owner._fast``), or None where only numba's own launch can run them."""
+    """The CuPy launcher of dispatcher ``fn`` for these arguments' types on the current device
+    (made on first use and kept in ``owner._fast``), or None where only numba's own launch can
+    run them."""
     cupy = cupy_module() if _FAST_LAUNCH else None
     key = None if cupy is None else _arg_key(args, cupy.ndarray)
     if key is None:
         return None
+    # a launcher's module is loaded into one device's context: one launcher a device (the
+    # handle of another GPU's launched here fails with CUDA_ERROR_INVALID_HANDLE)
+    key = (cupy.cuda.runtime.getDevice(), *key)
     fast = owner._fast.get(key, False)
     if fast is False:
         with owner._lock:

@@ -149,3 +149,27 @@ def test_a_block_kernels_resident_blocks_count_shared_memory_beyond_the_opt_in()
     assert k.resident_blocks(256, 0) == k.resident_blocks(256, 40_000) == 5 * sm_count()
     assert k.resident_blocks(256, 70_000) == min(5, per_sm // (70_000 + reserved)) * sm_count()
     assert k.resident_blocks(256, 112_000) == (per_sm // (112_000 + reserved)) * sm_count() > 1
+
+
+@pytest.mark.gpu
+def test_one_process_answers_on_two_gpus_with_the_same_kernels() -> None:
+    """An index on each of two GPUs of one process, the same kernel and argument types on
+    both: each launch runs in its own GPU's context (a launcher loaded on the first GPU and
+    used on the second failed with CUDA_ERROR_INVALID_HANDLE)."""
+    import cupy
+
+    if cupy.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two GPUs in one process")
+    import indexzoo
+
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 1 << 40, 100_000, dtype=np.uint64)
+    q = np.concatenate([keys[:500], rng.integers(0, 1 << 40, 500, dtype=np.uint64)])
+    want = indexzoo.create("btree", device="cpu").build(keys).point(q, out="count").count
+    for name in ("btree", "sorted-array", "warpcore-hash"):
+        for d in (0, 1, 0):
+            with cupy.cuda.Device(d):
+                index = indexzoo.create(name, device="cuda").build(cupy.asarray(keys))
+                got = index.point(cupy.asarray(q), out="count").count
+                assert got.device.id == d
+                assert np.array_equal(cupy.asnumpy(got), want), (name, d)
