@@ -265,7 +265,9 @@ def fast_launcher(owner: Any, fn: Any, args: tuple[Any, ...]) -> CupyLaunch | No
     (made on first use and kept in ``owner._fast``), or None where only numba's own launch can
     run them."""
     cupy = cupy_module() if _FAST_LAUNCH else None
-    key = None if cupy is None else _arg_key(args, cupy.ndarray)
+    if cupy is None:
+        return None
+    key = _arg_key(args, cupy.ndarray)
     if key is None:
         return None
     # a launcher's module is loaded into one device's context: one launcher a device (the
