@@ -58,6 +58,7 @@ from indexzoo.results import Out
 
 from . import mailbox, partition, route_kernels, worker
 from .handoff import Handoff, weigh
+from .lanes import hand_over, lanes
 from .lost import ShardLost, raised_by_a_task
 from .replicas import Copy, alive_workers, wait_pinned
 
@@ -421,8 +422,15 @@ class ShardServer:
         """The shard's answers to a piece read from the asker's mailbox (GPU to GPU), put
         in this worker's mailbox ``reply``: where they are."""
         shard = typing.cast(worker.Shard, self._worker.data[key])
-        got = worker.lookup_shard(shard, kind, out, rowid_dtype, *mailbox.read(piece))
-        return mailbox.post(reply, (got,))
+        lane = lanes("cuda")  # the copies on a fast stream, the search on a slow one
+        with lane.fast:
+            arrays = mailbox.read(piece)
+        hand_over(lane.fast, lane.slow)
+        with lane.slow:
+            got = worker.lookup_shard(shard, kind, out, rowid_dtype, *arrays)
+        hand_over(lane.slow, lane.fast)
+        with lane.fast:
+            return mailbox.post(reply, (got,))
 
 
 # (client, worker) -> the future of its server and the actor (kept, so that a call costs no
@@ -458,7 +466,9 @@ def answer_chunk(routing: Routing, kind: str, out: Out, rowid_dtype: str, device
 
     me = get_worker()
     mailed = routing.ipc and device == "cuda"
-    routed = route(routing.local(), kind, *chunks)
+    lane = lanes(device)  # routing and the copies on a fast stream, the searches on a slow one
+    with lane.fast:
+        routed = route(routing.local(), kind, *chunks)
     answers: list[Any] = [None] * len(routed.pieces)
     away = [s for s, piece in enumerate(routed.pieces)
             if piece is not None and routing.workers[s] != me.address]
@@ -471,23 +481,30 @@ def answer_chunk(routing: Routing, kind: str, out: Out, rowid_dtype: str, device
             got = typing.cast(Handoff, routed.pieces[s]).arrays
             which[s] = list(range(len(arrays), len(arrays) + len(got)))
             arrays.extend(got)
-        letter = mailbox.post(f"pieces|{thread}", arrays)
+        with lane.fast:  # (synchronised: every piece is written)
+            letter = mailbox.post(f"pieces|{thread}", arrays)
         for s in away:
             sent[s] = servers[routing.workers[s]].ask_mailed(
                 keys[s], kind, out, rowid_dtype, letter.some(which[s]),
                 f"answers|{me.address}|{thread}|{s}")
     else:
+        lane.written()  # the pieces, before Dask sends them or a search reads them
         for s in away:
             sent[s] = servers[routing.workers[s]].ask(keys[s], kind, out, rowid_dtype, False,
                                                       routed.pieces[s])
-    for s, piece in enumerate(routed.pieces):
-        if piece is not None and s not in sent:
-            answers[s] = ask(typing.cast(worker.Shard, me.data[keys[s]]), kind, out,
-                             rowid_dtype, False, piece)
-    for s, pending in sent.items():
-        got = pending.result()
-        answers[s] = Handoff(mailbox.read(got)) if mailed else got
-    return synced(device, assemble(out, rowid_dtype, device, routed, *answers))
+    with lane.slow:
+        for s, piece in enumerate(routed.pieces):
+            if piece is not None and s not in sent:
+                answers[s] = ask(typing.cast(worker.Shard, me.data[keys[s]]), kind, out,
+                                 rowid_dtype, False, piece)
+    hand_over(lane.slow, lane.fast)
+    with lane.fast:
+        for s, pending in sent.items():
+            got = pending.result()
+            answers[s] = Handoff(mailbox.read(got)) if mailed else got
+        if not mailed:
+            lane.after_default()  # answers Dask copied in on the default stream
+        return synced(device, assemble(out, rowid_dtype, device, routed, *answers))
 
 
 def _asked_around(client: Any, copies: list[list[Copy]], failover: bool, routing: Routing,
