@@ -601,7 +601,8 @@ def combine(out: str, q: int, asked: list[tuple[int, Any]], parts: list[Any],
         return got
     if out in ("count", "sum"):
         dtype = np.dtype(np.uint64 if out == "sum" else rowid_dtype)
-        if xp is not np and route_kernels.adds(dtype):
+        if xp is not np and route_kernels.adds(dtype) and \
+                not any(isinstance(idx, np.ndarray) for _, idx in asked):
             # on the GPU: atomic adds into the answer's own dtype, one pass a shard
             got = xp.zeros(q, dtype=dtype)
             for (_, idx), answer in zip(asked, parts, strict=True):
