@@ -144,6 +144,13 @@ def route_points(scheme: str, q: np.ndarray, shards: int, lo: np.ndarray, hi: np
     return [every] * shards
 
 
+#: :func:`_mix` in CUDA C++, on an ``unsigned long long z`` (the GPU routing kernels' hash).
+MIX_CUDA = """
+z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+z = z ^ (z >> 31);
+"""
+
 _kernels: dict[str, Any] = {}
 
 
@@ -157,13 +164,8 @@ def _gpu_kernels() -> dict[str, Any]:
 
         _kernels["home"] = cupy.ElementwiseKernel(
             "T q, uint64 shards", "int32 home",
-            """
-            unsigned long long z = (unsigned long long)q;
-            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-            z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-            z = z ^ (z >> 31);
-            home = (int)(z % shards);
-            """, "indexzoo_sharded_home")
+            "unsigned long long z = (unsigned long long)q;\n" + MIX_CUDA
+            + "home = (int)(z % shards);", "indexzoo_sharded_home")
         _kernels["within"] = cupy.ElementwiseKernel(
             "T q, T lo, T hi", "bool inside", "inside = q >= lo && q <= hi",
             "indexzoo_sharded_within")

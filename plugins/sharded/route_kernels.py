@@ -23,9 +23,12 @@ routes as before.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
+
+from .partition import MIX_CUDA
 
 __all__ = ["MOST_SHARDS", "adds", "place", "split", "takes"]
 
@@ -47,9 +50,7 @@ __device__ __forceinline__ unsigned mask_of(T v, const T* lo, const T* hi, int s
                                             int hashed) {
   if (hashed) {
     unsigned long long z = (unsigned long long)v;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z = z ^ (z >> 31);
+    MIX
     return 1u << (int)(z % (unsigned long long)shards);
   }
   unsigned m = 0;
@@ -134,30 +135,23 @@ __global__ void split_write(const T* q, const bool* outside, long long n, const 
     }
   }
 }
-"""
-
-_module: list[Any] = []
+""".replace("MIX", MIX_CUDA)
 
 
+@functools.cache
 def _kernels() -> Any:
-    if not _module:
-        import cupy
+    import cupy
 
-        names = [f"split_{p}<{t}>" for t in _TYPES.values() for p in ("count", "write")]
-        _module.append(cupy.RawModule(code=_SOURCE, options=("-std=c++17",),
-                                      name_expressions=names))
-    return _module[0]
+    names = [f"split_{p}<{t}>" for t in _TYPES.values() for p in ("count", "write")]
+    return cupy.RawModule(code=_SOURCE, options=("-std=c++17",), name_expressions=names)
 
 
+@functools.cache
 def _placer() -> Any:
-    if len(_module) < 2:
-        import cupy
+    import cupy
 
-        _kernels()
-        _module.append(cupy.ElementwiseKernel(
-            "int64 at, A answer", "raw U out", "atomicAdd(&out[at], (U)answer)",
-            "indexzoo_sharded_place"))
-    return _module[1]
+    return cupy.ElementwiseKernel("int64 at, A answer", "raw U out",
+                                  "atomicAdd(&out[at], (U)answer)", "indexzoo_sharded_place")
 
 
 def takes(q: Any, shards: int) -> bool:
