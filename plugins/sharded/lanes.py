@@ -17,9 +17,10 @@ default stream, where the chunk's own task may still be writing it.
 
 With them, 2^26 resident lookups over 2^28 keys (`btree`), four threads a worker, 16 calls in
 flight: two H200s answered a call every 8.0 ms against 13.2 ms for one (1.64x; 10.1 against
-13.5 ms on one stream; 8.2 ms in a second run). With the fast stream at default priority the
-same run gave 8.3 ms: within the spread between repeats, so the gain is the separate streams,
-and the priority is kept for the latency of the short steps, not for a measured figure.
+13.5 ms on one stream; 8.2 ms measured again). In one A/B call the two GPUs took 8.0-8.2 ms
+with the priority and 8.3 ms with the fast stream at default priority: within the spread
+between repeats, so the gain is the separate streams; the priority is kept for the latency of
+the short steps, not for a measured figure.
 """
 
 from __future__ import annotations
