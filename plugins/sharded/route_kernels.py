@@ -4,8 +4,9 @@ through CuPy (the rest of the package's routing is NumPy-style code that runs on
 * :func:`split` cuts a CuPy chunk into one piece a shard in two passes over it, where
   :func:`~.partition.route_points` and a gather take one pass of arithmetic, a
   ``flatnonzero`` (a scan, a scatter and a wait) a shard and a gather a shard. Pass one
-  counts each block's lookups of each shard; a cumulative sum turns the counts into each
-  block's place in each piece; pass two writes every lookup and its position into the pieces
+  counts each block's lookups of each shard; one block's scan of the counts (a third, tiny
+  kernel) gives each block's place in each piece and the pieces' sizes; pass two writes every
+  lookup and its position (4 bytes where the chunk has under 2^31 lookups) into the pieces
   of the shards it goes to, a warp's lookups of one shard side by side (a ballot and a
   population count), so the pieces keep the chunk's order and equal what ``flatnonzero`` and
   the gather give. A lookup goes to every shard whose bit its mask sets: under the range
@@ -44,6 +45,9 @@ _ITEMS = 8  # lookups a thread handles in each pass: a block covers 2,048
 
 _TYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned int",
           np.dtype(np.int64): "long long", np.dtype(np.uint64): "unsigned long long"}
+#: The positions' type: 4 bytes where a chunk's positions fit them.
+_POSITIONS = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
+_SCAN_THREADS = 1024
 
 _SOURCE = r"""
 #define THREADS 256
@@ -95,13 +99,56 @@ __global__ void split_count(const T* q, const bool* outside, long long n, const 
     counts[(long long)threadIdx.x * gridDim.x + blockIdx.x] = total[threadIdx.x];
 }
 
+// between the passes, one block: starts = the exclusive sum of counts in shard-major order
+// (block b's lookups of shard s go after every shard before s and every block before b),
+// sizes[s] = the lookups of shard s
+__global__ void split_starts(const long long* counts, long long total_counts, int shards,
+                             long long blocks, long long* starts, long long* sizes) {
+  __shared__ long long warp_sum[32];
+  long long per = (total_counts + blockDim.x - 1) / blockDim.x;
+  long long a = min((long long)threadIdx.x * per, total_counts);
+  long long b = min(a + per, total_counts);
+  long long mine = 0;
+  for (long long i = a; i < b; ++i) mine += counts[i];
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  long long incl = mine;  // inclusive sum over the warp's threads, then over the warps
+  for (int o = 1; o < 32; o <<= 1) {
+    long long v = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += v;
+  }
+  if (lane == 31) warp_sum[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    int warps = blockDim.x >> 5;
+    long long w = lane < warps ? warp_sum[lane] : 0;
+    for (int o = 1; o < 32; o <<= 1) {
+      long long v = __shfl_up_sync(0xffffffffu, w, o);
+      if (lane >= o) w += v;
+    }
+    if (lane < warps) warp_sum[lane] = w;
+  }
+  __syncthreads();
+  long long run = incl - mine + (warp > 0 ? warp_sum[warp - 1] : 0);
+  for (long long i = a; i < b; ++i) {
+    starts[i] = run;
+    run += counts[i];
+  }
+  __syncthreads();
+  if (threadIdx.x < shards) {
+    int s = threadIdx.x;
+    long long end = s + 1 < shards ? starts[(s + 1) * blocks]
+                                   : warp_sum[(blockDim.x >> 5) - 1];
+    sizes[s] = end - starts[s * blocks];
+  }
+}
+
 // pass 2: each lookup and its position into the pieces of its shards, in the chunk's order
 // (the pieces one after another in `pieces` and `positions`; starts[s * blocks + b]: where
 // block b's lookups of shard s begin there)
-template<typename T>
+template<typename T, typename P>
 __global__ void split_write(const T* q, const bool* outside, long long n, const T* lo,
                             const T* hi, int shards, int hashed, const long long* starts,
-                            T* pieces, long long* positions) {
+                            T* pieces, P* positions) {
   __shared__ unsigned at[ITEMS][WARPS][8];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   unsigned below = (1u << lane) - 1u;
@@ -135,7 +182,7 @@ __global__ void split_write(const T* q, const bool* outside, long long n, const 
         long long k = starts[(long long)s * gridDim.x + blockIdx.x] + at[j][warp][s]
                       + __popc(b & below);
         pieces[k] = q[i];
-        positions[k] = i;
+        positions[k] = (P)i;
       }
     }
   }
@@ -147,7 +194,8 @@ __global__ void split_write(const T* q, const bool* outside, long long n, const 
 def _kernels() -> Any:
     import cupy
 
-    names = [f"split_{p}<{t}>" for t in _TYPES.values() for p in ("count", "write")]
+    names = ["split_starts", *(f"split_count<{t}>" for t in _TYPES.values()),
+             *(f"split_write<{t}, {p}>" for t in _TYPES.values() for p in _POSITIONS.values())]
     return cupy.RawModule(code=_SOURCE, options=("-std=c++17",), name_expressions=names)
 
 
@@ -155,7 +203,7 @@ def _kernels() -> Any:
 def _placer() -> Any:
     import cupy
 
-    return cupy.ElementwiseKernel("int64 at, A answer", "raw U out",
+    return cupy.ElementwiseKernel("I at, A answer", "raw U out",
                                   "atomicAdd(&out[at], (U)answer)", "indexzoo_sharded_place")
 
 
@@ -168,7 +216,8 @@ def takes(q: Any, shards: int) -> bool:
 
 def split(q: Any, shards: int, lo: np.ndarray | None, hi: np.ndarray | None,
           outside: Any = None) -> list[tuple[Any, Any]]:
-    """For each shard, (the positions in ``q`` of its lookups as int64, those lookups), in
+    """For each shard, (the positions in ``q`` of its lookups, int32 where ``q`` has fewer than
+    2^31 lookups and int64 beyond, those lookups), in
     ``q``'s order: the lookups in its ``[lo[s], hi[s]]`` (range scheme), or, with ``lo`` and
     ``hi`` None, those whose hash is ``s`` (hash scheme, no heavy keys); ``outside`` (a CuPy
     bool array, or None) marks lookups no shard gets."""
@@ -184,20 +233,23 @@ def split(q: Any, shards: int, lo: np.ndarray | None, hi: np.ndarray | None,
     nothing = np.uint64(0)  # (a null pointer: no lookup is outside)
     args = (q, nothing if outside is None else outside, np.int64(n), low, high,
             np.int32(shards), np.int32(hashed))
-    counts = cupy.empty((shards, blocks), dtype=np.int64)
+    # counts, then starts, then sizes: one allocation
+    work = cupy.empty(2 * shards * blocks + shards, dtype=np.int64)
+    counts, starts = work[:shards * blocks], work[shards * blocks:2 * shards * blocks]
+    sizes = work[2 * shards * blocks:]
     mod = _kernels()
     name = _TYPES[dtype]
     mod.get_function(f"split_count<{name}>")((blocks,), (_THREADS,), (*args, counts))
-    ends = cupy.cumsum(counts, axis=1)
-    sizes = ends[:, -1]
-    # where each block's lookups of each shard go, the pieces one after another
-    starts = ends - counts + (cupy.cumsum(sizes) - sizes)[:, None]
+    mod.get_function("split_starts")((1,), (_SCAN_THREADS,),
+                                     (counts, np.int64(shards * blocks), np.int32(shards),
+                                      np.int64(blocks), starts, sizes))
     sizes_here = sizes.get()  # the one wait: how much to allocate
     total = int(sizes_here.sum())
+    pos_dtype = np.dtype(np.int32 if n <= np.iinfo(np.int32).max else np.int64)
     pieces = cupy.empty(total, dtype=dtype)
-    positions = cupy.empty(total, dtype=np.int64)
-    mod.get_function(f"split_write<{name}>")((blocks,), (_THREADS,),
-                                             (*args, starts, pieces, positions))
+    positions = cupy.empty(total, dtype=pos_dtype)
+    mod.get_function(f"split_write<{name}, {_POSITIONS[pos_dtype]}>")(
+        (blocks,), (_THREADS,), (*args, starts, pieces, positions))
     cuts = np.concatenate(([0], np.cumsum(sizes_here))).tolist()
     return [(positions[a:b], pieces[a:b]) for a, b in itertools.pairwise(cuts)]
 

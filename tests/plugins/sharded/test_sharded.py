@@ -478,6 +478,7 @@ def test_the_two_pass_split_gives_numpys_positions_and_pieces(dtype: Any) -> Non
                                               None if out is None else cupy.asarray(out))
                     assert len(got) == shards
                     for s, (idx, piece) in enumerate(got):
+                        assert idx.dtype == np.int32  # positions of a chunk under 2^31
                         assert np.array_equal(cupy.asnumpy(idx), want[s]), (n, shards, s)
                         assert np.array_equal(cupy.asnumpy(piece), q[want[s]])
 
@@ -504,13 +505,14 @@ def test_placing_answers_adds_them_as_numpy_does_wrapping_included(dtype: Any) -
     with np.errstate(over="ignore"):
         for (_, idx), part in zip(asked, parts, strict=True):
             want[slice(None) if idx is None else idx] += part
-    got = cupy.zeros(q, dtype=dtype)
-    for (_, idx), part in zip(asked, parts, strict=True):
-        if idx is not None:
-            route_kernels.place(got, cupy.asarray(idx), cupy.asarray(part))
-        else:
-            got += cupy.asarray(part)
-    assert np.array_equal(cupy.asnumpy(got), want)
+    for positions in (np.int32, np.int64):  # split's positions, and any others
+        got = cupy.zeros(q, dtype=dtype)
+        for (_, idx), part in zip(asked, parts, strict=True):
+            if idx is not None:
+                route_kernels.place(got, cupy.asarray(idx, dtype=positions), cupy.asarray(part))
+            else:
+                got += cupy.asarray(part)
+        assert np.array_equal(cupy.asnumpy(got), want)
     on_gpu = [(s, None if idx is None else cupy.asarray(idx)) for s, idx in asked]
     sums = combine("sum", q, on_gpu, [cupy.asarray(p.astype(np.uint64)) for p in parts],
                    np.dtype(np.uint64), xp=cupy)
