@@ -13,11 +13,14 @@ through CuPy (the rest of the package's routing is NumPy-style code that runs on
   scheme every shard whose smallest and largest key hold it, under the hash scheme (without
   heavy keys) the one shard of its hash. The pieces lie one after another in one allocation
   (and their positions in another), the shards' bounds are copied to the GPU once per
-  routing, so a call sends nothing to the GPU and waits once, for the pieces' sizes. 2^25
-  uint32 lookups over two shards, one H200, a call with its wait: 0.58 ms (range scheme)
-  and 0.79 ms (hash), against 0.59 and 0.87 ms in the same process with CuPy's cumulative
-  sums between the passes and 8-byte positions; the NumPy-style route and the gathers took
-  1.18 ms in an earlier run.
+  routing, so a call sends nothing to the GPU and waits once, for the pieces' sizes. The
+  hash scheme's modulo is by a constant in each case of 2-8 shards (a 64-bit division by a
+  variable is a long routine on the GPU), and a thread's per-shard counts stay in registers.
+  2^25 uint32 lookups over two shards, one H200, a call with its wait: 0.55-0.57 ms (range
+  scheme) and 0.54-0.56 ms (hash) in one process, against 0.55-0.59 and 0.66-0.72 ms for the
+  code before those two changes and the scan kernel's grouped loads; each pass now takes
+  about as long as a plain copy of the lookups (0.16 against 0.17 ms). The NumPy-style route
+  and the gathers took 1.18 ms in an earlier run.
 * :func:`place` adds a shard's answers (counts or sums) into the chunk's answer at their
   positions with atomic adds, so shards whose pieces overlap (a key on a boundary) add up as
   ``acc[idx] += answer`` does, in one pass, straight into the answer's dtype: 0.26 ms for the
@@ -42,8 +45,8 @@ __all__ = ["MOST_SHARDS", "adds", "place", "split", "takes"]
 
 #: Shards a lookup's mask can name (one bit each).
 MOST_SHARDS = 8
-_THREADS = 256
-_ITEMS = 8  # lookups a thread handles in each pass: a block covers 2,048
+_THREADS = 512
+_ITEMS = 8  # lookups a thread handles in each pass: a block covers 4,096
 
 _TYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned int",
           np.dtype(np.int64): "long long", np.dtype(np.uint64): "unsigned long long"}
@@ -52,9 +55,25 @@ _POSITIONS = {np.dtype(np.int32): "int", np.dtype(np.int64): "long long"}
 _SCAN_THREADS = 1024
 
 _SOURCE = r"""
-#define THREADS 256
+#define THREADS 512
 #define ITEMS 8
 #define WARPS (THREADS / 32)
+#define MOST 8
+
+// z % shards with a constant divisor in each case (multiplies and shifts): a 64-bit division
+// by a variable is a long software routine on the GPU
+__device__ __forceinline__ unsigned modulo(unsigned long long z, int shards) {
+  switch (shards) {
+    case 2: return (unsigned)(z % 2ull);
+    case 3: return (unsigned)(z % 3ull);
+    case 4: return (unsigned)(z % 4ull);
+    case 5: return (unsigned)(z % 5ull);
+    case 6: return (unsigned)(z % 6ull);
+    case 7: return (unsigned)(z % 7ull);
+    case 8: return (unsigned)(z % 8ull);
+    default: return (unsigned)(z % (unsigned long long)shards);
+  }
+}
 
 template<typename T>
 __device__ __forceinline__ unsigned mask_of(T v, const T* lo, const T* hi, int shards,
@@ -62,7 +81,7 @@ __device__ __forceinline__ unsigned mask_of(T v, const T* lo, const T* hi, int s
   if (hashed) {
     unsigned long long z = (unsigned long long)v;
     MIX
-    return 1u << (int)(z % (unsigned long long)shards);
+    return 1u << modulo(z, shards);
   }
   unsigned m = 0;
   for (int s = 0; s < shards; ++s) m |= (unsigned)(lo[s] <= v && v <= hi[s]) << s;
@@ -81,20 +100,25 @@ __device__ __forceinline__ unsigned lookup_mask(const T* q, const bool* outside,
 template<typename T>
 __global__ void split_count(const T* q, const bool* outside, long long n, const T* lo,
                             const T* hi, int shards, int hashed, long long* counts) {
-  __shared__ unsigned total[8];
-  if (threadIdx.x < 8) total[threadIdx.x] = 0;
+  __shared__ unsigned total[MOST];
+  if (threadIdx.x < MOST) total[threadIdx.x] = 0;
   __syncthreads();
   long long base = (long long)blockIdx.x * (THREADS * ITEMS);
-  unsigned c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  unsigned c[MOST] = {0, 0, 0, 0, 0, 0, 0, 0};  // registers: every index a constant
+#pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     unsigned m = lookup_mask(q, outside, base + j * THREADS + threadIdx.x, n, lo, hi, shards,
                              hashed);
-    for (int s = 0; s < shards; ++s) c[s] += (m >> s) & 1u;
+#pragma unroll
+    for (int s = 0; s < MOST; ++s) c[s] += (m >> s) & 1u;  // (no bit at or past shards)
   }
-  for (int s = 0; s < shards; ++s) {
-    unsigned v = c[s];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-    if ((threadIdx.x & 31) == 0 && v) atomicAdd(total + s, v);
+#pragma unroll
+  for (int s = 0; s < MOST; ++s) {
+    if (s < shards) {
+      unsigned v = c[s];
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+      if ((threadIdx.x & 31) == 0 && v) atomicAdd(total + s, v);
+    }
   }
   __syncthreads();
   if (threadIdx.x < shards)
@@ -111,7 +135,15 @@ __global__ void split_starts(const long long* counts, long long total_counts, in
   long long a = min((long long)threadIdx.x * per, total_counts);
   long long b = min(a + per, total_counts);
   long long mine = 0;
-  for (long long i = a; i < b; ++i) mine += counts[i];
+  long long i = a;
+  for (; i + 8 <= b; i += 8) {  // eight loads in flight at a time
+    long long v[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = counts[i + k];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) mine += v[k];
+  }
+  for (; i < b; ++i) mine += counts[i];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   long long incl = mine;  // inclusive sum over the warp's threads, then over the warps
   for (int o = 1; o < 32; o <<= 1) {
@@ -131,7 +163,17 @@ __global__ void split_starts(const long long* counts, long long total_counts, in
   }
   __syncthreads();
   long long run = incl - mine + (warp > 0 ? warp_sum[warp - 1] : 0);
-  for (long long i = a; i < b; ++i) {
+  for (i = a; i + 8 <= b; i += 8) {
+    long long v[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = counts[i + k];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      starts[i + k] = run;
+      run += v[k];
+    }
+  }
+  for (; i < b; ++i) {
     starts[i] = run;
     run += counts[i];
   }
@@ -151,14 +193,18 @@ template<typename T, typename P>
 __global__ void split_write(const T* q, const bool* outside, long long n, const T* lo,
                             const T* hi, int shards, int hashed, const long long* starts,
                             T* pieces, P* positions) {
-  __shared__ unsigned at[ITEMS][WARPS][8];
+  __shared__ unsigned at[ITEMS][WARPS][MOST];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   unsigned below = (1u << lane) - 1u;
   long long base = (long long)blockIdx.x * (THREADS * ITEMS);
   unsigned m[ITEMS];
+  T v[ITEMS];  // each lookup read once, kept for its piece
+#pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
-    m[j] = lookup_mask(q, outside, base + j * THREADS + threadIdx.x, n, lo, hi, shards,
-                       hashed);
+    long long i = base + j * THREADS + threadIdx.x;
+    v[j] = i < n ? q[i] : (T)0;
+    m[j] = (i >= n || (outside != nullptr && outside[i])) ? 0u
+           : mask_of(v[j], lo, hi, shards, hashed);
     for (int s = 0; s < shards; ++s) {
       unsigned b = __ballot_sync(0xffffffffu, (m[j] >> s) & 1u);
       if (lane == 0) at[j][warp][s] = __popc(b);
@@ -176,6 +222,7 @@ __global__ void split_write(const T* q, const bool* outside, long long n, const 
       }
   }
   __syncthreads();
+#pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     long long i = base + j * THREADS + threadIdx.x;
     for (int s = 0; s < shards; ++s) {
@@ -183,7 +230,7 @@ __global__ void split_write(const T* q, const bool* outside, long long n, const 
       if ((m[j] >> s) & 1u) {
         long long k = starts[(long long)s * gridDim.x + blockIdx.x] + at[j][warp][s]
                       + __popc(b & below);
-        pieces[k] = q[i];
+        pieces[k] = v[j];
         positions[k] = (P)i;
       }
     }
