@@ -103,6 +103,7 @@ def make_context(index: Any, *, device: str = "cpu", size: str = "small",
     ``seed``: what the run draws its data from (None: a seed drawn at random, see
     :attr:`Context.seed`)."""
     cls, base = resolve_index(index, params)
+    cls = cls._class_for(base)  # what these params make (``sharded``: its inner's capabilities)
     why = device_refusal(cls, device)  # before the device is resolved: no GPU needed to say so
     if why is None:
         dev = resolve_device(device)

@@ -17,6 +17,9 @@ derives the operations a plugin has no hook for. The others::
     _load_state(st, saved)  optional: fill a loaded state from them (default: set them)
     _params_for_load(params, device)  optional (a classmethod): the saved params as an index
                             loaded onto ``device`` takes them (default: unchanged)
+    _class_for(params)      optional (a classmethod): the class an index made with ``params``
+                            is, where ``__new__`` makes a narrower subclass for some params
+                            (default: the class itself); the conformance suite certifies it
 
 The base does everything that must behave the same for every index, as the stages of
 :mod:`indexzoo.pipeline`, routed by :mod:`indexzoo.lookup` (which also holds the prepared
@@ -625,6 +628,14 @@ class GpuIndex(abc.ABC, Generic[S]):
         a plugin whose params hold a setting of one device only (an engine that runs only on
         the GPU) maps it to what runs on ``device``, and documents it."""
         return params
+
+    @classmethod
+    def _class_for(cls, params: Any) -> type[GpuIndex[Any]]:
+        """The class of an index made as ``cls(params)``: ``cls`` here. A plugin whose
+        ``__new__`` makes a subclass for some parameters (``sharded`` makes one declaring
+        its inner index's capabilities) names it, so that what is certified for those
+        parameters is what they make."""
+        return cls
 
     @classmethod
     def _load_device(cls, saved: persist.SavedIndex, device: str | None) -> str:

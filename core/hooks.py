@@ -51,9 +51,12 @@ LIFECYCLE_HOOKS: dict[str, tuple[tuple[str, ...], str]] = {
     "_load_state": (("st", "saved"), "optional: fill a loaded state from the saved parts"),
     "_params_for_load": (("params", "device"),
                          "optional: saved params as an index loaded onto a device takes them"),
+    "_class_for": (("params",),
+                   "optional: the class an index made with these params is (a narrower "
+                   "subclass its __new__ makes)"),
 }
 #: The lifecycle hooks that are classmethods (called before the index exists).
-CLASS_HOOKS = frozenset({"_params_for_load"})
+CLASS_HOOKS = frozenset({"_params_for_load", "_class_for"})
 _RESERVED = re.compile(r"_(point|range)_\w+")
 _MODE_LIKE = re.compile(r"_([a-z]+)_(" + "|".join(OUT_MODES) + r")")
 

@@ -3,7 +3,7 @@
 A plugin's index class declares the version it targets::
 
     class MyIndex(GpuIndex[MyState]):
-        plugin_api: ClassVar[str] = "2.4"
+        plugin_api: ClassVar[str] = "2.5"
 
 and the registry compares it with this indexzoo's version when the class is registered:
 the same major version and at most this minor version works; anything else (a newer minor
@@ -19,7 +19,7 @@ import re
 __all__ = ["CHANGES", "PLUGIN_API", "parse", "refusal"]
 
 #: The plugin API this indexzoo provides (``MAJOR.MINOR``).
-PLUGIN_API = "2.4"
+PLUGIN_API = "2.5"
 
 #: What changed for plugins in each version, as the deprecation warnings and the docs say it.
 CHANGES: dict[str, tuple[str, ...]] = {
@@ -53,6 +53,12 @@ CHANGES: dict[str, tuple[str, ...]] = {
         "inherits no such hook loads unchanged",
         "new: full_scan = True for an index whose every lookup reads every key (the "
         "conformance suite's scale checks then keep lookups x keys within reach)",
+    ),
+    "2.5": (
+        "new: the optional classmethod hook _class_for(params), the class an index made "
+        "with those params is where the class's __new__ makes a narrower subclass for some "
+        "of them; the conformance suite certifies that class (its capabilities, its expected "
+        "failures); a class written for 2.0 to 2.4 loads unchanged",
     ),
 }
 

@@ -103,7 +103,7 @@ class ShardedIndex(GpuIndex[ShardedState]):
     # [AMBIG] what the class declares: those of the default inner index (sorted-array); an
     # index made for another inner index is of a subclass declaring that index's capabilities
     capabilities: ClassVar[Capabilities] = Capabilities(point=True, range=True, duplicates=True)
-    plugin_api: ClassVar[str] = "2.0"
+    plugin_api: ClassVar[str] = "2.5"  # _class_for
     # bench and recommend over "builtin" leave it out: it wraps the others and needs a cluster
     selected_by_default: ClassVar[bool] = False
     #: each shard checked as a file of its inner index before it goes to a worker (saved.py)
@@ -117,10 +117,16 @@ class ShardedIndex(GpuIndex[ShardedState]):
     # ------------------------------------------------------------------ classes per inner
     def __new__(cls, params: Any = None, *, device: str = "auto", client: Any = None
                 ) -> ShardedIndex:
+        return super().__new__(cls._class_for(params))
+
+    @classmethod
+    def _class_for(cls, params: Any) -> type[ShardedIndex]:
+        """The subclass for the inner index ``params`` name (its capabilities), or ``cls``
+        where it is one already."""
         if cls.inner_class is not None:
-            return super().__new__(cls)
+            return cls
         p = validate_params(cls.Params, params, cls.name)
-        return super().__new__(_for_inner(lookup(p.inner.index)))  # type: ignore[attr-defined]
+        return _for_inner(lookup(p.inner.index))  # type: ignore[attr-defined]
 
     @classmethod
     def over(cls, inner: str | IndexSpec | Mapping[str, Any], **defaults: Any

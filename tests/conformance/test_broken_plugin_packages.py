@@ -74,7 +74,7 @@ MISTAKES: dict[str, tuple[str, str, str]] = {
         + HOOK + "    register(Twice)\n", "mistake-twice",
         "= mistake_answered_twice (distribution plugin-mistakes 1.0) cannot be used: index "
         "class mistake_answered_twice.Twice ('mistake-twice') breaks the plugin contract "
-        "(plugin API 2.4): range lookups with out='count' are answered twice, by _range_count "
+        "(plugin API 2.5): range lookups with out='count' are answered twice, by _range_count "
         "and by _answer"),
     "inherited-hook": (
         CLASS + "class NoRanges(SortedArrayIndex):\n"
@@ -84,7 +84,7 @@ MISTAKES: dict[str, tuple[str, str, str]] = {
         + HOOK + "    register(NoRanges)\n", "mistake-inherited",
         "= mistake_inherited_hook (distribution plugin-mistakes 1.0) cannot be used: index "
         "class mistake_inherited_hook.NoRanges ('mistake-inherited') breaks the plugin "
-        "contract (plugin API 2.4): _range_rowid (inherited from SortedArrayIndex) answers "
+        "contract (plugin API 2.5): _range_rowid (inherited from SortedArrayIndex) answers "
         "range lookups with out='rowid', which the capabilities of NoRanges do not declare "
         "(range=False); declare it, or set narrows = True in NoRanges"),
     "bad-capability": (

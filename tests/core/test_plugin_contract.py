@@ -290,15 +290,15 @@ def test_the_table_has_every_kind_and_mode_with_one_hook_each() -> None:
 
 # ---------------------------------------------------------------- plugin API versions
 @pytest.mark.parametrize("declared,why", [
-    ("2.5", "it targets indexzoo plugin API 2.5, newer than this indexzoo's 2.4"),
-    ("3.0", "it targets indexzoo plugin API 3.0, newer than this indexzoo's 2.4"),
-    ("1.0", "it targets indexzoo plugin API 1.0, which this indexzoo (2.4) no longer supports"),
-    ("0.9", "it targets indexzoo plugin API 0.9, which this indexzoo (2.4) no longer supports"),
-    ("two", "plugin_api must be a 'MAJOR.MINOR' string such as '2.4', got 'two'"),
+    ("2.6", "it targets indexzoo plugin API 2.6, newer than this indexzoo's 2.5"),
+    ("3.0", "it targets indexzoo plugin API 3.0, newer than this indexzoo's 2.5"),
+    ("1.0", "it targets indexzoo plugin API 1.0, which this indexzoo (2.5) no longer supports"),
+    ("0.9", "it targets indexzoo plugin API 0.9, which this indexzoo (2.5) no longer supports"),
+    ("two", "plugin_api must be a 'MAJOR.MINOR' string such as '2.5', got 'two'"),
 ])
 def test_an_incompatible_plugin_api_is_refused_naming_both_versions(declared: str,
                                                                     why: str) -> None:
-    assert PLUGIN_API == "2.4"
+    assert PLUGIN_API == "2.5"
     text = _problems(_variant(f"Api{declared.replace('.', '_')}", {"plugin_api": declared}))
     assert why in text
 
@@ -322,12 +322,12 @@ class Undeclared(GpuIndex[KeysState]):
 
 def test_a_class_that_declares_no_plugin_api_is_refused_saying_what_to_declare() -> None:
     text = _problems(Undeclared)
-    assert "it declares no plugin_api; declare plugin_api: ClassVar[str] = '2.4'" in text
+    assert "it declares no plugin_api; declare plugin_api: ClassVar[str] = '2.5'" in text
     with pytest.raises(PluginError, match="declares no plugin_api"):
         Undeclared(device="cpu")
 
 
-@pytest.mark.parametrize("declared", ["2.0", "2.1", "2.2", "2.3", "2.4"])
+@pytest.mark.parametrize("declared", ["2.0", "2.1", "2.2", "2.3", "2.4", "2.5"])
 def test_every_minor_version_of_the_current_major_loads(declared: str) -> None:
     cls = _variant(f"Minor{declared.replace('.', '_')}", {"plugin_api": declared})
     assert check_plugin_class(cls).api == declared

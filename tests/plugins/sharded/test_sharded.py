@@ -58,6 +58,22 @@ def test_the_capabilities_are_those_of_the_inner_index() -> None:
     assert multi.capabilities.dims > 1 and multi.scheme == "rows"
 
 
+def test_the_suite_run_by_name_over_an_inner_index_certifies_what_those_params_make() -> None:
+    """``indexzoo check sharded --set inner=warpcore-hash`` checks the index those parameters
+    make (the hash table's capabilities: no ranges), not the registered class's: its range
+    checks are skipped with the reason, not run to raise Unsupported."""
+    from indexzoo.conformance import make_context, run_checks
+
+    ctx = make_context("sharded", params={"inner": "warpcore-hash"}, seed=1)
+    assert ctx.cls._class_for({}) is ctx.cls
+    assert not ctx.caps.range and ctx.caps == type(ctx.factory()).capabilities
+    results = run_checks(ctx, groups=["ranges"])
+    assert results and all(r.status == "skipped" and "range=False" in r.message
+                           for r in results)
+    assert make_context("sharded", seed=1).caps.range  # the default inner: sorted-array
+    assert ShardedIndex._class_for({"inner": "btree"}).capabilities.range
+
+
 def test_bad_parameters_are_config_errors_naming_the_field() -> None:
     with pytest.raises(ConfigError, match="shards"):
         indexzoo.create("sharded", shards=0)
