@@ -135,6 +135,20 @@ class CupyLaunch:
             cupy.cuda.driver.funcSetAttribute(self._function.ptr, 8, shared_mem)
             self._shared_optin = shared_mem
 
+    def resident_blocks(self, threads: int, shared_mem: int = 0) -> int:
+        """Blocks of ``threads`` threads and ``shared_mem`` bytes of dynamic shared memory that
+        its GPU holds at once over all its multiprocessors, by the driver's occupancy
+        calculator for the function this launcher runs (its registers count; the opt-in beyond
+        48 KiB made first, as a launch makes it)."""
+        import cupy
+
+        if shared_mem > self._shared_optin:
+            self.opt_in(shared_mem)
+        per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+            self._function.ptr, threads, shared_mem)
+        sms = cupy.cuda.Device(self._device).attributes["MultiProcessorCount"]
+        return max(1, int(per_sm)) * int(sms)
+
     def __call__(self, blocks: int, threads: int, args: tuple[Any, ...], stream: Any,
                  shared_mem: int = 0) -> None:
         if shared_mem > self._shared_optin:

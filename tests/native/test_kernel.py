@@ -151,6 +151,87 @@ def test_a_block_kernels_resident_blocks_count_shared_memory_beyond_the_opt_in()
     assert k.resident_blocks(256, 112_000) == (per_sm // (112_000 + reserved)) * sm_count() > 1
 
 
+def test_a_block_kernel_loaded_from_the_cache_counts_by_the_launcher_that_runs_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that found the kernel in the kernel cache has its CuPy launcher and nothing
+    numba compiled: the count is the launcher's (the driver's, for the function loaded), one
+    launcher of the current GPU; with several specialisations on it, unknown as before."""
+    import types
+
+    import indexzoo.native.targets as targets
+    from indexzoo.native.targets import BlockKernel
+
+    class Launcher:
+        def __init__(self, device: int, count: int) -> None:
+            self._device, self.count = device, count
+
+        def resident_blocks(self, threads: int, shared: int = 0) -> int:
+            return self.count
+
+    runtime = types.SimpleNamespace(getDevice=lambda: 0)
+    monkeypatch.setattr(targets, "cupy_module",
+                        lambda: types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime)))
+    k = BlockKernel("k", "", {})
+    assert k.resident_blocks(256) is None  # neither compiled nor loaded
+    k._fast[(0, "argument types")] = Launcher(0, 660)  # type: ignore[assignment]
+    assert k.resident_blocks(256) == 660
+    k._fast[(1, "argument types")] = Launcher(1, 7)  # type: ignore[assignment]  # another GPU
+    k._fast[(0, "no launcher")] = None  # types only numba's own launch takes
+    assert k.resident_blocks(256) == 660
+    k._fast[(0, "other argument types")] = Launcher(0, 500)  # type: ignore[assignment]
+    assert k.resident_blocks(256) is None
+
+
+RESIDENT_PROGRAM = '''
+import cupy
+import numpy as np
+from indexzoo.native.targets import BlockKernel
+
+SOURCE = """
+def busy(n, x, out):
+    i = cuda.grid(1)
+    if i < n:
+        a = x[i]
+        b = a * np.uint64(0x9E3779B97F4A7C15)
+        c = b ^ (a >> np.uint64(7))
+        d = c * b + a
+        out[i] = a + b + c + d
+"""
+k = BlockKernel("busy", SOURCE, {"np": np})
+x = cupy.arange(1000, dtype=cupy.uint64)
+out = cupy.empty_like(x)
+k(4, 256, 1000, x, out)
+cupy.cuda.Device().synchronize()
+compiled = list(k._get().overloads.values())
+numba_count = compiled[0].max_cooperative_grid_blocks(256, 0) if compiled else -1
+print(len(compiled), k.resident_blocks(256), numba_count)
+'''
+
+
+@pytest.mark.gpu
+def test_a_block_kernel_loaded_from_the_cache_is_counted_as_the_one_compiled(
+        tmp_path: typing.Any) -> None:
+    """The first process compiles the kernel and keeps it; the second loads it, compiling
+    nothing: both count the blocks the GPU holds alike (the driver's count for numba's compiled
+    copy), where the second used to answer None and a grid sized without the kernel's
+    registers could run in two waves."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "INDEXZOO_KERNEL_CACHE": str(tmp_path)}
+    runs = []
+    for _ in range(2):
+        res = subprocess.run([sys.executable, "-c", RESIDENT_PROGRAM], capture_output=True,
+                             text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        runs.append([int(w) for w in res.stdout.split()])
+    (compiled, first, numba_count), (loaded, second, _) = runs
+    assert compiled == 1 and first == numba_count > 0
+    assert loaded == 0  # the second process compiled nothing
+    assert second == first
+
+
 @pytest.mark.gpu
 def test_one_process_answers_on_two_gpus_with_the_same_kernels() -> None:
     """An index on each of two GPUs of one process, the same kernel and argument types on
