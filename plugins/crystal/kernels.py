@@ -112,7 +112,8 @@ def blocks_for(kernel: BlockKernel, threads: int, shared: int,
     at once, none idle for lack of rows (a block takes ``rows_per_block`` rows a tile).
 
     The blocks held at once come from the driver's occupancy calculator once the kernel is
-    compiled, so a kernel's registers count: a grid larger than what is resident runs in
+    compiled or loaded from the kernel cache (:meth:`~.targets.BlockKernel.resident_blocks`),
+    so a kernel's registers count: a grid larger than what is resident runs in
     waves, the last one partly empty. (SSB Q3.1's kernel takes 48 registers a thread on an
     H100, so 5 blocks of 256 a multiprocessor fit: 8 made a second wave of 3.) Before then,
     by threads and by ``shared`` bytes of shared memory alone."""
