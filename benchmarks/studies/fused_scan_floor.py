@@ -1,7 +1,8 @@
 """``fused-scan`` against the scan floor, through the index, timed in interleaved pairs.
 
     python benchmarks/studies/fused_scan_floor.py [--rows 100000000] [--repeats 15]
-        [--tables u32x1,u32x2,u32x3,u32x4,u64x1,u64x2] [--bodies vector,numba] [--json out.json]
+        [--tables u32x1,u32x2,u32x3,u32x4,u64x1,u64x2,u64x3,u64x4] [--bodies vector,numba]
+        [--json out.json]
 
 For each table (uniform keys of one dtype, Fortran order, ``--rows`` rows) and each GPU body of
 ``fused-scan`` (``params.body``), the index is built once and asked one query per call
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100_000_000)
     ap.add_argument("--repeats", type=int, default=15)
-    ap.add_argument("--tables", default="u32x1,u32x2,u32x3,u32x4,u64x1,u64x2")
+    ap.add_argument("--tables", default="u32x1,u32x2,u32x3,u32x4,u64x1,u64x2,u64x3,u64x4")
     ap.add_argument("--bodies", default="vector,numba")
     ap.add_argument("--stream", type=int, default=10,
                     help="calls one after the other in the second timing of each case")
