@@ -554,8 +554,7 @@ class BlockKernel:
         that loads the kernel from the kernel cache has that launcher and nothing compiled by
         numba: counting only numba's compiled copy there answered None, and a caller sizing a
         grid by threads and shared memory alone launched more blocks than the GPU holds, in a
-        second, partial wave (``crystal`` on SSB Q3.1 at SF 10, one H200: 1,056 blocks where
-        660 fit, a call 0.41-0.44 ms against 0.35 ms).
+        second, partial wave (measured in ``docs/plugins/rtcudb.md``, "GPU").
 
         Otherwise numba's compiled kernel counts. Beyond :data:`SHARED_WITHOUT_OPT_IN` the
         driver counts no block at all for numba's copy of the kernel, which has not opted in
