@@ -88,12 +88,16 @@ __device__ __forceinline__ unsigned mask_of(T v, const T* lo, const T* hi, int s
   return m;
 }
 
+// lookup i goes to no shard: past the chunk's end, or marked in `outside`
+__device__ __forceinline__ bool skipped(const bool* outside, long long i, long long n) {
+  return i >= n || (outside != nullptr && outside[i]);
+}
+
 template<typename T>
 __device__ __forceinline__ unsigned lookup_mask(const T* q, const bool* outside, long long i,
                                                 long long n, const T* lo, const T* hi,
                                                 int shards, int hashed) {
-  if (i >= n || (outside != nullptr && outside[i])) return 0u;
-  return mask_of(q[i], lo, hi, shards, hashed);
+  return skipped(outside, i, n) ? 0u : mask_of(q[i], lo, hi, shards, hashed);
 }
 
 // pass 1: counts[s * blocks + b], block b's lookups that go to shard s
@@ -203,8 +207,7 @@ __global__ void split_write(const T* q, const bool* outside, long long n, const 
   for (int j = 0; j < ITEMS; ++j) {
     long long i = base + j * THREADS + threadIdx.x;
     v[j] = i < n ? q[i] : (T)0;
-    m[j] = (i >= n || (outside != nullptr && outside[i])) ? 0u
-           : mask_of(v[j], lo, hi, shards, hashed);
+    m[j] = skipped(outside, i, n) ? 0u : mask_of(v[j], lo, hi, shards, hashed);
     for (int s = 0; s < shards; ++s) {
       unsigned b = __ballot_sync(0xffffffffu, (m[j] >> s) & 1u);
       if (lane == 0) at[j][warp][s] = __popc(b);
