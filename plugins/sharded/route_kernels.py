@@ -16,16 +16,12 @@ through CuPy (the rest of the package's routing is NumPy-style code that runs on
   routing, so a call sends nothing to the GPU and waits once, for the pieces' sizes. The
   hash scheme's modulo is by a constant in each case of 2-8 shards (a 64-bit division by a
   variable is a long routine on the GPU), and a thread's per-shard counts stay in registers.
-  2^25 uint32 lookups over two shards, one H200, a call with its wait: 0.55-0.57 ms (range
-  scheme) and 0.54-0.56 ms (hash) in one process, against 0.55-0.59 and 0.66-0.72 ms for the
-  code before those two changes and the scan kernel's grouped loads; each pass now takes
-  about as long as a plain copy of the lookups (0.16 against 0.17 ms). The NumPy-style route
-  and the gathers took 1.18 ms in an earlier run.
+  Both passes read a thread's lookups of a tile (and their ``outside`` marks) with every
+  load issued before the first mask is made (``tile_masks``), so each thread keeps
+  ``ITEMS`` reads in flight instead of one. (Timings: ``docs/plugins/sharded.md``.)
 * :func:`place` adds a shard's answers (counts or sums) into the chunk's answer at their
   positions with atomic adds, so shards whose pieces overlap (a key on a boundary) add up as
-  ``acc[idx] += answer`` does, in one pass, straight into the answer's dtype: 0.26 ms for the
-  answers of 2^25 lookups against 1.10 ms for ``zeros``, the indexed adds and ``astype``
-  (with 4-byte positions, ``zeros`` and both shards' placing: 0.28 ms against 0.30 ms).
+  ``acc[idx] += answer`` does, in one pass, straight into the answer's dtype.
 
 Used for 2 to :data:`MOST_SHARDS` shards and integer lookups of 4 or 8 bytes; anything else
 routes as before.
@@ -88,16 +84,24 @@ __device__ __forceinline__ unsigned mask_of(T v, const T* lo, const T* hi, int s
   return m;
 }
 
-// lookup i goes to no shard: past the chunk's end, or marked in `outside`
-__device__ __forceinline__ bool skipped(const bool* outside, long long i, long long n) {
-  return i >= n || (outside != nullptr && outside[i]);
-}
-
+// a thread's lookups of a tile (item j at base + j * THREADS + threadIdx.x) and their masks:
+// every load is issued before any mask is made, so a thread keeps ITEMS reads in flight; a
+// lookup past the chunk's end or marked in `outside` goes to no shard (mask 0)
 template<typename T>
-__device__ __forceinline__ unsigned lookup_mask(const T* q, const bool* outside, long long i,
-                                                long long n, const T* lo, const T* hi,
-                                                int shards, int hashed) {
-  return skipped(outside, i, n) ? 0u : mask_of(q[i], lo, hi, shards, hashed);
+__device__ __forceinline__ void tile_masks(const T* __restrict__ q,
+                                           const bool* __restrict__ outside, long long base,
+                                           long long n, const T* __restrict__ lo,
+                                           const T* __restrict__ hi, int shards, int hashed,
+                                           T (&v)[ITEMS], unsigned (&m)[ITEMS]) {
+  bool skip[ITEMS];
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    long long i = base + j * THREADS + threadIdx.x;
+    v[j] = i < n ? q[i] : (T)0;
+    skip[j] = i >= n || (outside != nullptr && outside[i]);
+  }
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) m[j] = skip[j] ? 0u : mask_of(v[j], lo, hi, shards, hashed);
 }
 
 // pass 1: counts[s * blocks + b], block b's lookups that go to shard s
@@ -108,13 +112,14 @@ __global__ void split_count(const T* q, const bool* outside, long long n, const 
   if (threadIdx.x < MOST) total[threadIdx.x] = 0;
   __syncthreads();
   long long base = (long long)blockIdx.x * (THREADS * ITEMS);
+  T v[ITEMS];
+  unsigned m[ITEMS];
+  tile_masks(q, outside, base, n, lo, hi, shards, hashed, v, m);
   unsigned c[MOST] = {0, 0, 0, 0, 0, 0, 0, 0};  // registers: every index a constant
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
-    unsigned m = lookup_mask(q, outside, base + j * THREADS + threadIdx.x, n, lo, hi, shards,
-                             hashed);
 #pragma unroll
-    for (int s = 0; s < MOST; ++s) c[s] += (m >> s) & 1u;  // (no bit at or past shards)
+    for (int s = 0; s < MOST; ++s) c[s] += (m[j] >> s) & 1u;  // (no bit at or past shards)
   }
 #pragma unroll
   for (int s = 0; s < MOST; ++s) {
@@ -203,11 +208,9 @@ __global__ void split_write(const T* q, const bool* outside, long long n, const 
   long long base = (long long)blockIdx.x * (THREADS * ITEMS);
   unsigned m[ITEMS];
   T v[ITEMS];  // each lookup read once, kept for its piece
+  tile_masks(q, outside, base, n, lo, hi, shards, hashed, v, m);
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
-    long long i = base + j * THREADS + threadIdx.x;
-    v[j] = i < n ? q[i] : (T)0;
-    m[j] = skipped(outside, i, n) ? 0u : mask_of(v[j], lo, hi, shards, hashed);
     for (int s = 0; s < shards; ++s) {
       unsigned b = __ballot_sync(0xffffffffu, (m[j] >> s) & 1u);
       if (lane == 0) at[j][warp][s] = __popc(b);
