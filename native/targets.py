@@ -550,13 +550,9 @@ class BlockKernel:
         kernel is compiled or loaded, or with several specialisations, or under the simulator.
 
         The kernel that runs is the one its CuPy launcher loaded (:mod:`.cudalaunch`), so
-        where there is one launcher on the current device, its count is the answer. A process
-        that loads the kernel from the kernel cache has that launcher and nothing compiled by
-        numba: counting only numba's compiled copy there answered None, and a caller sizing a
-        grid by threads and shared memory alone launched more blocks than the GPU holds, in a
-        second, partial wave (measured in ``docs/plugins/rtcudb.md``, "GPU").
-
-        Otherwise numba's compiled kernel counts. Beyond :data:`SHARED_WITHOUT_OPT_IN` the
+        where there is one launcher on the current device, its count is the answer: a process
+        that loaded the kernel from the kernel cache has that launcher and no kernel compiled
+        by numba. Otherwise numba's compiled kernel counts. Beyond :data:`SHARED_WITHOUT_OPT_IN` the
         driver counts no block at all for numba's copy of the kernel, which has not opted in
         (the launch opts in on its own copy): there the driver's count without dynamic shared
         memory is capped by what the multiprocessors' shared memory holds."""
