@@ -465,21 +465,25 @@ def test_routing_on_the_gpu_sends_each_lookup_where_numpy_does(dtype: Any) -> No
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64])
-def test_the_two_pass_split_gives_numpys_positions_and_pieces(dtype: Any) -> None:
+def test_the_two_pass_split_gives_numpys_positions_and_pieces(dtype: Any, monkeypatch) -> None:
     """route_kernels.split: for every shard the positions NumPy's routing gives, in order,
     and the lookups at them; boundaries held by two shards, empty shards, lookups marked
-    outside, chunks that end inside a block and chunks of no lookup."""
+    outside, chunks that end inside a tile and chunks of no lookup; blocks that walk one
+    tile or several (the cap on blocks lowered), and a chunk that starts off a 16-byte
+    boundary (a slice: the count pass's plain loads instead of its 16-byte ones)."""
     import cupy
 
     from indexzoo.plugins.sharded import route_kernels
 
     info = np.iinfo(dtype)
     rng = np.random.default_rng(11)
-    for n in (0, 1, 2047, 2049, 4095, 4097, 300_001):  # blocks of 4,096 lookups
+    for n in (0, 1, 2047, 2049, 4095, 4097, 300_001):  # tiles of 4,096 lookups
         q = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
         q[:min(n, 4)] = [info.min, info.max, 0, 1][:min(n, 4)]
         outside = rng.random(n) < 0.05
-        for shards in range(2, 9):  # (the hash scheme has a case per count)
+        on_gpu = cupy.asarray(q)
+        off_boundary = cupy.asarray(np.concatenate([q[:1], q]))[1:]
+        for shards in range(2, 9):  # (the kernels are compiled for each count)
             cuts = np.sort(rng.choice(q, shards) if n else np.zeros(shards, dtype))
             lo = cuts.copy()
             lo[0] = info.min
@@ -490,13 +494,15 @@ def test_the_two_pass_split_gives_numpys_positions_and_pieces(dtype: Any) -> Non
                     want = partition.route_points(scheme, q, shards, lo, hi, q[:0])
                     if out is not None:
                         want = [idx[~out[idx]] for idx in want]
-                    got = route_kernels.split(cupy.asarray(q), shards, *bounds,
-                                              None if out is None else cupy.asarray(out))
-                    assert len(got) == shards
-                    for s, (idx, piece) in enumerate(got):
-                        assert idx.dtype == np.int32  # positions of a chunk under 2^31
-                        assert np.array_equal(cupy.asnumpy(idx), want[s]), (n, shards, s)
-                        assert np.array_equal(cupy.asnumpy(piece), q[want[s]])
+                    for most, chunk in ((None, on_gpu), (3, on_gpu), (3, off_boundary)):
+                        monkeypatch.setattr(route_kernels, "_MOST_BLOCKS", most)
+                        got = route_kernels.split(chunk, shards, *bounds,
+                                                  None if out is None else cupy.asarray(out))
+                        assert len(got) == shards
+                        for s, (idx, piece) in enumerate(got):
+                            assert idx.dtype == np.int32  # positions of a chunk under 2^31
+                            assert np.array_equal(cupy.asnumpy(idx), want[s]), (n, shards, s)
+                            assert np.array_equal(cupy.asnumpy(piece), q[want[s]])
 
 
 @pytest.mark.gpu
